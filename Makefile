@@ -1,0 +1,36 @@
+# The two commands of the README: `make demo` and `make test`. Both create .venv once and
+# install what they need into it, so they work on a fresh machine.
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+SOURCES := devtool tests e2e bench scripts
+
+.PHONY: demo test setup chromium lint unit e2e bench
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(VENV)/bin/devtool serve --db .devtool/demo.duckdb
+
+chromium: setup
+	$(PY) scripts/ensure_chromium.py
+
+lint: setup
+	$(VENV)/bin/ruff check $(SOURCES)
+	$(VENV)/bin/ruff format --check $(SOURCES)
+	$(VENV)/bin/mypy
+
+unit: setup
+	$(PY) -m pytest tests
+
+e2e: chromium
+	$(PY) -m pytest e2e
+
+test: setup chromium lint
+	$(PY) -m pytest tests e2e

@@ -1,0 +1,51 @@
+"""Options several subcommands share, and where the DevTool keeps its database by default."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from devtool.cli.errors import CliError
+
+if TYPE_CHECKING:
+    from devtool.store import Store
+
+
+def default_db_path() -> Path:
+    """`$DEVTOOL_DB`, else `$XDG_DATA_HOME/devtool/devtool.duckdb` (~/.local/share by default)."""
+    if env := os.environ.get("DEVTOOL_DB"):
+        return Path(env)
+    data_home = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return data_home / "devtool" / "devtool.duckdb"
+
+
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="the DuckDB file to use (default: $DEVTOOL_DB, else ~/.local/share/devtool/devtool.duckdb)",
+    )
+
+
+def require_web_extra() -> None:
+    """The DevTool commands need the `web` extra; an agent-only install does not have it."""
+    try:
+        import duckdb  # noqa: F401
+        import starlette  # noqa: F401
+    except ImportError as exc:
+        raise CliError(f"{exc.name} is not installed: pip install 'devtool[web]'") from exc
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    """The store at --db (or the default), or a one-line CliError saying why it cannot open."""
+    require_web_extra()
+    from devtool.store import Store, StoreError
+
+    try:
+        return Store(args.db or default_db_path())
+    except StoreError as exc:
+        raise CliError(str(exc)) from exc

@@ -1,0 +1,102 @@
+"""`devtool serve`: run the DevTool on a local port, or render one page with `--get`."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import ipaddress
+import socket
+import sys
+import threading
+import webbrowser
+from typing import Any
+
+from devtool.cli.errors import CliError
+from devtool.cli.options import add_db_option, open_store
+
+DEFAULT_PORT = 8484
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("serve", help="start the DevTool web app")
+    parser.add_argument("files", nargs="*", metavar="FILES", help="trace or journal files to load first")
+    add_db_option(parser)
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)")
+    parser.add_argument("--open", action="store_true", help="open the DevTool in a browser")
+    parser.add_argument("--get", metavar="PATH", help="render PATH in-process, print it and exit (no socket)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not 0 <= args.port <= 65535:
+        raise CliError(f"--port {args.port} is not a port number (0-65535)")
+    if args.get is None and not _is_loopback(args.host):
+        raise CliError(
+            f"refusing to serve on {args.host}: the DevTool shows agent prompts and data, "
+            "so it only listens on loopback (127.0.0.1 or ::1)"
+        )
+    store = open_store(args)
+    from devtool.web import create_app
+
+    app = create_app(store)
+    try:
+        if args.get is not None:
+            return _print_page(app, args.get)
+        sock = _bind(args.host, args.port)
+        url = _url(sock)
+        print(f"DevTool at {url}", flush=True)
+        if args.open:
+            threading.Timer(0.5, webbrowser.open, [url]).start()
+        _serve(app, sock)
+    finally:
+        store.close()
+    return 0
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise CliError(f"port {port} on {host} is already in use: pick another with --port") from exc
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    return sock
+
+
+def _url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/"
+
+
+def _serve(app: Any, sock: socket.socket) -> None:
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _print_page(app: Any, path: str) -> int:
+    from devtool.web.inprocess import get
+
+    status, body = get(app, path)
+    sys.stdout.write(body.decode("utf-8", errors="replace"))
+    if status >= 400:
+        print(f"devtool serve: GET {path} answered {status}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,57 @@
+"""Rendering pages and fragments: one Jinja2 environment, autoescaped, and the htmx rules.
+
+An htmx request gets just the fragment it swaps in; a normal request and an htmx history
+restore (the browser lost its cached copy) get the full page. Both say `Vary: HX-Request`
+so no cache hands one to the other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jinja2
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+
+from devtool.web.assets import asset_dir, vendored
+
+
+def make_environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(asset_dir("templates")),
+        # Agent text is untrusted: escape everything, everywhere, with no opt-out by extension.
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals["url_for"] = _url_for
+    env.globals["htmx_js"] = vendored("htmx")
+    env.globals["sse_js"] = vendored("htmx-ext-sse")
+    return env
+
+
+@jinja2.pass_context
+def _url_for(context: Any, name: str, /, **path_params: Any) -> str:
+    # A path, not an absolute URL: links stay right behind any host name a teammate uses.
+    request: Request = context["request"]
+    return str(request.app.url_path_for(name, **path_params))
+
+
+def wants_fragment(request: Request) -> bool:
+    return request.headers.get("HX-Request") == "true" and request.headers.get("HX-History-Restore-Request") != "true"
+
+
+def render(
+    request: Request,
+    page: str,
+    context: dict[str, Any],
+    *,
+    fragment: str | None = None,
+    status_code: int = 200,
+) -> HTMLResponse:
+    """The full `page`, or `fragment` when htmx asks for a swap."""
+    env: jinja2.Environment = request.app.state.templates
+    name = fragment if fragment is not None and wants_fragment(request) else page
+    html = env.get_template(name).render(request=request, **context)
+    return HTMLResponse(html, status_code=status_code, headers={"Vary": "HX-Request"})

@@ -1,0 +1,132 @@
+"""Browser tests: a real `python -m devtool serve` process and a real Chromium.
+
+Playwright cannot download its own browser here, so when Debian's /usr/bin/chromium exists
+(`make test` installs it as root) Playwright is pointed at it. The server's stdout/stderr are
+attached to the report of a test that fails.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "test-results"
+DEBIAN_CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    args = {**browser_type_launch_args, "args": CHROMIUM_ARGS}
+    if DEBIAN_CHROMIUM.exists():
+        args["executable_path"] = str(DEBIAN_CHROMIUM)
+    return args
+
+
+@dataclass
+class Server:
+    """A running `devtool serve` child process."""
+
+    url: str
+    db: Path
+    process: subprocess.Popen[str]
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+ServerFactory = Callable[..., Server]
+
+
+@pytest.fixture
+def serve(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerFactory]:
+    """Start `devtool serve [ARGS]` on a free port; returns once it answers HTTP."""
+    started: list[Server] = []
+
+    def start(*args: str, db: Path | None = None, env: dict[str, str] | None = None) -> Server:
+        db = db or tmp_path / f"serve{len(started)}.duckdb"
+        log = tmp_path / f"serve{len(started)}.log"
+        handle = log.open("w")
+        process = subprocess.Popen(
+            [sys.executable, "-u", "-m", "devtool", "serve", "--port", "0", "--db", str(db), *args],
+            stdout=subprocess.PIPE,
+            stderr=handle,
+            text=True,
+            env=env,
+        )
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        handle.write(first)
+        if not first.startswith("DevTool at "):
+            process.kill()
+            raise AssertionError(f"devtool serve did not start:\n{first}{log.read_text()}")
+        server = Server(first.split(" at ", 1)[1].strip(), db, process, log)
+        started.append(server)
+        _wait_for(server.url)
+        return server
+
+    yield start
+
+    for server in started:
+        server.process.terminate()
+        try:
+            server.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.process.kill()
+        rest = server.process.stdout.read() if server.process.stdout else ""
+        with server.log.open("a") as handle:
+            handle.write(rest)
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        for index, server in enumerate(started):
+            print(f"\n--- devtool serve #{index} ({server.url}) output ---\n{server.output()}")
+
+
+def _wait_for(url: str, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.rep_call = report  # type: ignore[attr-defined]
+    return report
+
+
+@pytest.fixture
+def screenshot_path(request: pytest.FixtureRequest) -> Callable[[str], Path]:
+    """Where a test saves a screenshot it wants a person to look at: test-results/screenshots/."""
+
+    def path(name: str) -> Path:
+        folder = ARTIFACTS / "screenshots"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f"{name}.png"
+
+    return path

@@ -1,0 +1,95 @@
+"""`devtool serve`: the runs page over a real socket and with --get, and its one-line errors."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from tests.conftest import DevtoolRunner
+
+
+def test_get_prints_the_empty_runs_page_without_a_socket(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    result = devtool("serve", "--db", str(tmp_path / "s.duckdb"), "--get", "/")
+    assert result.returncode == 0, result.stderr
+    assert "<h1>Runs</h1>" in result.stdout
+    assert "No runs yet: load a trace with" in result.stdout
+    assert (tmp_path / "s.duckdb").exists()
+
+
+def test_default_database_lives_under_the_data_home(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    result = devtool("serve", "--get", "/")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "data-home" / "devtool" / "devtool.duckdb").exists()
+
+
+def test_get_of_a_missing_page_exits_non_zero(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    result = devtool("serve", "--db", str(tmp_path / "s.duckdb"), "--get", "/no-such-page")
+    assert result.returncode == 1
+    assert "answered 404" in result.stderr
+
+
+def test_serve_prints_its_url_and_answers_http(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "devtool", "serve", "--db", str(tmp_path / "s.duckdb"), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("DevTool at http://127.0.0.1:"), line
+        url = line.split(" at ", 1)[1].strip()
+        with urllib.request.urlopen(url, timeout=10) as response:
+            body = response.read().decode()
+            assert response.headers["Vary"] == "HX-Request"
+        assert "No runs yet" in body
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def test_bad_argument_is_one_line(devtool: DevtoolRunner) -> None:
+    _one_line_error(devtool("serve", "--port", "eighty"), "invalid int value", "--help")
+    _one_line_error(devtool("serve", "--port", "70000"), "not a port number")
+    _one_line_error(devtool("frobnicate"), "invalid choice")
+
+
+def test_busy_port_is_one_line(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = devtool("serve", "--db", str(tmp_path / "s.duckdb"), "--port", str(port))
+    _one_line_error(result, f"port {port}", "already in use")
+
+
+def test_unreadable_database_is_one_line(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.duckdb"
+    garbage.write_bytes(b"this is not a duckdb file at all\n" * 200)
+    _one_line_error(devtool("serve", "--db", str(garbage), "--get", "/"), "cannot open database", str(garbage))
+    a_directory = tmp_path / "dir.duckdb"
+    a_directory.mkdir()
+    _one_line_error(devtool("serve", "--db", str(a_directory), "--get", "/"), "cannot open database")
+
+
+def test_non_loopback_host_is_refused(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    _one_line_error(devtool("serve", "--db", str(tmp_path / "s.duckdb"), "--host", "0.0.0.0"), "loopback")
+
+
+def test_python_dash_m_and_version(devtool: DevtoolRunner) -> None:
+    result = devtool("--version")
+    assert result.returncode == 0
+    assert result.stdout.startswith("devtool ")

@@ -1,0 +1,43 @@
+"""The wheel carries static/ and templates/, and an installed wheel finds them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from tests.conftest import REPO
+
+
+def test_wheel_contains_assets_and_finds_them(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(REPO)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = tmp_path.glob("devtool-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        archive.extractall(tmp_path / "site")
+    assert "devtool/_assets/templates/base.html" in names
+    assert "devtool/_assets/static/app.css" in names
+    assert any(n.startswith("devtool/_assets/static/vendor/htmx-2.0.") for n in names)
+    assert any(n.startswith("devtool/_assets/static/vendor/htmx-ext-sse-2.2.") for n in names)
+
+    # Run from the unpacked wheel, not the checkout: the assets must come from inside it.
+    probe = (
+        "from devtool.web.assets import asset_dir, vendored;"
+        "print(asset_dir('static')); print(asset_dir('templates')); print(vendored('htmx'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path / "site")},
+    ).stdout.split()
+    assert out[0] == str(tmp_path / "site" / "devtool" / "_assets" / "static")
+    assert out[1] == str(tmp_path / "site" / "devtool" / "_assets" / "templates")
+    assert out[2].startswith("htmx-2.0.")
