@@ -1,0 +1,53 @@
+"""The debugger's names: `dump_snapshot` (capture the live run) and `restore_snapshot` (from a trace)."""
+
+from __future__ import annotations
+
+from devtool.core.errors import SnapshotDisabledError
+from devtool.core.events import EVENTS, SCHEMA_VERSION, now_ms
+from devtool.core.frame import current_frame
+from devtool.core.ids import new_span_id
+from devtool.core.jsonvalue import JSON, content_hash, describe
+from devtool.core.snapshot import SNAPSHOT_VERSION, AgentSnapshot
+
+__all__ = ["dump_snapshot"]
+
+
+def dump_snapshot(*, metadata: dict[str, JSON] | None = None) -> AgentSnapshot:
+    """The state of the whole run, from its root down, as a JSON-ready deep copy.
+
+    Frames still executing (the caller and its ancestors, siblings in flight) are `running`. The
+    snapshot is also emitted as a `snapshot:dump` event, so a DevTool following the run shows it
+    at the moment it was taken.
+    """
+    frame = current_frame("dump_snapshot()")
+    run = frame.run
+    if not run.enable_snapshot:
+        raise SnapshotDisabledError(
+            "dump_snapshot() is disabled for this run (snapshots are off, the production default): "
+            "pass enable_snapshot=True to run_with, or collect trace events and use restore_snapshot()"
+        )
+    root = frame
+    while root.parent is not None:
+        root = root.parent
+    snapshot: AgentSnapshot = {
+        "processId": run.trace_id,
+        "timestamp": now_ms(),
+        "root": root.to_snapshot(),
+        "provenance": {"traceId": run.trace_id, "spanId": frame.span_id, "source": "dump"},
+        "version": SNAPSHOT_VERSION,
+    }
+    if metadata is not None:
+        snapshot["metadata"] = describe(metadata)  # type: ignore[typeddict-item]
+    run.emitter.emit(
+        {
+            "schemaVersion": SCHEMA_VERSION,
+            "type": EVENTS.SNAPSHOT_DUMP,
+            "timestamp": snapshot["timestamp"],
+            "agentId": frame.agent_id,
+            "trace": {"traceId": run.trace_id, "spanId": new_span_id(), "parentSpanId": frame.span_id},
+            "callId": frame.call_id,
+            "snapshotId": content_hash(snapshot),
+            "snapshot": snapshot,  # type: ignore[typeddict-unknown-key]
+        }
+    )
+    return snapshot

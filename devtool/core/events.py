@@ -1,0 +1,162 @@
+"""Trace events: their names, their shape on the wire, and the emitter that hands them to sinks.
+
+The wire format is the TypeScript library's (DESIGN.md, "Wire formats"), so traces load in either
+direction. What we add: `callId` on agent, turn and tool events; on each tool result, `callId` is our
+callId and `toolCallId` the model's id for the call; a result whose output is not JSON carries
+`tombstone: true` (its `output` is a description, never to be replayed); `runWith:end` carries the root
+frame's `memory`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Required, TypedDict
+
+from devtool.core.jsonvalue import JSON
+
+SCHEMA_VERSION: Final = 1
+
+logger = logging.getLogger("devtool.core")
+
+
+class EVENTS:
+    """The event type names (`EVENTS.AGENT_START == "agent:start"`)."""
+
+    RUN_WITH_START: Final = "runWith:start"
+    RUN_WITH_END: Final = "runWith:end"
+    AGENT_START: Final = "agent:start"
+    AGENT_END: Final = "agent:end"
+    GENERATION_START: Final = "generation:start"
+    GENERATION_END: Final = "generation:end"
+    PROMPT_START: Final = "promptAgent:start"
+    PROMPT_END: Final = "promptAgent:end"
+    TURN_START: Final = "turn:start"
+    TURN_END: Final = "turn:end"
+    MODEL_CALL_START: Final = "model:call:start"
+    MODEL_CALL_END: Final = "model:call:end"
+    TOOLS_EXECUTE_START: Final = "tools:execute:start"
+    TOOLS_EXECUTE_END: Final = "tools:execute:end"
+    VALIDATION_FAILURE: Final = "validation:failure"
+    SNAPSHOT_DUMP: Final = "snapshot:dump"
+    ERROR: Final = "error"
+
+
+class TraceContext(TypedDict):
+    traceId: str
+    spanId: str
+    parentSpanId: str
+
+
+class ErrorInfo(TypedDict, total=False):
+    name: Required[str]
+    message: Required[str]
+    stack: str
+
+
+class ToolResult(TypedDict, total=False):
+    callId: Required[str]
+    toolCallId: str | None
+    toolName: Required[str]
+    input: JSON
+    output: JSON
+    duration: float
+    success: Required[bool]
+    error: ErrorInfo
+    cache: bool
+    contentHash: str | None
+    tombstone: bool
+
+
+class TraceEvent(TypedDict, total=False):
+    """One event. The required keys are on every event; the rest depend on `type`."""
+
+    schemaVersion: Required[int]
+    type: Required[str]
+    timestamp: Required[float]
+    agentId: Required[str]
+    trace: Required[TraceContext]
+    callId: str
+    props: JSON
+    metadata: JSON
+    config: JSON
+    entrypoint: str
+    generationId: int
+    step: int
+    messages: JSON
+    schema: JSON
+    toolConfig: JSON
+    model: JSON
+    message: JSON
+    contentHash: str | None
+    cache: bool
+    usage: JSON
+    costs: JSON
+    adapterId: str
+    provider: str
+    toolCallsCount: int
+    toolNames: list[str]
+    toolResults: list[ToolResult]
+    successCount: int
+    failureCount: int
+    result: JSON
+    memory: JSON
+    duration: float
+    success: bool
+    error: ErrorInfo
+    attempt: int
+    snapshotId: str
+    metrics: JSON
+
+
+Sink = Callable[[TraceEvent], object]
+
+
+def now_ms() -> float:
+    """Milliseconds since the epoch, with microseconds: finer than the TS library's integer ms."""
+    return time.time() * 1000.0
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    import traceback
+
+    stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {"name": type(exc).__name__, "message": str(exc) or type(exc).__name__, "stack": stack}
+
+
+class Emitter:
+    """Hands every event to every sink; a sink that raises is reported once and never breaks the run."""
+
+    def __init__(self, sinks: Iterable[Sink]) -> None:
+        self.sinks: tuple[Sink, ...] = tuple(sinks)
+        self._reported: set[int] = set()
+
+    def emit(self, event: TraceEvent) -> None:
+        for sink in self.sinks:
+            try:
+                sink(event)
+            except Exception as exc:
+                self._report(sink, "failed on an event", exc)
+
+    def flush(self) -> None:
+        """Ask sinks that buffer (`flush()`) to write out what they hold; called at the end of a run."""
+        for sink in self.sinks:
+            flush: Any = getattr(sink, "flush", None)
+            if callable(flush):
+                try:
+                    flush()
+                except Exception as exc:
+                    self._report(sink, "failed to flush", exc)
+
+    def _report(self, sink: Sink, what: str, exc: Exception) -> None:
+        if id(sink) in self._reported:
+            return
+        self._reported.add(id(sink))
+        logger.warning(
+            "devtool: trace sink %r %s (%s: %s); the run goes on, further failures of this sink are not reported",
+            sink,
+            what,
+            type(exc).__name__,
+            exc,
+        )

@@ -1,0 +1,184 @@
+"""The running context: one frame per agent call, the ContextVar that holds the current one.
+
+A `Run` is what one `run_with` shares with every frame under it (trace id, sinks, whether
+snapshots are on). A `Frame` is one agent call: its callId, memory, journal, children and status.
+The current frame lives in a single ContextVar, set and reset with tokens around each agent call,
+so asyncio tasks (parallel sub-agents, tool batches) each see the frame they were started in.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, MutableMapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from devtool.core.budget import Budget
+from devtool.core.errors import OutsideRunError
+from devtool.core.events import Emitter, ErrorInfo, TraceEvent
+from devtool.core.jsonvalue import JSON, NotJSONError, describe, json_copy
+from devtool.core.snapshot import FrameJournal, FrameSnapshot, JournalRecord, Status
+
+if TYPE_CHECKING:
+    from devtool.core.model import Model
+
+CURRENT_FRAME: ContextVar[Frame] = ContextVar("devtool_current_frame")
+
+
+@dataclass(frozen=True)
+class Run:
+    """What every frame of one `run_with` shares."""
+
+    trace_id: str
+    emitter: Emitter
+    enable_snapshot: bool
+    # Usage of every model call in the run, counted even when snapshots (and so child frames) are off.
+    budget: Budget = field(default_factory=Budget)
+
+
+class Memory(MutableMapping[str, JSON]):
+    """A frame's memory: a mapping whose values must be JSON, so a snapshot can hold it."""
+
+    def __init__(self, initial: dict[str, JSON] | None = None) -> None:
+        self._data: dict[str, JSON] = dict(initial or {})
+
+    def __getitem__(self, key: str) -> JSON:
+        return self._data[key]
+
+    def __setitem__(self, key: str, value: JSON) -> None:
+        if type(key) is not str:
+            raise TypeError(f"memory keys are strings, got {key!r}")
+        try:
+            json_copy(value, f"memory[{key!r}]")
+        except NotJSONError as exc:
+            raise TypeError(f"{exc}; memory holds JSON values only") from None
+        self._data[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"Memory({self._data!r})"
+
+    def to_json(self) -> dict[str, JSON]:
+        """A deep copy; a value mutated in place into something that is not JSON is described."""
+        return {key: describe(value) for key, value in self._data.items()}
+
+
+class Frame:
+    """One agent call (or the run's root) while it runs, and after, until the run ends."""
+
+    def __init__(
+        self,
+        *,
+        run: Run,
+        call_id: str,
+        agent_id: str,
+        span_id: str,
+        parent: Frame | None,
+        model: Model | None,
+        restored: FrameSnapshot | None,
+    ) -> None:
+        self.run = run
+        self.call_id = call_id
+        self.agent_id = agent_id
+        self.parent = parent
+        self.model = model
+        # Spans started in this frame (generation, prompts, tools, sub-agents) hang under this one.
+        self.span_id = span_id
+        self.memory = Memory(copy.deepcopy(restored["memory"]) if restored else None)
+        # The snapshot's entries are the replay cache; `journal` starts with them and gains what this
+        # run records, so a dump taken during a replay holds both.
+        self.replay: FrameJournal = restored["journal"] if restored else {"prompt": {}, "tool": {}}
+        self.journal: FrameJournal = copy.deepcopy(self.replay)
+        self.restored_children: dict[str, FrameSnapshot] = restored["children"] if restored else {}
+        self.children: dict[str, Frame] = {}
+        self.status: Status = "running"
+        self.output: JSON = None
+        self.error: ErrorInfo | None = None
+        self.budget = Budget()
+        self._counters: dict[str, int] = {}
+
+    def next_call_id(self, kind: str, config_id: str) -> str:
+        """`<callId>/<kind>:<configId>:<seq>`, seq counting per frame per kind:configId in call order."""
+        key = f"{kind}:{config_id}"
+        seq = self._counters.get(key, 0)
+        self._counters[key] = seq + 1
+        return f"{self.call_id}/{key}:{seq}"
+
+    def cached(self, kind: str, content_hash: str | None) -> JournalRecord | None:
+        """The recorded output for this input, from the snapshot being replayed; tombstones never match."""
+        if content_hash is None:
+            return None
+        entry = self.replay["prompt" if kind == "prompt" else "tool"].get(content_hash)
+        return None if entry is None or "error" in entry else entry
+
+    def record(self, kind: str, content_hash: str | None, output: Any) -> bool:
+        """Journal `output` under its input's hash; a non-JSON output becomes a tombstone. True if JSON."""
+        if content_hash is None or not self.run.enable_snapshot:
+            return True
+        journal = self.journal["prompt" if kind == "prompt" else "tool"]
+        try:
+            journal[content_hash] = {"output": json_copy(output), "contentHash": content_hash}
+        except NotJSONError as exc:
+            journal[content_hash] = {"output": None, "contentHash": content_hash, "error": f"not replayable: {exc}"}
+            return False
+        return True
+
+    def emit(self, event: TraceEvent) -> None:
+        self.run.emitter.emit(event)
+
+    def effective_model(self) -> Model | None:
+        frame: Frame | None = self
+        while frame is not None:
+            if frame.model is not None:
+                return frame.model
+            frame = frame.parent
+        return None
+
+    def subtree_budget(self) -> Budget:
+        return Budget.combined([self.budget, *(child.subtree_budget() for child in self.children.values())])
+
+    def to_snapshot(self) -> FrameSnapshot:
+        """This frame and its descendants as a JSON-ready, deep-copied snapshot frame."""
+        children: dict[str, FrameSnapshot] = copy.deepcopy(self.restored_children)
+        children.update((call_id, child.to_snapshot()) for call_id, child in self.children.items())
+        frame: FrameSnapshot = {
+            "callId": self.call_id,
+            "agentId": self.agent_id,
+            "memory": self.memory.to_json(),
+            "journal": copy.deepcopy(self.journal),
+            "children": children,
+            "state": {"status": self.status},
+            "budgetState": {"own": self.budget.totals(), "aggregate": self.subtree_budget().totals()},
+        }
+        if self.status == "completed":
+            frame["state"]["output"] = describe(self.output)
+        elif self.status == "failed" and self.error is not None:
+            frame["state"]["error"] = copy.deepcopy(self.error)
+        return frame
+
+
+def current_frame(what: str = "this") -> Frame:
+    """The frame of the agent running now; `OutsideRunError` outside `run_with` and agents."""
+    frame = CURRENT_FRAME.get(None)
+    if frame is None:
+        raise OutsideRunError(f"{what} must be called inside run_with() or an agent")
+    return frame
+
+
+def memory() -> Memory:
+    """The current frame's memory (JSON values only); restored from the snapshot on a replay."""
+    return current_frame("memory()").memory
+
+
+def current_trace_id() -> str:
+    """The trace id of the run the caller is in (what its events carry, and what a journal links to)."""
+    return current_frame("current_trace_id()").run.trace_id

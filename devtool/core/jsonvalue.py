@@ -1,0 +1,82 @@
+"""JSON values: the strict check, deep copies, canonical bytes and the content hash.
+
+Only real JSON (dict with str keys, list, str, int, finite float, bool, None) is journaled, so a
+replay hands back exactly what was recorded: a tuple, a set, a dataclass or NaN would come back as
+something else, so they are not JSON here. Anything else becomes a tombstone in the journal and a
+described placeholder in events.
+
+The content hash is SHA-256 over canonical JSON (keys sorted at every level, no whitespace, UTF-8),
+as the design fixes it: collision-resistant, because a collision would replay the wrong answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any, TypeAlias
+
+import orjson
+
+JSON: TypeAlias = dict[str, "JSON"] | list["JSON"] | str | int | float | bool | None
+
+_SCALARS = (str, bool, int, type(None))
+
+
+class NotJSONError(ValueError):
+    """A value is not JSON; the message says where (`$.path`) and what it is."""
+
+
+def json_copy(value: Any, path: str = "$") -> JSON:
+    """A deep copy of `value` if it is strictly JSON, else `NotJSONError` naming the first bad spot."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value  # type: ignore[no-any-return]
+    if kind is float:
+        if math.isfinite(value):
+            return value  # type: ignore[no-any-return]
+        raise NotJSONError(f"{path} is {value!r}, which JSON cannot hold")
+    if kind is dict:
+        copied: dict[str, JSON] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise NotJSONError(f"{path} has a {type(key).__name__} key {key!r}; JSON keys are strings")
+            copied[key] = json_copy(item, f"{path}.{key}")
+        return copied
+    if kind is list:
+        return [json_copy(item, f"{path}[{index}]") for index, item in enumerate(value)]
+    raise NotJSONError(f"{path} is a {kind.__module__}.{kind.__qualname__}, not a JSON value")
+
+
+def is_json(value: Any) -> bool:
+    try:
+        json_copy(value)
+    except NotJSONError:
+        return False
+    return True
+
+
+def describe(value: Any) -> JSON:
+    """`value` as JSON for an event or a page: itself when it is JSON, else a marked description."""
+    try:
+        return json_copy(value)
+    except NotJSONError as exc:
+        return {"$notJson": str(exc), "$repr": _short_repr(value)}
+
+
+def canonical_json(value: Any) -> bytes:
+    """Keys sorted at every level, no whitespace, UTF-8. Raises `NotJSONError` for non-JSON."""
+    json_copy(value)
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def content_hash(value: Any) -> str:
+    """SHA-256 (hex) of the canonical JSON of `value`."""
+    return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def _short_repr(value: Any, limit: int = 200) -> str:
+    try:
+        text = repr(value)
+    except Exception as exc:  # a broken __repr__ must not break the run that records it
+        text = f"<{type(value).__name__}: repr failed: {exc}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,306 @@
+"""`prompt()`: the model↔tool loop of the current agent.
+
+Each model request is a turn (`turn:start`/`turn:end`); the tool calls the model asks for run as
+one batch (`tools:execute`); their results go back to the model until it answers. The turn's input
+(messages, schema, model id and provider, tool definitions) is hashed: on a replay a turn found in
+the frame's journal returns the recorded message and the model is not called. With a schema, the
+answer is parsed and validated; a bad answer is sent back with the reason, a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from devtool.core.errors import ModelError, PromptError
+from devtool.core.events import EVENTS, SCHEMA_VERSION, TraceContext, TraceEvent, error_info, now_ms
+from devtool.core.frame import Frame, current_frame
+from devtool.core.ids import new_span_id
+from devtool.core.jsonvalue import JSON, NotJSONError, content_hash, describe, json_copy
+from devtool.core.model import Message, Model, ToolCallRequest, ToolDefinition, Usage
+from devtool.core.schema import InvalidSchemaError, SchemaViolation, validator
+from devtool.core.tools import PlannedCall, Tool, run_batch
+
+MAX_TURNS = 24
+MAX_SCHEMA_RETRIES = 2
+
+
+def prompt(
+    messages_or_text: str | Sequence[Message],
+    *,
+    schema: dict[str, JSON] | None = None,
+    tools: Sequence[Tool] = (),
+    model: Model | None = None,
+) -> Awaitable[Any]:
+    """Ask the model until it answers: the text, or with `schema`, the parsed and validated JSON."""
+    frame = current_frame("prompt()")
+    chosen = model or frame.effective_model()
+    if chosen is None:
+        raise ModelError("no model for this prompt: pass model= to prompt() or to create_agent()")
+    if isinstance(messages_or_text, str):
+        messages: list[Message] = [{"role": "user", "content": messages_or_text}]
+    else:
+        try:
+            messages = json_copy(list(messages_or_text))  # type: ignore[assignment]
+        except NotJSONError as exc:
+            raise PromptError(f"prompt messages must be JSON: {exc}") from None
+    try:
+        check = validator(schema) if schema is not None else None
+    except InvalidSchemaError as exc:
+        raise PromptError(f"prompt schema is not a valid JSON schema: {exc}") from None
+    conversation = _Conversation(
+        frame=frame,
+        model=chosen,
+        schema=schema,
+        check=check,
+        tools={tool.name: tool for tool in tools},
+        definitions=[tool.definition() for tool in tools],
+        call_id=frame.next_call_id("prompt", chosen.id),
+        span_id=new_span_id(),
+    )
+    return conversation.run(messages)
+
+
+@dataclass(frozen=True)
+class _Conversation:
+    frame: Frame
+    model: Model
+    schema: dict[str, JSON] | None
+    check: Any
+    tools: dict[str, Tool]
+    definitions: list[ToolDefinition]
+    call_id: str
+    span_id: str
+
+    def _event(self, kind: str, span: str, parent: str, **fields: Any) -> TraceEvent:
+        trace: TraceContext = {"traceId": self.frame.run.trace_id, "spanId": span, "parentSpanId": parent}
+        event: TraceEvent = {
+            "schemaVersion": SCHEMA_VERSION,
+            "type": kind,
+            "timestamp": now_ms(),
+            "agentId": self.frame.agent_id,
+            "trace": trace,
+        }
+        event.update(fields)  # type: ignore[typeddict-item]
+        return event
+
+    async def run(self, messages: list[Message]) -> Any:
+        frame, started = self.frame, time.perf_counter()
+        model_info = {"id": self.model.id, "provider": self.model.provider}
+        frame.emit(self._event(EVENTS.PROMPT_START, self.span_id, frame.span_id, callId=self.call_id, model=model_info))
+        try:
+            answer = await self._loop(messages)
+        except Exception as exc:
+            frame.emit(
+                self._event(
+                    EVENTS.PROMPT_END,
+                    self.span_id,
+                    frame.span_id,
+                    callId=self.call_id,
+                    model=model_info,
+                    success=False,
+                    error=error_info(exc),
+                    duration=(time.perf_counter() - started) * 1000,
+                )
+            )
+            raise
+        frame.emit(
+            self._event(
+                EVENTS.PROMPT_END,
+                self.span_id,
+                frame.span_id,
+                callId=self.call_id,
+                model=model_info,
+                success=True,
+                result=describe(answer),
+                duration=(time.perf_counter() - started) * 1000,
+            )
+        )
+        return answer
+
+    async def _loop(self, messages: list[Message]) -> Any:
+        retries = 0
+        for step in range(MAX_TURNS):
+            message = await self._turn(step, messages)
+            messages.append(message)
+            if calls := message.get("tool_calls"):
+                messages.extend(await self._run_tools(calls))
+                continue
+            if self.check is None:
+                return message.get("content")
+            try:
+                return self._parse(message.get("content"))
+            except SchemaViolation as exc:
+                retries += 1
+                self.frame.emit(
+                    self._event(
+                        EVENTS.VALIDATION_FAILURE,
+                        new_span_id(),
+                        self.span_id,
+                        callId=self.call_id,
+                        attempt=retries,
+                        error={"name": "SchemaViolation", "message": str(exc)},
+                    )
+                )
+                if retries > MAX_SCHEMA_RETRIES:
+                    raise PromptError(
+                        f"the model's answer did not match the schema after {retries} attempts: {exc}"
+                    ) from None
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": f"Your answer is not valid: {exc}. Answer again, as JSON matching the schema.",
+                    }
+                )
+        raise PromptError(f"no final answer after {MAX_TURNS} turns (the model kept asking for tools)")
+
+    async def _turn(self, step: int, messages: list[Message]) -> Message:
+        frame, span, started = self.frame, new_span_id(), time.perf_counter()
+        turn_call_id = frame.next_call_id("turn", self.model.id)
+        model_info = {"id": self.model.id, "provider": self.model.provider}
+        digest = content_hash([messages, self.schema, model_info, self.definitions])
+        common = {"callId": turn_call_id, "step": step, "model": model_info, "contentHash": digest}
+        frame.emit(
+            self._event(
+                EVENTS.TURN_START,
+                span,
+                self.span_id,
+                messages=list(messages),
+                schema=self.schema,
+                toolConfig={"tools": self.definitions},
+                **common,
+            )
+        )
+        entry = frame.cached("prompt", digest)
+        if entry is not None:
+            message: Message = json_copy(entry["output"])  # type: ignore[assignment]
+            frame.emit(
+                self._event(
+                    EVENTS.TURN_END,
+                    span,
+                    self.span_id,
+                    message=message,
+                    cache=True,
+                    success=True,
+                    duration=(time.perf_counter() - started) * 1000,
+                    **common,
+                )
+            )
+            return message
+        try:
+            message = await self._call_model(span, messages)
+        except Exception as exc:
+            frame.emit(
+                self._event(
+                    EVENTS.TURN_END,
+                    span,
+                    self.span_id,
+                    cache=False,
+                    success=False,
+                    error=error_info(exc),
+                    duration=(time.perf_counter() - started) * 1000,
+                    **common,
+                )
+            )
+            raise
+        frame.record("prompt", digest, message)
+        frame.emit(
+            self._event(
+                EVENTS.TURN_END,
+                span,
+                self.span_id,
+                message=describe(message),
+                cache=False,
+                success=True,
+                duration=(time.perf_counter() - started) * 1000,
+                **common,
+            )
+        )
+        return message
+
+    async def _call_model(self, turn_span: str, messages: list[Message]) -> Message:
+        frame, span, started = self.frame, new_span_id(), time.perf_counter()
+        who = {"adapterId": self.model.id, "provider": self.model.provider}
+        frame.emit(self._event(EVENTS.MODEL_CALL_START, span, turn_span, messageCount=len(messages), **who))
+        try:
+            reply = await self.model.call(list(messages), schema=self.schema, tools=self.definitions)
+            message = _assistant_message(reply.get("message"), self.model)
+        except Exception as exc:
+            frame.emit(
+                self._event(
+                    EVENTS.MODEL_CALL_END,
+                    span,
+                    turn_span,
+                    success=False,
+                    error=error_info(exc),
+                    duration=(time.perf_counter() - started) * 1000,
+                    **who,
+                )
+            )
+            raise
+        usage: Usage = reply.get("usage") or {"promptTokens": 0, "completionTokens": 0, "totalTokens": 0}
+        costs: dict[str, float] = reply.get("costs") or {}
+        for budget in (frame.budget, frame.run.budget):
+            budget.add_call(self.model.id, self.model.provider, usage["promptTokens"], usage["completionTokens"], costs)
+        frame.emit(
+            self._event(
+                EVENTS.MODEL_CALL_END,
+                span,
+                turn_span,
+                success=True,
+                usage=usage,
+                costs=costs,
+                duration=(time.perf_counter() - started) * 1000,
+                **who,
+            )
+        )
+        return message
+
+    async def _run_tools(self, requests: list[ToolCallRequest]) -> list[Message]:
+        planned = []
+        for request in requests:
+            tool = self.tools.get(request["name"])
+            arguments: Any = request.get("arguments", {})
+            if isinstance(arguments, str):
+                try:
+                    arguments = orjson.loads(arguments) if arguments.strip() else {}
+                except orjson.JSONDecodeError:
+                    arguments = {"$unparsedArguments": arguments}
+            config_id = tool.name if tool else request["name"]
+            planned.append(
+                PlannedCall(tool, arguments, self.frame.next_call_id("tool", config_id), request["id"], request["name"])
+            )
+        outcomes = await run_batch(self.frame, planned, self.span_id)
+        replies: list[Message] = []
+        for request, outcome in zip(requests, outcomes, strict=True):
+            if outcome.exception is not None:
+                content = f"error: {outcome.exception}"
+            elif isinstance(outcome.output, str):
+                content = outcome.output
+            else:
+                content = orjson.dumps(outcome.result.get("output")).decode()
+            replies.append({"role": "tool", "tool_call_id": request["id"], "content": content})
+        return replies
+
+    def _parse(self, content: Any) -> Any:
+        if not isinstance(content, str):
+            raise SchemaViolation(f"the answer is {type(content).__name__}, not JSON text")
+        try:
+            value = orjson.loads(content)
+        except orjson.JSONDecodeError as exc:
+            raise SchemaViolation(f"the answer is not JSON ({exc})") from None
+        self.check(value)
+        return value
+
+
+def _assistant_message(message: Any, model: Model) -> Message:
+    if not isinstance(message, dict) or message.get("role", "assistant") != "assistant":
+        raise ModelError(f"model {model.id!r} returned {message!r}, not an assistant message")
+    try:
+        return json_copy({**message, "role": "assistant"})  # type: ignore[return-value]
+    except NotJSONError as exc:
+        raise ModelError(f"model {model.id!r} returned a message that is not JSON: {exc}") from None

@@ -1,0 +1,58 @@
+"""Where trace events go: a list in memory, or a JSONL file written one line per event.
+
+Any callable taking one event is a sink too. `HttpSink`, which streams to a running DevTool, lives
+in `devtool.core.http_sink`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+
+from devtool.core.events import TraceEvent
+
+
+class MemorySink:
+    """Keeps every event in `.events`, in emit order."""
+
+    def __init__(self) -> None:
+        self.events: list[TraceEvent] = []
+
+    def __call__(self, event: TraceEvent) -> None:
+        self.events.append(event)
+
+    def __repr__(self) -> str:
+        return f"MemorySink({len(self.events)} events)"
+
+
+class JsonlSink:
+    """Appends one JSON line per event to `path`.
+
+    Each event is one unbuffered `write(2)` on an O_APPEND file: a crash loses nothing that was
+    emitted, lines from several writers never interleave, and a follower (`devtool serve --follow`)
+    sees each event as soon as it happens.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def __call__(self, event: TraceEvent) -> None:
+        os.write(self._fd, orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE))
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> JsonlSink:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"JsonlSink({str(self.path)!r})"

@@ -1,0 +1,247 @@
+"""Tools: `create_tool`, the onion of middleware around a call, and batches of calls.
+
+Every call, direct (`await search(query="x")`) or asked for by the model, goes the same way: the
+input is checked against the tool's JSON schema, hashed (`{"name", "input"}`), passed through the
+tool's middleware (outermost first) and reaches the journal cache, the innermost layer: on a replay
+the recorded output comes back from there, so user middleware still sees a cache hit. A batch is
+one `tools:execute` span with a result per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from devtool.core.errors import CoreError, ToolError
+from devtool.core.events import EVENTS, SCHEMA_VERSION, ErrorInfo, ToolResult, error_info, now_ms
+from devtool.core.frame import Frame, current_frame
+from devtool.core.ids import new_span_id
+from devtool.core.jsonvalue import JSON, NotJSONError, content_hash, describe, json_copy
+from devtool.core.model import ToolDefinition
+from devtool.core.schema import InvalidSchemaError, SchemaViolation, validator
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call as middleware sees it."""
+
+    tool: Tool
+    input: dict[str, Any]
+    call_id: str
+    content_hash: str | None
+    tool_call_id: str | None
+
+
+Next = Callable[[ToolCall], Awaitable[Any]]
+Middleware = Callable[[ToolCall, Next], Awaitable[Any]]
+
+
+class Tool:
+    """A named, schema-checked function an agent or a model can call. Create with `create_tool`."""
+
+    def __init__(
+        self,
+        name: str,
+        handler: Callable[..., Any],
+        *,
+        description: str,
+        parameters: dict[str, JSON] | None,
+        middleware: Sequence[Middleware],
+    ) -> None:
+        self.name = name
+        self.handler = handler
+        self.description = description
+        self.parameters: dict[str, JSON] = parameters or {"type": "object"}
+        try:
+            self._check = validator(self.parameters) if parameters else None
+        except InvalidSchemaError as exc:
+            raise ToolError(f"tool {name!r}: parameters are not a valid JSON schema: {exc}") from None
+        self.middleware = tuple(middleware)
+
+    def check_input(self, call_input: Any) -> dict[str, Any]:
+        """`call_input` if it is an object matching the parameters, else `ToolError` saying where not."""
+        if not isinstance(call_input, dict):
+            raise ToolError(f"tool {self.name!r}: input must be an object, got {type(call_input).__name__}")
+        if self._check is not None:
+            try:
+                self._check(call_input)
+            except SchemaViolation as exc:
+                raise ToolError(f"tool {self.name!r}: input does not match its parameters: {exc}") from None
+        return call_input
+
+    def definition(self) -> ToolDefinition:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    def __call__(self, **args: Any) -> Awaitable[Any]:
+        # The callId is taken now, not when awaited, so calls started together number in call order.
+        frame = current_frame(f"tool {self.name!r}")
+        planned = PlannedCall(self, args, frame.next_call_id("tool", self.name), None)
+        return _call_directly(frame, planned)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+
+def create_tool(
+    name: str,
+    handler: Callable[..., Any],
+    *,
+    description: str = "",
+    parameters: dict[str, JSON] | None = None,
+    middleware: Sequence[Middleware] = (),
+) -> Tool:
+    """A tool whose `handler(**input)` (sync or async) runs when the call is not served from a snapshot."""
+    return Tool(name, handler, description=description, parameters=parameters, middleware=middleware)
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    """A call about to run: the tool (None when the model named one that does not exist)."""
+
+    tool: Tool | None
+    input: Any
+    call_id: str
+    tool_call_id: str | None
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one call gave: its event record, its output, or the exception it raised."""
+
+    result: ToolResult
+    output: Any
+    exception: BaseException | None
+
+
+async def run_batch(frame: Frame, calls: Sequence[PlannedCall], parent_span: str) -> list[Outcome]:
+    """Run `calls` concurrently as one `tools:execute` span under `parent_span`."""
+    span = new_span_id()
+    trace = {"traceId": frame.run.trace_id, "spanId": span, "parentSpanId": parent_span}
+    names = [_name(call) for call in calls]
+    started = time.perf_counter()
+    frame.emit(
+        {
+            "schemaVersion": SCHEMA_VERSION,
+            "type": EVENTS.TOOLS_EXECUTE_START,
+            "timestamp": now_ms(),
+            "agentId": frame.agent_id,
+            "trace": trace,  # type: ignore[typeddict-item]
+            "callId": calls[0].call_id if len(calls) == 1 else frame.call_id,
+            "toolCallsCount": len(calls),
+            "toolNames": names,
+        }
+    )
+    if len(calls) == 1:
+        outcomes = [await _execute(frame, calls[0])]
+    else:
+        outcomes = list(await asyncio.gather(*(_execute(frame, call) for call in calls)))
+    failures = sum(1 for outcome in outcomes if not outcome.result["success"])
+    frame.emit(
+        {
+            "schemaVersion": SCHEMA_VERSION,
+            "type": EVENTS.TOOLS_EXECUTE_END,
+            "timestamp": now_ms(),
+            "agentId": frame.agent_id,
+            "trace": trace,  # type: ignore[typeddict-item]
+            "callId": calls[0].call_id if len(calls) == 1 else frame.call_id,
+            "toolCallsCount": len(calls),
+            "toolNames": names,
+            "toolResults": [outcome.result for outcome in outcomes],
+            "successCount": len(outcomes) - failures,
+            "failureCount": failures,
+            "duration": (time.perf_counter() - started) * 1000,
+            "success": failures == 0,
+        }
+    )
+    return outcomes
+
+
+async def _call_directly(frame: Frame, call: PlannedCall) -> Any:
+    (outcome,) = await run_batch(frame, [call], frame.span_id)
+    if outcome.exception is not None:
+        raise outcome.exception
+    return outcome.output
+
+
+async def _execute(frame: Frame, planned: PlannedCall) -> Outcome:
+    started = time.perf_counter()
+    result: ToolResult = {
+        "callId": planned.call_id,
+        "toolCallId": planned.tool_call_id,
+        "toolName": _name(planned),
+        "input": describe(planned.input),
+        "success": False,
+        "cache": False,
+        "contentHash": None,
+    }
+    try:
+        tool, call_input = _checked(planned)
+        digest = _input_hash(tool.name, call_input)
+        result["contentHash"] = digest
+        call = ToolCall(tool, call_input, planned.call_id, digest, planned.tool_call_id)
+        served_from_journal = False
+
+        async def journal_layer(call: ToolCall) -> Any:
+            nonlocal served_from_journal
+            entry = frame.cached("tool", call.content_hash)
+            if entry is not None:
+                served_from_journal = True
+                return json_copy(entry["output"])
+            output = call.tool.handler(**call.input)
+            return await output if inspect.isawaitable(output) else output
+
+        output = await _onion(tool.middleware, journal_layer)(call)
+    except Exception as exc:
+        result["error"] = _error(exc)
+        result["duration"] = (time.perf_counter() - started) * 1000
+        return Outcome(result, None, exc)
+    result["cache"] = served_from_journal
+    if not served_from_journal and not frame.record("tool", digest, output):
+        result["tombstone"] = True
+    result["output"] = describe(output)
+    result["success"] = True
+    result["duration"] = (time.perf_counter() - started) * 1000
+    return Outcome(result, output, None)
+
+
+def _checked(planned: PlannedCall) -> tuple[Tool, dict[str, Any]]:
+    if planned.tool is None:
+        raise ToolError(f"there is no tool named {planned.name!r}")
+    return planned.tool, planned.tool.check_input(planned.input)
+
+
+def _input_hash(name: str, call_input: dict[str, Any]) -> str | None:
+    try:
+        return content_hash({"name": name, "input": call_input})
+    except NotJSONError:
+        return None  # an input that is not JSON cannot be journaled: the call always runs
+
+
+def _onion(middleware: Sequence[Middleware], innermost: Next) -> Next:
+    handler = innermost
+    for layer in reversed(middleware):
+        handler = _wrap(layer, handler)
+    return handler
+
+
+def _wrap(layer: Middleware, inner: Next) -> Next:
+    async def call(tool_call: ToolCall) -> Any:
+        return await layer(tool_call, inner)
+
+    return call
+
+
+def _name(call: PlannedCall) -> str:
+    return call.tool.name if call.tool is not None else call.name
+
+
+def _error(exc: BaseException) -> ErrorInfo:
+    # Refusals of our own need no stack; a handler's failure keeps it.
+    if isinstance(exc, CoreError):
+        return {"name": type(exc).__name__, "message": str(exc)}
+    return error_info(exc)
