@@ -11,11 +11,12 @@ from tests.conftest import REPO
 
 
 def test_wheel_contains_assets_and_finds_them(tmp_path: Path) -> None:
-    subprocess.run(
+    built = subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path), str(REPO)],
-        check=True,
         capture_output=True,
+        text=True,
     )
+    assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = tmp_path.glob("devtool-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
