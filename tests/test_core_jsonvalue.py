@@ -1,0 +1,60 @@
+"""Strict JSON, canonical bytes and the SHA-256 content hash."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import pytest
+
+from devtool.core.jsonvalue import NotJSONError, canonical_json, content_hash, describe, is_json, json_copy
+
+
+def test_canonical_json_sorts_keys_at_every_level_without_whitespace_in_utf8() -> None:
+    value = {"b": [{"z": 1, "a": "é"}], "a": None}
+    assert canonical_json(value) == '{"a":null,"b":[{"a":"é","z":1}]}'.encode()
+
+
+def test_content_hash_is_sha256_of_the_canonical_form() -> None:
+    value = {"name": "search", "input": {"q": "x", "k": 3}}
+    assert content_hash(value) == hashlib.sha256(b'{"input":{"k":3,"q":"x"},"name":"search"}').hexdigest()
+    assert content_hash({"input": {"k": 3, "q": "x"}, "name": "search"}) == content_hash(value)
+    assert content_hash({"name": "search", "input": {"q": "x", "k": 4}}) != content_hash(value)
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ((1, 2), "$ is a builtins.tuple"),
+        ({"a": {1, 2}}, "$.a is a builtins.set"),
+        ({"a": [1, float("nan")]}, "$.a[1] is nan"),
+        ({1: "x"}, "$ has a int key 1"),
+        ({"when": object()}, "$.when is a builtins.object"),
+    ],
+)
+def test_json_copy_refuses_what_would_not_replay_as_itself(value: object, where: str) -> None:
+    with pytest.raises(NotJSONError) as raised:
+        json_copy(value)
+    assert str(raised.value).startswith(where)
+    assert not is_json(value)
+
+
+def test_json_copy_is_deep() -> None:
+    original = {"a": [{"b": 1}]}
+    copied = json_copy(original)
+    assert copied == original
+    original["a"][0]["b"] = 2  # type: ignore[index]
+    assert copied == {"a": [{"b": 1}]}
+
+
+@dataclass
+class Point:
+    x: int
+
+
+def test_describe_marks_what_is_not_json() -> None:
+    described = describe({"p": Point(1)})
+    assert isinstance(described, dict)
+    assert described["$notJson"] == "$.p is a tests.test_core_jsonvalue.Point, not a JSON value"
+    assert "Point(x=1)" in str(described["$repr"])
+    assert describe({"ok": [1, "two"]}) == {"ok": [1, "two"]}
