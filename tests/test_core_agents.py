@@ -98,6 +98,24 @@ def test_a_failing_agent_reports_and_raises_to_its_caller() -> None:
     assert end["success"] is False
     assert end["error"]["name"] == "KeyError"
     assert "raise KeyError" in end["error"]["stack"]
+    (error,) = [e for e in sink.events if e["type"] == "error"]
+    assert error["callId"] == "root/agent:p:0/agent:bad:0"
+    assert error["error"]["message"] == "'missing'"
+
+
+def test_an_error_passing_through_several_frames_is_one_error_event() -> None:
+    async def deepest(props: Any) -> None:
+        raise RuntimeError("deep")
+
+    async def middle(props: Any) -> None:
+        await create_agent("deepest", deepest)(None)
+
+    sink = MemorySink()
+    with pytest.raises(RuntimeError):
+        asyncio.run(run_with(lambda: create_agent("top", middle)(None), sinks=[sink]))
+    assert [e["callId"] for e in sink.events if e["type"] == "error"] == ["root/agent:top:0/agent:deepest:0"]
+    failed = [e["callId"] for e in sink.events if e["type"] == "agent:end" and not e["success"]]
+    assert failed == ["root/agent:top:0/agent:deepest:0", "root/agent:top:0"]
 
 
 def test_memory_holds_json_only_and_belongs_to_the_frame() -> None:

@@ -76,6 +76,8 @@ class Agent:
         except BaseException as exc:
             frame.status, frame.error = "failed", error_info(exc)
             elapsed = (time.perf_counter() - started) * 1000
+            if run.first_report(exc):
+                run.emitter.emit(event(EVENTS.ERROR, new_span_id(), generation_span, error=frame.error))
             run.emitter.emit(
                 event(
                     EVENTS.GENERATION_END,

@@ -8,6 +8,7 @@ so asyncio tasks (parallel sub-agents, tool batches) each see the frame they wer
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Iterator, MutableMapping
 from contextvars import ContextVar
@@ -35,6 +36,17 @@ class Run:
     enable_snapshot: bool
     # Usage of every model call in the run, counted even when snapshots (and so child frames) are off.
     budget: Budget = field(default_factory=Budget)
+
+    def first_report(self, error: BaseException) -> bool:
+        """True the first time `error` passes a frame of this run: one `error` event where it arose."""
+        # Exceptions cannot be weakly referenced, and a set of them would keep every one alive:
+        # mark the exception itself instead.
+        if getattr(error, "_devtool_reported_in", None) == self.trace_id:
+            return False
+        # An exception type with __slots__ cannot be marked: it is reported in each frame it passes.
+        with contextlib.suppress(AttributeError):
+            error._devtool_reported_in = self.trace_id  # type: ignore[attr-defined]
+        return True
 
 
 class Memory(MutableMapping[str, JSON]):
