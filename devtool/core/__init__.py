@@ -22,6 +22,7 @@ from devtool.core.errors import (
 )
 from devtool.core.events import EVENTS, TraceEvent
 from devtool.core.frame import current_trace_id, memory
+from devtool.core.http_sink import HttpSink
 from devtool.core.model import Message, Model, ModelReply, ScriptedModel
 from devtool.core.prompting import prompt
 from devtool.core.run import run_with
@@ -34,6 +35,7 @@ __all__ = [
     "Agent",
     "AgentSnapshot",
     "CoreError",
+    "HttpSink",
     "JsonlSink",
     "MemorySink",
     "Message",

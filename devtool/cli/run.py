@@ -1,0 +1,101 @@
+"""`devtool run MODULE:FUNC`: run an agent entrypoint under `run_with`, streaming to a DevTool.
+
+`FUNC(props)` is called inside `run_with` (an async function, or an agent made by `create_agent`),
+with `props` from `--props`. The entrypoint and props are recorded in the `runWith:start` event's
+metadata, which is what the DevTool's Replay button runs again. Events go to the DevTool at `--to`
+(or `$DEVTOOL_URL`) and/or to a JSONL file (`--trace`); `--snapshot` replays from a snapshot file
+or a DevTool snapshot URL. This command needs only the core library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import os
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from devtool.cli.errors import CliError
+from devtool.core import CoreError, JsonlSink, run_with
+from devtool.core.http_sink import HttpSink
+from devtool.core.jsonvalue import JSON, describe
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("run", help="run an agent entrypoint MODULE:FUNC, streaming its trace")
+    parser.add_argument("entrypoint", metavar="MODULE:FUNC", help="e.g. examples.research:main")
+    parser.add_argument("--props", type=_json_arg, default={}, metavar="JSON", help="what FUNC is called with")
+    parser.add_argument("--to", metavar="URL", default=os.environ.get("DEVTOOL_URL"), help="a DevTool to stream to")
+    parser.add_argument("--trace", type=Path, metavar="PATH", help="also append the events to this JSONL file")
+    parser.add_argument("--snapshot", metavar="FILE_OR_URL", help="replay from this snapshot")
+    parser.add_argument("--metadata", type=_json_arg, default={}, metavar="JSON", help="extra run metadata")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    func = load_entrypoint(args.entrypoint)
+    if not isinstance(args.metadata, dict):
+        raise CliError("--metadata must be a JSON object")
+    snapshot = _load_snapshot(args.snapshot) if args.snapshot else None
+    sinks: list[HttpSink | JsonlSink] = []
+    if args.to:
+        sinks.append(HttpSink(args.to.rstrip("/") + "/api/v1/traces"))
+    if args.trace:
+        sinks.append(JsonlSink(args.trace))
+    metadata: dict[str, JSON] = {**args.metadata, "entrypoint": args.entrypoint, "props": describe(args.props)}
+    if args.snapshot:
+        metadata["snapshot"] = args.snapshot
+    try:
+        result = asyncio.run(run_with(lambda: func(args.props), snapshot=snapshot, sinks=sinks, metadata=metadata))
+    except CoreError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        for sink in sinks:
+            sink.close()
+    print(json.dumps(describe(result), ensure_ascii=False))
+    return 0
+
+
+def load_entrypoint(spec: str) -> Any:
+    """The callable named by `module:function` (the current directory is importable)."""
+    module_name, _, attribute = spec.partition(":")
+    if (
+        not module_name
+        or not attribute
+        or not all(part.isidentifier() for part in [*module_name.split("."), *attribute.split(".")])
+    ):
+        raise CliError(f"entrypoint must look like module:function, got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CliError(f"cannot import {module_name!r}: {exc}") from exc
+    for name in attribute.split("."):
+        if not hasattr(target, name):
+            raise CliError(f"{module_name!r} has no attribute {attribute!r}")
+        target = getattr(target, name)
+    if not callable(target):
+        raise CliError(f"{spec} is not callable")
+    return target
+
+
+def _load_snapshot(source: str) -> Any:
+    try:
+        if source.startswith(("http://", "https://")):
+            with urllib.request.urlopen(source, timeout=30) as response:  # noqa: S310 - scheme checked above
+                return json.load(response)
+        return json.loads(Path(source).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cannot read snapshot {source}: {exc}") from exc
+
+
+def _json_arg(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
