@@ -1,4 +1,4 @@
-"""Imports point one way: core → journal → store → web → cli, and core/journal skip the web stack."""
+"""Imports point one way: core → journal → demo → store → web → cli; core and journal skip the web stack."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import REPO
 
 WEB_STACK = {"duckdb", "starlette", "jinja2", "sse_starlette", "uvicorn", "httpx", "multipart"}
-LAYERS = ["core", "journal", "store", "web", "cli"]
+LAYERS = ["core", "journal", "demo", "store", "web", "cli"]
 
 
 def _imports(path: Path) -> set[str]:
