@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from devtool.core import ScriptedModel, create_agent, create_tool, memory, prompt
+from devtool.core.jsonvalue import JSON
 from devtool.core.model import Message
 
-STATUS_SCHEMA = {
+STATUS_SCHEMA: dict[str, JSON] = {
     "type": "object",
     "properties": {"healthy": {"type": "boolean"}, "reason": {"type": "string"}},
     "required": ["healthy", "reason"],

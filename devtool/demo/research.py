@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from devtool.core import ScriptedModel, create_agent, create_tool, memory, prompt
+from devtool.core.jsonvalue import JSON
 from devtool.core.model import Message
 
 DEFAULT_QUESTION = "Should our team write its next agent service in Rust, Go or Python?"
@@ -52,12 +53,12 @@ INDEX: dict[str, list[dict[str, str]]] = {
     ],
 }
 
-PLAN_SCHEMA = {
+PLAN_SCHEMA: dict[str, JSON] = {
     "type": "object",
     "properties": {"topics": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
     "required": ["topics"],
 }
-FINDING_SCHEMA = {
+FINDING_SCHEMA: dict[str, JSON] = {
     "type": "object",
     "properties": {"topic": {"type": "string"}, "finding": {"type": "string"}, "sources": {"type": "array"}},
     "required": ["topic", "finding", "sources"],
@@ -141,8 +142,8 @@ def build(model: ScriptedModel) -> Any:
         memory()["sources"] = len(finding["sources"])
         return finding
 
-    async def writer(props: dict[str, Any]) -> str:
-        memory()["drafts"] = memory().get("drafts", 0) + 1
+    async def writer(props: dict[str, Any]) -> Any:
+        memory()["findings"] = len(props["findings"])
         return await prompt(
             [
                 {"role": "system", "content": "You are the writer. Be brief."},
