@@ -7,9 +7,10 @@ from devtool.core.events import EVENTS, SCHEMA_VERSION, now_ms
 from devtool.core.frame import current_frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, content_hash, describe
+from devtool.core.restore import restore_snapshot
 from devtool.core.snapshot import SNAPSHOT_VERSION, AgentSnapshot
 
-__all__ = ["dump_snapshot"]
+__all__ = ["dump_snapshot", "restore_snapshot"]
 
 
 def dump_snapshot(*, metadata: dict[str, JSON] | None = None) -> AgentSnapshot:
