@@ -29,6 +29,7 @@ class GroupCommitter(Generic[Item]):
         self._mutex = threading.Lock()
         self._pending: list[Item] = []
         self._waiters: list[_Waiter] = []
+        self._draining = False
         self._idle = threading.Event()
         self._idle.set()
 
@@ -39,8 +40,10 @@ class GroupCommitter(Generic[Item]):
         with self._mutex:
             self._pending.append(item)
             self._waiters.append((loop, done))
-            start = self._idle.is_set()
-            self._idle.clear()
+            start = not self._draining
+            if start:
+                self._draining = True
+                self._idle.clear()
         if start:
             threading.Thread(target=self._drain, name="devtool-journal-commit", daemon=True).start()
         await done
@@ -55,6 +58,7 @@ class GroupCommitter(Generic[Item]):
                 batch, waiters = self._pending, self._waiters
                 self._pending, self._waiters = [], []
                 if not batch:
+                    self._draining = False
                     self._idle.set()
                     return
             error: BaseException | None = None

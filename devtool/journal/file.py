@@ -23,9 +23,8 @@ from typing import Any
 import orjson
 
 from devtool.journal.commit import GroupCommitter
-from devtool.journal.entries import JournalEntry, encode_entry
+from devtool.journal.entries import JournalEntry
 from devtool.journal.file_log import FileLog
-from devtool.journal.index import entry_info
 from devtool.journal.log import EntryLog, ListLog
 from devtool.journal.names import file_stem, ignores_case
 from devtool.journal.process_file import Encoded, ProcessFile, TailRepair
@@ -60,7 +59,7 @@ class FileJournal:
     async def append(self, entry: JournalEntry) -> None:
         """Append an entry; it is on disk (fsync'd) when this returns."""
         file = self._file(entry.process_id)
-        item = Encoded(encode_entry(entry), entry_info(entry.entry_id, entry.entry_type))
+        item = Encoded.of(entry)
         if self.group_commit:
             await self._committer(entry.process_id, file).submit(item)
         else:
@@ -88,7 +87,7 @@ class FileJournal:
         """Replace the checkpoint file atomically and append a `checkpoint` entry holding the state."""
         stored = orjson.dumps(state, default=str, option=_JSON_OPTIONS | orjson.OPT_INDENT_2)
         entry = JournalEntry(process_id=process_id, entry_type="checkpoint", data={"state": orjson.loads(stored)})
-        item = Encoded(encode_entry(entry), entry_info(entry.entry_id, entry.entry_type))
+        item = Encoded.of(entry)
         await asyncio.to_thread(self._file(process_id).checkpoint, stored, item)
 
     async def last_checkpoint(self, process_id: str) -> dict[str, Any] | None:
@@ -118,6 +117,9 @@ class FileJournal:
         await self.close()
 
     def _file(self, process_id: str) -> ProcessFile:
+        file = self._files.get(process_id)
+        if file is not None:
+            return file
         with self._mutex:
             file = self._files.get(process_id)
             if file is None:
@@ -126,6 +128,9 @@ class FileJournal:
             return file
 
     def _committer(self, process_id: str, file: ProcessFile) -> GroupCommitter[Encoded]:
+        committer = self._committers.get(process_id)
+        if committer is not None:
+            return committer
         with self._mutex:
             committer = self._committers.get(process_id)
             if committer is None:

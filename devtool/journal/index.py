@@ -28,7 +28,9 @@ import struct
 import sys
 import zlib
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import accumulate, islice
 
 from devtool.journal.entries import KNOWN_TYPES, decode_line
 from devtool.journal.errors import MalformedEntryError
@@ -72,11 +74,6 @@ def id_crc(entry_id: str) -> int:
 def type_code(entry_type: str) -> int:
     """The index code of an entry type."""
     return CODE_OF.get(entry_type, OTHER)
-
-
-def entry_info(entry_id: str, entry_type: str) -> LineInfo:
-    """The index record of an entry this package is about to write."""
-    return LineInfo(id_crc(entry_id), type_code(entry_type))
 
 
 def classify(line: bytes, process_id: str) -> LineInfo:
@@ -126,6 +123,13 @@ class Columns:
         self.crcs.append(info.crc)
         self.codes.append(info.code)
         self.flags.append(info.flags)
+
+    def add_written(self, start: int, lengths: Iterable[int], crcs: Iterable[int], codes: bytes) -> None:
+        """Index lines just appended from `start` (done in C: a batch can hold thousands of lines)."""
+        self.ends.extend(islice(accumulate(lengths, initial=start), 1, None))
+        self.crcs.extend(crcs)
+        self.codes += codes
+        self.flags += bytes(len(codes))
 
     def add_records(self, raw: bytes | memoryview) -> None:
         """Index whole records as stored on disk (column by column, in C)."""

@@ -28,12 +28,13 @@ import uuid
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from devtool.journal.entries import decode_line
+from devtool.journal.entries import JournalEntry, decode_line, encode_entry
 from devtool.journal.errors import (
     BadLineWarning,
     CheckpointWarning,
@@ -50,13 +51,16 @@ from devtool.journal.index import (
     VALID_CODES,
     Columns,
     IndexFile,
-    LineInfo,
     classify,
+    id_crc,
+    type_code,
 )
 
 CHUNK = 4 << 20
 _READ_ONLY = {errno.EACCES, errno.EPERM, errno.EROFS}
 _CHECKPOINT = CODE_OF["checkpoint"]
+_CRC = attrgetter("crc")
+_CODE = attrgetter("code")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +75,16 @@ class TailRepair:
 
 @dataclass(frozen=True, slots=True)
 class Encoded:
-    """A line ready to append, with the index record that describes it."""
+    """An entry as the line to append, with what its index record needs."""
 
     line: bytes
-    info: LineInfo
+    crc: int
+    code: int
+
+    @classmethod
+    def of(cls, entry: JournalEntry) -> Encoded:
+        """Encode an entry for appending."""
+        return cls(encode_entry(entry), id_crc(entry.entry_id), type_code(entry.entry_type))
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,7 +350,8 @@ class ProcessFile:
         if not self._writable:
             raise JournalError(f"the journal {self.path} is read-only")
         start = self._columns.end
-        data = memoryview(b"".join(item.line for item in batch))
+        lines = [item.line for item in batch]
+        data = memoryview(b"".join(lines))
         try:
             written = 0
             while written < len(data):
@@ -354,10 +365,7 @@ class ProcessFile:
         except OSError as exc:
             raise JournalError(f"could not make {self.path} durable (fsync failed: {exc.strerror})") from exc
         first = len(self._columns)
-        end = start
-        for item in batch:
-            end += len(item.line)
-            self._columns.add(end, item.info)
+        self._columns.add_written(start, map(len, lines), map(_CRC, batch), bytes(map(_CODE, batch)))
         if self._index:
             self._index.store(self._columns, first)
 
