@@ -1,33 +1,26 @@
-"""Opening the DuckDB file the DevTool keeps everything in, and its schema migrations."""
+"""Opening the DuckDB file the DevTool keeps everything in: one writer, a cursor per reader.
+
+DuckDB lets one process open a file for writing. Inside that process, `Store` keeps one connection
+for writes, handed to one caller at a time (`writer()`, `transaction()`), and gives every reader a
+cursor of its own (`reader()`, `query()`): DuckDB's MVCC lets readers see the last committed state
+while a load runs, so nobody waits and nobody gets "database is locked".
+"""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-# Each entry upgrades the schema by one version; never edit a released one, append.
-MIGRATIONS: list[str] = [
-    """
-    CREATE TABLE events (
-        trace_id VARCHAR,
-        span_id VARCHAR,
-        parent_span_id VARCHAR,
-        type VARCHAR NOT NULL,
-        ts DOUBLE,
-        agent_id VARCHAR,
-        body JSON
-    );
-    """,
-]
+from devtool.store.errors import StoreError, StoreLockedError
+from devtool.store.schema import MIGRATIONS
 
-
-class StoreError(Exception):
-    """Base class of the store's errors; the message says what and where."""
+_LOCK_HOLDER = re.compile(r"\(PID (\d+)\)")
 
 
 class Store:
@@ -39,8 +32,17 @@ class Store:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = duckdb.connect(str(path))
         except (OSError, duckdb.Error) as exc:
+            if "lock" in str(exc).lower():
+                holder = _LOCK_HOLDER.search(str(exc))
+                who = f" (pid {holder.group(1)})" if holder else ""
+                raise StoreLockedError(
+                    f"database {path} is in use by another process{who}: stop it, or load files through "
+                    "the running `devtool serve`"
+                ) from exc
             raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from exc
         self._write_lock = threading.Lock()
+        # Query progress feeds the load command's progress bar; DuckDB's own printing stays off.
+        self._conn.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false")
         self._migrate()
 
     def _migrate(self) -> None:
@@ -59,22 +61,40 @@ class Store:
                 conn.execute("INSERT INTO schema_version VALUES (?)", [version])
                 conn.execute("COMMIT")
 
+    @property
+    def schema_version(self) -> int:
+        return int(self.query("SELECT max(version) FROM schema_version")[0][0])
+
     @contextmanager
     def writer(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """The one writing connection, held by one caller at a time."""
         with self._write_lock:
             yield self._conn
 
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The writing connection inside BEGIN … COMMIT; any exception rolls everything back."""
+        with self.writer() as conn:
+            conn.execute("BEGIN TRANSACTION")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def progress(self) -> float:
+        """How far the writer's running statement is, 0-100, or -1 when none is running."""
+        return float(self._conn.query_progress())
+
     def reader(self) -> duckdb.DuckDBPyConnection:
         """A cursor of its own for one reader (DuckDB cursors are cheap and thread-safe apart)."""
         return self._conn.cursor()
 
     def query(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-        cursor = self.reader()
-        try:
+        """Run one read-only statement on a fresh cursor and return all its rows."""
+        with closing(self.reader()) as cursor:
             return cursor.execute(sql, params or []).fetchall()
-        finally:
-            cursor.close()
 
     def close(self) -> None:
         self._conn.close()

@@ -1,0 +1,187 @@
+"""`devtool load FILES...`: load traces and journals into the store, with a summary.
+
+Each file is loaded on its own, all or nothing: a bad file is reported (one line on stderr) and the
+others still load; the exit code is 2 if any file failed. Files of 8 MiB or more get a progress bar
+of bytes read on stderr when it is a terminal (`--progress` forces it, `--no-progress` hides it).
+`devtool serve FILES...` loads its files through `load_files` too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from devtool.cli.options import add_db_option, open_store
+
+if TYPE_CHECKING:
+    from devtool.store import LoadResult, Store
+
+BAR_FROM_BYTES = 8 << 20
+BAR_WIDTH = 30
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("load", help="load trace and journal files into the store")
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILES", help="TraceEvent JSONL or JSON, journal JSONL")
+    add_db_option(parser)
+    add_load_options(parser)
+    parser.set_defaults(run=run)
+
+
+def add_load_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bad-lines",
+        choices=("reject", "skip"),
+        default="reject",
+        help="a file with bad lines: reject it whole (default), or load its good lines and list the bad",
+    )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: for large files, when stderr is a terminal)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    store = open_store(args)
+    try:
+        totals = load_files(
+            store, args.files, bad_lines=args.bad_lines, progress=args.progress, out=sys.stdout, command="load"
+        )
+    finally:
+        store.close()
+    print(totals.summary(), file=sys.stdout)
+    return 2 if totals.failed else 0
+
+
+@dataclass
+class Totals:
+    """What a `load_files` call did, over all its files."""
+
+    files: int = 0
+    loaded: int = 0
+    already: int = 0
+    failed: int = 0
+    events: int = 0
+    spans: int = 0
+    entries: int = 0
+    bad_lines: int = 0
+    traces: set[str] = field(default_factory=set)
+    processes: set[str] = field(default_factory=set)
+
+    def add(self, result: LoadResult) -> None:
+        if result.already_loaded:
+            self.already += 1
+            return
+        self.loaded += 1
+        self.events += result.events
+        self.spans += result.spans
+        self.entries += result.journal_entries
+        self.bad_lines += result.bad_lines
+        self.traces.update(result.traces)
+        self.processes.update(result.processes)
+
+    def summary(self) -> str:
+        parts = [
+            f"{_count(self.events, 'event')}",
+            f"{_count(self.spans, 'span')}",
+            f"{_count(len(self.traces), 'trace')}",
+            f"{_count(self.entries, 'journal entry', 'journal entries')}",
+            f"{_count(len(self.processes), 'journal')}",
+        ]
+        tail = [f"{_count(self.already, 'file')} already loaded"] if self.already else []
+        if self.bad_lines:
+            tail.append(f"{_count(self.bad_lines, 'bad line')} skipped")
+        tail.append(f"{_count(self.failed, 'error')}")
+        return f"loaded {self.loaded} of {_count(self.files, 'file')}: {', '.join(parts)}; {', '.join(tail)}"
+
+
+def load_files(
+    store: Store, paths: Sequence[Path], *, bad_lines: str, progress: bool | None, out: TextIO, command: str
+) -> Totals:
+    """Load each file, one line per file on `out` and per failure or bad line on stderr."""
+    from devtool.store import BadLines, BadLinesError, StoreError, load_file
+
+    totals = Totals(files=len(paths))
+    for path in paths:
+        bar = _Bar(path) if _wants_bar(path, progress) else None
+        began = time.perf_counter()
+        try:
+            result = load_file(store, path, bad_lines=BadLines(bad_lines), progress=bar)
+        except StoreError as exc:
+            totals.failed += 1
+            if bar:
+                bar.clear()
+            hint = " (--bad-lines skip loads the good lines)" if isinstance(exc, BadLinesError) else ""
+            print(f"devtool {command}: error: {exc}{hint}", file=sys.stderr)
+            continue
+        if bar:
+            bar.clear()
+        for problem in result.problems:
+            where = f"{path}:{problem.line}" if problem.line is not None else f"{path}: element {problem.element}"
+            print(f"{where}: skipped: {problem.message}", file=sys.stderr)
+        if result.bad_lines > len(result.problems):
+            print(f"{path}: and {result.bad_lines - len(result.problems)} more bad lines skipped", file=sys.stderr)
+        totals.add(result)
+        print(_describe(result, time.perf_counter() - began), file=out, flush=True)
+    return totals
+
+
+def _describe(result: LoadResult, seconds: float) -> str:
+    if result.already_loaded:
+        what = _count(result.events, "event") if result.events else _count(result.journal_entries, "journal entry")
+        return f"{result.path}: already loaded ({what}), nothing added"
+    if result.kind.startswith("trace"):
+        traces = ", ".join(t[:12] for t in result.traces[:3]) + (" …" if len(result.traces) > 3 else "")
+        what = f"{_count(result.events, 'event')}, {_count(result.spans, 'span')}, trace {traces}"
+    else:
+        what = f"{_count(result.journal_entries, 'new journal entry', 'new journal entries')}, process " + ", ".join(
+            result.processes
+        )
+    skipped = f", {_count(result.bad_lines, 'bad line')} skipped" if result.bad_lines else ""
+    return f"{result.path}: {what}{skipped} ({result.bytes / 1e6:,.1f} MB in {seconds:.1f} s)"
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def _wants_bar(path: Path, progress: bool | None) -> bool:
+    if progress is not None:
+        return progress
+    try:
+        return sys.stderr.isatty() and path.stat().st_size >= BAR_FROM_BYTES
+    except OSError:
+        return False
+
+
+class _Bar:
+    """One line on stderr, redrawn in place: phase, bar, megabytes, percent."""
+
+    def __init__(self, path: Path) -> None:
+        self.name = path.name if len(path.name) <= 32 else path.name[:31] + "…"
+        self.drawn = ""
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        fraction = done / total if total else 1.0
+        filled = int(BAR_WIDTH * fraction)
+        line = (
+            f"{self.name} {phase:<7} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] "
+            f"{done / 1e6:,.0f}/{total / 1e6:,.0f} MB {fraction:4.0%}"
+        )
+        if line != self.drawn:
+            sys.stderr.write("\r" + line)
+            sys.stderr.flush()
+            self.drawn = line
+
+    def clear(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\r" + " " * len(self.drawn) + "\r")
+            sys.stderr.flush()
+            self.drawn = ""

@@ -1,0 +1,72 @@
+"""The store's errors: one base class, and a subclass per thing a caller may want to tell apart.
+
+Every message says what went wrong and where (the file, the line or element, the run or span), in
+words a user can act on; callers print `str(error)` as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class StoreError(Exception):
+    """Base class of the store's errors; the message says what and where."""
+
+
+class StoreLockedError(StoreError):
+    """The database file is open in another process (DuckDB allows one writing process)."""
+
+
+@dataclass(frozen=True)
+class LineProblem:
+    """One bad line of a file, or element of a JSON array or of an appended batch, and what is wrong."""
+
+    message: str
+    line: int | None = None  # 1-based line of a line-based file
+    element: int | None = None  # 0-based index in a JSON array or an appended batch
+
+    def where(self) -> str:
+        return f"line {self.line}" if self.line is not None else f"element {self.element}"
+
+
+class LoadError(StoreError):
+    """A file that could not be loaded. Nothing of it was stored."""
+
+    def __init__(self, path: Path | str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = Path(path)
+        self.reason = message
+
+
+class BadLinesError(LoadError):
+    """A file with bad lines under the reject policy: `problems` names each one (up to a limit)."""
+
+    SHOWN = 3
+
+    def __init__(self, path: Path | str, problems: tuple[LineProblem, ...], total: int) -> None:
+        shown = "; ".join(f"{p.where()}: {p.message}" for p in problems[: self.SHOWN])
+        more = f"; and {total - self.SHOWN} more" if total > self.SHOWN else ""
+        noun = "bad line" if total == 1 else "bad lines"
+        super().__init__(path, f"{total} {noun}, nothing stored: {shown}{more}")
+        self.problems = problems
+        self.total = total
+
+
+class SourceChangedError(LoadError):
+    """The file changed while it was being read, so what was read may not be what is on disk."""
+
+
+class InvalidEventsError(StoreError):
+    """Events handed to `append_events` that are not TraceEvents; `problems` are by index."""
+
+    def __init__(self, problems: tuple[LineProblem, ...], total: int) -> None:
+        shown = "; ".join(f"event {p.element}: {p.message}" for p in problems[:3])
+        more = f"; and {total - 3} more" if total > 3 else ""
+        super().__init__(f"{total} invalid event{'s' if total != 1 else ''}, none stored: {shown}{more}")
+        self.problems = problems
+        self.total = total
+
+
+class NotFoundError(StoreError):
+    """A run, span, process, entry or snapshot that is not in the store."""

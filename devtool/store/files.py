@@ -1,0 +1,109 @@
+"""A file being loaded: held open from the first byte read to the commit.
+
+The file is opened once. Its SHA-256 is computed in one streaming pass (the progress bar's "bytes
+read"), which also bounds its longest line so DuckDB's reader can be told how large an object to
+expect. DuckDB then reads the same open file through `/proc/self/fd/N` where the platform has it:
+a file deleted or renamed mid-load is still read whole, as it was. A file rewritten in place while
+it loads is caught by comparing its size and modification time at the start and the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO
+
+from devtool.store.errors import LoadError, SourceChangedError
+
+CHUNK = 1 << 20
+HEAD = 64 << 10
+
+Progress = Callable[[int, int], None]
+
+
+class SourceFile:
+    """An open file, its size, its first bytes, and (after `digest()`) its content hash."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._file = path.open("rb")
+        except FileNotFoundError:
+            raise LoadError(path, "no such file") from None
+        except IsADirectoryError:
+            raise LoadError(path, "is a directory, not a file") from None
+        except OSError as exc:
+            raise LoadError(path, f"cannot read it: {exc.strerror or exc}") from None
+        info = os.fstat(self._file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            self._file.close()
+            raise LoadError(path, "is not a regular file")
+        self._stamp = (info.st_size, info.st_mtime_ns)
+        self.size = info.st_size
+        self.head = self._file.read(HEAD)
+        self.content_hash = ""
+        self.longest_line = 0
+
+    def __enter__(self) -> SourceFile:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._file.close()
+
+    @property
+    def reader_path(self) -> str:
+        """The path DuckDB should read: this open file itself when the platform can name it."""
+        for folder in ("/proc/self/fd", "/dev/fd"):
+            candidate = f"{folder}/{self._file.fileno()}"
+            if os.path.exists(candidate):
+                return candidate
+        return str(self.path)
+
+    def stream(self) -> BinaryIO:
+        """The open file, from its first byte."""
+        self._file.seek(0)
+        return self._file
+
+    def read_all(self) -> bytes:
+        return self.stream().read()
+
+    def digest(self, progress: Progress | None = None) -> str:
+        """Read the whole file once: its SHA-256, and its longest line if that is over a chunk (1 MiB)."""
+        sha = hashlib.sha256()
+        done = 0
+        longest = 0
+        run = 0  # bytes since the last newline, across chunks
+        self._file.seek(0)
+        while chunk := self._file.read(CHUNK):
+            sha.update(chunk)
+            first = chunk.find(b"\n")
+            if first < 0:
+                run += len(chunk)
+            else:
+                # A line inside one chunk is shorter than a chunk; only lines across chunks need counting.
+                longest = max(longest, run + first)
+                run = len(chunk) - chunk.rfind(b"\n") - 1
+            done += len(chunk)
+            if progress is not None:
+                progress(done, self.size)
+        self.longest_line = max(longest, run)
+        if done != self.size:
+            raise SourceChangedError(self.path, f"changed while being read ({self.size} bytes, then {done})")
+        self.content_hash = sha.hexdigest()
+        return self.content_hash
+
+    def check_unchanged(self) -> None:
+        """Raise `SourceChangedError` if the open file was written to since it was opened.
+
+        A file deleted or replaced by a rename is fine: the open one is what was read, intact.
+        """
+        info = os.fstat(self._file.fileno())
+        if (info.st_size, info.st_mtime_ns) != self._stamp:
+            raise SourceChangedError(self.path, "was modified while it was being loaded: nothing stored, try again")

@@ -1,0 +1,181 @@
+"""Loading one file into the store: detect its format, hash it, bulk-load it in one transaction.
+
+`load_file(store, path)` is all or nothing. The file is read once for its SHA-256 (a file already
+loaded adds nothing), then loaded by its format's loader through DuckDB's JSON reader; spans, run
+summaries and the `sources` row are written in the same transaction, so a file that fails at any
+point, or changes while it loads, leaves the store exactly as it was.
+
+When DuckDB refuses the file, a scan names the bad lines. With `BadLines.REJECT` (the default) the
+load fails with the first of them in its message (`BadLinesError.problems` has them all, up to a
+thousand). With `BadLines.SKIP` the good lines are loaded and the result lists the bad ones.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+import duckdb
+
+from devtool.store.database import Store
+from devtool.store.errors import BadLinesError, LineProblem, LoadError
+from devtool.store.files import SourceFile
+from devtool.store.loaders import Loader, detect
+from devtool.store.scan import MAX_LINE, Scan
+
+# (phase, done, total): "reading" counts bytes hashed; "loading" DuckDB's progress, scaled to bytes.
+Progress = Callable[[str, int, int], None]
+
+DEFAULT_OBJECT_SIZE = 16 << 20
+
+
+class BadLines(StrEnum):
+    """What to do with a file that has bad lines: refuse it whole, or load its good lines."""
+
+    REJECT = "reject"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What loading one file did. `already_loaded`: its content was in the store, nothing was added."""
+
+    path: Path
+    kind: str
+    content_hash: str
+    bytes: int
+    source_id: int
+    already_loaded: bool = False
+    events: int = 0
+    spans: int = 0
+    traces: tuple[str, ...] = ()
+    journal_entries: int = 0
+    processes: tuple[str, ...] = ()
+    problems: tuple[LineProblem, ...] = ()
+    bad_lines: int = 0
+
+
+def load_file(
+    store: Store, path: Path | str, *, bad_lines: BadLines = BadLines.REJECT, progress: Progress | None = None
+) -> LoadResult:
+    """Load a trace or journal file; raise `LoadError` (nothing stored) when it cannot be."""
+    path = Path(path)
+    with SourceFile(path) as source:
+        loader = detect(source)
+        source.digest(None if progress is None else lambda done, total: progress("reading", done, total))
+        known = _known(store, source)
+        if known is not None:
+            return known
+        try:
+            return _insert(store, source, loader, source.reader_path, jsonl=False, progress=progress)
+        except duckdb.Error as exc:
+            refusal = exc
+        with tempfile.TemporaryDirectory(prefix="devtool-load-") as folder:
+            good_path = Path(folder) / "good.jsonl"
+            with good_path.open("wb") as good:
+                scan = loader.scan(source.stream(), good if bad_lines is BadLines.SKIP else None)
+            if scan.bad == 0:
+                raise LoadError(path, f"DuckDB cannot read it as {loader.description}: {_first_line(refusal)}")
+            if bad_lines is BadLines.REJECT or scan.good == 0:
+                raise BadLinesError(path, tuple(scan.problems), scan.bad)
+            try:
+                return _insert(store, source, loader, str(good_path), jsonl=True, progress=progress, scan=scan)
+            except duckdb.Error as exc:
+                raise LoadError(path, f"DuckDB cannot read its good lines: {_first_line(exc)}") from exc
+
+
+def _known(store: Store, source: SourceFile) -> LoadResult | None:
+    rows = store.query(
+        "SELECT source_id, kind, events, journal_entries, bad_lines FROM sources WHERE content_hash = ?",
+        [source.content_hash],
+    )
+    if not rows:
+        return None
+    source_id, kind, events, entries, bad = rows[0]
+    return LoadResult(
+        source.path, kind, source.content_hash, source.size, source_id, True, events, 0, (), entries, (), (), bad
+    )
+
+
+def _insert(
+    store: Store,
+    source: SourceFile,
+    loader: Loader,
+    reader_path: str,
+    *,
+    jsonl: bool,
+    progress: Progress | None,
+    scan: Scan | None = None,
+) -> LoadResult:
+    object_size = min(max(DEFAULT_OBJECT_SIZE, source.longest_line + 1024), MAX_LINE + 1024)
+    with _watch(store, source.size, progress), store.transaction() as conn:
+        raced = _known(store, source)  # loaded by another thread while this one was reading
+        if raced is not None:
+            return raced
+        source_id = int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0])
+        inserted = loader.insert(conn, reader_path, source_id, jsonl=jsonl, max_object_size=object_size)
+        if inserted.events == 0 and not inserted.processes:
+            raise LoadError(source.path, "holds no events: nothing to load")
+        source.check_unchanged()
+        conn.execute(
+            "INSERT INTO sources (source_id, kind, path, content_hash, bytes, events, journal_entries, bad_lines) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                source_id,
+                loader.kind,
+                str(source.path.absolute()),
+                source.content_hash,
+                source.size,
+                inserted.events,
+                inserted.journal_entries,
+                scan.bad if scan else 0,
+            ],
+        )
+    return LoadResult(
+        source.path,
+        loader.kind,
+        source.content_hash,
+        source.size,
+        source_id,
+        events=inserted.events,
+        spans=inserted.spans,
+        traces=inserted.traces,
+        journal_entries=inserted.journal_entries,
+        processes=inserted.processes,
+        problems=tuple(scan.problems) if scan else (),
+        bad_lines=scan.bad if scan else 0,
+    )
+
+
+@contextmanager
+def _watch(store: Store, size: int, progress: Progress | None) -> Iterator[None]:
+    """Report DuckDB's progress on the running load every tenth of a second."""
+    if progress is None:
+        yield
+        return
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.wait(0.1):
+            percent = store.progress()
+            if percent >= 0:
+                progress("loading", int(size * min(percent, 100.0) / 100), size)
+
+    watcher = threading.Thread(target=poll, name="devtool-load-progress", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+        progress("loading", size, size)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,57 @@
+"""The loader interface: how a file format says it is the one, loads in bulk, and names its bad lines.
+
+A loader is three things. `claims(sample)` looks at the first bytes and the first JSON object of a
+file (never its name) and says whether the format is its own. `insert(...)` loads the whole file
+through DuckDB's reader inside the caller's transaction, raising `duckdb.Error` at the first bad
+record. `scan(...)` is the slow path after such a failure: it names every bad line or element and
+copies the good ones, as JSONL, for a second `insert` when the policy is to load the good lines.
+
+Adding a format (OpenTelemetry JSON, ...) is a class with these three methods in `LOADERS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Protocol
+
+import duckdb
+
+from devtool.store.scan import Scan
+
+
+@dataclass(frozen=True)
+class Sample:
+    """What kind detection looks at: the first non-blank byte, and the first JSON object if any."""
+
+    first_byte: bytes
+    first_object: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Inserted:
+    """What one insert added to the store."""
+
+    events: int = 0
+    spans: int = 0
+    traces: tuple[str, ...] = ()
+    journal_entries: int = 0
+    processes: tuple[str, ...] = ()
+
+
+class Loader(Protocol):
+    kind: str  # stored as `sources.kind`
+    description: str  # what the format is called in messages
+
+    def claims(self, sample: Sample) -> bool:
+        """Whether a file that starts like `sample` is in this format."""
+        ...
+
+    def insert(
+        self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, *, jsonl: bool, max_object_size: int
+    ) -> Inserted:
+        """Load the file at `path` (JSONL when `jsonl`, else this loader's own format) in bulk."""
+        ...
+
+    def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
+        """Name every bad line or element of `source`; write the good ones to `good` as JSONL."""
+        ...

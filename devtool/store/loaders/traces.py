@@ -1,0 +1,54 @@
+"""TraceEvents, one JSON object a line (ours and the TypeScript library's) or as one JSON array."""
+
+from __future__ import annotations
+
+from typing import BinaryIO
+
+import duckdb
+
+from devtool.store.event_sql import file_relation, insert_events
+from devtool.store.loaders.base import Inserted, Sample
+from devtool.store.rules import trace_event_problem
+from devtool.store.scan import Scan, scan_array, scan_jsonl
+
+
+def looks_like_event(obj: dict[str, object]) -> bool:
+    return "type" in obj and ("trace" in obj or "schemaVersion" in obj)
+
+
+class TraceJsonl:
+    kind = "trace-jsonl"
+    description = "TraceEvent JSONL"
+
+    def claims(self, sample: Sample) -> bool:
+        return sample.first_byte == b"{" and sample.first_object is not None and looks_like_event(sample.first_object)
+
+    def insert(
+        self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, *, jsonl: bool, max_object_size: int
+    ) -> Inserted:
+        return _insert(conn, file_relation("newline_delimited", max_object_size), source_id, path)
+
+    def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
+        return scan_jsonl(source, trace_event_problem, good)
+
+
+class TraceArray:
+    kind = "trace-json-array"
+    description = "JSON array of TraceEvents"
+
+    def claims(self, sample: Sample) -> bool:
+        return sample.first_byte == b"["
+
+    def insert(
+        self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, *, jsonl: bool, max_object_size: int
+    ) -> Inserted:
+        fmt = "newline_delimited" if jsonl else "array"
+        return _insert(conn, file_relation(fmt, max_object_size), source_id, path)
+
+    def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
+        return scan_array(source, trace_event_problem, good)
+
+
+def _insert(conn: duckdb.DuckDBPyConnection, relation: str, source_id: int, path: str) -> Inserted:
+    events, spans, traces = insert_events(conn, relation, source_id, {"path": path})
+    return Inserted(events=events, spans=spans, traces=traces)

@@ -1,0 +1,114 @@
+"""The store's tables, as a list of migrations: `MIGRATIONS[n - 1]` takes the schema to version n.
+
+Never edit a released migration; append a new one. Migration 1 is the first release.
+
+- `sources`: each loaded file or live stream, once per content hash (a file loaded twice adds nothing).
+- `events`: one row per TraceEvent. `event_id` is its position in the store: it only grows, in load
+  order, so it orders equal timestamps and is the SSE `Last-Event-ID` of live streams. The fields the
+  UI filters on are columns; the event itself, exactly as loaded, is `body`.
+- `spans`: derived from events in SQL (see `spans.py`): a `*:start`/`*:end` pair is one span, a start
+  without its end is `running`; a point event (`budget:update`, `sys:log`, ...) with a span id of its
+  own is an `instant` span. `depth` is the nesting for timeline rows, `frame_parent_id` the nearest
+  ancestor the frame tree shows.
+- `runs`: one summary row per trace, kept up to date by every load and append.
+- `journal_entries`: process-journal entries, with `ts_ms` parsed from their ISO 8601 `timestamp`.
+- `snapshots`: AgentSnapshots under a stable content id (SHA-256 of canonical JSON), with the id
+  they were forked from.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    """
+    CREATE SEQUENCE source_ids START 1;
+    CREATE TABLE sources (
+        source_id INTEGER PRIMARY KEY,
+        kind VARCHAR NOT NULL,
+        path VARCHAR NOT NULL,
+        content_hash VARCHAR UNIQUE,
+        bytes BIGINT NOT NULL DEFAULT 0,
+        events BIGINT NOT NULL DEFAULT 0,
+        journal_entries BIGINT NOT NULL DEFAULT 0,
+        bad_lines BIGINT NOT NULL DEFAULT 0,
+        loaded_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
+    CREATE TABLE events (
+        event_id BIGINT NOT NULL,
+        source_id INTEGER NOT NULL,
+        trace_id VARCHAR NOT NULL,
+        span_id VARCHAR NOT NULL,
+        parent_span_id VARCHAR,
+        type VARCHAR NOT NULL,
+        ts DOUBLE NOT NULL,
+        agent_id VARCHAR,
+        call_id VARCHAR,
+        content_hash VARCHAR,
+        cache BOOLEAN,
+        success BOOLEAN,
+        label VARCHAR,
+        error VARCHAR,
+        prompt_tokens BIGINT,
+        completion_tokens BIGINT,
+        body JSON NOT NULL
+    );
+    CREATE TABLE spans (
+        trace_id VARCHAR NOT NULL,
+        span_id VARCHAR NOT NULL,
+        parent_span_id VARCHAR,
+        kind VARCHAR NOT NULL,
+        instant BOOLEAN NOT NULL,
+        name VARCHAR NOT NULL,
+        agent_id VARCHAR,
+        call_id VARCHAR,
+        start_ts DOUBLE NOT NULL,
+        end_ts DOUBLE,
+        status VARCHAR NOT NULL,
+        error VARCHAR,
+        content_hash VARCHAR,
+        cache BOOLEAN,
+        start_event_id BIGINT,
+        end_event_id BIGINT,
+        events INTEGER NOT NULL,
+        depth INTEGER NOT NULL DEFAULT 0,
+        frame_parent_id VARCHAR
+    );
+    CREATE TABLE runs (
+        trace_id VARCHAR PRIMARY KEY,
+        name VARCHAR NOT NULL,
+        started_ts DOUBLE NOT NULL,
+        ended_ts DOUBLE NOT NULL,
+        status VARCHAR NOT NULL,
+        events BIGINT NOT NULL,
+        spans BIGINT NOT NULL,
+        agents BIGINT NOT NULL,
+        failed BIGINT NOT NULL,
+        running BIGINT NOT NULL,
+        prompt_tokens BIGINT NOT NULL,
+        completion_tokens BIGINT NOT NULL,
+        agent_ids VARCHAR NOT NULL,
+        first_event_id BIGINT NOT NULL,
+        last_event_id BIGINT NOT NULL
+    );
+    CREATE TABLE journal_entries (
+        entry_seq BIGINT NOT NULL,
+        source_id INTEGER NOT NULL,
+        process_id VARCHAR NOT NULL,
+        entry_id VARCHAR NOT NULL,
+        entry_type VARCHAR NOT NULL,
+        timestamp VARCHAR NOT NULL,
+        ts_ms DOUBLE NOT NULL,
+        data JSON NOT NULL,
+        trace_id VARCHAR
+    );
+    CREATE TABLE snapshots (
+        snapshot_id VARCHAR PRIMARY KEY,
+        parent_id VARCHAR,
+        trace_id VARCHAR,
+        span_id VARCHAR,
+        anchor VARCHAR,
+        source VARCHAR,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        body JSON NOT NULL
+    );
+    """,
+]

@@ -1,0 +1,217 @@
+"""Spans and run summaries, derived from events in SQL after every load or append.
+
+A span is the events that share a `(trace_id, span_id)`:
+- a `X:start` and its `X:end` make a span of kind `X`; a start without its end yet is `running`;
+  an end without its start (a trace cut at the front) is kept, starting at its first event;
+- events of other types with the span id of a start/end pair belong to that span (a `sys:log`
+  inside a tool batch); those with a span id of their own make an `instant` span of their type;
+- `failed` when its end (or its instant event) says `success: false`, carries an error, or is an
+  `error` event.
+
+`depth` (0 for a root) and `frame_parent_id` (the nearest ancestor the frame tree shows: all but
+`HIDDEN_KINDS` and instants) come from a recursive walk down the new spans, starting from those whose
+parent is stored already (or missing: a root). A span has one parent, so a walk down from the roots
+never meets a parent cycle; spans caught in one stay roots.
+
+`refresh(conn, after_event_id)` brings spans and runs up to date with the events whose id is
+greater than `after_event_id`, in the caller's transaction. When those events start new traces (a
+file load, a new live run) it reads only them. When they add to stored traces (live ingest, a second
+file of one trace) it re-derives the spans they touch from all their events, and walks the whole
+trace again only when a stored span's parent or depth may have changed.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+# Spans the frame tree looks through: a prompt loop, a model call (and every instant).
+HIDDEN_KINDS = ("promptAgent", "model:call")
+
+# Orders a span's events start first, then its point events, then its end; `% POINT` gives back the id.
+_POINT = 1 << 61
+_RANK = f"""
+    CASE WHEN type LIKE '%:start' THEN event_id
+         WHEN type LIKE '%:end' THEN event_id + {2 * _POINT}
+         ELSE event_id + {_POINT} END
+"""
+
+_DERIVE = f"""
+    CREATE OR REPLACE TEMP TABLE derived AS
+    WITH scope AS (SELECT * EXCLUDE (body) FROM events WHERE {{events}}),
+    grouped AS (
+        SELECT trace_id, span_id,
+               min({_RANK}) % {_POINT} AS first_id,
+               min(event_id) FILTER (WHERE type LIKE '%:start') AS start_id,
+               max(event_id) FILTER (WHERE type LIKE '%:end') AS end_id,
+               min(ts) AS min_ts, max(ts) AS max_ts, count(*) AS n
+        FROM scope GROUP BY trace_id, span_id
+    )
+    SELECT
+        g.trace_id, g.span_id, f.parent_span_id,
+        CASE WHEN g.start_id IS NOT NULL THEN regexp_replace(f.type, ':start$', '')
+             WHEN g.end_id IS NOT NULL THEN regexp_replace(e.type, ':end$', '')
+             ELSE f.type END AS kind,
+        g.start_id IS NULL AND g.end_id IS NULL AS instant,
+        coalesce(f.label, regexp_replace(f.type, ':(start|end)$', '')) AS name,
+        coalesce(f.agent_id, e.agent_id) AS agent_id,
+        coalesce(f.call_id, e.call_id) AS call_id,
+        CASE WHEN g.start_id IS NOT NULL THEN f.ts ELSE g.min_ts END AS start_ts,
+        CASE WHEN g.end_id IS NOT NULL THEN e.ts WHEN g.start_id IS NULL THEN g.max_ts END AS end_ts,
+        CASE WHEN g.end_id IS NOT NULL THEN
+                 CASE WHEN e.success = false OR e.error IS NOT NULL THEN 'failed' ELSE 'completed' END
+             WHEN g.start_id IS NOT NULL THEN 'running'
+             WHEN f.type = 'error' OR f.success = false OR f.error IS NOT NULL THEN 'failed'
+             ELSE 'completed' END AS status,
+        coalesce(e.error, f.error) AS error,
+        coalesce(e.content_hash, f.content_hash) AS content_hash,
+        coalesce(e.cache, f.cache) AS cache,
+        g.start_id, g.end_id, g.n AS events
+    FROM grouped g
+    JOIN scope f ON f.event_id = g.first_id
+    LEFT JOIN scope e ON e.event_id = g.end_id
+"""
+
+# Depth and frame parent of every derived span: seeded from the stored parent (or none: a root).
+_PLACE = f"""
+    CREATE OR REPLACE TEMP TABLE placed AS
+    WITH RECURSIVE walk(trace_id, span_id, depth, frame_parent_id, shown) AS (
+        SELECT d.trace_id, d.span_id,
+               coalesce(p.depth + 1, 0),
+               CASE WHEN p.span_id IS NULL THEN NULL
+                    WHEN NOT p.instant AND p.kind NOT IN {HIDDEN_KINDS} THEN p.span_id
+                    ELSE p.frame_parent_id END,
+               NOT d.instant AND d.kind NOT IN {HIDDEN_KINDS}
+        FROM derived d
+        ANTI JOIN derived q ON q.trace_id = d.trace_id AND q.span_id = d.parent_span_id
+        LEFT JOIN spans p ON p.trace_id = d.trace_id AND p.span_id = d.parent_span_id
+        UNION ALL
+        SELECT c.trace_id, c.span_id, w.depth + 1,
+               CASE WHEN w.shown THEN w.span_id ELSE w.frame_parent_id END,
+               NOT c.instant AND c.kind NOT IN {HIDDEN_KINDS}
+        FROM walk w JOIN derived c ON c.trace_id = w.trace_id AND c.parent_span_id = w.span_id
+        WHERE w.depth < 100000
+    )
+    SELECT trace_id, span_id, depth, frame_parent_id FROM walk
+"""
+
+_INSERT = """
+    INSERT INTO spans
+    SELECT d.trace_id, d.span_id, d.parent_span_id, d.kind, d.instant, d.name, d.agent_id, d.call_id,
+           d.start_ts, d.end_ts, d.status, d.error, d.content_hash, d.cache, d.start_id, d.end_id, d.events,
+           coalesce(p.depth, 0), p.frame_parent_id
+    FROM derived d LEFT JOIN placed p USING (trace_id, span_id)
+    ORDER BY d.trace_id, d.start_ts
+"""
+
+# The whole-trace walk, for when stored spans may sit under a span that just changed.
+_REWALK = f"""
+    UPDATE spans SET depth = walk.depth, frame_parent_id = walk.frame_parent_id
+    FROM (
+        WITH RECURSIVE scope AS (
+            SELECT trace_id, span_id, parent_span_id, kind, instant FROM spans
+            WHERE trace_id IN (SELECT trace_id FROM touched_traces)
+        ),
+        walk(trace_id, span_id, depth, frame_parent_id, shown) AS (
+            SELECT s.trace_id, s.span_id, 0, NULL::VARCHAR, NOT s.instant AND s.kind NOT IN {HIDDEN_KINDS}
+            FROM scope s ANTI JOIN scope p ON p.trace_id = s.trace_id AND p.span_id = s.parent_span_id
+            UNION ALL
+            SELECT c.trace_id, c.span_id, w.depth + 1,
+                   CASE WHEN w.shown THEN w.span_id ELSE w.frame_parent_id END,
+                   NOT c.instant AND c.kind NOT IN {HIDDEN_KINDS}
+            FROM walk w JOIN scope c ON c.trace_id = w.trace_id AND c.parent_span_id = w.span_id
+            WHERE w.depth < 100000
+        )
+        SELECT trace_id, span_id, depth, frame_parent_id FROM walk
+    ) walk
+    WHERE spans.trace_id = walk.trace_id AND spans.span_id = walk.span_id
+      AND (spans.depth <> walk.depth OR spans.frame_parent_id IS DISTINCT FROM walk.frame_parent_id)
+"""
+
+# Stored spans whose parent was just (re)derived with a different place or kind: their subtree moves.
+_MOVED = f"""
+    SELECT count(*) FROM spans s
+    JOIN derived d ON d.trace_id = s.trace_id AND d.span_id = s.parent_span_id
+    LEFT JOIN replaced r ON r.trace_id = d.trace_id AND r.span_id = d.span_id
+    LEFT JOIN placed p ON p.trace_id = d.trace_id AND p.span_id = d.span_id
+    WHERE NOT EXISTS (SELECT 1 FROM derived x WHERE x.trace_id = s.trace_id AND x.span_id = s.span_id)
+      AND (r.span_id IS NULL OR r.depth <> coalesce(p.depth, 0)
+           OR r.frame_parent_id IS DISTINCT FROM p.frame_parent_id
+           OR (NOT r.instant AND r.kind NOT IN {HIDDEN_KINDS}) <> (NOT d.instant AND d.kind NOT IN {HIDDEN_KINDS}))
+"""
+
+_RUNS = """
+    INSERT INTO runs
+    SELECT
+        e.trace_id,
+        coalesce(s.name, e.trace_id),
+        e.started, e.ended,
+        coalesce(s.status, 'completed'),
+        e.n, coalesce(s.spans, 0), coalesce(s.agents, 0), coalesce(s.failed, 0), coalesce(s.running, 0),
+        e.prompt_tokens, e.completion_tokens,
+        coalesce(s.agent_ids, ''),
+        e.first_id, e.last_id
+    FROM (
+        SELECT trace_id, count(*) AS n, min(ts) AS started, max(ts) AS ended,
+               coalesce(sum(prompt_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS prompt_tokens,
+               coalesce(sum(completion_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS completion_tokens,
+               min(event_id) AS first_id, max(event_id) AS last_id
+        FROM events WHERE trace_id IN (SELECT trace_id FROM touched_traces)
+        GROUP BY trace_id
+    ) e
+    LEFT JOIN (
+        SELECT trace_id,
+               coalesce(arg_min(name, depth * 1e15 + start_ts) FILTER (WHERE kind = 'agent'),
+                        arg_min(name, start_ts) FILTER (WHERE depth = 0 AND NOT instant)) AS name,
+               CASE WHEN bool_or(status = 'running') FILTER (WHERE depth = 0 AND NOT instant) THEN 'running'
+                    WHEN bool_or(status = 'failed') FILTER (WHERE depth = 0 AND NOT instant) THEN 'failed'
+                    ELSE 'completed' END AS status,
+               count(*) FILTER (WHERE NOT instant) AS spans,
+               count(*) FILTER (WHERE kind = 'agent') AS agents,
+               count(*) FILTER (WHERE status = 'failed') AS failed,
+               count(*) FILTER (WHERE status = 'running') AS running,
+               string_agg(DISTINCT agent_id, ' ' ORDER BY agent_id) FILTER (WHERE kind = 'agent') AS agent_ids
+        FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces)
+        GROUP BY trace_id
+    ) s USING (trace_id)
+"""
+
+
+def refresh(conn: duckdb.DuckDBPyConnection, after_event_id: int) -> tuple[int, tuple[str, ...]]:
+    """Derive spans and run summaries for the events with ids above `after_event_id`.
+
+    Returns how many spans were (re)derived and the ids of the traces they belong to.
+    """
+    new = f"event_id > {int(after_event_id)}"
+    conn.execute(f"CREATE OR REPLACE TEMP TABLE touched_traces AS SELECT DISTINCT trace_id FROM events WHERE {new}")
+    stored = conn.execute("SELECT count(*) FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
+    if stored.fetchall()[0][0] == 0:
+        conn.execute(_DERIVE.format(events=new))
+        conn.execute(_PLACE)
+        conn.execute(_INSERT)
+    else:
+        _refresh_stored(conn, new)
+    conn.execute("DELETE FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
+    conn.execute(_RUNS)
+    derived = conn.execute("SELECT count(*) FROM derived").fetchall()[0][0]
+    traces = tuple(row[0] for row in conn.execute("SELECT trace_id FROM touched_traces ORDER BY 1").fetchall())
+    conn.execute("DROP TABLE derived; DROP TABLE placed; DROP TABLE touched_traces")
+    return int(derived), traces
+
+
+def _refresh_stored(conn: duckdb.DuckDBPyConnection, new: str) -> None:
+    conn.execute(
+        f"CREATE OR REPLACE TEMP TABLE touched_spans AS SELECT DISTINCT trace_id, span_id FROM events WHERE {new}"
+    )
+    touched = "(trace_id, span_id) IN (SELECT (trace_id, span_id) FROM touched_spans)"
+    conn.execute(
+        f"CREATE OR REPLACE TEMP TABLE replaced AS "
+        f"SELECT trace_id, span_id, kind, instant, depth, frame_parent_id FROM spans WHERE {touched}"
+    )
+    conn.execute(f"DELETE FROM spans WHERE {touched}")
+    conn.execute(_DERIVE.format(events=f"trace_id IN (SELECT trace_id FROM touched_traces) AND {touched}"))
+    conn.execute(_PLACE)
+    moved = conn.execute(_MOVED).fetchall()[0][0]
+    conn.execute(_INSERT)
+    if moved:
+        conn.execute(_REWALK)
+    conn.execute("DROP TABLE touched_spans; DROP TABLE replaced")
