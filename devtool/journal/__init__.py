@@ -5,6 +5,8 @@ decision to a journal: lifecycle transitions, triggers, invocations, context upd
 conversation, checkpoints. `ReplayEngine` rebuilds its current state forward from the last
 checkpoint; `RewindEngine` rebuilds the state just before any entry, previews a rewind and applies
 one of five modes, recording the rewind as a new entry (the journal is never edited).
+`ProcessRecorder` writes a process's journal and runs each invocation's agent under
+`devtool.core.run_with`, linking the journal to the agent trace by its `trace_id`.
 
 The API is the one the Python library `promptise` published for this design, and journals move
 between the two unchanged; `FileJournal` is stronger on disk (durable, crash-repairing, locked,
@@ -27,6 +29,7 @@ from devtool.journal.file import FileJournal
 from devtool.journal.memory import InMemoryJournal
 from devtool.journal.process_file import TailRepair
 from devtool.journal.protocol import JournalProvider
+from devtool.journal.recorder import Invocation, ProcessRecorder, apply_rewind
 from devtool.journal.replay import ReplayEngine
 from devtool.journal.rewind import RewindEngine, RewindMode, RewindPlan, RewindResult
 
@@ -38,12 +41,14 @@ __all__ = [
     "CheckpointWarning",
     "FileJournal",
     "InMemoryJournal",
+    "Invocation",
     "JournalEntry",
     "JournalError",
     "JournalLevel",
     "JournalProvider",
     "JournalWarning",
     "MalformedEntryError",
+    "ProcessRecorder",
     "ReplayEngine",
     "RewindEngine",
     "RewindMode",
@@ -52,4 +57,5 @@ __all__ = [
     "TailRepair",
     "TornTailWarning",
     "UnknownEntryError",
+    "apply_rewind",
 ]
