@@ -38,47 +38,41 @@ number is an error: that trace means something this build cannot know.
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Callable, Iterable
-from operator import itemgetter
 from typing import Any, Final, Literal
-
-import orjson
 
 from devtool.core.errors import RestoreError
 from devtool.core.events import EVENTS, SCHEMA_VERSION
 from devtool.core.restore_frames import RestoredFrame
+from devtool.core.restore_timeline import Event, Skipped, timeline
 from devtool.core.snapshot import ROOT_CALL_ID, SNAPSHOT_VERSION, AgentSnapshot, JournalRecord, Status
 
 Anchor = Literal["before", "after"]
-Event = dict[str, Any]
+Trace = dict[str, Any]
+Action = Callable[[Event, Trace, str], None]
 
-# Events that never hold state a snapshot needs, nor parent a span that does: skipped at once.
-_LEAVES: Final = frozenset(
-    {
-        EVENTS.TURN_START,
-        EVENTS.MODEL_CALL_START,
-        EVENTS.MODEL_CALL_END,
-        EVENTS.VALIDATION_FAILURE,
-        EVENTS.SNAPSHOT_DUMP,
-        EVENTS.ERROR,
-        "validation:success",
-        "budget:update",
-        "sys:log",
-        "agent:reborn",
-    }
+# Events that hold no state a snapshot needs and parent no span that does: passed over at once.
+_LEAVES: Final = (
+    EVENTS.TURN_START,
+    EVENTS.MODEL_CALL_START,
+    EVENTS.MODEL_CALL_END,
+    EVENTS.VALIDATION_FAILURE,
+    EVENTS.SNAPSHOT_DUMP,
+    EVENTS.ERROR,
+    "validation:success",
+    "budget:update",
+    "sys:log",
+    "agent:reborn",
 )
-# Spans that may parent others (generation, prompt loop, tool batch, custom spans), and their ends.
-_SPANS: Final = frozenset(
-    {
-        EVENTS.GENERATION_START,
-        EVENTS.PROMPT_START,
-        EVENTS.PROMPT_END,
-        EVENTS.TOOLS_EXECUTE_START,
-        "custom:span:start",
-        "custom:span:end",
-    }
+# Spans that parent others (generation, prompt loop, tool batch, custom spans): only remembered.
+_PARENTS: Final = (
+    EVENTS.GENERATION_START,
+    EVENTS.PROMPT_START,
+    EVENTS.PROMPT_END,
+    EVENTS.TOOLS_EXECUTE_START,
+    "custom:span:start",
+    "custom:span:end",
 )
 
 
@@ -90,87 +84,25 @@ def restore_snapshot(events: Iterable[Any], *, span_id: str | None = None, ancho
     """The snapshot of the run at the cut: the last event, or `anchor` (before/after) span `span_id`.
 
     `events` are TraceEvent dicts in any order, ours or the TypeScript library's. The result is a
-    JSON-ready snapshot that shares nothing with `events` and that `run_with(snapshot=...)` replays.
+    JSON-ready snapshot that `run_with(snapshot=...)` replays. Its values (memory, journal outputs,
+    results, errors) are the events' own objects, not copies: a copy would cost as much as the rest
+    of a restore. Copy it (`copy.deepcopy`) before editing it in place if the events must not change.
     Raises `RestoreError` saying what is wrong: an empty trace, an unknown schemaVersion, a span that
     is not in the trace or has no start (before) or end (after), `before` the first event, or a cut
-    before any agent started. An empty `span_id` means none, as in the TypeScript library.
+    before any agent started. An empty `span_id` means none, as in the TypeScript library. Malformed
+    events are skipped and counted in one `RestoreWarning`.
     """
     if anchor not in ("before", "after"):
         raise RestoreError(f'Restore failed: anchor must be "before" or "after", got {anchor!r}.')
     if span_id is not None and not isinstance(span_id, str):
         raise RestoreError(f"Restore failed: span_id must be a string, got {type(span_id).__name__}.")
-    skipped = _Skipped()
-    timeline = _timeline(events, skipped)
-    if not timeline:
-        raise RestoreError("Restore failed: Trace is empty." + skipped.explain(" It has no usable event: "))
+    skipped = Skipped()
     walk = _Walk(skipped)
-    cut = walk.run(timeline, span_id or None, anchor)
+    cut = walk.run(timeline(events, skipped), span_id or None, anchor)
     snapshot = walk.snapshot(cut, anchor)
     if skipped.count:
         warnings.warn(RestoreWarning(skipped.explain("restore_snapshot skipped ")), stacklevel=2)
     return snapshot
-
-
-def _timeline(events: Iterable[Any], skipped: _Skipped) -> list[Event]:
-    """The events that have a timestamp, sorted by it, stably; the schemaVersion of each is checked."""
-    if isinstance(events, str | bytes | bytearray | os.PathLike | dict):
-        raise RestoreError(
-            f"Restore failed: events must be a list of trace events, got a {type(events).__name__}"
-            " (to restore a .jsonl file, parse each line first)."
-        )
-    usable: list[Event] = []
-    keep = usable.append
-    try:
-        numbered = enumerate(events)
-    except TypeError:
-        raise RestoreError(f"Restore failed: events must be a list of trace events, got {events!r}.") from None
-    for index, event in numbered:
-        if not isinstance(event, dict):
-            skipped.add("that are not objects", f"item {index}")
-            continue
-        stamp = event.get("timestamp")
-        if type(stamp) is not int and (type(stamp) is not float or stamp != stamp):  # NaN does not sort
-            skipped.add("without a numeric timestamp", f"item {index}")
-            continue
-        version = event.get("schemaVersion")
-        if version != SCHEMA_VERSION:
-            if type(version) is int or type(version) is float:
-                raise RestoreError(
-                    f"Restore failed: trace event schema version {version} does not match this build's "
-                    f"{SCHEMA_VERSION}. (First at item {index}, type {event.get('type')!r}: the trace was "
-                    "written by a version of the library this build does not know.)"
-                )
-            skipped.add("without a schemaVersion", f"item {index}")
-            continue
-        keep(event)
-    usable.sort(key=_by_timestamp)
-    return usable
-
-
-_by_timestamp: Final[Callable[[Event], float]] = itemgetter("timestamp")
-
-
-class _Skipped:
-    """Malformed events, counted by reason, with where the first of each was."""
-
-    def __init__(self) -> None:
-        self.reasons: dict[str, list[Any]] = {}
-        self.count = 0
-
-    def add(self, reason: str, where: str) -> None:
-        self.count += 1
-        seen = self.reasons.get(reason)
-        if seen is None:
-            self.reasons[reason] = [1, where]
-        else:
-            seen[0] += 1
-
-    def explain(self, lead: str) -> str:
-        if not self.count:
-            return ""
-        parts = [f"{n} {reason} (first: {where})" for reason, (n, where) in self.reasons.items()]
-        noun = "event" if self.count == 1 else "events"
-        return f"{lead}{self.count} malformed {noun}: {'; '.join(parts)}."
 
 
 class _Run:
@@ -195,12 +127,14 @@ class _Run:
 class _Walk:
     """One pass over the sorted events up to the cut, building frames as it goes."""
 
-    def __init__(self, skipped: _Skipped) -> None:
+    def __init__(self, skipped: Skipped) -> None:
         self.skipped = skipped
         self.runs: dict[Any, _Run] = {}
-        # Every span that can hold state or parent one, to the frame it belongs to.
+        # Each span that holds state or parents one, to the frame it belongs to.
         self.owner: dict[str, RestoredFrame] = {}
-        self.handlers: dict[str, Callable[[Event, dict[str, Any], str], None]] = {
+        self.actions: dict[str, Action | None] = {
+            **dict.fromkeys(_LEAVES),
+            **dict.fromkeys(_PARENTS, self._remember),
             EVENTS.RUN_WITH_START: self._run_with_start,
             EVENTS.RUN_WITH_END: self._run_with_end,
             EVENTS.AGENT_START: self._agent_start,
@@ -210,58 +144,47 @@ class _Walk:
             EVENTS.TOOLS_EXECUTE_END: self._tools_end,
         }
 
-    def run(self, timeline: list[Event], span_id: str | None, anchor: Anchor) -> Event:
+    def run(self, events: list[Event], span_id: str | None, anchor: Anchor) -> Event:
         """Apply every event up to the cut and return the cut event."""
-        owner, handlers, skipped = self.owner, self.handlers, self.skipped
+        actions, skipped, unknown = self.actions, self.skipped, self._unknown
         before = anchor == "before"
-        seen_span = ""
-        for position, event in enumerate(timeline):
-            trace = event.get("trace")
-            if type(trace) is not dict:
-                skipped.add("without a trace context", _where(event))
+        seen = ""
+        for position, event in enumerate(events):
+            try:
+                trace = event["trace"]
+                span = trace["spanId"]
+                kind = event["type"]
+                action = actions.get(kind, unknown)
+            except (KeyError, TypeError):  # no trace, a trace that is not an object, an unhashable type
+                span = None
+            if type(span) is not str:
+                skipped.add("without a trace context (trace.spanId) or a type", _where(event))
                 continue
-            span = trace.get("spanId")
-            kind = event.get("type")
-            if type(span) is not str or type(kind) is not str:
-                skipped.add("without a string type and spanId", _where(event))
+            if event.get("schemaVersion") != SCHEMA_VERSION:
+                _check_version(event, skipped)
                 continue
-            last = False
             if span == span_id:
-                seen_span = seen_span or kind
-                if before and kind.endswith(":start"):
-                    self._check_not_first(timeline, position, trace, span)
+                name = str(kind)
+                seen = seen or name
+                if before and name.endswith(":start"):
+                    self._check_not_first(events, position, trace, span)
                     return event
-                last = not before and kind.endswith(":end")
-            if kind not in _LEAVES:
-                handler = handlers.get(kind)
-                if handler is not None:
-                    handler(event, trace, span)
-                else:
-                    if kind not in _SPANS:
-                        skipped.add(f"of unknown type {kind!r}", _where(event))
-                    # Even a span of unknown type is a parent: what starts inside it belongs where it does.
-                    if span not in owner:
-                        owner[span] = self._parent(trace)
-            if last:
+                if not before and name.endswith(":end"):
+                    if action is not None:
+                        action(event, trace, span)
+                    return event
+            if action is not None:
+                action(event, trace, span)
+        if span_id is not None:
+            raise RestoreError(_span_not_found(span_id, before, seen))
+        for event in reversed(events):
+            trace = event.get("trace")
+            if type(trace) is dict and type(trace.get("spanId")) is str and "type" in event:
                 return event
-        if span_id is None:
-            last_usable = _last_usable(timeline)
-            if last_usable is None:
-                raise RestoreError("Restore failed: Trace is empty." + skipped.explain(" It has no usable event: "))
-            return last_usable
-        edge = "START" if before else "END"
-        if not seen_span:
-            why = "no event has this span id"
-        elif before:
-            why = f"its events ({seen_span}) have no start"
-        else:
-            why = (
-                f"the span started ({seen_span}) but its end is not in the trace (it was still running when "
-                'the trace stops); restore it with anchor="before", or without span_id for the latest state'
-            )
-        raise RestoreError(f'Restore failed: Target span "{span_id}" {edge} event not found in trace: {why}.')
+        raise RestoreError("Restore failed: Trace is empty." + skipped.explain(" It has no usable event: "))
 
     def snapshot(self, cut: Event, anchor: Anchor) -> AgentSnapshot:
+        """The snapshot of the run the cut event belongs to."""
         trace = cut["trace"]
         trace_id = trace.get("traceId")
         run = self.runs.get(trace_id)
@@ -275,58 +198,60 @@ class _Walk:
         if not run.from_run_with:
             root.status, root.error = _synthetic_root_status(root)
         process = trace_id if isinstance(trace_id, str) else ""
-        snapshot: AgentSnapshot = {
+        return {
             "processId": process,
             "timestamp": cut["timestamp"],
             "root": root.to_snapshot(),
             "provenance": {"traceId": process, "spanId": trace["spanId"], "anchor": anchor, "source": "restore"},
             "version": SNAPSHOT_VERSION,
         }
-        # One copy of the whole document, in C: the snapshot shares nothing with the caller's events.
-        try:
-            copied: AgentSnapshot = orjson.loads(orjson.dumps(snapshot))
-        except TypeError as exc:
-            raise RestoreError(f"Restore failed: the trace holds a value that is not JSON ({exc}).") from None
-        return copied
 
-    def _run_of(self, trace: dict[str, Any]) -> _Run:
+    def _run_of(self, trace: Trace) -> _Run:
         trace_id = trace.get("traceId")
         run = self.runs.get(trace_id)
         if run is None:
             run = self.runs[trace_id] = _Run()
         return run
 
-    def _parent(self, trace: dict[str, Any]) -> RestoredFrame:
+    def _parent(self, trace: Trace) -> RestoredFrame:
         """The frame a span belongs to: its parent span's, else the stack-order guess."""
         parent = trace.get("parentSpanId")
         frame = self.owner.get(parent) if type(parent) is str else None
         return frame or self._run_of(trace).innermost()
 
-    def _check_not_first(self, timeline: list[Event], position: int, trace: dict[str, Any], span: str) -> None:
+    def _check_not_first(self, events: list[Event], position: int, trace: Trace, span: str) -> None:
         trace_id = trace.get("traceId")
-        for earlier in reversed(timeline[:position]):
-            context = earlier.get("trace")
+        for index in range(position - 1, -1, -1):
+            context = events[index].get("trace")
             if type(context) is dict and context.get("traceId") == trace_id:
                 return
         raise RestoreError(
             f'Restore failed: Target span "{span}" START event is at the beginning of trace, cannot restore before it.'
         )
 
-    def _run_with_start(self, event: Event, trace: dict[str, Any], span: str) -> None:
+    def _remember(self, event: Event, trace: Trace, span: str) -> None:
+        if span not in self.owner:
+            self.owner[span] = self._parent(trace)
+
+    def _unknown(self, event: Event, trace: Trace, span: str) -> None:
+        self.skipped.add(f"of unknown type {event['type']!r}", _where(event))
+        # Still a span: what starts inside it belongs where it does.
+        self._remember(event, trace, span)
+
+    def _run_with_start(self, event: Event, trace: Trace, span: str) -> None:
         run = self._run_of(trace)
         run.from_run_with = True
         self.owner[span] = run.root
 
-    def _run_with_end(self, event: Event, trace: dict[str, Any], span: str) -> None:
-        run = self._run_of(trace)
-        run.from_run_with = True
-        self.owner[span] = run.root
+    def _run_with_end(self, event: Event, trace: Trace, span: str) -> None:
+        self._run_with_start(event, trace, span)
+        root = self.owner[span]
         memory = event.get("memory")
         if type(memory) is dict:
-            run.root.memory = memory
-        run.root.settle(*_outcome(event))
+            root.memory = memory
+        root.settle(*_outcome(event))
 
-    def _agent_start(self, event: Event, trace: dict[str, Any], span: str) -> None:
+    def _agent_start(self, event: Event, trace: Trace, span: str) -> None:
         agent_id = event.get("agentId")
         if type(agent_id) is not str:
             self.skipped.add("without an agentId", _where(event))
@@ -338,7 +263,7 @@ class _Walk:
         frame = parent.children[call_id] = self.owner[span] = RestoredFrame(call_id, agent_id)
         self._run_of(trace).open.append(frame)
 
-    def _agent_end(self, event: Event, trace: dict[str, Any], span: str) -> None:
+    def _agent_end(self, event: Event, trace: Trace, span: str) -> None:
         frame = self.owner.get(span)
         if frame is None:  # its start is not in the trace: the end repeats the start's fields
             self._agent_start(event, trace, span)
@@ -347,29 +272,53 @@ class _Walk:
                 return
         frame.settle(*_outcome(event))
 
-    def _generation_end(self, event: Event, trace: dict[str, Any], span: str) -> None:
+    def _generation_end(self, event: Event, trace: Trace, span: str) -> None:
         memory = event.get("memory")
         if type(memory) is dict:
             (self.owner.get(span) or self._parent(trace)).memory = memory
 
-    def _turn_end(self, event: Event, trace: dict[str, Any], span: str) -> None:
+    def _turn_end(self, event: Event, trace: Trace, span: str) -> None:
         digest = event.get("contentHash")
         message = event.get("message")
         if event.get("success") is True and type(digest) is str and message is not None:
             self._parent(trace).prompt[digest] = {"output": message, "contentHash": digest}
 
-    def _tools_end(self, event: Event, trace: dict[str, Any], span: str) -> None:
+    def _tools_end(self, event: Event, trace: Trace, span: str) -> None:
         results = event.get("toolResults")
         if type(results) is not list:
             self.skipped.add("without a toolResults list", _where(event))
             return
         journal = (self.owner.get(span) or self._parent(trace)).tool
         for result in results:
-            if type(result) is not dict or result.get("success") is not True:
-                continue
-            digest = result.get("contentHash")
-            if type(digest) is str:
-                journal[digest] = _tool_record(result, digest)
+            if type(result) is dict and result.get("success") is True:
+                digest = result.get("contentHash")
+                if type(digest) is str:
+                    journal[digest] = _tool_record(result, digest)
+
+
+def _check_version(event: Event, skipped: Skipped) -> None:
+    version = event.get("schemaVersion")
+    if type(version) is int or type(version) is float:
+        raise RestoreError(
+            f"Restore failed: trace event schema version {version} does not match this build's {SCHEMA_VERSION}. "
+            f"(First at the {event.get('type')!r} event at timestamp {event.get('timestamp')}: the trace was "
+            "written by a version of the library this build does not know.)"
+        )
+    skipped.add("without a schemaVersion", _where(event))
+
+
+def _span_not_found(span_id: str, before: bool, seen: str) -> str:
+    if not seen:
+        why = "no event has this span id"
+    elif before:
+        why = f"its events ({seen}) have no start"
+    else:
+        why = (
+            f"the span started ({seen}) but its end is not in the trace (it was still running when the trace "
+            'stops); restore it with anchor="before", or without span_id for the latest state'
+        )
+    edge = "START" if before else "END"
+    return f'Restore failed: Target span "{span_id}" {edge} event not found in trace: {why}.'
 
 
 def _tool_record(result: dict[str, Any], digest: str) -> JournalRecord:
@@ -385,7 +334,7 @@ def _outcome(event: Event) -> tuple[Status, Any, Any]:
     error = event.get("error")
     success = event.get("success")
     if success is False or (success is not True and error is not None):
-        if error is None or error == {}:
+        if not error:
             error = {"name": "Error", "message": f"{event.get('type')} reports a failure but no error"}
         return "failed", None, error
     return "completed", event.get("result"), None
@@ -400,13 +349,7 @@ def _synthetic_root_status(root: RestoredFrame) -> tuple[Status, Any]:
     return last.status, last.error
 
 
-def _last_usable(timeline: list[Event]) -> Event | None:
-    for event in reversed(timeline):
-        trace = event.get("trace")
-        if type(trace) is dict and type(trace.get("spanId")) is str and type(event.get("type")) is str:
-            return event
-    return None
-
-
-def _where(event: Event) -> str:
+def _where(event: Any) -> str:
+    if not isinstance(event, dict):
+        return repr(event)[:60]
     return f"type {event.get('type')!r} at timestamp {event.get('timestamp')}"
