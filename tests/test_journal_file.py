@@ -274,3 +274,24 @@ def test_an_empty_process_id_is_refused_before_anything_is_written(tmp_path: Pat
 def test_warnings_are_journal_warnings() -> None:
     assert issubclass(TornTailWarning, JournalWarning)
     assert issubclass(BadLineWarning, JournalWarning)
+
+
+def test_a_journal_cut_short_by_another_program_is_reindexed(tmp_path: Path) -> None:
+    path = written(tmp_path, 4)
+    journal = FileJournal(tmp_path)
+    assert len(run(journal.read(PID))) == 4
+    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:2]))
+    with pytest.warns(JournalWarning, match="shorter than when it was last read"):
+        assert [e.entry_id for e in run(journal.read(PID))] == ["e00", "e01"]
+    run(journal.append(entry(9)))
+    assert ids(tmp_path) == ["e00", "e01", "e09"]
+
+
+def test_a_journal_deleted_while_open_is_not_appended_to_in_the_dark(tmp_path: Path) -> None:
+    path = written(tmp_path, 2)
+    journal = FileJournal(tmp_path)
+    assert len(run(journal.read(PID))) == 2
+    path.unlink()
+    with pytest.warns(JournalWarning, match="deleted or replaced while open"):
+        run(journal.append(entry(5)))
+    assert ids(tmp_path) == ["e05"]  # written where a reader finds it

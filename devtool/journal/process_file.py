@@ -161,19 +161,27 @@ class ProcessFile:
     def close(self) -> None:
         """Close the descriptors (reopened on next use)."""
         with self._mutex:
-            for fd in (self._fd, self._index.fd if self._index else None):
-                if fd is not None:
-                    os.close(fd)
-            self._fd = None
-            self._index = None
-            self._columns = Columns()
-            self._repair_pending = True
+            self._close()
+
+    def _close(self) -> None:
+        for fd in (self._fd, self._index.fd if self._index else None):
+            if fd is not None:
+                os.close(fd)
+        self._fd = None
+        self._index = None
+        self._columns = Columns()
+        self._repair_pending = True
 
     # -- opening -------------------------------------------------------------------------------
 
     def _open(self, *, create: bool) -> int:
         if self._fd is not None:
-            return self._fd
+            if _same_file(self._fd, self.path):
+                return self._fd
+            # Deleted or replaced by another program: appending to the old file would write where
+            # nobody reads any more, so start over with whatever is at the path now.
+            self._warn(JournalWarning(f"{self.path} was deleted or replaced while open; reopened"), 0)
+            self._close()
         fd, created = self._open_journal(create)
         if created:
             _fsync_directory(self.directory)
@@ -432,6 +440,15 @@ def _flock(fd: int) -> Iterator[None]:
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 def _datasync(fd: int) -> None:
