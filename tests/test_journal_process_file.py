@@ -2,6 +2,11 @@
 
 The child is `tests/journal_writer.py`: it appends as fast as it can and prints each entry id once
 its append has returned (so the parent knows exactly which appends were acknowledged).
+
+What a SIGKILL can and cannot show: it stops the writer at any instruction (mid-`write`, between the
+journal line and its index record, mid-index-record), so it tests repair, the index rules and that no
+acknowledged entry is lost from the file. It cannot show that appends are fsync'd (the kernel still
+has the written pages); only a power cut would, and no test here can make one.
 """
 
 from __future__ import annotations

@@ -164,6 +164,13 @@ class Columns:
         view[13::RECORD_SIZE] = self.flags[first:]
         return bytes(out)
 
+    def extend(self, other: Columns) -> None:
+        """Index the lines of `other` after these."""
+        self.ends.extend(other.ends)
+        self.crcs.extend(other.crcs)
+        self.codes += other.codes
+        self.flags += other.flags
+
     def truncated(self, count: int) -> Columns:
         """The first `count` lines, as new columns."""
         head = Columns()

@@ -281,8 +281,7 @@ class ProcessFile:
             accepted = 0
         if accepted < len(theirs):
             self._index.keep(len(self._columns) + accepted)
-        for line in range(accepted):
-            self._columns.add(theirs.ends[line], theirs.info(line))
+        self._columns.extend(theirs.truncated(accepted))
 
     def _index_lines(self, fd: int, size: int) -> None:
         position = self._columns.end
