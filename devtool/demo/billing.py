@@ -63,7 +63,11 @@ def reconcile_agent(recorder: ProcessRecorder, model: ScriptedModel) -> Any:
     async def account_status(account: str) -> dict[str, str]:
         return {"account": account, "status": str(recorder.context_state["account_status"])}
 
-    account_only: dict[str, JSON] = {"type": "object", "properties": {"account": {"type": "string"}}, "required": ["account"]}
+    account_only: dict[str, JSON] = {
+        "type": "object",
+        "properties": {"account": {"type": "string"}},
+        "required": ["account"],
+    }
     tools = [
         create_tool("start_reconcile", start_reconcile, parameters=account_only),
         create_tool(

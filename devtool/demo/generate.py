@@ -43,14 +43,13 @@ async def generate(folder: Path) -> list[Path]:
     paths = []
     for demo in RUNS:
         path = folder / f"{demo.name}.trace.jsonl"
-        with JsonlSink(path) as sink:
-            # The release check fails on purpose: its trace shows how.
-            with contextlib.suppress(CoreError):
-                await run_with(
-                    lambda demo=demo: demo.main(demo.props),  # type: ignore[misc]
-                    sinks=[sink],
-                    metadata={"entrypoint": demo.entrypoint, "props": demo.props, "demo": demo.name},
-                )
+        # The release check fails on purpose: its trace shows how.
+        with JsonlSink(path) as sink, contextlib.suppress(CoreError):
+            await run_with(
+                lambda demo=demo: demo.main(demo.props),  # type: ignore[misc]
+                sinks=[sink],
+                metadata={"entrypoint": demo.entrypoint, "props": demo.props, "demo": demo.name},
+            )
         paths.append(path)
     journal, traces = await billing.run_incident(folder)
     return [*paths, *traces, journal]
