@@ -149,6 +149,7 @@ class _Walk:
         actions, skipped, unknown = self.actions, self.skipped, self._unknown
         before = anchor == "before"
         seen = ""
+        skipped_before = skipped.count
         for position, event in enumerate(events):
             try:
                 trace = event["trace"]
@@ -175,13 +176,11 @@ class _Walk:
                     return event
             if action is not None:
                 action(event, trace, span)
+        if skipped.count - skipped_before == len(events):
+            raise RestoreError("Restore failed: Trace is empty." + skipped.explain(" It has no usable event: "))
         if span_id is not None:
             raise RestoreError(_span_not_found(span_id, before, seen))
-        for event in reversed(events):
-            trace = event.get("trace")
-            if type(trace) is dict and type(trace.get("spanId")) is str and "type" in event:
-                return event
-        raise RestoreError("Restore failed: Trace is empty." + skipped.explain(" It has no usable event: "))
+        return next(event for event in reversed(events) if _usable(event))
 
     def snapshot(self, cut: Event, anchor: Anchor) -> AgentSnapshot:
         """The snapshot of the run the cut event belongs to."""
@@ -347,6 +346,11 @@ def _synthetic_root_status(root: RestoredFrame) -> tuple[Status, Any]:
         return "running", None
     last = children[-1]
     return last.status, last.error
+
+
+def _usable(event: Event) -> bool:
+    trace = event.get("trace")
+    return type(trace) is dict and type(trace.get("spanId")) is str and event.get("schemaVersion") == SCHEMA_VERSION
 
 
 def _where(event: Any) -> str:

@@ -51,14 +51,14 @@ def timeline(events: Iterable[Any], skipped: Skipped) -> list[Event]:
     """The events that are objects with a numeric timestamp, sorted by it, stably."""
     if isinstance(events, str | bytes | bytearray | os.PathLike | dict):
         raise RestoreError(
-            f"Restore failed: events must be a list of trace events, got a {type(events).__name__}"
+            f"Restore failed: events must be a list of trace events, not {type(events).__name__}"
             " (to restore a .jsonl file, parse each line first)."
         )
     try:
         listed = events if isinstance(events, list) else list(events)
     except TypeError:
         raise RestoreError(
-            f"Restore failed: events must be a list of trace events, got a {type(events).__name__}."
+            f"Restore failed: events must be a list of trace events, not {type(events).__name__}."
         ) from None
     # Reading a field of each event is a cache miss per event (a million events are spread over a
     # gigabyte), so the events are read once here and the sort works on the list of timestamps.
