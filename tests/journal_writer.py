@@ -5,7 +5,8 @@
 Entry `i` has id `<TAG>-<i>` and data that `expected_data(TAG, i)` rebuilds, so the parent can tell a
 whole entry from garbage. After each append returns, the child prints the id on stdout (flushed): an
 id printed is an append that was acknowledged. MODE is `durable` (one task, each append fsync'd on
-its own) or `group` (32 tasks appending at once with group commit). COUNT 0 means until killed.
+its own), `group` (32 tasks appending at once with group commit) or `huge` (one task, entries of
+48 MiB, so that one `write` takes long enough to be killed in the middle). COUNT 0: until killed.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from typing import Any
 
 from devtool.journal import FileJournal, JournalEntry
 
+HUGE = 48 << 20
 
-def expected_data(tag: str, index: int) -> dict[str, Any]:
-    """The data of entry `index`: sizes vary from a few bytes to 192 KiB so kills land mid-write."""
-    size = (index * 7919) % 7 * 32 * 1024 if index % 5 == 0 else index % 300
+
+def expected_data(tag: str, index: int, *, huge: bool = False) -> dict[str, Any]:
+    """The data of entry `index`: from a few bytes to 192 KiB (48 MiB when `huge`)."""
+    size = HUGE if huge else (index * 7919) % 7 * 32 * 1024 if index % 5 == 0 else index % 300
     digest = hashlib.sha256(f"{tag}-{index}".encode()).hexdigest()
     return {"i": index, "tag": tag, "digest": digest, "pad": digest[0] * size}
 
@@ -39,7 +42,7 @@ async def main(directory: str, process_id: str, tag: str, count: int, mode: str)
                     entry_id=f"{tag}-{index}",
                     process_id=process_id,
                     entry_type=entry_type,
-                    data=expected_data(tag, index),
+                    data=expected_data(tag, index, huge=mode == "huge"),
                 )
             )
             out.write(f"{tag}-{index}\n")
