@@ -309,8 +309,8 @@ def _check_version(event: Event, skipped: Skipped) -> None:
 def _span_not_found(span_id: str, before: bool, seen: str) -> str:
     if not seen:
         why = "no event has this span id"
-    elif before:
-        why = f"its events ({seen}) have no start"
+    elif before or not seen.endswith(":start"):
+        why = f"its events ({seen}) have no {'start' if before else 'end'}"
     else:
         why = (
             f"the span started ({seen}) but its end is not in the trace (it was still running when the trace "
