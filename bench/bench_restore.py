@@ -1,0 +1,155 @@
+"""Benchmark of `restore_snapshot` on generated traces, against parsing the same file with orjson.
+
+    python bench/bench_restore.py                       # 10k, 100k and 1M events, Markdown table
+    python bench/bench_restore.py --sizes 10000 100000  # a quick run while developing
+
+For each size, `bench/gen_trace.py` writes a trace of that many events (one orchestrator agent and
+tens of thousands of worker sub-agents, 16 at a time, whose events interleave: turns with a model
+call and its budget update, tool batches, a few failures), then in this one process:
+- parse: `[orjson.loads(line) for line in file]`, with the cyclic garbage collector paused (the cost
+  of parsing itself: the anchor the target is set against) and, once, as a script would run it
+  (collector on: a million events make each collection walk millions of objects);
+- restore at the latest state (`restore_snapshot(events)`), and at a worker's agent span in the
+  middle of the trace, `before` and `after` it.
+Each figure is the best of `--repeat` runs, each after a `gc.collect()`. The target (issue 4): a
+restore takes at most half the time of the parse, with the same cost per event at 10k and at 1M.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from devtool.core.debugger import restore_snapshot
+
+# Run as a script (`python bench/bench_restore.py`) or as a module (`python -m bench.bench_restore`).
+try:
+    from bench.gen_trace import generate
+except ModuleNotFoundError:
+    from gen_trace import generate  # type: ignore[no-redef]
+
+
+def parse(path: Path) -> list[Any]:
+    with path.open("rb") as lines:
+        return [orjson.loads(line) for line in lines]
+
+
+def best_of(repeat: int, fn: Callable[[], object]) -> float:
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def parse_paused(path: Path) -> list[Any]:
+    gc.disable()
+    try:
+        return parse(path)
+    finally:
+        gc.enable()
+
+
+def middle_worker_span(events: list[Any]) -> str:
+    """The agent span of the worker that starts nearest the middle of the trace."""
+    middle = len(events) // 2
+    for offset in range(len(events)):
+        for index in (middle + offset, middle - offset):
+            event = events[index]
+            if event["type"] == "agent:start" and event["agentId"] == "worker":
+                return str(event["trace"]["spanId"])
+    raise SystemExit("no worker agent in the trace")
+
+
+def measure(size: int, directory: Path, repeat: int, seed: int, with_collector: bool) -> dict[str, Any]:
+    path = directory / f"trace-{size}.jsonl"
+    info = generate(path, events=size, seed=seed)
+    figures: dict[str, Any] = {"events": size, "mb": info.bytes / 1e6, "workers": info.workers}
+    figures["parse"] = best_of(repeat, lambda: parse_paused(path))
+    if with_collector:
+        figures["parse_gc"] = best_of(1, lambda: parse(path))
+    figures.update(restores(parse_paused(path), repeat))
+    if figures["frames"] != info.workers:  # a fast restore that lost frames would prove nothing
+        raise SystemExit(f"restored {figures['frames']} worker frames, the trace has {info.workers}")
+    path.unlink()
+    return figures
+
+
+def restores(events: list[Any], repeat: int) -> dict[str, Any]:
+    span = middle_worker_span(events)
+    orchestrator = restore_snapshot(events)["root"]["children"]["root/agent:orchestrator:0"]
+    return {
+        "frames": len(orchestrator["children"]),
+        "latest": best_of(repeat, lambda: restore_snapshot(events)),
+        "before": best_of(repeat, lambda: restore_snapshot(events, span_id=span, anchor="before")),
+        "after": best_of(repeat, lambda: restore_snapshot(events, span_id=span, anchor="after")),
+    }
+
+
+def report(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| events | file | workers | parse (orjson) | restore latest | ratio | before mid | after mid | "
+        "restore per event | parse per event |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        n = row["events"]
+        lines.append(
+            f"| {n:,} | {row['mb']:,.0f} MB | {row['workers']:,} | {row['parse']:.3f} s | {row['latest']:.3f} s | "
+            f"{row['latest'] / row['parse']:.2f}× | {row['before']:.3f} s | {row['after']:.3f} s | "
+            f"{row['latest'] / n * 1e6:.2f} µs | {row['parse'] / n * 1e6:.2f} µs |"
+        )
+    largest = rows[-1]
+    if "parse_gc" in largest:
+        lines.append("")
+        lines.append(
+            f"Parsing the {largest['events']:,}-event file with the garbage collector on, as a plain script "
+            f"does: {largest['parse_gc']:.1f} s."
+        )
+    smallest = rows[0]
+    per_event = [row["latest"] / row["events"] for row in rows]
+    lines.append(
+        f"Restore per event, {largest['events']:,} vs {smallest['events']:,} events: "
+        f"{per_event[-1] / per_event[0]:.2f}× (parse: "
+        f"{(largest['parse'] / largest['events']) / (smallest['parse'] / smallest['events']):.2f}×); "
+        f"restore/parse ratio from {min(r['latest'] / r['parse'] for r in rows):.2f}× to "
+        f"{max(r['latest'] / r['parse'] for r in rows):.2f}× (median "
+        f"{statistics.median(r['latest'] / r['parse'] for r in rows):.2f}×)."
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--repeat", type=int, default=3, help="runs per figure; the best is kept (default 3)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--dir", type=Path, default=None, help="where to write the traces (default: a temp dir)")
+    args = parser.parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory(dir=args.dir) as directory:
+        for size in sorted(args.sizes):
+            # Small traces take milliseconds: more repeats for a stable best.
+            repeat = args.repeat * max(1, 100_000 // size)
+            rows.append(measure(size, Path(directory), repeat, args.seed, size == max(args.sizes)))
+            print(f"{size:,} events done", file=sys.stderr)
+    print(f"{platform.python_implementation()} {platform.python_version()}, {date.today().isoformat()}")
+    print(report(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
