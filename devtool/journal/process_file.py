@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import threading
-import uuid
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from pathlib import Path
@@ -34,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from devtool.journal.disk import datasync, exclusive_lock, fsync_directory, replace_atomically, same_file, write_all
 from devtool.journal.entries import JournalEntry, decode_line, encode_entry
 from devtool.journal.errors import (
     BadLineWarning,
@@ -120,7 +119,7 @@ class ProcessFile:
         """Append lines durably; they are on disk when this returns."""
         with self._mutex:
             fd = self._open(create=True)
-            with _flock(fd):
+            with exclusive_lock(fd):
                 self._sync(repair=True)
                 self._write(fd, batch)
 
@@ -131,7 +130,7 @@ class ProcessFile:
                 fd = self._open(create=False)
             except FileNotFoundError:
                 return None
-            with _flock(fd):
+            with exclusive_lock(fd):
                 self._sync(repair=False)
                 checkpoint = self._read_checkpoint(fd) if with_checkpoint else None
                 columns = self._columns
@@ -141,7 +140,7 @@ class ProcessFile:
         """Replace the checkpoint file atomically, then append its entry, under one lock."""
         with self._mutex:
             fd = self._open(create=True)
-            with _flock(fd):
+            with exclusive_lock(fd):
                 self._sync(repair=True)
                 self._replace_checkpoint(state)
                 self._write(fd, [entry])
@@ -176,7 +175,7 @@ class ProcessFile:
 
     def _open(self, *, create: bool) -> int:
         if self._fd is not None:
-            if _same_file(self._fd, self.path):
+            if same_file(self._fd, self.path):
                 return self._fd
             # Deleted or replaced by another program: appending to the old file would write where
             # nobody reads any more, so start over with whatever is at the path now.
@@ -184,10 +183,10 @@ class ProcessFile:
             self._close()
         fd, created = self._open_journal(create)
         if created:
-            _fsync_directory(self.directory)
+            fsync_directory(self.directory)
         self._fd = fd
         self._index = self._open_index()
-        with _flock(fd):
+        with exclusive_lock(fd):
             self._load_index(fd)
         return fd
 
@@ -358,17 +357,14 @@ class ProcessFile:
             raise JournalError(f"the journal {self.path} is read-only")
         start = self._columns.end
         lines = [item.line for item in batch]
-        data = memoryview(b"".join(lines))
         try:
-            written = 0
-            while written < len(data):
-                written += os.write(fd, data[written:])
+            write_all(fd, b"".join(lines))
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, start)
             raise JournalError(f"could not append to {self.path}: {exc.strerror}; nothing was written") from exc
         try:
-            _datasync(fd)
+            datasync(fd)
         except OSError as exc:
             raise JournalError(f"could not make {self.path} durable (fsync failed: {exc.strerror})") from exc
         first = len(self._columns)
@@ -377,22 +373,9 @@ class ProcessFile:
             self._index.store(self._columns, first)
 
     def _replace_checkpoint(self, state: bytes) -> None:
-        temporary = self.directory / f".{self.checkpoint_path.name}.{uuid.uuid4().hex[:12]}.tmp"
         try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-            try:
-                view = memoryview(state)
-                written = 0
-                while written < len(view):
-                    written += os.write(fd, view[written:])
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temporary, self.checkpoint_path)
-            _fsync_directory(self.directory)
+            replace_atomically(self.checkpoint_path, state)
         except OSError as exc:
-            with contextlib.suppress(OSError):
-                temporary.unlink()
             raise JournalError(f"could not write the checkpoint {self.checkpoint_path}: {exc.strerror}") from exc
 
     # -- reading the checkpoint ----------------------------------------------------------------
@@ -430,37 +413,3 @@ class ProcessFile:
         data = decode_line(os.pread(fd, self._columns.ends[line] - start - 1, start)).entry.data
         state = data.get("state")
         return dict(state) if isinstance(state, dict) else dict(data)
-
-
-@contextlib.contextmanager
-def _flock(fd: int) -> Iterator[None]:
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    try:
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    try:
-        named = os.stat(path)
-    except FileNotFoundError:
-        return False
-    held = os.fstat(fd)
-    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
-
-
-def _datasync(fd: int) -> None:
-    # fdatasync flushes the appended bytes and the new size: all a reader after a crash needs.
-    if hasattr(os, "fdatasync"):
-        os.fdatasync(fd)
-    else:  # pragma: no cover - macOS
-        os.fsync(fd)
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
