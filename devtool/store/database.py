@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
@@ -91,10 +91,10 @@ class Store:
         """A cursor of its own for one reader (DuckDB cursors are cheap and thread-safe apart)."""
         return self._conn.cursor()
 
-    def query(self, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> list[tuple[Any, ...]]:
         """Run one read-only statement on a fresh cursor and return all its rows."""
         with closing(self.reader()) as cursor:
-            return cursor.execute(sql, params or []).fetchall()
+            return cursor.execute(sql, params if params is not None else []).fetchall()
 
     def close(self) -> None:
         self._conn.close()

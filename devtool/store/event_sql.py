@@ -1,21 +1,21 @@
 """TraceEvent rows from JSON text, in SQL: the one projection every way events enter the store uses.
 
-`insert_events_sql(relation)` reads `relation` (one JSON text `body` per event, in load order) with
-`from_json` and an explicit structure (auto-detection fails when keys appear late in a file, and an
-explicit structure is one parse per event), checks each event against the rules `rules.py` states in
-Python, and inserts the good ones into `events`. The first bad event aborts the statement through
-DuckDB's `error()`: the caller rolls back and asks `scan.py` which lines are bad and why, so the fast
-path never pays for diagnostics.
+`insert_events_sql(relation)` takes the JSON text of each event (`body`, in load order), reads it with
+`from_json` and an explicit structure (auto-detection fails when keys appear late in a file), checks it
+against the rules `rules.py` states in Python, and appends it to `events`. The first bad event aborts
+the statement through DuckDB's `error()`: the caller rolls back and asks `scan.py` which lines are bad
+and why, so the fast path never pays for diagnostics.
 
-Event ids are `base + n`, n the 1-based position in the relation; the caller passes `base`, the
-highest id so far, and holds the write lock, so ids only grow.
+Event ids: the insert runs in parallel and keeps the relation's order (DuckDB preserves insertion
+order), so the new rows' row ids follow load order; `number_events` then turns them into ids above
+the highest stored one. A window function would do the same but hold every row in memory.
 """
 
 from __future__ import annotations
 
 import duckdb
 
-from devtool.store import spans
+from devtool.store import derive
 
 # Fields that are checked are read as JSON (so a wrong kind of value is seen, not cast away);
 # the others as the type the UI wants, where a wrong kind of value becomes NULL.
@@ -25,15 +25,16 @@ STRUCTURE = (
     '"agentId": "VARCHAR", "callId": "VARCHAR", "contentHash": "VARCHAR", "cache": "BOOLEAN", '
     '"success": "BOOLEAN", "error": "JSON", "step": "BIGINT", "generationId": "BIGINT", '
     '"toolNames": "VARCHAR[]", "name": "VARCHAR", "adapterId": "VARCHAR", "entrypoint": "VARCHAR", '
-    '"message": "JSON", "usage": {"promptTokens": "BIGINT", "completionTokens": "BIGINT"}}'
+    '"usage": {"promptTokens": "BIGINT", "completionTokens": "BIGINT"}}'
 )
 
 INVALID_EVENT = "devtool: invalid TraceEvent"
 
-_VALID = """
+# A JSON number's text casts to DOUBLE; a string's (quoted), a boolean's or an object's does not.
+_TIMESTAMP = "TRY_CAST(e.timestamp::VARCHAR AS DOUBLE)"
+_VALID = f"""
     t <> '' AND e.trace.traceId <> '' AND e.trace.spanId <> ''
-    AND json_type(e.timestamp) IN ('UBIGINT', 'BIGINT', 'DOUBLE') AND isfinite(e.timestamp::DOUBLE)
-    AND json_type(e.schemaVersion) IN ('UBIGINT', 'BIGINT', 'DOUBLE') AND e.schemaVersion::DOUBLE = 1
+    AND isfinite({_TIMESTAMP}) AND TRY_CAST(e.schemaVersion::VARCHAR AS DOUBLE) = 1
 """
 
 # What a span is called on the timeline and in the frame tree, from the event that opens it.
@@ -48,7 +49,6 @@ _LABEL = """
         WHEN t = 'model:call:start' THEN coalesce(e.adapterId, 'model call')
         WHEN t = 'tools:execute:start' THEN coalesce(nullif(array_to_string(e.toolNames, ', '), ''), 'tools')
         WHEN t = 'custom:span:start' THEN coalesce(e.name, 'span')
-        WHEN json_type(e.message) = 'VARCHAR' THEN left(e.message->>'$', 200)
         WHEN t = 'error' THEN left(coalesce(e.error->>'message', e.error::VARCHAR, 'error'), 200)
         ELSE coalesce(e.name, regexp_replace(t, ':start$', ''))
     END
@@ -75,17 +75,17 @@ COLUMNS = (
 
 
 def insert_events_sql(relation: str) -> str:
-    """INSERT … SELECT from `relation` (columns `e` and `body`); parameters: base event id, source id."""
+    """INSERT … SELECT from `relation` (one column, `body`), with id 0 until `number_events`; `$source`."""
     return f"""
     INSERT INTO events
     SELECT
-        $base + row_number() OVER () AS event_id,
+        0 AS event_id,
         $source AS source_id,
         e.trace.traceId,
         e.trace.spanId,
         nullif(e.trace.parentSpanId, ''),
         t,
-        CASE WHEN {_VALID} THEN e.timestamp::DOUBLE ELSE error('{INVALID_EVENT}') END,
+        CASE WHEN {_VALID} THEN {_TIMESTAMP} ELSE error('{INVALID_EVENT}') END,
         e.agentId,
         e.callId,
         e.contentHash,
@@ -96,23 +96,25 @@ def insert_events_sql(relation: str) -> str:
         e.usage.promptTokens,
         e.usage.completionTokens,
         body
-    FROM (SELECT e, body, e.type AS t FROM {relation})
+    FROM (SELECT e, body, e.type AS t FROM (SELECT from_json(body, '{STRUCTURE}') AS e, body FROM {relation}))
     """
 
 
 def file_relation(fmt: str, max_object_size: int) -> str:
-    """Events of the JSON file `$path` in order: the typed columns and the raw text of each, side by side.
-
-    DuckDB's reader parses the columns it is given as it reads (far cheaper than `from_json` after);
-    a second reader keeps each event's text. Both read the file in order, so POSITIONAL JOIN pairs them.
-    """
+    """The events of the JSON file `$path`, in order, as `body` (the text of each)."""
     options = f"format='{fmt}', maximum_object_size={int(max_object_size)}"
-    return f"""(
-        SELECT e, body FROM
-            (SELECT e FROM read_json($path, {options}, columns={COLUMNS}) AS e)
-            POSITIONAL JOIN
-            (SELECT json AS body FROM read_json_objects($path, {options}))
-    )"""
+    return f"(SELECT json AS body FROM read_json_objects($path, {options}))"
+
+
+def number_events(conn: duckdb.DuckDBPyConnection) -> int:
+    """Give the rows just inserted (id 0) ids above the highest stored one, in load order; return it."""
+    base = conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0]
+    conn.execute(
+        "UPDATE events SET event_id = rowid - (SELECT min(rowid) FROM events WHERE event_id = 0) + $first "
+        "WHERE event_id = 0",
+        {"first": base + 1},
+    )
+    return int(base)
 
 
 def insert_events(
@@ -122,9 +124,9 @@ def insert_events(
 
     Returns (events, spans, trace ids). The caller holds the write lock, in a transaction.
     """
-    base = conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0]
-    count = conn.execute(insert_events_sql(relation), {**params, "base": base, "source": source_id}).fetchall()[0][0]
+    count = conn.execute(insert_events_sql(relation), {**params, "source": source_id}).fetchall()[0][0]
     if count == 0:
         return 0, 0, ()
-    derived, traces = spans.refresh(conn, base)
+    base = number_events(conn)
+    derived, traces = derive.refresh(conn, base)
     return count, derived, traces

@@ -47,7 +47,13 @@ class Loader(Protocol):
         ...
 
     def insert(
-        self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, *, jsonl: bool, max_object_size: int
+        self,
+        conn: duckdb.DuckDBPyConnection,
+        path: str,
+        source_id: int,
+        *,
+        jsonl: bool,
+        max_object_size: int,
     ) -> Inserted:
         """Load the file at `path` (JSONL when `jsonl`, else this loader's own format) in bulk."""
         ...

@@ -76,7 +76,13 @@ class JournalJsonl:
         return sample.first_byte == b"{" and obj is not None and ("entry_type" in obj or "process_id" in obj)
 
     def insert(
-        self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, *, jsonl: bool, max_object_size: int
+        self,
+        conn: duckdb.DuckDBPyConnection,
+        path: str,
+        source_id: int,
+        *,
+        jsonl: bool,
+        max_object_size: int,
     ) -> Inserted:
         conn.execute(_STAGE, {"path": path, "size": max_object_size})
         unnamed = conn.execute("SELECT n, body FROM staged_entries WHERE entry_id = ''").fetchall()

@@ -24,7 +24,13 @@ class TraceJsonl:
         return sample.first_byte == b"{" and sample.first_object is not None and looks_like_event(sample.first_object)
 
     def insert(
-        self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, *, jsonl: bool, max_object_size: int
+        self,
+        conn: duckdb.DuckDBPyConnection,
+        path: str,
+        source_id: int,
+        *,
+        jsonl: bool,
+        max_object_size: int,
     ) -> Inserted:
         return _insert(conn, file_relation("newline_delimited", max_object_size), source_id, path)
 
@@ -40,7 +46,13 @@ class TraceArray:
         return sample.first_byte == b"["
 
     def insert(
-        self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, *, jsonl: bool, max_object_size: int
+        self,
+        conn: duckdb.DuckDBPyConnection,
+        path: str,
+        source_id: int,
+        *,
+        jsonl: bool,
+        max_object_size: int,
     ) -> Inserted:
         fmt = "newline_delimited" if jsonl else "array"
         return _insert(conn, file_relation(fmt, max_object_size), source_id, path)

@@ -4,7 +4,8 @@ A span is the events that share a `(trace_id, span_id)`:
 - a `X:start` and its `X:end` make a span of kind `X`; a start without its end yet is `running`;
   an end without its start (a trace cut at the front) is kept, starting at its first event;
 - events of other types with the span id of a start/end pair belong to that span (a `sys:log`
-  inside a tool batch); those with a span id of their own make an `instant` span of their type;
+  inside a tool batch); those with a span id of their own make an `instant` span of their type,
+  whose `start_event_id` is its (first) event;
 - `failed` when its end (or its instant event) says `success: false`, carries an error, or is an
   `error` event.
 
@@ -65,10 +66,18 @@ _DERIVE = f"""
         coalesce(e.error, f.error) AS error,
         coalesce(e.content_hash, f.content_hash) AS content_hash,
         coalesce(e.cache, f.cache) AS cache,
-        g.start_id, g.end_id, g.n AS events
+        g.start_id, g.end_id, g.n AS events, g.first_id
     FROM grouped g
     JOIN scope f ON f.event_id = g.first_id
     LEFT JOIN scope e ON e.event_id = g.end_id
+"""
+
+# A log line's instant span is called by its message (not a column: it is rare, and costly to read).
+_LOG_NAMES = """
+    UPDATE derived SET name = left(ev.body->>'message', 200)
+    FROM events ev
+    WHERE derived.instant AND derived.kind <> 'budget:update' AND ev.event_id = derived.first_id
+      AND json_type(ev.body, 'message') = 'VARCHAR'
 """
 
 # Depth and frame parent of every derived span: seeded from the stored parent (or none: a root).
@@ -97,7 +106,8 @@ _PLACE = f"""
 _INSERT = """
     INSERT INTO spans
     SELECT d.trace_id, d.span_id, d.parent_span_id, d.kind, d.instant, d.name, d.agent_id, d.call_id,
-           d.start_ts, d.end_ts, d.status, d.error, d.content_hash, d.cache, d.start_id, d.end_id, d.events,
+           d.start_ts, d.end_ts, d.status, d.error, d.content_hash, d.cache,
+           CASE WHEN d.instant THEN d.first_id ELSE d.start_id END, d.end_id, d.events,
            coalesce(p.depth, 0), p.frame_parent_id
     FROM derived d LEFT JOIN placed p USING (trace_id, span_id)
     ORDER BY d.trace_id, d.start_ts
@@ -186,6 +196,7 @@ def refresh(conn: duckdb.DuckDBPyConnection, after_event_id: int) -> tuple[int, 
     stored = conn.execute("SELECT count(*) FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
     if stored.fetchall()[0][0] == 0:
         conn.execute(_DERIVE.format(events=new))
+        conn.execute(_LOG_NAMES)
         conn.execute(_PLACE)
         conn.execute(_INSERT)
     else:
@@ -209,6 +220,7 @@ def _refresh_stored(conn: duckdb.DuckDBPyConnection, new: str) -> None:
     )
     conn.execute(f"DELETE FROM spans WHERE {touched}")
     conn.execute(_DERIVE.format(events=f"trace_id IN (SELECT trace_id FROM touched_traces) AND {touched}"))
+    conn.execute(_LOG_NAMES)
     conn.execute(_PLACE)
     moved = conn.execute(_MOVED).fetchall()[0][0]
     conn.execute(_INSERT)

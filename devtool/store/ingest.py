@@ -1,0 +1,67 @@
+"""Live ingest: appending a batch of TraceEvents from a running agent, in one transaction.
+
+`append_events(store, events)` checks every event first (a bad one is named by its index, and none of
+the batch is stored), then appends the batch through the same SQL as a file load, in the given order,
+and brings spans and run summaries up to date. It returns the new events' ids, in order: they only
+grow, so they are what a live stream sends as SSE ids and resumes from (`events_after`).
+
+Events of one live stream are recorded under one `sources` row (kind `live`, named by `stream`), whose
+counts grow with every batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from devtool.store.database import Store
+from devtool.store.errors import InvalidEventsError, LineProblem
+from devtool.store.event_sql import insert_events
+from devtool.store.rules import trace_event_problem
+from devtool.store.scan import MAX_KEPT
+
+LIVE_KIND = "live"
+
+# The batch as one list parameter: unnest keeps its order, so ids follow the list.
+_BATCH = "(SELECT unnest($events)::JSON AS body)"
+
+
+def append_events(store: Store, events: Sequence[Mapping[str, Any]], *, stream: str = "live") -> list[int]:
+    """Append `events` (TraceEvent dicts) in order and return their ids; `InvalidEventsError` if any is bad."""
+    problems: list[LineProblem] = []
+    bad = 0
+    texts: list[str] = []
+    for index, event in enumerate(events):
+        problem = trace_event_problem(event)
+        if problem is None:
+            try:
+                texts.append(orjson.dumps(event).decode())
+                continue
+            except TypeError as exc:
+                problem = f"not JSON: {exc}"
+        bad += 1
+        if len(problems) < MAX_KEPT:
+            problems.append(LineProblem(problem, element=index))
+    if bad:
+        raise InvalidEventsError(tuple(problems), bad)
+    if not texts:
+        return []
+    with store.transaction() as conn:
+        source_id = _live_source(conn, stream)
+        count, _, _ = insert_events(conn, _BATCH, source_id, {"events": texts})
+        last = conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0]
+        conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [count, source_id])
+    return list(range(last - count + 1, last + 1))
+
+
+def _live_source(conn: Any, stream: str) -> int:
+    found = conn.execute(
+        "SELECT source_id FROM sources WHERE kind = ? AND path = ? AND content_hash IS NULL", [LIVE_KIND, stream]
+    ).fetchall()
+    if found:
+        return int(found[0][0])
+    source_id = int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0])
+    conn.execute("INSERT INTO sources (source_id, kind, path) VALUES (?, ?, ?)", [source_id, LIVE_KIND, stream])
+    return source_id

@@ -1,0 +1,118 @@
+"""Events as they were loaded: of one span, of a run in order (for restore), and after an id (for live).
+
+`run_events` is what `restore_snapshot` takes: a run's events as dicts, ordered by timestamp and then
+load order (the order they were emitted in, for equal timestamps). It can leave out, in DuckDB, what a
+restore will not need: the events after a `Cut` (a span's end, or a span's start, included so that
+restore can find it), and the types not in `types`.
+
+`events_after(store, after_id)` serves a live stream: `event_id` only grows, so a browser that
+reconnects with `Last-Event-ID: N` gets exactly the events it has not seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+from devtool.store.database import Store
+from devtool.store.errors import NotFoundError
+
+BATCH = 10_000
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """A TraceEvent as loaded (`event`), and where the store keeps it."""
+
+    event_id: int
+    trace_id: str
+    span_id: str
+    type: str
+    ts: float
+    event: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Where `run_events` stops: at span `span_id`'s end (`after`) or its start (`before`), included."""
+
+    span_id: str
+    anchor: Literal["before", "after"] = "after"
+
+
+_STORED = "SELECT event_id, trace_id, span_id, type, ts, body FROM events"
+
+
+def span_events(store: Store, trace_id: str, span_id: str, *, limit: int = 500, offset: int = 0) -> list[StoredEvent]:
+    """The events of a span (its start, its end, the point events with its id) and of its instant
+    children (a model call's `budget:update`), in order."""
+    rows = store.query(
+        f"""{_STORED}
+        WHERE trace_id = $trace AND (span_id = $span OR (parent_span_id = $span AND span_id IN (
+            SELECT span_id FROM spans WHERE trace_id = $trace AND parent_span_id = $span AND instant)))
+        ORDER BY ts, event_id LIMIT $limit OFFSET $offset""",
+        {"trace": trace_id, "span": span_id, "limit": limit, "offset": offset},
+    )
+    return [_stored(row) for row in rows]
+
+
+def run_events(
+    store: Store, trace_id: str, *, cut: Cut | None = None, types: Collection[str] | None = None
+) -> list[dict[str, Any]]:
+    """Run `trace_id`'s events as dicts, by timestamp then load order, up to `cut`, of `types` only.
+
+    A cut at a span or anchor the run does not have cuts nothing: `restore_snapshot` then says what is
+    missing in its own words.
+    """
+    return list(iter_run_events(store, trace_id, cut=cut, types=types))
+
+
+def iter_run_events(
+    store: Store, trace_id: str, *, cut: Cut | None = None, types: Collection[str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """`run_events`, a batch at a time (a run of a million events need not sit in memory twice)."""
+    where: list[str] = ["trace_id = $trace"]
+    params: dict[str, object] = {"trace": trace_id}
+    with store.reader() as cursor:
+        if not cursor.execute("SELECT 1 FROM runs WHERE trace_id = ?", [trace_id]).fetchall():
+            raise NotFoundError(f"no run {trace_id!r} in the store")
+        if cut is not None:
+            column = "end_event_id" if cut.anchor == "after" else "start_event_id"
+            boundary = cursor.execute(
+                f"SELECT e.ts, e.event_id FROM spans s JOIN events e ON e.event_id = s.{column} "
+                "WHERE s.trace_id = ? AND s.span_id = ?",
+                [trace_id, cut.span_id],
+            ).fetchall()
+            if boundary:
+                where.append("(ts < $cut_ts OR (ts = $cut_ts AND event_id <= $cut_id))")
+                params.update(cut_ts=boundary[0][0], cut_id=boundary[0][1])
+        if types is not None:
+            where.append("type IN (SELECT unnest($types))")
+            params["types"] = list(types)
+        result = cursor.execute(f"SELECT body FROM events WHERE {' AND '.join(where)} ORDER BY ts, event_id", params)
+        while rows := result.fetchmany(BATCH):
+            for (body,) in rows:
+                yield orjson.loads(body)
+
+
+def events_after(store: Store, after_id: int, *, trace_id: str | None = None, limit: int = 1000) -> list[StoredEvent]:
+    """Events with ids above `after_id` (of one run, or of all), in id order: a live stream's next batch."""
+    where = "event_id > $after" + (" AND trace_id = $trace" if trace_id is not None else "")
+    params: dict[str, Any] = {"after": after_id, "limit": limit}
+    if trace_id is not None:
+        params["trace"] = trace_id
+    rows = store.query(f"{_STORED} WHERE {where} ORDER BY event_id LIMIT $limit", params)
+    return [_stored(row) for row in rows]
+
+
+def last_event_id(store: Store) -> int:
+    """The highest event id in the store (0 when empty): where a new live stream starts."""
+    return int(store.query("SELECT coalesce(max(event_id), 0) FROM events")[0][0])
+
+
+def _stored(row: tuple[Any, ...]) -> StoredEvent:
+    event_id, trace_id, span_id, type_, ts, body = row
+    return StoredEvent(event_id, trace_id, span_id, type_, ts, orjson.loads(body))

@@ -1,0 +1,227 @@
+"""The frame tree of a run: agent → generation → turn / tool batch → tool result, loaded a page at a time.
+
+The tree shows the spans a person thinks in (runs, agents, generations, turns, tool batches, custom
+spans and unknown span kinds) and looks through the others (a `promptAgent` loop, a model call,
+instant events): their children hang from the nearest shown ancestor (`spans.frame_parent_id`). A tool
+batch's children are the tool results of its end event.
+
+A run can have tens of thousands of agents under one parent, so nothing here returns a whole tree.
+`frame_tree` expands breadth-first from the roots (or from one span) for `depth` levels, at most
+`page_size` children per node and `max_nodes` nodes in all; every node says how many children it
+has, so the UI draws "N more" and asks for the next page with `span_id=` and `offset=`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import orjson
+
+from devtool.store.database import Store
+from devtool.store.derive import HIDDEN_KINDS
+from devtool.store.errors import NotFoundError
+
+TOOL_RESULT = "tool"
+
+_SHOWN = f"NOT instant AND kind NOT IN {HIDDEN_KINDS}"
+_COLUMNS = "span_id, kind, name, agent_id, call_id, status, start_ts, end_ts, content_hash, cache, error, end_event_id"
+
+
+@dataclass(frozen=True)
+class FrameNode:
+    """One node of the tree. `children` is the loaded page; `child_count` counts them all."""
+
+    span_id: str  # a tool result's is "<batch span id>#<index>"
+    kind: str  # runWith, agent, generation, turn, tools:execute, tool, custom:span, ...
+    name: str
+    agent_id: str | None
+    call_id: str | None
+    status: str  # completed | failed | running
+    start_ms: float
+    end_ms: float | None
+    content_hash: str | None
+    cache: bool | None
+    error: str | None
+    child_count: int
+    children: tuple[FrameNode, ...] = ()
+    children_offset: int = 0
+
+    @property
+    def duration_ms(self) -> float | None:
+        return None if self.end_ms is None else self.end_ms - self.start_ms
+
+    @property
+    def collapsed(self) -> bool:
+        """It has children, none of them loaded."""
+        return self.child_count > 0 and not self.children
+
+    @property
+    def more(self) -> int:
+        """Children after the loaded page."""
+        return max(0, self.child_count - self.children_offset - len(self.children))
+
+
+@dataclass(frozen=True)
+class FrameTree:
+    """The roots of a run's tree, or the one span asked for, with what was loaded below."""
+
+    trace_id: str
+    nodes: tuple[FrameNode, ...]
+    root_count: int  # how many roots the run has (when `nodes` are roots)
+    offset: int = 0
+
+
+@dataclass
+class _Draft:
+    node: FrameNode
+    end_event_id: int | None
+    children: list[_Draft] = field(default_factory=list)
+
+    def build(self) -> FrameNode:
+        return replace(self.node, children=tuple(child.build() for child in self.children))
+
+
+def frame_tree(
+    store: Store,
+    trace_id: str,
+    *,
+    span_id: str | None = None,
+    depth: int = 3,
+    page_size: int = 50,
+    offset: int = 0,
+    max_nodes: int = 500,
+) -> FrameTree:
+    """The tree from the run's roots (or from `span_id`), `depth` levels down, a page per node.
+
+    `offset` pages through the top level: the roots, or `span_id`'s children.
+    """
+    with store.reader() as cursor:
+        if span_id is None:
+            where = f"trace_id = ? AND frame_parent_id IS NULL AND {_SHOWN}"
+            root_count = cursor.execute(f"SELECT count(*) FROM spans WHERE {where}", [trace_id]).fetchall()[0][0]
+            if root_count == 0 and not cursor.execute("SELECT 1 FROM runs WHERE trace_id = ?", [trace_id]).fetchall():
+                raise NotFoundError(f"no run {trace_id!r} in the store")
+            rows = cursor.execute(
+                f"SELECT {_COLUMNS} FROM spans WHERE {where} ORDER BY start_ts, start_event_id LIMIT ? OFFSET ?",
+                [trace_id, page_size, offset],
+            ).fetchall()
+            top, child_offset = [_draft(row) for row in rows], 0
+        else:
+            found = cursor.execute(
+                f"SELECT {_COLUMNS} FROM spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]
+            )
+            rows = found.fetchall()
+            if not rows:
+                raise NotFoundError(f"no span {span_id!r} in run {trace_id!r}")
+            top, root_count, child_offset = [_draft(rows[0])], 1, offset
+        budget = max_nodes - len(top)
+        frontier = top
+        for level in range(depth):
+            _count_children(cursor, trace_id, frontier)
+            parents = [d for d in frontier if d.node.child_count > 0]
+            if not parents or budget <= 0:
+                break
+            frontier = _load_children(cursor, trace_id, parents, child_offset if level == 0 else 0, page_size, budget)
+            budget -= len(frontier)
+        else:
+            _count_children(cursor, trace_id, frontier)
+    return FrameTree(trace_id, tuple(d.build() for d in top), root_count, offset if span_id is None else 0)
+
+
+def _draft(row: tuple[Any, ...]) -> _Draft:
+    span_id, kind, name, agent_id, call_id, status, start, end, content_hash, cache, error, end_event_id = row
+    node = FrameNode(span_id, kind, name, agent_id, call_id, status, start, end, content_hash, cache, error, -1)
+    return _Draft(node, end_event_id)
+
+
+def _count_children(cursor: Any, trace_id: str, drafts: list[_Draft]) -> None:
+    spans = [d for d in drafts if d.node.kind != "tools:execute" and d.node.kind != TOOL_RESULT]
+    batches = [d for d in drafts if d.node.kind == "tools:execute"]
+    if spans:
+        counts = dict(
+            cursor.execute(
+                f"SELECT frame_parent_id, count(*) FROM spans WHERE trace_id = ? AND {_SHOWN} "
+                "AND frame_parent_id IN (SELECT unnest(?)) GROUP BY 1",
+                [trace_id, [d.node.span_id for d in spans]],
+            ).fetchall()
+        )
+        for d in spans:
+            d.node = replace(d.node, child_count=int(counts.get(d.node.span_id, 0)))
+    if batches:
+        ids = [d.end_event_id for d in batches if d.end_event_id is not None]
+        counts = dict(
+            cursor.execute(
+                "SELECT event_id, coalesce(json_array_length(body, '$.toolResults'), 0) FROM events "
+                "WHERE event_id IN (SELECT unnest(?))",
+                [ids],
+            ).fetchall()
+        )
+        for d in batches:
+            d.node = replace(d.node, child_count=int(counts.get(d.end_event_id, 0)))
+    for d in drafts:
+        if d.node.kind == TOOL_RESULT:
+            d.node = replace(d.node, child_count=0)
+
+
+def _load_children(
+    cursor: Any, trace_id: str, parents: list[_Draft], offset: int, page_size: int, budget: int
+) -> list[_Draft]:
+    loaded: list[_Draft] = []
+    spans = [d for d in parents if d.node.kind != "tools:execute"]
+    if spans:
+        by_id = {d.node.span_id: d for d in spans}
+        rows = cursor.execute(
+            f"""
+            SELECT frame_parent_id, {_COLUMNS} FROM (
+                SELECT *, row_number() OVER (PARTITION BY frame_parent_id ORDER BY start_ts, start_event_id) - 1 AS i
+                FROM spans WHERE trace_id = ? AND {_SHOWN} AND frame_parent_id IN (SELECT unnest(?))
+            ) WHERE i >= ? AND i < ? ORDER BY i, frame_parent_id LIMIT ?
+            """,
+            [trace_id, list(by_id), offset, offset + page_size, budget],
+        ).fetchall()
+        # Ordered by position first, so a short budget gives every parent its first children.
+        for row in rows:
+            child = _draft(row[1:])
+            by_id[row[0]].children.append(child)
+            loaded.append(child)
+        for d in spans:
+            d.node = replace(d.node, children_offset=offset)
+    for batch in (d for d in parents if d.node.kind == "tools:execute"):
+        if len(loaded) >= budget:
+            break
+        results = _tool_results(cursor, batch, offset, min(page_size, budget - len(loaded)))
+        batch.children.extend(results)
+        batch.node = replace(batch.node, children_offset=offset)
+        loaded.extend(results)
+    return loaded
+
+
+def _tool_results(cursor: Any, batch: _Draft, offset: int, limit: int) -> list[_Draft]:
+    if batch.end_event_id is None:
+        return []
+    rows = cursor.execute("SELECT body->'toolResults' FROM events WHERE event_id = ?", [batch.end_event_id])
+    results = orjson.loads(rows.fetchall()[0][0] or "[]")
+    drafts = []
+    parent = batch.node
+    for index, result in list(enumerate(results))[offset : offset + limit]:
+        if not isinstance(result, dict):
+            continue
+        failed = result.get("success") is False or result.get("error") is not None
+        error = result.get("error")
+        node = FrameNode(
+            span_id=f"{parent.span_id}#{index}",
+            kind=TOOL_RESULT,
+            name=str(result.get("toolName") or "tool"),
+            agent_id=parent.agent_id,
+            call_id=result.get("callId") if isinstance(result.get("callId"), str) else None,
+            status="failed" if failed else "completed",
+            start_ms=parent.start_ms,
+            end_ms=(parent.start_ms + result["duration"]) if isinstance(result.get("duration"), int | float) else None,
+            content_hash=result.get("contentHash") if isinstance(result.get("contentHash"), str) else None,
+            cache=result.get("cache") if isinstance(result.get("cache"), bool) else None,
+            error=(error.get("message") if isinstance(error, dict) else str(error)) if error is not None else None,
+            child_count=0,
+        )
+        drafts.append(_Draft(node, None))
+    return drafts

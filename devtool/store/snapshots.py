@@ -1,0 +1,96 @@
+"""AgentSnapshots kept in the store, each under a stable content id, with the snapshot it was forked from.
+
+The id is the SHA-256 of the snapshot's canonical JSON (`devtool.core`'s content hash): the same
+snapshot saved twice is stored once and keeps its id, so a `/snapshots/<id>` link means the same
+document forever. A fork (a snapshot made by editing another) records `parent_id`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from devtool.core.errors import SnapshotError
+from devtool.core.jsonvalue import content_hash
+from devtool.core.snapshot import AgentSnapshot, validate
+from devtool.store.database import Store
+from devtool.store.errors import NotFoundError, StoreError
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """What the store knows of a snapshot, without the document."""
+
+    snapshot_id: str
+    parent_id: str | None
+    trace_id: str | None
+    span_id: str | None
+    anchor: str | None
+    source: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class StoredSnapshot:
+    info: SnapshotInfo
+    snapshot: AgentSnapshot
+
+
+def snapshot_id(snapshot: AgentSnapshot | dict[str, Any]) -> str:
+    """The id a snapshot is stored under: the SHA-256 of its canonical JSON."""
+    return content_hash(snapshot)
+
+
+def save_snapshot(store: Store, snapshot: AgentSnapshot | dict[str, Any], *, parent_id: str | None = None) -> str:
+    """Store `snapshot` (checked to be an AgentSnapshot) and return its id; saving it again changes nothing."""
+    try:
+        checked = validate(snapshot)
+    except SnapshotError as exc:
+        raise StoreError(f"not an AgentSnapshot: {exc}") from exc
+    new_id = snapshot_id(checked)
+    provenance = checked["provenance"]
+    with store.transaction() as conn:
+        if (
+            parent_id is not None
+            and not conn.execute("SELECT 1 FROM snapshots WHERE snapshot_id = ?", [parent_id]).fetchall()
+        ):
+            raise NotFoundError(f"no snapshot {parent_id!r} to fork from")
+        conn.execute(
+            "INSERT INTO snapshots (snapshot_id, parent_id, trace_id, span_id, anchor, source, body) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [
+                new_id,
+                parent_id,
+                provenance.get("traceId"),
+                provenance.get("spanId"),
+                provenance.get("anchor"),
+                provenance.get("source"),
+                orjson.dumps(checked).decode(),
+            ],
+        )
+    return new_id
+
+
+def get_snapshot(store: Store, snapshot_id: str) -> StoredSnapshot:
+    """The snapshot stored under `snapshot_id`; `NotFoundError` when there is none."""
+    rows = store.query(f"SELECT {_INFO}, body FROM snapshots WHERE snapshot_id = ?", [snapshot_id])
+    if not rows:
+        raise NotFoundError(f"no snapshot {snapshot_id!r} in the store")
+    *info, body = rows[0]
+    return StoredSnapshot(SnapshotInfo(*info), orjson.loads(body))
+
+
+def list_snapshots(store: Store, *, trace_id: str | None = None) -> list[SnapshotInfo]:
+    """Stored snapshots (of one run, or all), newest first."""
+    where = "WHERE trace_id = ?" if trace_id is not None else ""
+    rows = store.query(
+        f"SELECT {_INFO} FROM snapshots {where} ORDER BY created_at DESC, snapshot_id",
+        [trace_id] if trace_id is not None else [],
+    )
+    return [SnapshotInfo(*row) for row in rows]
+
+
+_INFO = "snapshot_id, parent_id, trace_id, span_id, anchor, source, created_at"
