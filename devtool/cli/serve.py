@@ -9,9 +9,11 @@ import socket
 import sys
 import threading
 import webbrowser
+from pathlib import Path
 from typing import Any
 
 from devtool.cli.errors import CliError
+from devtool.cli.load import add_load_options, load_files
 from devtool.cli.options import add_db_option, open_store
 
 DEFAULT_PORT = 8484
@@ -19,8 +21,9 @@ DEFAULT_PORT = 8484
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("serve", help="start the DevTool web app")
-    parser.add_argument("files", nargs="*", metavar="FILES", help="trace or journal files to load first")
+    parser.add_argument("files", nargs="*", type=Path, metavar="FILES", help="trace or journal files to load first")
     add_db_option(parser)
+    add_load_options(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)")
     parser.add_argument("--open", action="store_true", help="open the DevTool in a browser")
@@ -37,6 +40,15 @@ def run(args: argparse.Namespace) -> int:
             "so it only listens on loopback (127.0.0.1 or ::1)"
         )
     store = open_store(args)
+    if args.files:
+        # Loaded before the server starts, reported on stderr: stdout's first line is the URL.
+        totals = load_files(
+            store, args.files, bad_lines=args.bad_lines, progress=args.progress, out=sys.stderr, command="serve"
+        )
+        print(totals.summary(), file=sys.stderr)
+        if totals.failed:
+            store.close()
+            return 2
     from devtool.web import create_app
 
     app = create_app(store)
