@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+import orjson
 import pytest
+
+if TYPE_CHECKING:
+    from devtool.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO.parent / "shared" / "corpus"
@@ -33,3 +39,64 @@ def devtool(tmp_path: Path) -> DevtoolRunner:
         )
 
     return run
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A fresh DevTool store in a real DuckDB file under tmp_path."""
+    from devtool.store import Store
+
+    opened = Store(tmp_path / "store.duckdb")
+    yield opened
+    opened.close()
+
+
+class Trace:
+    """The TraceEvents of one run, built the way a run emits them: `start`, `end`, `point`, in order.
+
+    Every event gets the next timestamp (1 ms apart unless `at=` says otherwise); `end` repeats its
+    start's fields, as the wire format does.
+    """
+
+    _ids = itertools.count(1)
+
+    def __init__(self, trace_id: str | None = None, *, start_ms: float = 1_790_000_000_000.0) -> None:
+        self.trace_id = trace_id or f"{next(self._ids):032x}"
+        self.events: list[dict[str, Any]] = []
+        self.now = start_ms
+        self._open: dict[str, tuple[str, str, dict[str, Any]]] = {}
+
+    def start(self, kind: str, parent: str = "", *, at: float | None = None, **fields: Any) -> str:
+        span = f"{next(self._ids):016x}"
+        self._open[span] = (kind, parent, fields)
+        self._emit(f"{kind}:start", span, parent, at, fields)
+        return span
+
+    def end(self, span: str, *, at: float | None = None, **fields: Any) -> None:
+        kind, parent, start_fields = self._open.pop(span)
+        self._emit(f"{kind}:end", span, parent, at, {**start_fields, **fields})
+
+    def point(
+        self, type_: str, parent: str = "", *, span: str | None = None, at: float | None = None, **fields: Any
+    ) -> str:
+        span = span or f"{next(self._ids):016x}"
+        self._emit(type_, span, parent, at, fields)
+        return span
+
+    def _emit(self, type_: str, span: str, parent: str, at: float | None, fields: dict[str, Any]) -> None:
+        self.now = self.now + 1 if at is None else at
+        extra = dict(fields)
+        event = {
+            "schemaVersion": 1,
+            "type": type_,
+            "timestamp": self.now,
+            "agentId": extra.pop("agentId", "agent"),
+            "trace": {"traceId": self.trace_id, "spanId": span, "parentSpanId": parent},
+        }
+        event.update(extra)
+        self.events.append(event)
+
+    def write(self, path: Path) -> Path:
+        """The events as a JSONL file."""
+        path.write_bytes(b"".join(orjson.dumps(event) + b"\n" for event in self.events))
+        return path
