@@ -71,10 +71,12 @@ def load_file(
         known = _known(store, source)
         if known is not None:
             return known
-        try:
-            return _insert(store, source, loader, source.reader_path, jsonl=False, progress=progress)
-        except duckdb.Error as exc:
-            refusal = exc
+        refusal: BaseException | str = f"a line over {MAX_LINE >> 20} MiB"
+        if source.longest_line <= MAX_LINE:
+            try:
+                return _insert(store, source, loader, source.reader_path, jsonl=False, progress=progress)
+            except duckdb.Error as exc:
+                refusal = exc
         with tempfile.TemporaryDirectory(prefix="devtool-load-") as folder:
             good_path = Path(folder) / "good.jsonl"
             with good_path.open("wb") as good:
@@ -159,6 +161,7 @@ def _watch(store: Store, size: int, progress: Progress | None) -> Iterator[None]
         yield
         return
     done = threading.Event()
+    progress("loading", 0, size)
 
     def poll() -> None:
         while not done.wait(0.1):
@@ -176,6 +179,6 @@ def _watch(store: Store, size: int, progress: Progress | None) -> Iterator[None]
         progress("loading", size, size)
 
 
-def _first_line(exc: BaseException) -> str:
+def _first_line(exc: BaseException | str) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__

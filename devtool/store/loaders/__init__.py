@@ -74,11 +74,12 @@ def _binary(head: bytes) -> str | None:
             return what
     if head[8:12] == b"DUCK":
         return "a DuckDB database"
-    nul = head.find(b"\x00")
+    # A NUL in the first line means binary; later, it is one bad line (a crash can zero-fill a tail).
+    nul = head.split(b"\n", 1)[0].find(b"\x00")
     if nul >= 0:
         return f"binary (a NUL byte at offset {nul})"
     decoded = head[: len(head) - 3].decode("utf-8", errors="replace") if len(head) > 3 else ""
-    if decoded and decoded.count("\ufffd") > len(decoded) // 10:
+    if decoded and (decoded.count("\ufffd") + decoded.count("\x00")) > len(decoded) // 10:
         return "binary (mostly not UTF-8 text)"
     return None
 

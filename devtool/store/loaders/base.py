@@ -21,7 +21,7 @@ from devtool.store.scan import Scan
 
 @dataclass(frozen=True)
 class Sample:
-    """What kind detection looks at: the first non-blank byte, and the first JSON object if any."""
+    """What kind detection looks at: the first non-blank byte, and the first line that is a JSON object."""
 
     first_byte: bytes
     first_object: dict[str, Any] | None

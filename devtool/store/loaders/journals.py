@@ -73,7 +73,7 @@ class JournalJsonl:
 
     def claims(self, sample: Sample) -> bool:
         obj = sample.first_object
-        return sample.first_byte == b"{" and obj is not None and ("entry_type" in obj or "process_id" in obj)
+        return sample.first_byte != b"[" and obj is not None and ("entry_type" in obj or "process_id" in obj)
 
     def insert(
         self,

@@ -13,7 +13,8 @@ from devtool.store.scan import Scan, scan_array, scan_jsonl
 
 
 def looks_like_event(obj: dict[str, object]) -> bool:
-    return "type" in obj and ("trace" in obj or "schemaVersion" in obj)
+    """An object with a `type` is meant as an event: its faults are worth naming line by line."""
+    return "type" in obj
 
 
 class TraceJsonl:
@@ -21,7 +22,8 @@ class TraceJsonl:
     description = "TraceEvent JSONL"
 
     def claims(self, sample: Sample) -> bool:
-        return sample.first_byte == b"{" and sample.first_object is not None and looks_like_event(sample.first_object)
+        obj = sample.first_object
+        return sample.first_byte != b"[" and obj is not None and looks_like_event(obj)
 
     def insert(
         self,
