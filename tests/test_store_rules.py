@@ -1,0 +1,175 @@
+"""The load rules, said twice (SQL for the fast path, Python for the messages), say the same thing."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import event as event_outcome
+from hypothesis import strategies as st
+
+from devtool.store import Store
+from devtool.store.event_sql import insert_events_sql
+from devtool.store.loaders.journals import JournalJsonl
+from devtool.store.rules import iso_timestamp_problem, journal_entry_problem, trace_event_problem
+
+JSON_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**53), max_value=2**53),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+    st.just(""),
+    st.just("1"),
+    st.just(1),
+    st.just(1.0),
+    st.just(2),
+    st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1), max_size=2),
+    st.dictionaries(st.text(max_size=4), st.integers(min_value=0, max_value=9), max_size=2),
+)
+MISSING = object()
+
+
+GOOD_EVENT = {
+    "type": "agent:start",
+    "timestamp": 1_790_000_000_000,
+    "schemaVersion": 1,
+    "trace": {"traceId": "t" * 32, "spanId": "s" * 16, "parentSpanId": ""},
+}
+GOOD_ENTRY = {
+    "entry_id": "e1",
+    "process_id": "p",
+    "timestamp": "2026-07-16T02:00:00+00:00",
+    "entry_type": "tick",
+    "data": {"k": 1},
+}
+
+
+def mutated(good: dict[str, Any], paths: list[str], values: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """`good` with up to two of its fields (dotted paths) replaced by any JSON value, or removed."""
+
+    @st.composite
+    def build(draw: st.DrawFn) -> Any:
+        value = orjson.loads(orjson.dumps(good))
+        for path in draw(st.lists(st.sampled_from(paths), max_size=2, unique=True)):
+            *parents, key = path.split(".")
+            target = value
+            for parent in parents:
+                target = target.get(parent) if isinstance(target, dict) else None
+            if isinstance(target, dict):
+                new = draw(st.one_of(st.just(MISSING), values))
+                if new is MISSING:
+                    target.pop(key, None)
+                else:
+                    target[key] = new
+        return draw(st.one_of(st.just(value), st.just(value), st.just(value), JSON_VALUES))
+
+    return build()
+
+
+events = mutated(
+    GOOD_EVENT,
+    ["type", "timestamp", "schemaVersion", "trace", "trace.traceId", "trace.spanId", "trace.parentSpanId"],
+    JSON_VALUES,
+)
+
+
+def sql_accepts_event(store: Store, event: Any) -> bool:
+    with store.writer() as conn:
+        conn.execute("BEGIN")
+        try:
+            body = orjson.dumps(event).decode()
+            conn.execute(insert_events_sql("(SELECT $body::JSON AS body)"), {"body": body, "source": 1})
+        except duckdb.Error:
+            return False
+        finally:
+            conn.execute("ROLLBACK")
+    return True
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(event=events)
+def test_sql_and_python_agree_on_every_event(store: Store, event: Any) -> None:
+    problem = trace_event_problem(event)
+    event_outcome("accepted" if problem is None else "refused")
+    assert sql_accepts_event(store, event) == (problem is None), problem
+
+
+def test_the_good_event_and_each_fault_are_seen_by_both(store: Store) -> None:
+    good = {"type": "a", "timestamp": 1.5, "schemaVersion": 1, "trace": {"traceId": "t", "spanId": "s"}}
+    faults = [
+        {**good, "type": ""},
+        {**good, "timestamp": "1.5"},
+        {**good, "timestamp": None},
+        {**good, "schemaVersion": 1.5},
+        {**good, "trace": {"traceId": "t"}},
+        [good],
+    ]
+    assert trace_event_problem(good) is None
+    assert sql_accepts_event(store, good)
+    for fault in faults:
+        assert trace_event_problem(fault) is not None
+        assert not sql_accepts_event(store, fault), fault
+
+
+TIMESTAMPS = st.one_of(
+    st.just("2026-07-16T02:00:00+00:00"),
+    st.datetimes().map(lambda d: d.isoformat()),
+    st.datetimes().map(lambda d: d.isoformat(sep=" ", timespec="milliseconds") + "Z"),
+    st.from_regex(r"\A\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,7})?)?)?([+-]\d{2}:?\d{2}|Z)?\Z"),
+    st.text(max_size=20),
+    JSON_VALUES,
+)
+
+
+entries = mutated(
+    GOOD_ENTRY, ["entry_id", "process_id", "timestamp", "entry_type", "data"], st.one_of(TIMESTAMPS, JSON_VALUES)
+)
+
+
+def sql_accepts_entry(store: Store, entry: Any, path: Path) -> bool:
+    path.write_bytes(orjson.dumps(entry) + b"\n")
+    with store.writer() as conn:
+        conn.execute("BEGIN")
+        try:
+            JournalJsonl().insert(conn, str(path), 1, jsonl=True, max_object_size=1 << 20)
+        except duckdb.Error:
+            return False
+        finally:
+            conn.execute("ROLLBACK")
+    return True
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(entry=entries)
+def test_sql_and_python_agree_on_every_journal_entry(store: Store, tmp_path: Path, entry: Any) -> None:
+    problem = journal_entry_problem(entry)
+    event_outcome("accepted" if problem is None else "refused")
+    assert sql_accepts_entry(store, entry, tmp_path / "entry.jsonl") == (problem is None), problem
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("2026-07-21T02:00:16Z", True),
+        ("2026-07-21T02:00:16.5+05:30", True),
+        ("2026-07-21 02:00", True),
+        ("2026-07-21", True),
+        ("2026-07-21T24:00:00", False),  # DuckDB reads it as the next day; Python refuses it
+        ("2026-02-30T00:00:00", False),
+        ("20260721T020000", False),  # Python reads it; DuckDB does not
+        ("yesterday", False),
+    ],
+)
+def test_timestamps_both_readers_take(text: str, ok: bool) -> None:
+    assert (iso_timestamp_problem(text) is None) == ok
+
+
+def test_a_non_finite_timestamp_is_refused() -> None:
+    event = {"type": "a", "timestamp": math.inf, "schemaVersion": 1, "trace": {"traceId": "t", "spanId": "s"}}
+    assert trace_event_problem(event) == '"timestamp" is not a finite number'
