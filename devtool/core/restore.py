@@ -349,8 +349,14 @@ def _synthetic_root_status(root: RestoredFrame) -> tuple[Status, Any]:
 
 
 def _usable(event: Event) -> bool:
+    """What the walk accepts: a trace context with a span id, a type, our schemaVersion."""
     trace = event.get("trace")
-    return type(trace) is dict and type(trace.get("spanId")) is str and event.get("schemaVersion") == SCHEMA_VERSION
+    return (
+        type(trace) is dict
+        and type(trace.get("spanId")) is str
+        and "type" in event
+        and event.get("schemaVersion") == SCHEMA_VERSION
+    )
 
 
 def _where(event: Any) -> str:

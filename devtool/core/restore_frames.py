@@ -1,9 +1,9 @@
 """The frames `restore_snapshot` builds while it walks a trace, and how they become snapshot frames.
 
 A `RestoredFrame` is one agent call (or the run's root) as far as the trace has told: its callId,
-memory, prompt and tool journals, children and status. It keeps what a snapshot needs and nothing
-of the events themselves, and it knows the two rules a frame obeys: the callId the runtime gives
-its next sub-agent, and what ending means for children still running.
+memory, prompt and tool journals, children and status. It keeps what a snapshot needs and no event,
+and it knows the two rules a frame obeys: the callId the runtime gives its next sub-agent, and what
+ending means for children still running.
 """
 
 from __future__ import annotations
