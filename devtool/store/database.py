@@ -36,8 +36,8 @@ class Store:
                 holder = _LOCK_HOLDER.search(str(exc))
                 who = f" (pid {holder.group(1)})" if holder else ""
                 raise StoreLockedError(
-                    f"database {path} is in use by another process{who}: stop it, or load files through "
-                    "the running `devtool serve`"
+                    f"database {path} is open in another process{who}, and DuckDB lets one process at a "
+                    "time write a file: stop that process, or use another database file"
                 ) from exc
             raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from exc
         self._write_lock = threading.Lock()

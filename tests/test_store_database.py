@@ -1,0 +1,93 @@
+"""The DuckDB file: its schema version and migrations, reopening, and a file another process holds."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from devtool.store import Store, StoreError, StoreLockedError, append_events, database
+from devtool.store.schema import MIGRATIONS
+from tests.conftest import Trace
+
+
+def test_a_new_file_is_at_the_latest_schema_version(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    try:
+        assert store.schema_version == len(MIGRATIONS)
+        tables = {row[0] for row in store.query("SELECT table_name FROM information_schema.tables")}
+        assert {"sources", "events", "spans", "runs", "journal_entries", "snapshots", "schema_version"} <= tables
+    finally:
+        store.close()
+
+
+def test_reopening_keeps_everything_and_migrates_nothing_twice(tmp_path: Path) -> None:
+    t = Trace()
+    t.end(t.start("agent"))
+    store = Store(tmp_path / "s.duckdb")
+    append_events(store, t.events)
+    store.close()
+    again = Store(tmp_path / "s.duckdb")
+    try:
+        assert again.query("SELECT count(*) FROM events") == [(2,)]
+        assert again.query("SELECT count(*) FROM schema_version") == [(len(MIGRATIONS),)]
+    finally:
+        again.close()
+
+
+def test_a_later_migration_runs_once_on_an_older_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Store(tmp_path / "s.duckdb").close()
+    monkeypatch.setattr(database, "MIGRATIONS", [*MIGRATIONS, "ALTER TABLE runs ADD COLUMN note VARCHAR"])
+    for _ in range(2):
+        store = Store(tmp_path / "s.duckdb")
+        assert store.schema_version == len(MIGRATIONS) + 1
+        store.close()
+    reopened = Store(tmp_path / "s.duckdb")
+    try:
+        assert reopened.query("SELECT count(*) FROM information_schema.columns WHERE column_name = 'note'") == [(1,)]
+    finally:
+        reopened.close()
+
+
+def test_a_file_from_a_newer_devtool_is_refused(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.duckdb")
+    with store.writer() as conn:
+        conn.execute("INSERT INTO schema_version VALUES (?)", [len(MIGRATIONS) + 5])
+    store.close()
+    with pytest.raises(StoreError, match=f"has schema version {len(MIGRATIONS) + 5}, newer than this devtool"):
+        Store(tmp_path / "s.duckdb")
+
+
+def test_a_file_another_process_holds_says_which(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, sys; c = duckdb.connect({str(path)!r}); print('open', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(StoreLockedError, match=f"is open in another process \\(pid {holder.pid}\\)"):
+            Store(path)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_transaction_that_raises_writes_nothing(store: Store) -> None:
+    def write_then_fail() -> None:
+        with store.transaction() as conn:
+            conn.execute("INSERT INTO snapshots (snapshot_id, body) VALUES ('x', '{}')")
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError):
+        write_then_fail()
+    assert store.query("SELECT count(*) FROM snapshots") == [(0,)]

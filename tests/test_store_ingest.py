@@ -1,0 +1,76 @@
+"""Live ingest: a batch of events in one transaction, ids that only grow, spans that catch up."""
+
+from __future__ import annotations
+
+import pytest
+
+from devtool.store import InvalidEventsError, Store, append_events
+from devtool.store.queries import events_after, get_run, span_detail
+from tests.conftest import Trace
+
+
+def test_ids_follow_the_batch_and_grow_across_batches(store: Store) -> None:
+    t = Trace()
+    agent = t.start("agent")
+    turns = [t.start("turn", agent) for _ in range(3)]
+    for turn in turns:
+        t.end(turn)
+    first = append_events(store, t.events[:4])
+    second = append_events(store, t.events[4:])
+    assert first == [1, 2, 3, 4]
+    assert second == [5, 6, 7]
+    assert [e.event for e in events_after(store, 0)] == t.events
+    assert store.query("SELECT kind, path, events, content_hash FROM sources") == [("live", "live", 7, None)]
+
+
+def test_a_running_span_completes_when_its_end_arrives(store: Store) -> None:
+    t = Trace()
+    agent = t.start("agent", agentId="streamer")
+    turn = t.start("turn", agent)
+    append_events(store, t.events)
+    assert span_detail(store, t.trace_id, agent).status == "running"
+    assert get_run(store, t.trace_id).status == "running"
+    t.end(turn, success=True)
+    t.end(agent, success=True)
+    append_events(store, t.events[2:])
+    assert span_detail(store, t.trace_id, agent).status == "completed"
+    assert span_detail(store, t.trace_id, turn).depth == 1
+    summary = get_run(store, t.trace_id)
+    assert (summary.status, summary.events, summary.running) == ("completed", 4, 0)
+
+
+def test_a_bad_event_is_named_by_index_and_nothing_of_the_batch_is_stored(store: Store) -> None:
+    t = Trace()
+    t.end(t.start("agent"))
+    good = append_events(store, t.events)
+    batch = [t.events[0], {**t.events[0], "timestamp": "now"}, "not an event", {**t.events[1], "type": None}]
+    with pytest.raises(InvalidEventsError) as caught:
+        append_events(store, batch)  # type: ignore[list-item]
+    assert str(caught.value) == (
+        "3 invalid events, none stored: event 1: \"timestamp\" is a string 'now', not a number of milliseconds; "
+        'event 2: not a JSON object but a string; event 3: no "type"'
+    )
+    assert [p.element for p in caught.value.problems] == [1, 2, 3]
+    assert store.query("SELECT max(event_id), count(*) FROM events") == [(good[-1], 2)]
+
+
+def test_values_that_are_not_json_are_refused(store: Store) -> None:
+    t = Trace()
+    t.start("agent")
+    with pytest.raises(InvalidEventsError, match="event 0: not JSON"):
+        append_events(store, [{**t.events[0], "props": {1, 2}}])
+
+
+def test_streams_are_sources_of_their_own(store: Store) -> None:
+    a, b = Trace(), Trace()
+    a.start("agent")
+    b.start("agent")
+    append_events(store, a.events, stream="http:client-1")
+    append_events(store, b.events, stream="http:client-2")
+    append_events(store, a.events, stream="http:client-1")
+    assert store.query("SELECT path, events FROM sources ORDER BY path") == [("http:client-1", 2), ("http:client-2", 1)]
+
+
+def test_an_empty_batch_is_nothing(store: Store) -> None:
+    assert append_events(store, []) == []
+    assert store.query("SELECT count(*) FROM sources") == [(0,)]

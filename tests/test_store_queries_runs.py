@@ -1,0 +1,84 @@
+"""The runs list: traces and process journals together, newest first, searchable, filterable."""
+
+from __future__ import annotations
+
+import pytest
+
+from devtool.store import NotFoundError, Store, append_events, load_file
+from devtool.store.queries import get_run, list_runs
+from tests.conftest import CORPUS, Trace
+
+
+def run(name: str, *, at: float, failed: bool = False, running: bool = False, note: str = "") -> Trace:
+    t = Trace(start_ms=at)
+    root = t.start("runWith")
+    agent = t.start("agent", root, agentId=name, note=note)
+    call = t.start("model:call", agent)
+    t.end(call, usage={"promptTokens": 10, "completionTokens": 5})
+    t.end(agent, success=not failed)
+    if not running:
+        t.end(root, success=not failed)
+    return t
+
+
+@pytest.fixture
+def runs(store: Store) -> dict[str, Trace]:
+    made = {
+        "old": run("archivist", at=1_000_000.0, note="50% off_sale"),
+        "failed": run("breaker", at=2_000_000.0, failed=True),
+        "live": run("streamer", at=3_000_000.0, running=True),
+    }
+    for trace in made.values():
+        append_events(store, trace.events)
+    load_file(store, CORPUS / "promptise" / "billing-ops.journal.jsonl")
+    return made
+
+
+def test_traces_and_journals_newest_first(store: Store, runs: dict[str, Trace]) -> None:
+    listed = list_runs(store)
+    assert [(r.kind, r.name) for r in listed] == [
+        ("journal", "billing-ops"),  # 2026: the newest
+        ("trace", "streamer"),
+        ("trace", "breaker"),
+        ("trace", "archivist"),
+    ]
+    streamer = listed[1]
+    assert (streamer.status, streamer.running, streamer.events, streamer.agents) == ("running", 1, 5, 1)
+    assert (streamer.prompt_tokens, streamer.completion_tokens, streamer.total_tokens) == (10, 5, 15)
+    assert streamer.trace_id == runs["live"].trace_id
+    assert streamer.process_id is None
+    journal = listed[0]
+    assert (journal.events, journal.status, journal.duration_ms) == (10, "running", 270_000.0)
+    assert journal.trace_id is None
+
+
+def test_status_filter(store: Store, runs: dict[str, Trace]) -> None:
+    assert [r.name for r in list_runs(store, status="failed")] == ["breaker"]
+    assert [r.name for r in list_runs(store, status="completed")] == ["archivist"]
+    with pytest.raises(ValueError, match="status must be one of"):
+        list_runs(store, status="bogus")
+
+
+def test_search_by_name_agent_content_and_id(store: Store, runs: dict[str, Trace]) -> None:
+    assert [r.name for r in list_runs(store, search="STREAM")] == ["streamer"]
+    assert [r.name for r in list_runs(store, search="acme-42")] == ["billing-ops"]  # in an entry's data
+    assert [r.name for r in list_runs(store, search=runs["failed"].trace_id[-10:])] == ["breaker"]
+    assert [r.name for r in list_runs(store, search="50% off_")] == ["archivist"]  # % and _ are literal
+    assert list_runs(store, search="50%_off") == []
+    assert list_runs(store, search="nothing like this") == []
+
+
+def test_paging(store: Store, runs: dict[str, Trace]) -> None:
+    everything = [r.id for r in list_runs(store)]
+    assert [r.id for r in list_runs(store, limit=2)] + [r.id for r in list_runs(store, limit=2, offset=2)] == everything
+
+
+def test_one_run_by_id(store: Store, runs: dict[str, Trace]) -> None:
+    assert get_run(store, runs["old"].trace_id).name == "archivist"
+    assert get_run(store, "billing-ops").kind == "journal"
+    with pytest.raises(NotFoundError, match="no run or process journal 'nope'"):
+        get_run(store, "nope")
+
+
+def test_an_empty_store_has_no_runs(store: Store) -> None:
+    assert list_runs(store) == []

@@ -1,0 +1,129 @@
+"""The timeline window: spans by depth and pixel, merged below a pixel, never more than rows × width bars."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from devtool.store import NotFoundError, Store, append_events
+from devtool.store.queries import timeline_window
+from tests.conftest import Trace
+
+
+def fan_out(workers: int, *, length: float, gap: float, running_last: bool = False) -> Trace:
+    """A root agent with `workers` children one after another, each `length` ms, `gap` ms apart."""
+    t = Trace(start_ms=0.0)
+    root = t.start("agent", agentId="root", at=0.0)
+    at = 0.0
+    for index in range(workers):
+        worker = t.start("agent", root, agentId="worker", at=at)
+        if not (running_last and index == workers - 1):
+            t.end(worker, at=at + length, success=index % 7 != 3)
+        at += length + gap
+    t.end(root, at=at)
+    return t
+
+
+def test_wide_spans_are_bars_of_their_own(store: Store) -> None:
+    t = fan_out(10, length=90.0, gap=10.0)
+    append_events(store, t.events)
+    window = timeline_window(store, t.trace_id, width_px=100)
+    assert (window.start_ms, window.end_ms, window.rows) == (0.0, 1000.0, 2)
+    workers = [bar for bar in window.bars if bar.row == 1]
+    assert [bar.px for bar in workers] == list(range(0, 100, 10))
+    assert all(bar.count == 1 and bar.span_id and bar.name == "worker" for bar in workers)
+    assert [bar.status for bar in workers][3] == "failed"
+    assert (workers[0].start_ms, workers[0].end_ms) == (0.0, 90.0)
+
+
+def test_spans_under_a_pixel_merge_into_counted_bars(store: Store) -> None:
+    t = fan_out(1000, length=0.5, gap=0.5)  # 1000 spans over 1000 ms, drawn on 10 px
+    append_events(store, t.events)
+    window = timeline_window(store, t.trace_id, width_px=10)
+    workers = [bar for bar in window.bars if bar.row == 1]
+    assert len(workers) == 10
+    assert sum(bar.count for bar in workers) == 1000
+    assert all(bar.span_id is None and bar.name is None and bar.kind == "agent" for bar in workers)
+    assert sum(bar.failed for bar in workers) == len([i for i in range(1000) if i % 7 == 3])
+    assert all(bar.status == "failed" for bar in workers)  # every pixel holds a failure
+    assert window.spans == 1001
+
+
+def test_a_window_shows_what_overlaps_it_and_pins_earlier_starts_to_pixel_0(store: Store) -> None:
+    t = fan_out(10, length=90.0, gap=10.0)
+    append_events(store, t.events)
+    window = timeline_window(store, t.trace_id, start_ms=250.0, end_ms=450.0, width_px=200)
+    workers = [bar for bar in window.bars if bar.row == 1]
+    assert [(bar.px, bar.start_ms) for bar in workers] == [(0, 200.0), (50, 300.0), (150, 400.0)]
+    root = [bar for bar in window.bars if bar.row == 0]
+    assert [(bar.px, bar.count) for bar in root] == [(0, 1)]
+
+
+def test_a_running_span_reaches_the_runs_last_event(store: Store) -> None:
+    t = fan_out(3, length=10.0, gap=0.0, running_last=True)
+    append_events(store, t.events)
+    window = timeline_window(store, t.trace_id, width_px=30)
+    last = [bar for bar in window.bars if bar.row == 1][-1]
+    assert (last.status, last.running, last.end_ms) == ("running", 1, window.run_end_ms)
+
+
+def test_instants_only_when_asked(store: Store) -> None:
+    t = fan_out(2, length=10.0, gap=0.0)
+    t.point("budget:update", t.events[0]["trace"]["spanId"], at=5.0)
+    append_events(store, t.events)
+    assert all(bar.kind != "budget:update" for bar in timeline_window(store, t.trace_id).bars)
+    assert any(bar.kind == "budget:update" for bar in timeline_window(store, t.trace_id, instants=True).bars)
+
+
+def test_bad_windows_and_unknown_runs(store: Store) -> None:
+    t = fan_out(2, length=10.0, gap=0.0)
+    append_events(store, t.events)
+    with pytest.raises(ValueError, match="width_px must be between 1 and"):
+        timeline_window(store, t.trace_id, width_px=0)
+    with pytest.raises(ValueError, match=r"ends .* before it starts"):
+        timeline_window(store, t.trace_id, start_ms=10.0, end_ms=5.0)
+    with pytest.raises(NotFoundError):
+        timeline_window(store, "nope")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 10_000),
+    spans=st.integers(1, 3000),
+    width=st.integers(1, 400),
+    window=st.tuples(st.floats(0, 1), st.floats(0, 1)).map(sorted),
+)
+def test_never_more_bars_than_rows_times_width(
+    store: Store, seed: int, spans: int, width: int, window: list[float]
+) -> None:
+    """Whatever the trace (random nesting, lengths, overlaps) and window: at most one bar per row and
+    pixel, and together the bars stand for exactly the spans that overlap the window."""
+    rng = random.Random(seed)
+    t = Trace(start_ms=0.0)
+    open_spans: list[tuple[str, float]] = []
+    for _ in range(spans):
+        parent = rng.choice(open_spans)[0] if open_spans and rng.random() < 0.8 else ""
+        start = rng.uniform(0, 10_000)
+        span = t.start(rng.choice(["agent", "turn", "tools:execute"]), parent, at=start)
+        open_spans.append((span, start))
+        if rng.random() < 0.95:
+            t.end(span, at=start + rng.expovariate(1 / 50))
+    append_events(store, t.events)
+    ((run_start, run_end),) = store.query("SELECT started_ts, ended_ts FROM runs WHERE trace_id = ?", [t.trace_id])
+    start = run_start + window[0] * (run_end - run_start)
+    end = run_start + window[1] * (run_end - run_start)
+    result = timeline_window(store, t.trace_id, start_ms=start, end_ms=end, width_px=width)
+    keys = [(bar.row, bar.px) for bar in result.bars]
+    assert len(keys) == len(set(keys))
+    assert len(result.bars) <= result.rows * width
+    assert all(0 <= bar.px < width for bar in result.bars)
+    (overlapping,) = store.query(
+        "SELECT count(*) FROM spans WHERE trace_id = ? AND NOT instant AND start_ts <= ? AND coalesce(end_ts, ?) >= ?",
+        [t.trace_id, end, run_end, start],
+    )[0]
+    assert result.spans == overlapping
+    with store.writer() as conn:
+        conn.execute("DELETE FROM events; DELETE FROM spans; DELETE FROM runs")
