@@ -1,24 +1,30 @@
-"""`create_app`: the DevTool's Starlette app, built from a store, with no module-level state."""
+"""`create_app`: the DevTool's Starlette app, built from a store and settings, with no module-level state.
+
+Each view module owns its pages and exports `routes`; this module only puts them together.
+Views that query the store are plain `def` functions: Starlette runs them in its thread pool, so a
+DuckDB query never holds up the event loop (and the live streams on it).
+"""
 
 from __future__ import annotations
 
 from starlette.applications import Starlette
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
 from devtool.store import Store
 from devtool.web.assets import asset_dir
+from devtool.web.settings import Settings
 from devtool.web.templating import make_environment
 from devtool.web.views import runs
 
 
-def create_app(store: Store) -> Starlette:
-    app = Starlette(
-        routes=[
-            Route("/", runs.runs_page, name="runs"),
-            Mount("/static", app=StaticFiles(directory=asset_dir("static")), name="static"),
-        ],
-    )
+def create_app(store: Store, settings: Settings | None = None) -> Starlette:
+    routes: list[BaseRoute] = [
+        *runs.routes,
+        Mount("/static", app=StaticFiles(directory=asset_dir("static")), name="static"),
+    ]
+    app = Starlette(routes=routes)
     app.state.store = store
+    app.state.settings = settings or Settings()
     app.state.templates = make_environment()
     return app
