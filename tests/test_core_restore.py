@@ -418,6 +418,44 @@ def test_a_parent_that_ends_first_fails_its_running_children_with_a_message() ->
     assert list(latest["journal"]["prompt"]) == ["late"]
 
 
+def test_a_detached_child_that_starts_after_its_parent_ended_is_failed_until_it_ends() -> None:
+    gate = asyncio.Event()
+    tasks: list[asyncio.Task[Any]] = []
+    lookup = create_tool("lookup", lambda key: key)
+
+    async def child(props: Any) -> str:
+        await lookup(key="early")
+        await gate.wait()
+        return "late"
+
+    async def parent(props: Any) -> str:
+        # Not awaited: the child's agent:start comes after the parent's agent:end.
+        tasks.append(asyncio.ensure_future(create_agent("child", child)(None)))
+        return "returned first"
+
+    async def main() -> None:
+        await create_agent("parent", parent)(None)
+        await asyncio.sleep(0.01)
+        gate.set()
+        await tasks[0]
+
+    events = _run_events(main)
+    types = [e["type"] for e in events]
+    assert types.index("agent:end") < [i for i, t in enumerate(types) if t == "agent:start"][1]
+    (batch,) = [e for e in events if e["type"] == "tools:execute:end"]
+    path = ("root/agent:parent:0", "root/agent:parent:0/agent:child:0")
+    meanwhile = _frame(restore_snapshot(events, span_id=batch["trace"]["spanId"]), *path)
+    assert meanwhile["state"] == {
+        "status": "failed",
+        "error": {
+            "name": "ParentEnded",
+            "message": "agent root/agent:parent:0 ended before this agent did (marked failed by restore_snapshot)",
+        },
+    }
+    assert len(meanwhile["journal"]["tool"]) == 1  # its calls are its own, for a replay
+    assert _frame(restore_snapshot(events), *path)["state"] == {"status": "completed", "output": "late"}
+
+
 def test_the_run_ending_first_fails_agents_still_running() -> None:
     t = Trace()
     t.add("runWith:start", "r")

@@ -20,8 +20,9 @@ own calls; an event whose parent span is unknown falls back to the innermost age
 callIds come from the events (ours carry them), else are made as the runtime makes them.
 
 Repair. Frames open at the cut are `running`. A frame that ends while children are still running
-fails them, with an error that says so (a detached child the parent did not await); if that child's
-own end comes later in the cut, its real outcome replaces the repair.
+fails them, with an error that says so (a detached child the parent did not await), and so is a
+child that starts after its parent ended; if such a child's own end comes later in the cut, its
+real outcome replaces the repair.
 
 What we do differently from the TypeScript library's restore, on purpose: nesting by parent span
 rather than by stack order alone (it misplaces interleaved siblings); memory attributed by span
@@ -259,7 +260,8 @@ class _Walk:
         call_id = event.get("callId")
         if type(call_id) is not str or not call_id:
             call_id = parent.child_call_id(agent_id)
-        frame = parent.children[call_id] = self.owner[span] = RestoredFrame(call_id, agent_id)
+        frame = self.owner[span] = RestoredFrame(call_id, agent_id)
+        parent.add_child(frame)
         self._run_of(trace).open.append(frame)
 
     def _agent_end(self, event: Event, trace: Trace, span: str) -> None:

@@ -15,7 +15,19 @@ from devtool.core.snapshot import FrameSnapshot, FrameState, JournalRecord, Stat
 class RestoredFrame:
     """One frame of the snapshot being rebuilt; mutable while the trace is walked."""
 
-    __slots__ = ("agent_id", "call_id", "children", "error", "memory", "output", "prompt", "seq", "status", "tool")
+    __slots__ = (
+        "agent_id",
+        "call_id",
+        "children",
+        "error",
+        "memory",
+        "orphaned",
+        "output",
+        "prompt",
+        "seq",
+        "status",
+        "tool",
+    )
 
     def __init__(self, call_id: str, agent_id: str) -> None:
         self.call_id = call_id
@@ -27,6 +39,8 @@ class RestoredFrame:
         self.status: Status = "running"
         self.output: JSON = None
         self.error: JSON = None
+        # Once this frame is not running: why children still running (or starting later) have failed.
+        self.orphaned = ""
         # Next seq per agent id, made on a first sub-agent without a callId: most frames never need it.
         self.seq: dict[str, int] | None = None
 
@@ -42,23 +56,34 @@ class RestoredFrame:
         self.seq[agent_id] = seq + 1
         return f"{self.call_id}/agent:{agent_id}:{seq}"
 
-    def settle(self, status: Status, output: JSON, error: JSON) -> None:
-        """This frame's own end event: its outcome stands, and children still running are failed.
+    def add_child(self, child: RestoredFrame) -> None:
+        """`child` started in this frame; if this one has ended already, it starts abandoned."""
+        self.children[child.call_id] = child
+        if self.status != "running":
+            child.abandon(self.orphaned)
 
-        An outcome set earlier by an ancestor's end (see `abandon`) is replaced: the frame's own end
+    def settle(self, status: Status, output: JSON, error: JSON) -> None:
+        """This frame's own end event: its outcome stands, and descendants still running are failed.
+
+        An outcome set earlier by an ancestor's end (`abandon`) is replaced: the frame's own end
         event says what really happened to it.
         """
         self.status, self.output, self.error = status, output, error
         ended = "the run" if self.agent_id == "" else f"agent {self.call_id}"
-        self.abandon_children(f"{ended} ended before this agent did (marked failed by restore_snapshot)")
+        self.orphaned = f"{ended} ended before this agent did (marked failed by restore_snapshot)"
+        self.abandon_children(self.orphaned)
+
+    def abandon(self, message: str) -> None:
+        """Failed because an ancestor ended while this frame ran: no ended frame holds a running one."""
+        self.status, self.output = "failed", None
+        self.error = {"name": "ParentEnded", "message": message}
+        self.orphaned = message
+        self.abandon_children(message)
 
     def abandon_children(self, message: str) -> None:
-        """Fail every descendant still running, saying why: no ended frame holds a running one."""
         for child in self.children.values():
             if child.status == "running":
-                child.status, child.output = "failed", None
-                child.error = {"name": "ParentEnded", "message": message}
-                child.abandon_children(message)
+                child.abandon(message)
 
     def to_snapshot(self) -> FrameSnapshot:
         state: FrameState = {"status": self.status}
