@@ -550,7 +550,7 @@ def test_malformed_events_are_skipped_and_counted_in_one_warning() -> None:
         "1 that are not objects (first: item 2)",
         "1 without a numeric timestamp (first: item 3)",
         "2 without a trace context (trace.spanId) or a type (first: type 'agent:start' at timestamp 1001.5)",
-        "1 without a schemaVersion",
+        "1 without a schemaVersion number",
         "1 of unknown type 'mystery:thing'",
         "1 without a toolResults list",
     ]:
@@ -663,7 +663,7 @@ def test_a_trace_with_nothing_usable_is_empty_and_says_why() -> None:
         restore_snapshot(events)
     assert str(caught.value).startswith(
         f"Restore failed: Trace is empty. It has no usable event: {len(events)} malformed events: "
-        f"{len(events)} without a schemaVersion (first: type 'runWith:start' at timestamp 1000)."
+        f"{len(events)} without a schemaVersion number (first: type 'runWith:start' at timestamp 1000)."
     )
 
 

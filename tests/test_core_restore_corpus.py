@@ -179,7 +179,7 @@ def test_events_without_a_schema_version_are_skipped_not_misread(scenario: str) 
         restore_snapshot(events)
     assert str(caught.value).startswith(
         f"Restore failed: Trace is empty. It has no usable event: {len(events)} malformed events: "
-        f"{len(events)} without a schemaVersion"
+        f"{len(events)} without a schemaVersion number"
     )
 
 

@@ -305,7 +305,7 @@ def _check_version(event: Event, skipped: Skipped) -> None:
             f"(First at the {event.get('type')!r} event at timestamp {event.get('timestamp')}: the trace was "
             "written by a version of the library this build does not know.)"
         )
-    skipped.add("without a schemaVersion", _where(event))
+    skipped.add("without a schemaVersion number", _where(event))
 
 
 def _span_not_found(span_id: str, before: bool, seen: str) -> str:
