@@ -14,11 +14,11 @@ from tests.conftest import Trace
 def spans(store: Store, trace_id: str) -> dict[str, dict[str, Any]]:
     rows = store.query(
         "SELECT span_id, kind, instant, name, status, error, start_ts, end_ts, depth, frame_parent_id, events, "
-        "call_id, content_hash, cache FROM spans WHERE trace_id = ?",
+        "call_id, content_hash, cache, frame_children FROM spans WHERE trace_id = ?",
         [trace_id],
     )
     keys = ("kind", "instant", "name", "status", "error", "start", "end", "depth", "frame_parent", "events")
-    keys += ("call_id", "content_hash", "cache")
+    keys += ("call_id", "content_hash", "cache", "frame_children")
     return {row[0]: dict(zip(keys, row[1:], strict=True)) for row in rows}
 
 
@@ -165,6 +165,7 @@ def test_children_that_arrive_before_their_parent_move_under_it(store: Store) ->
     found = spans(store, t.trace_id)
     assert [found[s]["depth"] for s in (run, agent, generation, turn)] == [0, 1, 2, 3]
     assert found[turn]["frame_parent"] == generation
+    assert [found[s]["frame_children"] for s in (run, agent, generation, turn)] == [1, 1, 1, 0]
 
 
 def test_a_parent_cycle_neither_hangs_nor_hides_the_spans(store: Store) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from devtool.store import InvalidEventsError, Store, append_events
-from devtool.store.queries import events_after, get_run, span_detail
+from devtool.store.queries import events_after, frame_tree, get_run, span_detail
 from tests.conftest import Trace
 
 
@@ -74,3 +74,15 @@ def test_streams_are_sources_of_their_own(store: Store) -> None:
 def test_an_empty_batch_is_nothing(store: Store) -> None:
     assert append_events(store, []) == []
     assert store.query("SELECT count(*) FROM sources") == [(0,)]
+
+
+def test_a_parent_that_ends_later_keeps_its_children(store: Store) -> None:
+    t = Trace()
+    agent = t.start("agent")
+    t.end(t.start("turn", agent))
+    t.end(t.start("turn", agent))
+    append_events(store, t.events)
+    t.end(agent)
+    append_events(store, t.events[-1:])  # only the agent is derived again
+    (root,) = frame_tree(store, t.trace_id).nodes
+    assert (root.status, root.child_count, len(root.children)) == ("completed", 2, 2)

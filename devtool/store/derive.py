@@ -12,7 +12,8 @@ A span is the events that share a `(trace_id, span_id)`:
 `depth` (0 for a root) and `frame_parent_id` (the nearest ancestor the frame tree shows: all but
 `HIDDEN_KINDS` and instants) come from a recursive walk down the new spans, starting from those whose
 parent is stored already (or missing: a root). A span has one parent, so a walk down from the roots
-never meets a parent cycle; spans caught in one stay roots.
+never meets a parent cycle; spans caught in one stay roots. `frame_children` counts the spans the
+frame tree shows under a span, so a page of a tree needs no counting query.
 
 `refresh(conn, after_event_id)` brings spans and runs up to date with the events whose id is
 greater than `after_event_id`, in the caller's transaction. When those events start new traces (a
@@ -103,14 +104,39 @@ _PLACE = f"""
     SELECT trace_id, span_id, depth, frame_parent_id FROM walk
 """
 
-_INSERT = """
+_SHOWN = f"NOT instant AND kind NOT IN {HIDDEN_KINDS}"
+
+_INSERT = f"""
     INSERT INTO spans
     SELECT d.trace_id, d.span_id, d.parent_span_id, d.kind, d.instant, d.name, d.agent_id, d.call_id,
            d.start_ts, d.end_ts, d.status, d.error, d.content_hash, d.cache,
            CASE WHEN d.instant THEN d.first_id ELSE d.start_id END, d.end_id, d.events,
-           coalesce(p.depth, 0), p.frame_parent_id
-    FROM derived d LEFT JOIN placed p USING (trace_id, span_id)
+           coalesce(p.depth, 0), p.frame_parent_id, coalesce(k.n, 0)
+    FROM derived d
+    LEFT JOIN placed p USING (trace_id, span_id)
+    LEFT JOIN (
+        SELECT c.trace_id, c.frame_parent_id AS span_id, count(*) AS n
+        FROM placed c JOIN (SELECT * FROM derived WHERE {_SHOWN}) x USING (trace_id, span_id)
+        WHERE c.frame_parent_id IS NOT NULL
+        GROUP BY 1, 2
+    ) k USING (trace_id, span_id)
     ORDER BY d.trace_id, d.start_ts
+"""
+
+# Frame-tree child counts of the stored spans in `recount`, from what is stored now.
+_RECOUNT = f"""
+    UPDATE spans SET frame_children = fresh.n
+    FROM (
+        SELECT r.trace_id, r.span_id, coalesce(k.n, 0) AS n
+        FROM recount r
+        LEFT JOIN (
+            SELECT trace_id, frame_parent_id, count(*) AS n FROM spans
+            WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND {_SHOWN}
+              AND frame_parent_id IN (SELECT span_id FROM recount)
+            GROUP BY 1, 2
+        ) k ON k.trace_id = r.trace_id AND k.frame_parent_id = r.span_id
+    ) fresh
+    WHERE spans.trace_id = fresh.trace_id AND spans.span_id = fresh.span_id AND spans.frame_children <> fresh.n
 """
 
 # The whole-trace walk, for when stored spans may sit under a span that just changed.
@@ -226,4 +252,13 @@ def _refresh_stored(conn: duckdb.DuckDBPyConnection, new: str) -> None:
     conn.execute(_INSERT)
     if moved:
         conn.execute(_REWALK)
-    conn.execute("DROP TABLE touched_spans; DROP TABLE replaced")
+        recount = "SELECT trace_id, span_id FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces)"
+    else:
+        # Parents that gained or lost a child, and the re-derived spans (whose stored children _INSERT missed).
+        recount = (
+            "SELECT trace_id, frame_parent_id FROM placed UNION SELECT trace_id, frame_parent_id FROM replaced "
+            "UNION SELECT trace_id, span_id FROM derived"
+        )
+    conn.execute(f"CREATE OR REPLACE TEMP TABLE recount AS SELECT * FROM ({recount}) r(trace_id, span_id)")
+    conn.execute(_RECOUNT)
+    conn.execute("DROP TABLE touched_spans; DROP TABLE replaced; DROP TABLE recount")

@@ -71,7 +71,8 @@ MIGRATIONS: list[str] = [
         end_event_id BIGINT,
         events INTEGER NOT NULL,
         depth INTEGER NOT NULL DEFAULT 0,
-        frame_parent_id VARCHAR
+        frame_parent_id VARCHAR,
+        frame_children INTEGER NOT NULL DEFAULT 0
     );
     CREATE TABLE runs (
         trace_id VARCHAR PRIMARY KEY,

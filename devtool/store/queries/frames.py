@@ -13,6 +13,7 @@ has, so the UI draws "N more" and asks for the next page with `span_id=` and `of
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,9 +24,13 @@ from devtool.store.derive import HIDDEN_KINDS
 from devtool.store.errors import NotFoundError
 
 TOOL_RESULT = "tool"
+_CROWD = 1000  # children past which a parent's page is a query of its own
 
 _SHOWN = f"NOT instant AND kind NOT IN {HIDDEN_KINDS}"
-_COLUMNS = "span_id, kind, name, agent_id, call_id, status, start_ts, end_ts, content_hash, cache, error, end_event_id"
+_COLUMNS = (
+    "span_id, kind, name, agent_id, call_id, status, start_ts, end_ts, content_hash, cache, error, "
+    "frame_children, end_event_id"
+)
 
 
 @dataclass(frozen=True)
@@ -118,50 +123,37 @@ def frame_tree(
         budget = max_nodes - len(top)
         frontier = top
         for level in range(depth):
-            _count_children(cursor, trace_id, frontier)
+            _count_tool_results(cursor, frontier)
             parents = [d for d in frontier if d.node.child_count > 0]
             if not parents or budget <= 0:
                 break
             frontier = _load_children(cursor, trace_id, parents, child_offset if level == 0 else 0, page_size, budget)
             budget -= len(frontier)
         else:
-            _count_children(cursor, trace_id, frontier)
+            _count_tool_results(cursor, frontier)
     return FrameTree(trace_id, tuple(d.build() for d in top), root_count, offset if span_id is None else 0)
 
 
 def _draft(row: tuple[Any, ...]) -> _Draft:
-    span_id, kind, name, agent_id, call_id, status, start, end, content_hash, cache, error, end_event_id = row
-    node = FrameNode(span_id, kind, name, agent_id, call_id, status, start, end, content_hash, cache, error, -1)
-    return _Draft(node, end_event_id)
+    *fields, end_event_id = row
+    return _Draft(FrameNode(*fields), end_event_id)
 
 
-def _count_children(cursor: Any, trace_id: str, drafts: list[_Draft]) -> None:
-    spans = [d for d in drafts if d.node.kind != "tools:execute" and d.node.kind != TOOL_RESULT]
-    batches = [d for d in drafts if d.node.kind == "tools:execute"]
-    if spans:
-        counts = dict(
-            cursor.execute(
-                f"SELECT frame_parent_id, count(*) FROM spans WHERE trace_id = ? AND {_SHOWN} "
-                "AND frame_parent_id IN (SELECT unnest(?)) GROUP BY 1",
-                [trace_id, [d.node.span_id for d in spans]],
-            ).fetchall()
-        )
-        for d in spans:
-            d.node = replace(d.node, child_count=int(counts.get(d.node.span_id, 0)))
-    if batches:
-        ids = [d.end_event_id for d in batches if d.end_event_id is not None]
-        counts = dict(
-            cursor.execute(
-                "SELECT event_id, coalesce(json_array_length(body, '$.toolResults'), 0) FROM events "
-                "WHERE event_id IN (SELECT unnest(?))",
-                [ids],
-            ).fetchall()
-        )
-        for d in batches:
-            d.node = replace(d.node, child_count=int(counts.get(d.end_event_id, 0)))
-    for d in drafts:
-        if d.node.kind == TOOL_RESULT:
-            d.node = replace(d.node, child_count=0)
+def _count_tool_results(cursor: Any, drafts: list[_Draft]) -> None:
+    """A tool batch's children are the results its end event lists: count them there."""
+    batches = [d for d in drafts if d.node.kind == "tools:execute" and d.end_event_id is not None]
+    if not batches:
+        return
+    ids = [d.end_event_id for d in batches]
+    counts = dict(
+        cursor.execute(
+            "SELECT event_id, coalesce(json_array_length(body, '$.toolResults'), 0) FROM events "
+            f"WHERE event_id IN ({_placeholders(ids)})",
+            ids,
+        ).fetchall()
+    )
+    for d in batches:
+        d.node = replace(d.node, child_count=int(counts.get(d.end_event_id, 0)))
 
 
 def _load_children(
@@ -169,23 +161,35 @@ def _load_children(
 ) -> list[_Draft]:
     loaded: list[_Draft] = []
     spans = [d for d in parents if d.node.kind != "tools:execute"]
-    if spans:
-        by_id = {d.node.span_id: d for d in spans}
+    # A parent of thousands is paged on its own (a top-N, not a sort of all its children).
+    for parent in (d for d in spans if d.node.child_count > _CROWD):
+        rows = cursor.execute(
+            f"SELECT {_COLUMNS} FROM spans WHERE trace_id = ? AND {_SHOWN} AND frame_parent_id = ? "
+            "ORDER BY start_ts, start_event_id LIMIT ? OFFSET ?",
+            [trace_id, parent.node.span_id, min(page_size, budget - len(loaded)), offset],
+        ).fetchall()
+        parent.children.extend(_draft(row) for row in rows)
+        parent.node = replace(parent.node, children_offset=offset)
+        loaded.extend(parent.children)
+        if len(loaded) >= budget:
+            return loaded
+    few = {d.node.span_id: d for d in spans if d.node.child_count <= _CROWD}
+    if few:
         rows = cursor.execute(
             f"""
             SELECT frame_parent_id, {_COLUMNS} FROM (
                 SELECT *, row_number() OVER (PARTITION BY frame_parent_id ORDER BY start_ts, start_event_id) - 1 AS i
-                FROM spans WHERE trace_id = ? AND {_SHOWN} AND frame_parent_id IN (SELECT unnest(?))
+                FROM spans WHERE trace_id = ? AND {_SHOWN} AND frame_parent_id IN ({_placeholders(few)})
             ) WHERE i >= ? AND i < ? ORDER BY i, frame_parent_id LIMIT ?
             """,
-            [trace_id, list(by_id), offset, offset + page_size, budget],
+            [trace_id, *few, offset, offset + page_size, budget - len(loaded)],
         ).fetchall()
         # Ordered by position first, so a short budget gives every parent its first children.
         for row in rows:
             child = _draft(row[1:])
-            by_id[row[0]].children.append(child)
+            few[row[0]].children.append(child)
             loaded.append(child)
-        for d in spans:
+        for d in few.values():
             d.node = replace(d.node, children_offset=offset)
     for batch in (d for d in parents if d.node.kind == "tools:execute"):
         if len(loaded) >= budget:
@@ -195,6 +199,10 @@ def _load_children(
         batch.node = replace(batch.node, children_offset=offset)
         loaded.extend(results)
     return loaded
+
+
+def _placeholders(values: Collection[object]) -> str:
+    return ", ".join("?" * len(values))
 
 
 def _tool_results(cursor: Any, batch: _Draft, offset: int, limit: int) -> list[_Draft]:

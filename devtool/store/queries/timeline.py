@@ -32,7 +32,7 @@ class TimelineBar:
     end_ms: float
     count: int
     span_id: str | None
-    kind: str  # the span's kind; for a merged bar, the most frequent kind in it
+    kind: str  # the span's kind; for a merged bar, the first (alphabetically) of its kinds
     name: str | None
     status: str  # completed | failed | running; a merged bar is failed if any span is, else running if any is
     failed: int
@@ -63,7 +63,7 @@ _BARS = """
     )
     SELECT depth, px, min(start_ts), max(end_ts), count(*),
            CASE WHEN count(*) = 1 THEN any_value(span_id) END,
-           mode(kind),
+           min(kind),
            CASE WHEN count(*) = 1 THEN any_value(name) END,
            count(*) FILTER (WHERE status = 'failed'),
            count(*) FILTER (WHERE status = 'running')

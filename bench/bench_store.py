@@ -1,0 +1,172 @@
+"""Benchmark of the store: loading a large trace, and the queries the timeline and frame tree make.
+
+    python bench/bench_store.py [--events 1000000] [--seed 0] [--repeat 3] [--workdir DIR]
+
+1. Generates a realistic trace (`bench/gen_trace.py`: one orchestrator, tens of thousands of worker
+   agents, turns with messages, tool batches) of `--events` events, or reuses it from `--workdir`.
+2. Times, as child processes started from scratch, alternately `--repeat` times each:
+   - our whole `devtool load --db NEW FILE` (process start, hash, bulk load, spans, runs, commit);
+   - DuckDB reading the same file bare: `CREATE TABLE raw AS SELECT * FROM read_ndjson_objects(path)`
+     into a new database file, in a `python -c` process (so both pay a process start).
+   The file is read once before, so both find it in the page cache. Reports the best of each, their
+   ratio (target ≤ 2×), and the peak memory (max RSS) of our load.
+3. On the loaded store: the timeline window of the whole run and of a 1% window in its middle at
+   1,600 px, and the frame tree of the run's root (targets ≤ 100 ms each); median and worst of 7.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.gen_trace import generate  # noqa: E402
+
+BASELINE = """
+import sys, duckdb
+conn = duckdb.connect(sys.argv[1])
+conn.execute("CREATE TABLE raw AS SELECT * FROM read_ndjson_objects(?)", [sys.argv[2]])
+conn.close()
+"""
+
+
+def timed_process(argv: list[str]) -> tuple[float, int]:
+    """Wall time from spawn to exit, and the child's peak RSS in bytes; fails loudly if it fails."""
+    began = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    took = time.perf_counter() - began
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise SystemExit(f"{argv[:4]} failed: {process.stderr.read().decode() if process.stderr else ''}")
+    return took, usage.ru_maxrss * 1024
+
+
+def fresh(path: Path) -> Path:
+    for candidate in (path, Path(f"{path}.wal")):
+        candidate.unlink(missing_ok=True)
+    return path
+
+
+def time_call(call: Callable[[], Any], runs: int = 7) -> tuple[float, float]:
+    call()  # warm: the first call pays for DuckDB's caches, as the first page view does
+    samples = []
+    for _ in range(runs):
+        began = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - began) * 1000)
+    return statistics.median(samples), max(samples)
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        memory = int(Path("/proc/meminfo").read_text().split()[1]) / (1 << 20)
+    except OSError:
+        memory = 0.0
+    import duckdb
+
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {memory:.0f} GiB, {platform.platform(terse=True)}, "
+        f"CPython {platform.python_version()}, DuckDB {duckdb.__version__}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, default=None, help="keep the trace and databases here")
+    args = parser.parse_args(argv)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-store-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    trace = workdir / f"trace-{args.events}-{args.seed}.jsonl"
+    info_path = trace.with_suffix(".json")
+    if trace.exists() and info_path.exists():
+        info = json.loads(info_path.read_text())
+    else:
+        print(f"generating {args.events:,} events ...", file=sys.stderr)
+        generated = generate(trace, events=args.events, seed=args.seed)
+        info = {"trace_id": generated.trace_id, "root": generated.root_span_id, "workers": generated.workers}
+        info_path.write_text(json.dumps(info))
+    size = trace.stat().st_size
+    with trace.open("rb") as handle:  # into the page cache, for both contenders alike
+        while handle.read(1 << 24):
+            pass
+
+    ours_db, bare_db = workdir / "ours.duckdb", workdir / "bare.duckdb"
+    ours: list[tuple[float, int]] = []
+    bare: list[tuple[float, int]] = []
+    for round_ in range(args.repeat):
+        print(f"round {round_ + 1}/{args.repeat} ...", file=sys.stderr)
+        bare.append(timed_process([sys.executable, "-c", BASELINE, str(fresh(bare_db)), str(trace)]))
+        ours.append(timed_process([sys.executable, "-m", "devtool", "load", "--db", str(fresh(ours_db)), str(trace)]))
+    ours_best, bare_best = min(t for t, _ in ours), min(t for t, _ in bare)
+
+    from devtool.store import Store
+    from devtool.store.queries import frame_tree, get_run, timeline_window
+
+    store = Store(ours_db)
+    try:
+        run = get_run(store, info["trace_id"])
+        middle = run.started_ms + run.duration_ms / 2
+        queries = {
+            "timeline, whole run, 1,600 px": lambda: timeline_window(store, run.id, width_px=1600),
+            "timeline, 1% window, 1,600 px": lambda: timeline_window(
+                store, run.id, start_ms=middle, end_ms=middle + run.duration_ms / 100, width_px=1600
+            ),
+            "frame tree of the root": lambda: frame_tree(store, run.id),
+        }
+        timings = {name: time_call(call) for name, call in queries.items()}
+        whole = timeline_window(store, run.id, width_px=1600)
+        window = queries["timeline, 1% window, 1,600 px"]()
+        events, spans = run.events, store.query("SELECT count(*) FROM spans")[0][0]
+    finally:
+        store.close()
+
+    print(f"\n## Store: loading a {args.events:,}-event trace ({size / 1e6:,.0f} MB), and the timeline queries\n")
+    print(f"Command: `python bench/bench_store.py --events {args.events} --seed {args.seed} --repeat {args.repeat}`")
+    print(f"Machine: {machine()}")
+    print(f"Date: {time.strftime('%Y-%m-%d')}\n")
+    print(f"Trace: {events:,} events, {spans:,} spans, {info['workers']:,} worker agents, {size / 1e6:,.0f} MB JSONL\n")
+    print("| measure | result | target |")
+    print("|---|---|---|")
+    print(f"| `devtool load` (process start included), best of {args.repeat} | {ours_best:.2f} s | |")
+    print(f"| DuckDB bare `read_ndjson_objects` into a table, best of {args.repeat} | {bare_best:.2f} s | |")
+    print(f"| ratio | {ours_best / bare_best:.2f}× | ≤ 2× |")
+    print(
+        f"| all rounds, ours / bare (s) | {', '.join(f'{t:.2f}' for t, _ in ours)} / "
+        f"{', '.join(f'{t:.2f}' for t, _ in bare)} | |"
+    )
+    print(f"| peak memory of `devtool load` (max RSS) | {max(m for _, m in ours) / 2**20:,.0f} MiB | |")
+    print(f"| peak memory of the bare DuckDB load | {max(m for _, m in bare) / 2**20:,.0f} MiB | |")
+    print(
+        f"| database size, ours / bare | {ours_db.stat().st_size / 1e6:,.0f} MB / {bare_db.stat().st_size / 1e6:,.0f} MB | |"
+    )
+    for name, (median, worst) in timings.items():
+        print(f"| {name} (median / worst of 7) | {median:.1f} ms / {worst:.1f} ms | ≤ 100 ms |")
+    print(
+        f"| bars drawn: whole run / 1% window | {len(whole.bars):,} ({whole.rows} rows) / "
+        f"{len(window.bars):,} ({window.rows} rows) | ≤ rows × 1,600 |"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
