@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from devtool.web.assets import asset_dir, vendored
+from devtool.web.filters import FILTERS
 
 
 def make_environment() -> jinja2.Environment:
@@ -26,6 +27,7 @@ def make_environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.globals["url_for"] = _url_for
+    env.filters.update(FILTERS)
     env.globals["htmx_js"] = vendored("htmx")
     env.globals["sse_js"] = vendored("htmx-ext-sse")
     return env

@@ -1,0 +1,31 @@
+"""Jinja filters the pages share: durations, times, CSS-safe names, short ids."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from devtool.web.timeline_layout import format_duration
+
+
+def duration(ms: float | None) -> str:
+    return "—" if ms is None else format_duration(ms)
+
+
+def clock(ms: float | None) -> str:
+    """An event time (ms since the epoch) as UTC wall-clock time, to the millisecond."""
+    if ms is None:
+        return "—"
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+def css_ident(value: object) -> str:
+    """`tools:execute` → `tools-execute`: a kind or status usable in a class name."""
+    return re.sub(r"[^a-zA-Z0-9_-]+", "-", str(value)).strip("-") or "unknown"
+
+
+def short_id(value: str | None, keep: int = 12) -> str:
+    return "" if value is None else (value if len(value) <= keep else value[:keep] + "…")
+
+
+FILTERS = {"duration": duration, "clock": clock, "css_ident": css_ident, "short_id": short_id}
