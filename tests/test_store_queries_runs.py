@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from devtool.store import NotFoundError, Store, append_events, load_file
@@ -82,3 +84,21 @@ def test_one_run_by_id(store: Store, runs: dict[str, Trace]) -> None:
 
 def test_an_empty_store_has_no_runs(store: Store) -> None:
     assert list_runs(store) == []
+
+
+def test_counts_of_prompts_and_tools_and_the_source(store: Store, tmp_path: Path) -> None:
+    t = Trace()
+    root = t.start("agent", agentId="counter")
+    for step in range(3):
+        t.end(t.start("turn", root, step=step))
+    t.end(t.start("tools:execute", root, toolNames=["search", "fetch"]))
+    t.end(t.start("tools:execute", root, toolNames=["search"]))
+    t.end(root)
+    path = t.write(tmp_path / "counted.trace.jsonl")
+    load_file(store, path)
+    load_file(store, CORPUS / "promptise" / "billing-ops.journal.jsonl")
+    trace, journal = get_run(store, t.trace_id), get_run(store, "billing-ops")
+    assert (trace.prompts, trace.tools, trace.source_kind, trace.source) == (3, 3, "trace-jsonl", str(path))
+    assert (journal.prompts, journal.tools, journal.source_kind) == (0, 0, "journal-jsonl")
+    assert str(journal.source).endswith("billing-ops.journal.jsonl")
+    assert [(r.prompts, r.tools) for r in list_runs(store) if r.kind == "trace"] == [(3, 3)]

@@ -6,6 +6,11 @@ of record holds it. A trace's status is its root span's (`running` while any roo
 comes from its last lifecycle transition (`state_transition.to_state`): stopped/completed/finished
 are `completed`, failed/error/crashed `failed`, anything else (running, suspended, ...) `running`.
 
+`prompts` counts a trace's model requests (turns: one prompt-journal entry each), `tools` its tool
+calls (the names on each `tools:execute` batch, which both libraries put on its start event); a
+journal has neither. `source` is the file (or live stream) a run's first event, or a journal's first
+entry, came from.
+
 `search` matches, case-insensitively, the run's id, name and agent ids, and the text of its events or
 entries (a scan of their compressed JSON: a few hundred ms for a million events).
 """
@@ -37,6 +42,10 @@ class RunSummary:
     running: int  # spans without their end yet
     prompt_tokens: int
     completion_tokens: int
+    prompts: int = 0
+    tools: int = 0
+    source_kind: str | None = None  # `trace-jsonl`, `journal-jsonl`, `live`, ...
+    source: str | None = None  # its path, or a live stream's name
 
     @property
     def duration_ms(self) -> float:
@@ -66,19 +75,41 @@ _JOURNAL_STATUS = """
 _RUNS = f"""
     SELECT * FROM (
         SELECT 'trace' AS kind, trace_id AS id, name, status, started_ts, ended_ts, events, spans, agents,
-               failed, running, prompt_tokens, completion_tokens, agent_ids AS words
+               failed, running, prompt_tokens, completion_tokens, agent_ids AS words, first_event_id AS first,
+               NULL::INTEGER AS first_source
         FROM runs
         UNION ALL
         SELECT 'journal', process_id, process_id, {_JOURNAL_STATUS}, started, ended, n, 0, 0, errors, 0, 0, 0,
-               types
+               types, NULL, first_source
         FROM (
             SELECT process_id, min(ts_ms) AS started, max(ts_ms) AS ended, count(*) AS n,
+                   arg_min(source_id, entry_seq) AS first_source,
                    count(*) FILTER (WHERE entry_type = 'error') AS errors,
                    arg_max(data->>'to_state', entry_seq) FILTER (WHERE entry_type = 'state_transition') AS state,
                    string_agg(DISTINCT entry_type, ' ') AS types
             FROM journal_entries GROUP BY process_id
         )
     )
+"""
+
+# The counts and the source of a page of runs only: the spans and events of other runs are not read.
+_PAGE = """
+    WITH page AS ({runs})
+    SELECT page.* EXCLUDE (words, first, first_source),
+           coalesce(c.prompts, 0), coalesce(c.tools, 0), src.kind, src.path
+    FROM page
+    LEFT JOIN (
+        SELECT trace_id,
+               count(*) FILTER (WHERE kind = 'turn') AS prompts,
+               coalesce(sum(len(string_split(name, ', '))) FILTER (WHERE kind = 'tools:execute'), 0) AS tools
+        FROM spans WHERE trace_id IN (SELECT id FROM page WHERE kind = 'trace')
+        GROUP BY trace_id
+    ) c ON page.kind = 'trace' AND c.trace_id = page.id
+    LEFT JOIN (
+        SELECT event_id, source_id FROM events WHERE event_id IN (SELECT first FROM page WHERE kind = 'trace')
+    ) ev ON ev.event_id = page.first
+    LEFT JOIN sources src ON src.source_id = coalesce(page.first_source, ev.source_id)
+    ORDER BY page.started_ts DESC, page.id, page.kind DESC
 """
 
 _MATCH = """
@@ -102,13 +133,14 @@ def list_runs(
     if status:
         where.append("status = $status")
         params["status"] = status
-    sql = f"{_RUNS} WHERE {' AND '.join(where)} ORDER BY started_ts DESC, id LIMIT $limit OFFSET $offset"
-    return [RunSummary(*row[:13]) for row in store.query(sql, params)]
+    page = f"{_RUNS} WHERE {' AND '.join(where)} ORDER BY started_ts DESC, id, kind DESC LIMIT $limit OFFSET $offset"
+    return [RunSummary(*row) for row in store.query(_PAGE.format(runs=page), params)]
 
 
 def get_run(store: Store, run_id: str) -> RunSummary:
     """One trace or process journal by its id; `NotFoundError` when there is none."""
-    rows = store.query(f"{_RUNS} WHERE id = $id ORDER BY kind DESC LIMIT 1", {"id": run_id})
+    page = f"{_RUNS} WHERE id = $id ORDER BY kind DESC LIMIT 1"
+    rows = store.query(_PAGE.format(runs=page), {"id": run_id})
     if not rows:
         raise NotFoundError(f"no run or process journal {run_id!r} in the store")
-    return RunSummary(*rows[0][:13])
+    return RunSummary(*rows[0])
