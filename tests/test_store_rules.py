@@ -84,7 +84,8 @@ def sql_accepts_event(store: Store, event: Any) -> bool:
         conn.execute("BEGIN")
         try:
             body = orjson.dumps(event).decode()
-            conn.execute(insert_events_sql("(SELECT $body::JSON AS body)"), {"body": body, "source": 1})
+            relation = "(SELECT $body::JSON AS body, 1 AS n)"
+            conn.execute(insert_events_sql(relation), {"body": body, "source": 1, "base": 0})
         except duckdb.Error:
             return False
         finally:

@@ -6,9 +6,10 @@ against the rules `rules.py` states in Python, and appends it to `events`. The f
 the statement through DuckDB's `error()`: the caller rolls back and asks `scan.py` which lines are bad
 and why, so the fast path never pays for diagnostics.
 
-Event ids: the insert runs in parallel and keeps the relation's order (DuckDB preserves insertion
-order), so the new rows' row ids follow load order; `number_events` then turns them into ids above
-the highest stored one. A window function would do the same but hold every row in memory.
+Event ids are `$base + n`: `n` numbers the relation's rows in load order (`WITH ORDINALITY` on the
+reader, so the insert stays parallel; a window function would hold every row in memory, and numbering
+afterwards with an UPDATE costs a rewrite at commit), and `$base` is the highest id stored, read under
+the write lock, so ids only grow.
 """
 
 from __future__ import annotations
@@ -75,11 +76,11 @@ COLUMNS = (
 
 
 def insert_events_sql(relation: str) -> str:
-    """INSERT … SELECT from `relation` (one column, `body`), with id 0 until `number_events`; `$source`."""
+    """INSERT … SELECT from `relation` (`body`, and `n` from 1 in load order); parameters `$base`, `$source`."""
     return f"""
     INSERT INTO events
     SELECT
-        0 AS event_id,
+        $base + n AS event_id,
         $source AS source_id,
         e.trace.traceId,
         e.trace.spanId,
@@ -96,25 +97,14 @@ def insert_events_sql(relation: str) -> str:
         e.usage.promptTokens,
         e.usage.completionTokens,
         body
-    FROM (SELECT e, body, e.type AS t FROM (SELECT from_json(body, '{STRUCTURE}') AS e, body FROM {relation}))
+    FROM (SELECT e, body, n, e.type AS t FROM (SELECT from_json(body, '{STRUCTURE}') AS e, body, n FROM {relation}))
     """
 
 
 def file_relation(fmt: str, max_object_size: int) -> str:
-    """The events of the JSON file `$path`, in order, as `body` (the text of each)."""
+    """The events of the JSON file `$path`: the text of each (`body`) and its position (`n`)."""
     options = f"format='{fmt}', maximum_object_size={int(max_object_size)}"
-    return f"(SELECT json AS body FROM read_json_objects($path, {options}))"
-
-
-def number_events(conn: duckdb.DuckDBPyConnection) -> int:
-    """Give the rows just inserted (id 0) ids above the highest stored one, in load order; return it."""
-    base = conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0]
-    conn.execute(
-        "UPDATE events SET event_id = rowid - (SELECT min(rowid) FROM events WHERE event_id = 0) + $first "
-        "WHERE event_id = 0",
-        {"first": base + 1},
-    )
-    return int(base)
+    return f"(SELECT json AS body, ordinality AS n FROM read_json_objects($path, {options}) WITH ORDINALITY)"
 
 
 def insert_events(
@@ -124,9 +114,9 @@ def insert_events(
 
     Returns (events, spans, trace ids). The caller holds the write lock, in a transaction.
     """
-    count = conn.execute(insert_events_sql(relation), {**params, "source": source_id}).fetchall()[0][0]
+    base = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
+    count = conn.execute(insert_events_sql(relation), {**params, "base": base, "source": source_id}).fetchall()[0][0]
     if count == 0:
         return 0, 0, ()
-    base = number_events(conn)
     derived, traces = derive.refresh(conn, base)
     return count, derived, traces

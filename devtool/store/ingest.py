@@ -24,8 +24,8 @@ from devtool.store.scan import MAX_KEPT
 
 LIVE_KIND = "live"
 
-# The batch as one list parameter: unnest keeps its order, so ids follow the list.
-_BATCH = "(SELECT unnest($events)::JSON AS body)"
+# The batch as one list parameter, numbered in its order: ids follow the list.
+_BATCH = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
 
 
 def append_events(store: Store, events: Sequence[Mapping[str, Any]], *, stream: str = "live") -> list[int]:

@@ -1,0 +1,121 @@
+"""Finding one's way in a run: where a span sits in the frame tree, spans by text, a frame's memories.
+
+`frame_path` lets the run page open the tree down to a span picked on the timeline: for each frame
+ancestor it gives the span's position among its siblings (the tree's order: start time, then load
+order), so the page can load just the page of children that holds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from devtool.store.database import Store
+from devtool.store.derive import HIDDEN_KINDS
+from devtool.store.errors import NotFoundError
+
+_SHOWN = f"NOT instant AND kind NOT IN {HIDDEN_KINDS}"
+
+
+@dataclass(frozen=True)
+class PathStep:
+    """A span on the way down to another, and its index among its frame siblings."""
+
+    span_id: str
+    index: int
+
+
+@dataclass(frozen=True)
+class SpanHit:
+    span_id: str
+    kind: str
+    name: str
+    agent_id: str | None
+    call_id: str | None
+    status: str
+    start_ms: float
+
+
+@dataclass(frozen=True)
+class Memory:
+    """The memory a generation ended with (`generation:end`), and the span that carried it."""
+
+    generation_span_id: str
+    agent_span_id: str | None
+    ended_ms: float
+    memory: dict[str, Any]
+
+
+def frame_path(store: Store, trace_id: str, span_id: str) -> list[PathStep]:
+    """The frame-tree path from a root down to `span_id` (itself last), or to its nearest shown ancestor."""
+    rows = store.query(
+        f"""
+        WITH RECURSIVE up(span_id, frame_parent_id, shown, hops) AS (
+            SELECT span_id, frame_parent_id, {_SHOWN}, 0 FROM spans WHERE trace_id = $trace AND span_id = $span
+            UNION ALL
+            SELECT s.span_id, s.frame_parent_id, true, up.hops + 1
+            FROM spans s JOIN up ON s.trace_id = $trace AND s.span_id = up.frame_parent_id
+            WHERE up.hops < 10000
+        ),
+        ranked AS (
+            SELECT span_id, row_number() OVER (
+                PARTITION BY frame_parent_id ORDER BY start_ts, start_event_id) - 1 AS i
+            FROM spans
+            WHERE trace_id = $trace AND {_SHOWN}
+              AND coalesce(frame_parent_id, '') IN (SELECT coalesce(frame_parent_id, '') FROM up)
+        )
+        SELECT up.span_id, ranked.i FROM up JOIN ranked USING (span_id) WHERE up.shown ORDER BY up.hops DESC
+        """,
+        {"trace": trace_id, "span": span_id},
+    )
+    if not rows and not store.query("SELECT 1 FROM spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]):
+        raise NotFoundError(f"no span {span_id!r} in run {trace_id!r}")
+    return [PathStep(span, int(index)) for span, index in rows]
+
+
+def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> list[SpanHit]:
+    """Spans of a run whose name, agent, callId, span id or error contain `text` (case-insensitive)."""
+    pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    rows = store.query(
+        f"""
+        SELECT span_id, kind, name, agent_id, call_id, status, start_ts FROM spans
+        WHERE trace_id = $trace AND {_SHOWN} AND (
+            name ILIKE $p ESCAPE '\\' OR agent_id ILIKE $p ESCAPE '\\' OR call_id ILIKE $p ESCAPE '\\'
+            OR span_id ILIKE $p ESCAPE '\\' OR error ILIKE $p ESCAPE '\\')
+        ORDER BY start_ts, start_event_id LIMIT $limit
+        """,
+        {"trace": trace_id, "p": pattern, "limit": limit},
+    )
+    return [SpanHit(*row) for row in rows]
+
+
+def generation_memories(store: Store, trace_id: str, agent_span_id: str) -> list[Memory]:
+    """Every memory the agent span's generations ended with, oldest first (a reborn agent has several)."""
+    rows = store.query(
+        """
+        SELECT s.span_id, s.parent_span_id, e.ts, e.body->'memory'
+        FROM spans s JOIN events e ON e.event_id = s.end_event_id
+        WHERE s.trace_id = ? AND s.parent_span_id = ? AND s.kind = 'generation'
+        ORDER BY s.start_ts, s.start_event_id
+        """,
+        [trace_id, agent_span_id],
+    )
+    return [
+        Memory(span, parent, ended, memory)
+        for span, parent, ended, raw in rows
+        if isinstance(memory := orjson.loads(raw) if raw is not None else None, dict)
+    ]
+
+
+def model_calls(store: Store, trace_id: str, turn_span_id: str) -> list[dict[str, Any]]:
+    """The `model:call:end` events under a turn: usage, cost, duration of each real model request."""
+    rows = store.query(
+        """
+        SELECT e.body FROM spans s JOIN events e ON e.event_id = s.end_event_id
+        WHERE s.trace_id = ? AND s.parent_span_id = ? AND s.kind = 'model:call' ORDER BY s.start_ts
+        """,
+        [trace_id, turn_span_id],
+    )
+    return [orjson.loads(body) for (body,) in rows]
