@@ -15,6 +15,7 @@ from starlette.responses import HTMLResponse
 
 from devtool.web.assets import asset_dir, vendored
 from devtool.web.filters import FILTERS
+from devtool.web.links import process_url, run_url
 
 
 def make_environment() -> jinja2.Environment:
@@ -27,6 +28,8 @@ def make_environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.globals["url_for"] = _url_for
+    env.globals["run_url"] = run_url
+    env.globals["process_url"] = process_url
     env.filters.update(FILTERS)
     env.globals["htmx_js"] = vendored("htmx")
     env.globals["sse_js"] = vendored("htmx-ext-sse")
