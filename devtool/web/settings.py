@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -11,3 +12,14 @@ class Settings:
 
     # The biggest file the upload form accepts (a trace, a journal or a snapshot).
     max_upload_bytes: int = 512 * 1024 * 1024
+    # Live ingest (`POST /api/v1/traces`): the biggest body and the most events in one batch.
+    max_ingest_bytes: int = 32 * 1024 * 1024
+    max_ingest_events: int = 10_000
+    # Live streams: at most one message per `live_interval` s per client; a client that falls
+    # `live_queue_events` behind is told to resync; a heartbeat every `live_heartbeat` s.
+    live_interval: float = 0.2
+    live_queue_events: int = 10_000
+    live_heartbeat: float = 15.0
+    # Trace files to tail (`devtool serve --follow`), looked at every `follow_interval` s.
+    follow: tuple[Path, ...] = ()
+    follow_interval: float = 0.1
