@@ -18,7 +18,7 @@ class StoreLockedError(StoreError):
     """The database file is open in another process (DuckDB allows one writing process)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LineProblem:
     """One bad line of a file, or element of a JSON array or of an appended batch, and what is wrong."""
 

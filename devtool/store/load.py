@@ -41,7 +41,7 @@ class BadLines(StrEnum):
     SKIP = "skip"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LoadResult:
     """What loading one file did. `already_loaded`: its content was in the store, nothing was added."""
 

@@ -20,7 +20,7 @@ from devtool.store.database import Store
 from devtool.store.errors import NotFoundError, StoreError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SnapshotInfo:
     """What the store knows of a snapshot, without the document."""
 
@@ -33,7 +33,7 @@ class SnapshotInfo:
     created_at: datetime
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoredSnapshot:
     info: SnapshotInfo
     snapshot: AgentSnapshot

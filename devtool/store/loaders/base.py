@@ -19,7 +19,7 @@ import duckdb
 from devtool.store.scan import Scan
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Sample:
     """What kind detection looks at: the first non-blank byte, and the first line that is a JSON object."""
 
@@ -27,7 +27,7 @@ class Sample:
     first_object: dict[str, Any] | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Inserted:
     """What one insert added to the store."""
 

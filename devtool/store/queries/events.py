@@ -23,7 +23,7 @@ from devtool.store.errors import NotFoundError
 BATCH = 10_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoredEvent:
     """A TraceEvent as loaded (`event`), and where the store keeps it."""
 
@@ -35,7 +35,7 @@ class StoredEvent:
     event: dict[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Cut:
     """Where `run_events` stops: at span `span_id`'s end (`after`) or its start (`before`), included."""
 

@@ -33,7 +33,7 @@ _COLUMNS = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FrameNode:
     """One node of the tree. `children` is the loaded page; `child_count` counts them all."""
 
@@ -67,7 +67,7 @@ class FrameNode:
         return max(0, self.child_count - self.children_offset - len(self.children))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FrameTree:
     """The roots of a run's tree, or the one span asked for, with what was loaded below."""
 

@@ -27,7 +27,7 @@ T = TypeVar("T")
 _MARKER_TYPE = "devtool:state-marker"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoredEntry:
     entry_seq: int  # position in the store, in load order
     process_id: str
@@ -39,7 +39,7 @@ class StoredEntry:
     trace_id: str | None  # the agent run an invocation entry started
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class JournalState:
     """The process's state at an entry, as `RewindEngine` rebuilds it."""
 

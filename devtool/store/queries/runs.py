@@ -25,7 +25,7 @@ from devtool.store.errors import NotFoundError
 STATUSES = ("completed", "failed", "running")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunSummary:
     """One row of the runs list: a trace (`kind="trace"`) or a process journal (`kind="journal"`)."""
 

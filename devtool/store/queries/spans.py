@@ -12,7 +12,7 @@ from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SpanDetail:
     trace_id: str
     span_id: str

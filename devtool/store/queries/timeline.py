@@ -22,7 +22,7 @@ from devtool.store.errors import NotFoundError
 MAX_WIDTH = 16384
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TimelineBar:
     """One bar: a span (`count == 1`, `span_id` set) or `count` spans merged in one pixel of one row."""
 
@@ -39,7 +39,7 @@ class TimelineBar:
     running: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TimelineWindow:
     trace_id: str
     start_ms: float
@@ -61,14 +61,19 @@ _BARS = """
     placed AS (
         SELECT *, least(greatest(floor((start_ts - $start) * $scale), 0), $width - 1)::INTEGER AS px FROM visible
     )
-    SELECT depth, px, min(start_ts), max(end_ts), count(*),
-           CASE WHEN count(*) = 1 THEN any_value(span_id) END,
-           min(kind),
-           CASE WHEN count(*) = 1 THEN any_value(name) END,
-           count(*) FILTER (WHERE status = 'failed'),
-           count(*) FILTER (WHERE status = 'running')
-    FROM placed
-    GROUP BY depth, px
+    SELECT depth, px, first, last, n, span_id, kind, name,
+           CASE WHEN failed > 0 THEN 'failed' WHEN running > 0 THEN 'running' ELSE 'completed' END,
+           failed, running
+    FROM (
+        SELECT depth, px, min(start_ts) AS first, max(end_ts) AS last, count(*) AS n,
+               CASE WHEN count(*) = 1 THEN any_value(span_id) END AS span_id,
+               min(kind) AS kind,
+               CASE WHEN count(*) = 1 THEN any_value(name) END AS name,
+               count(*) FILTER (WHERE status = 'failed') AS failed,
+               count(*) FILTER (WHERE status = 'running') AS running
+        FROM placed
+        GROUP BY depth, px
+    )
     ORDER BY depth, px
 """
 
@@ -106,22 +111,7 @@ def timeline_window(
                 "width": width_px,
             },
         ).fetchall()
-    bars = tuple(
-        TimelineBar(
-            row=depth,
-            px=px,
-            start_ms=first,
-            end_ms=last,
-            count=count,
-            span_id=span_id,
-            kind=kind,
-            name=name,
-            status="failed" if failed else ("running" if running else "completed"),
-            failed=failed,
-            running=running,
-        )
-        for depth, px, first, last, count, span_id, kind, name, failed, running in rows
-    )
+    bars = tuple(TimelineBar(*row) for row in rows)
     return TimelineWindow(
         trace_id,
         start,
