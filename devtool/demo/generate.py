@@ -24,11 +24,17 @@ class DemoRun:
 
 
 RUNS = (
-    DemoRun("research", "devtool.demo.research:main", {"question": research.DEFAULT_QUESTION}, research.main),
+    # A little model latency, so parallel researchers overlap on the timeline as they would for real.
+    DemoRun(
+        "research",
+        "devtool.demo.research:main",
+        {"question": research.DEFAULT_QUESTION, "delay": 0.03},
+        research.main,
+    ),
     DemoRun(
         "research-go-python",
         "devtool.demo.research:main",
-        {"question": "Go or Python for a webhook relay?"},
+        {"question": "Go or Python for a webhook relay?", "delay": 0.02},
         research.main,
     ),
     DemoRun("release-check", "devtool.demo.failing:main", {"release": "2026.11.3"}, failing.main),

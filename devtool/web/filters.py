@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from typing import Any
+
+import orjson
 
 from devtool.web.timeline_layout import format_duration
 
@@ -28,4 +31,18 @@ def short_id(value: str | None, keep: int = 12) -> str:
     return "" if value is None else (value if len(value) <= keep else value[:keep] + "…")
 
 
-FILTERS = {"duration": duration, "clock": clock, "css_ident": css_ident, "short_id": short_id}
+def compact_json(value: Any) -> str:
+    """One line of JSON, as plain text (so the template escapes it like any other text)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+FILTERS = {
+    "duration": duration,
+    "clock": clock,
+    "css_ident": css_ident,
+    "short_id": short_id,
+    "compact_json": compact_json,
+}

@@ -1,0 +1,65 @@
+"""The run page's view state, which is all in the URL: the selected span and the time window.
+
+`?span=<span id>&start=<ms>&end=<ms>`; a copied link or a reload shows the same thing. Times are
+absolute (ms since the epoch, as in the events), so a link stays right when more events arrive.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from urllib.parse import urlencode
+
+from starlette.datastructures import QueryParams
+
+MIN_WINDOW_MS = 0.001  # one microsecond: the finest zoom that still means something
+
+
+class BadViewState(ValueError):
+    """A query parameter that cannot be a view state; the message names it."""
+
+
+@dataclass(frozen=True)
+class RunView:
+    span: str | None = None
+    start: float | None = None
+    end: float | None = None
+
+    @classmethod
+    def from_query(cls, query: QueryParams) -> RunView:
+        start, end = _number(query, "start"), _number(query, "end")
+        if start is not None and end is not None and end - start < MIN_WINDOW_MS:
+            raise BadViewState(f"the window must be at least {MIN_WINDOW_MS} ms wide (start={start}, end={end})")
+        span = query.get("span") or None
+        if span is not None and len(span) > 200:
+            raise BadViewState("span is not a span id")
+        return cls(span, start, end)
+
+    def with_span(self, span: str | None) -> RunView:
+        return replace(self, span=span)
+
+    def query(self, **extra: object) -> str:
+        params = {"span": self.span, "start": _short(self.start), "end": _short(self.end), **extra}
+        return urlencode({key: value for key, value in params.items() if value is not None})
+
+    def url(self, trace_id: str, path: str = "") -> str:
+        query = self.query()
+        return f"/runs/{trace_id}{path}" + (f"?{query}" if query else "")
+
+
+def _number(query: QueryParams, name: str) -> float | None:
+    raw = query.get(name)
+    if raw in (None, ""):
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadViewState(f"{name} must be a time in ms since the epoch, not {raw[:40]!r}") from None
+    if not math.isfinite(value):
+        raise BadViewState(f"{name} must be a finite number, not {raw[:40]!r}")
+    return value
+
+
+def _short(value: float | None) -> str | None:
+    # Microseconds are the finest resolution events have; more digits only make links longer.
+    return None if value is None else f"{value:.3f}".rstrip("0").rstrip(".")

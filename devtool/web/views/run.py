@@ -1,0 +1,144 @@
+"""The run page: timeline, frame tree and detail of one trace, with its state in the URL.
+
+`/runs/<trace_id>?span=&start=&end=` is the whole page; an htmx request for it gets the workspace
+(the three panes) and pushes the URL, which is how selecting a span works. Zooming asks for the
+timeline alone (`/timeline`), which replaces the URL so a reload or a copied link shows the same
+window. The tree loads further pages of children on demand (`/tree/<span>/children`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+from devtool.store import NotFoundError, Store
+from devtool.store.queries import RunSummary, get_run, timeline_window
+from devtool.store.queries.navigation import search_spans
+from devtool.web.run_state import BadViewState, RunView
+from devtool.web.span_view import span_view
+from devtool.web.templating import render, wants_fragment
+from devtool.web.timeline_layout import TimelineLayout, layout
+from devtool.web.tree_view import children_page, run_tree
+
+DEFAULT_WIDTH = 1200
+WIDTH_COOKIE = "devtool_timeline_width"
+# The timeline's element budget: every bar is one <rect> (and a label when it is wide), so keeping
+# bars under this keeps the page's SVG well under 5,000 elements at any zoom of any run.
+MAX_BARS = 2000
+OVERVIEW_WIDTH = 240
+LIVE_WITHIN_MS = 10 * 60 * 1000
+
+
+def run_page(request: Request) -> HTMLResponse:
+    store: Store = request.app.state.store
+    trace_id, view = _trace_and_view(request)
+    run = _or_404(get_run, store, trace_id)
+    if run.kind != "trace":
+        raise HTTPException(404, f"{trace_id} is a process journal: see /processes/{trace_id}")
+    tree, path = run_tree(store, trace_id, view.span)
+    context: dict[str, Any] = {
+        "run": run,
+        "view": view,
+        "timeline": _timeline(store, run, view, _width(request)),
+        "overview": _overview(store, trace_id),
+        "tree": tree,
+        "path": {step.span_id for step in path},
+        "detail": _or_404(span_view, store, trace_id, view.span, path) if view.span else None,
+    }
+    response = render(request, "run.html", context, fragment="_workspace.html")
+    if wants_fragment(request):
+        response.headers["HX-Push-Url"] = view.url(trace_id)
+    return response
+
+
+def timeline_fragment(request: Request) -> HTMLResponse:
+    store: Store = request.app.state.store
+    trace_id, view = _trace_and_view(request)
+    run = _or_404(get_run, store, trace_id)
+    context = {"view": view, "run": run, "timeline": _timeline(store, run, view, _width(request))}
+    response = render(request, "_timeline.html", context)
+    response.headers["HX-Replace-Url"] = view.url(trace_id)
+    return response
+
+
+def tree_children(request: Request) -> HTMLResponse:
+    store: Store = request.app.state.store
+    trace_id, view = _trace_and_view(request)
+    offset = _int(request.query_params.get("offset", "0"), "offset")
+    node = _or_404(children_page, store, trace_id, request.path_params["span_id"], offset)
+    return render(request, "_tree_children.html", {"run_id": trace_id, "view": view, "node": node, "path": set()})
+
+
+def span_search(request: Request) -> HTMLResponse:
+    store: Store = request.app.state.store
+    trace_id, view = _trace_and_view(request)
+    text = request.query_params.get("q", "").strip()[:200]
+    hits = search_spans(store, trace_id, text) if text else []
+    return render(request, "_span_search.html", {"run_id": trace_id, "view": view, "hits": hits, "q": text})
+
+
+def _timeline(store: Store, run: RunSummary, view: RunView, width: int) -> TimelineLayout:
+    # Coarser buckets until the bars fit the element budget; the store bounds bars by rows × pixels.
+    columns = width
+    while True:
+        window = _or_404(timeline_window, store, run.id, start_ms=view.start, end_ms=view.end, width_px=columns)
+        if len(window.bars) <= MAX_BARS or columns <= 64:
+            break
+        columns //= 2
+    now = time.time() * 1000
+    # Running spans of a live run grow to now; those of a run that stopped long ago stop at its last event.
+    live = run.status == "running" and now - run.ended_ms < LIVE_WITHIN_MS
+    return layout(window, width=width, now_ms=now if live else None)
+
+
+def _overview(store: Store, trace_id: str) -> dict[str, Any]:
+    """The whole run as a density strip: spans per column, for the overview above the timeline."""
+    window = timeline_window(store, trace_id, width_px=OVERVIEW_WIDTH)
+    counts = [0] * OVERVIEW_WIDTH
+    failed = [0] * OVERVIEW_WIDTH
+    for bar in window.bars:
+        counts[bar.px] += bar.count
+        failed[bar.px] += bar.failed
+    peak = max(counts, default=0) or 1
+    return {"width": OVERVIEW_WIDTH, "columns": list(enumerate(zip(counts, failed, strict=True))), "peak": peak}
+
+
+def _trace_and_view(request: Request) -> tuple[str, RunView]:
+    try:
+        return request.path_params["trace_id"], RunView.from_query(request.query_params)
+    except BadViewState as exc:
+        raise HTTPException(400, str(exc)) from None
+
+
+def _width(request: Request) -> int:
+    raw = request.query_params.get("w") or request.cookies.get(WIDTH_COOKIE) or ""
+    return min(max(_int(raw, "w"), 200), 4000) if raw.isdigit() else DEFAULT_WIDTH
+
+
+def _int(raw: str, name: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise HTTPException(400, f"{name} must be a whole number, not {raw[:40]!r}") from None
+
+
+def _or_404(query: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return query(*args, **kwargs)
+    except NotFoundError as exc:
+        raise HTTPException(404, str(exc)) from None
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+
+
+routes = [
+    Route("/runs/{trace_id}", run_page, name="run"),
+    Route("/runs/{trace_id}/timeline", timeline_fragment, name="run_timeline"),
+    Route("/runs/{trace_id}/tree/{span_id}/children", tree_children, name="run_tree_children"),
+    Route("/runs/{trace_id}/search", span_search, name="run_search"),
+]

@@ -1,0 +1,263 @@
+// The run page: zoom, pan and brush on the timeline, selecting spans, folding the tree, keys.
+// State lives in the URL: the server answers every request with the URL to show (HX-Push-Url for
+// a selection, HX-Replace-Url for a zoom step), so a reload or a copied link shows the same view.
+(() => {
+  "use strict";
+
+  const WIDTH_COOKIE = "devtool_timeline_width";
+  const ZOOM_STEP = 2;
+  const MIN_WINDOW_MS = 0.001;
+
+  const $ = (selector, root = document) => root.querySelector(selector);
+  const workspace = () => $("#workspace");
+  const timeline = () => $("#timeline");
+
+  function paneWidth() {
+    const pane = $(".timeline-pane");
+    return pane ? Math.max(200, Math.floor(pane.clientWidth - 22)) : 1200;
+  }
+
+  function currentWindow() {
+    const t = timeline();
+    return {
+      start: +t.dataset.start, end: +t.dataset.end,
+      runStart: +t.dataset.runStart, runEnd: +t.dataset.runEnd, width: +t.dataset.width,
+    };
+  }
+
+  function fmt(ms) { return ms.toFixed(3).replace(/\.?0+$/, ""); }
+
+  function query(span, start, end, extra = {}) {
+    const params = new URLSearchParams();
+    if (span) params.set("span", span);
+    if (start !== null && end !== null) { params.set("start", fmt(start)); params.set("end", fmt(end)); }
+    for (const [key, value] of Object.entries(extra)) params.set(key, value);
+    return params.toString();
+  }
+
+  // The window to ask for, or nulls for the whole run (so the URL stays short and follows a live run).
+  function clampWindow(start, end) {
+    const { runStart, runEnd } = currentWindow();
+    const width = Math.max(end - start, MIN_WINDOW_MS);
+    if (width >= runEnd - runStart) return [null, null];
+    if (start < runStart) [start, end] = [runStart, runStart + width];
+    if (end > runEnd) [start, end] = [runEnd - width, runEnd];
+    return [start, end];
+  }
+
+  function zoomTo(start, end) {
+    const [s, e] = clampWindow(start, end);
+    const trace = workspace().dataset.trace;
+    const url = `/runs/${encodeURIComponent(trace)}/timeline?${query(workspace().dataset.span, s, e, { w: paneWidth() })}`;
+    htmx.ajax("GET", url, { target: "#timeline", swap: "outerHTML" });
+  }
+
+  function zoomBy(factor, centerMs) {
+    const { start, end } = currentWindow();
+    const center = centerMs ?? (start + end) / 2;
+    zoomTo(center - (center - start) / factor, center + (end - center) / factor);
+  }
+
+  function select(span) {
+    const { start, end, runStart, runEnd } = currentWindow();
+    const whole = start <= runStart && end >= runEnd;
+    const trace = workspace().dataset.trace;
+    const url = `/runs/${encodeURIComponent(trace)}?${query(span, whole ? null : start, whole ? null : end)}`;
+    htmx.ajax("GET", url, { target: "#workspace", swap: "outerHTML" });
+  }
+
+  // -- timeline: click, brush, wheel -------------------------------------------------------------
+
+  let brush = null;
+
+  function msAt(clientX) {
+    const bars = $("#bars");
+    const { start, end, width } = currentWindow();
+    const x = clientX - bars.getBoundingClientRect().left;
+    return start + (x / width) * (end - start);
+  }
+
+  document.addEventListener("mousedown", (event) => {
+    if (event.button !== 0 || !event.target.closest("#bars")) return;
+    const host = timeline();
+    const left = host.getBoundingClientRect().left;
+    const box = document.createElement("div");
+    box.className = "brush";
+    host.appendChild(box);
+    brush = { x0: event.clientX, left, box, target: event.target };
+    event.preventDefault();
+  });
+
+  document.addEventListener("mousemove", (event) => {
+    if (!brush) return;
+    const [a, b] = [brush.x0, event.clientX].sort((p, q) => p - q);
+    Object.assign(brush.box.style, { left: `${a - brush.left}px`, width: `${b - a}px` });
+  });
+
+  document.addEventListener("mouseup", (event) => {
+    if (!brush) return;
+    const { x0, box, target } = brush;
+    brush = null;
+    box.remove();
+    if (Math.abs(event.clientX - x0) > 4) {
+      const [a, b] = [msAt(x0), msAt(event.clientX)].sort((p, q) => p - q);
+      zoomTo(a, b);
+    } else if (target.matches("rect.bar[data-span]")) {
+      select(target.dataset.span);
+    } else if (target.matches("rect.bar[data-count]")) {
+      const start = +target.dataset.start, end = +target.dataset.end;
+      const pad = Math.max((end - start) * 0.1, MIN_WINDOW_MS);
+      zoomTo(start - pad, end + pad);
+    }
+  });
+
+  let wheel = null;
+  document.addEventListener("wheel", (event) => {
+    if (!event.target.closest("#bars")) return;
+    event.preventDefault();
+    const { start, end } = currentWindow();
+    wheel = wheel || { factor: 1, shift: 0, at: msAt(event.clientX) };
+    if (event.shiftKey || Math.abs(event.deltaX) > Math.abs(event.deltaY)) {
+      wheel.shift += ((event.deltaX || event.deltaY) / paneWidth()) * (end - start);
+    } else {
+      wheel.factor *= Math.exp(-event.deltaY * 0.002);
+    }
+    clearTimeout(wheel.timer);
+    wheel.timer = setTimeout(() => {
+      const { factor, shift, at } = wheel;
+      wheel = null;
+      const s = at - (at - start) / factor + shift, e = at + (end - at) / factor + shift;
+      zoomTo(s, e);
+    }, 120);
+  }, { passive: false });
+
+  // -- tooltip -------------------------------------------------------------------------------------
+
+  const tip = document.createElement("div");
+  tip.className = "tooltip";
+  tip.hidden = true;
+  document.addEventListener("DOMContentLoaded", () => document.body.appendChild(tip));
+  document.addEventListener("mouseover", (event) => {
+    const bar = event.target.closest && event.target.closest("rect.bar");
+    if (!bar) { tip.hidden = true; return; }
+    tip.textContent = bar.dataset.title;
+    tip.hidden = false;
+  });
+  document.addEventListener("mousemove", (event) => {
+    if (!tip.hidden) Object.assign(tip.style, { left: `${event.clientX + 12}px`, top: `${event.clientY + 14}px` });
+  });
+
+  // -- buttons, overview, selection links ------------------------------------------------------------
+
+  document.addEventListener("click", (event) => {
+    const zoom = event.target.closest("[data-zoom]");
+    if (zoom) {
+      const how = zoom.dataset.zoom;
+      if (how === "reset") zoomTo(-Infinity, Infinity);
+      else zoomBy(how === "in" ? ZOOM_STEP : 1 / ZOOM_STEP);
+      return;
+    }
+    const overview = event.target.closest("#overview");
+    if (overview) {
+      const { start, end, runStart, runEnd } = currentWindow();
+      const fraction = (event.clientX - overview.getBoundingClientRect().left) / overview.clientWidth;
+      const center = runStart + fraction * (runEnd - runStart);
+      zoomTo(center - (end - start) / 2, center + (end - start) / 2);
+      return;
+    }
+    const toggle = event.target.closest("button.toggle");
+    if (toggle) { fold(toggle.closest("li.node")); return; }
+    const link = event.target.closest("a.select[data-span]");
+    if (link && !(event.metaKey || event.ctrlKey || event.shiftKey || event.button)) {
+      event.preventDefault();
+      select(link.dataset.span);
+    }
+  });
+
+  function fold(node, open) {
+    const children = $(":scope > ul.children", node);
+    if (!children) return;
+    const expand = open ?? node.getAttribute("aria-expanded") !== "true";
+    node.setAttribute("aria-expanded", String(expand));
+    children.hidden = !expand;
+    if (expand && !children.children.length) {
+      htmx.ajax("GET", $(":scope > .row .toggle", node).dataset.children, { target: children, swap: "innerHTML" });
+    }
+  }
+
+  // -- keys ------------------------------------------------------------------------------------------
+
+  let pending = null;
+  function moveSelection(link) {
+    document.querySelectorAll("#tree .row.selected").forEach((row) => row.classList.remove("selected"));
+    link.closest(".row").classList.add("selected");
+    link.scrollIntoView({ block: "nearest" });
+    clearTimeout(pending);
+    pending = setTimeout(() => select(link.dataset.span), 180);
+  }
+
+  document.addEventListener("keydown", (event) => {
+    if (!workspace() || event.metaKey || event.ctrlKey || event.altKey) return;
+    const typing = event.target.closest("input, textarea, select");
+    if (typing) {
+      if (event.key === "Escape") event.target.blur();
+      return;
+    }
+    if (event.key === "/") { event.preventDefault(); $("#span-search").focus(); return; }
+    if (event.key === "[") { zoomBy(1 / ZOOM_STEP); return; }
+    if (event.key === "]") { zoomBy(ZOOM_STEP); return; }
+    const links = [...document.querySelectorAll("#tree .row a.select")].filter((a) => a.offsetParent !== null);
+    if (!links.length) return;
+    const current = links.findIndex((a) => a.closest(".row").classList.contains("selected"));
+    const node = current >= 0 ? links[current].closest("li.node") : null;
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      event.preventDefault();
+      const next = current < 0 ? 0 : Math.min(links.length - 1, Math.max(0, current + (event.key === "ArrowDown" ? 1 : -1)));
+      moveSelection(links[next]);
+    } else if (event.key === "ArrowRight" && node) {
+      event.preventDefault();
+      if (node.getAttribute("aria-expanded") === "false") fold(node, true);
+      else if (current + 1 < links.length) moveSelection(links[current + 1]);
+    } else if (event.key === "ArrowLeft" && node) {
+      event.preventDefault();
+      if (node.getAttribute("aria-expanded") === "true") fold(node, false);
+      else {
+        const parent = node.parentElement.closest("li.node");
+        if (parent) moveSelection($(":scope > .row a.select", parent));
+      }
+    }
+  });
+
+  // -- after each swap: the overview's window, the drawn width, the selected node in view --------------
+
+  function settle() {
+    const t = timeline();
+    if (!t) return;
+    const { start, end, runStart, runEnd, width } = currentWindow();
+    const box = $("#overview-window");
+    if (box) {
+      const total = Math.max(runEnd - runStart, 1e-9), strip = +$("#overview").getAttribute("width");
+      const x = Math.max(0, ((start - runStart) / total) * strip);
+      box.setAttribute("x", x.toFixed(1));
+      box.setAttribute("width", Math.max(2, ((Math.min(end, runEnd) - Math.max(start, runStart)) / total) * strip).toFixed(1));
+    }
+    const pane = paneWidth();
+    document.cookie = `${WIDTH_COOKIE}=${pane}; path=/; SameSite=Lax; max-age=31536000`;
+    if (Math.abs(pane - width) > 8) zoomTo(start, end);
+  }
+
+  document.addEventListener("htmx:afterSettle", (event) => {
+    settle();
+    if (event.detail.target && event.detail.target.id === "workspace") {
+      const selected = $("#tree .row.selected");
+      if (selected) selected.scrollIntoView({ block: "nearest" });
+    }
+  });
+  document.addEventListener("DOMContentLoaded", () => {
+    settle();
+    const selected = $("#tree .row.selected");
+    if (selected) selected.scrollIntoView({ block: "center" });
+  });
+  let resizing = null;
+  window.addEventListener("resize", () => { clearTimeout(resizing); resizing = setTimeout(settle, 250); });
+})();

@@ -1,0 +1,41 @@
+"""Factories for the web tests: real agent runs recorded to JSONL and loaded into a store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from selectolax.lexbor import LexborHTMLParser as HTMLParser
+from selectolax.lexbor import LexborNode as Node
+
+from devtool.core import CoreError, JsonlSink, run_with
+from devtool.store import Store, load_file
+
+
+def record(
+    store: Store,
+    folder: Path,
+    fn: Callable[[], Awaitable[Any]],
+    *,
+    name: str = "run",
+    snapshot: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> str:
+    """Run `fn` under `run_with` into `<folder>/<name>.jsonl`, load that file, return the trace id."""
+    path = folder / f"{name}.jsonl"
+    with JsonlSink(path) as sink, contextlib.suppress(CoreError):
+        asyncio.run(run_with(fn, sinks=[sink], snapshot=snapshot, metadata=metadata))
+    return load_file(store, path).traces[0]
+
+
+def html(text: str) -> HTMLParser:
+    return HTMLParser(text)
+
+
+def one(tree: HTMLParser | Node, selector: str) -> Node:
+    found = tree.css(selector)
+    assert len(found) == 1, f"{selector!r} matched {len(found)} elements"
+    return found[0]
