@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-ARTIFACTS = REPO / "test-results"
+# pytest-playwright owns test-results/ (it empties it each session): screenshots go beside it.
+ARTIFACTS = REPO / "test-artifacts"
 DEBIAN_CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -122,7 +123,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 @pytest.fixture
 def screenshot_path(request: pytest.FixtureRequest) -> Callable[[str], Path]:
-    """Where a test saves a screenshot it wants a person to look at: test-results/screenshots/."""
+    """Where a test saves a screenshot it wants a person to look at: test-artifacts/screenshots/."""
 
     def path(name: str) -> Path:
         folder = ARTIFACTS / "screenshots"
