@@ -67,8 +67,30 @@ def test_tool_loop_runs_a_batch_per_model_request_and_returns_the_answer() -> No
     tool_messages = [m for m in second_turn["messages"] if m["role"] == "tool"]
     assert [m["content"] for m in tool_messages] == ['{"q":"a","n":1}', '{"q":"bb","n":2}']
     batch = next(e for e in sink.events if e["type"] == "tools:execute:end")
-    assert [r["toolCallId"] for r in batch["toolResults"]] == ["call_0_0", "call_0_1"]
+    ids = [r["toolCallId"] for r in batch["toolResults"]]
+    assert ids[0].endswith("_0")
+    assert ids[1] == ids[0][:-1] + "1"
     assert batch["toolResults"][1]["callId"] == "root/agent:asker:0/tool:search:1"
+
+
+def test_scripted_tool_call_ids_follow_from_the_answer() -> None:
+    # A deterministic model gives the same ids for the same answer, whatever came before, so a
+    # replay that runs part of a conversation live hashes its later turns as the recording did.
+    answer = {"tool_calls": [{"name": "search", "arguments": {"q": "a"}}]}
+    first = ScriptedModel([answer])
+    later = ScriptedModel(["warm-up", answer])
+    ids = []
+    for model in (first, later):
+        while True:
+            reply = asyncio.run(model.call([{"role": "user", "content": "x"}], schema=None, tools=[]))
+            if "tool_calls" in reply["message"]:
+                ids.append(reply["message"]["tool_calls"][0]["id"])
+                break
+    assert ids[0] == ids[1]
+    other = asyncio.run(
+        ScriptedModel([{"tool_calls": [{"name": "search", "arguments": {"q": "b"}}]}]).call([], schema=None, tools=[])
+    )
+    assert other["message"]["tool_calls"][0]["id"] != ids[0]
 
 
 def test_structured_answer_is_parsed_and_validated() -> None:

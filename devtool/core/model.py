@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
 
 from devtool.core.errors import ModelError
-from devtool.core.jsonvalue import JSON
+from devtool.core.jsonvalue import JSON, content_hash, describe
 
 
 class ToolCallRequest(TypedDict):
@@ -134,9 +134,12 @@ class ScriptedModel:
             raise ModelError(f"ScriptedModel answers are strings or message dicts, got {type(answer).__name__}")
         message: Message = {"role": "assistant", "content": answer.get("content")}
         if calls := answer.get("tool_calls"):
+            # Ids follow from the answer itself: the same script gives the same ids in a replay, so a
+            # replayed conversation hashes the same as the recorded one.
+            digest = content_hash(describe([[call.get("name"), call.get("arguments")] for call in calls]))
             message["tool_calls"] = [
                 {
-                    "id": call.get("id") or f"call_{self.calls}_{index}",
+                    "id": call.get("id") or f"call_{digest[:12]}_{index}",
                     "name": call["name"],
                     "arguments": call.get("arguments", {}),
                 }
