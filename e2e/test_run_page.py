@@ -1,0 +1,137 @@
+"""The run page in a real Chromium: zoom and pan the timeline, select spans, keys, links that restore."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from devtool.demo.generate import generate
+from e2e.conftest import Server, ServerFactory
+
+
+@pytest.fixture(scope="module")
+def demo_files(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    folder = tmp_path_factory.mktemp("demo")
+    # Playwright's sync API owns this thread's event loop: record the demo runs on another thread.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, generate(folder)).result()
+
+
+@pytest.fixture
+def demo(demo_files: list[Path], serve: ServerFactory) -> tuple[Server, str]:
+    """A server over the demo data, and the trace id of the research run."""
+    research = next(path for path in demo_files if path.name == "research.trace.jsonl")
+    trace_id = json.loads(research.read_text().splitlines()[0])["trace"]["traceId"]
+    return serve(*map(str, demo_files)), trace_id
+
+
+def window(page: Page) -> tuple[float, float]:
+    timeline = page.locator("#timeline")
+    return float(timeline.get_attribute("data-start") or 0), float(timeline.get_attribute("data-end") or 0)
+
+
+def wait_for_window_change(page: Page, before: tuple[float, float]) -> tuple[float, float]:
+    page.wait_for_function(
+        "([s, e]) => { const t = document.querySelector('#timeline');"
+        " return t && (+t.dataset.start !== s || +t.dataset.end !== e); }",
+        arg=list(before),
+    )
+    return window(page)
+
+
+def test_zoom_pan_select_and_a_copied_link_restores_the_view(
+    page: Page, demo: tuple[Server, str], screenshot_path: Callable[[str], Path]
+) -> None:
+    server, trace_id = demo
+    page.goto(f"{server.url}runs/{trace_id}")
+    expect(page.locator("h1")).to_have_text("research-lead")
+    expect(page.locator("#bars rect.bar.k-agent").first).to_be_visible()
+    whole = window(page)
+
+    # Zoom in with the key, then with a brushed range, then with the wheel; pan with shift+wheel.
+    page.keyboard.press("]")
+    after_key = wait_for_window_change(page, whole)
+    assert after_key[1] - after_key[0] == pytest.approx((whole[1] - whole[0]) / 2, rel=0.01)
+    assert "start=" in page.url
+
+    box = page.locator("#bars").bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + 10)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + 10, steps=5)
+    page.mouse.up()
+    brushed = wait_for_window_change(page, after_key)
+    assert brushed[1] - brushed[0] == pytest.approx((after_key[1] - after_key[0]) * 0.2, rel=0.05)
+
+    page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + 20)
+    page.mouse.wheel(0, 300)
+    zoomed_out = wait_for_window_change(page, brushed)
+    assert zoomed_out[1] - zoomed_out[0] > brushed[1] - brushed[0]
+    page.keyboard.down("Shift")
+    page.mouse.wheel(0, 200)
+    page.keyboard.up("Shift")
+    panned = wait_for_window_change(page, zoomed_out)
+    assert panned[1] - panned[0] == pytest.approx(zoomed_out[1] - zoomed_out[0], rel=0.01)
+
+    # Select a researcher in the tree: the detail shows it and the timeline marks it.
+    page.locator("#tree a.select", has_text="researcher").first.click()
+    expect(page.locator("#detail h2")).to_contain_text("agent researcher")
+    selected = page.locator("#tree .row.selected a.select").get_attribute("data-span")
+    assert selected and f"span={selected}" in page.url
+    expect(page.locator("#detail .memory")).to_contain_text("topic")
+
+    # Keys move through the tree.
+    page.keyboard.press("ArrowDown")
+    expect(page.locator("#detail h2")).to_contain_text("generation", timeout=5000)
+
+    # The timeline never holds more than 5,000 elements.
+    assert page.locator("#timeline *").count() < 5000
+
+    # A copied link opens the same view in a fresh page; back goes to the previous selection.
+    copied = page.url
+    state = (page.locator("#detail h2").inner_text(), window(page))
+    page.screenshot(path=screenshot_path("run-page"), full_page=True)
+    other = page.context.new_page()
+    other.goto(copied)
+    expect(other.locator("#detail h2")).to_have_text(state[0])
+    assert window(other) == pytest.approx(state[1])
+    other.close()
+    page.go_back()
+    expect(page.locator("#detail h2")).to_contain_text("agent researcher")
+
+
+def test_a_merged_bar_zooms_in_and_the_overview_pans(page: Page, demo: tuple[Server, str]) -> None:
+    server, trace_id = demo
+    page.set_viewport_size({"width": 700, "height": 800})
+    page.goto(f"{server.url}runs/{trace_id}")
+    whole = window(page)
+    # At this width, spans that start in the same pixel of a row share a counted bar.
+    merged = page.locator("#bars rect.bar.merged").first
+    count = int(merged.get_attribute("data-count") or 0)
+    assert count >= 2
+    merged.click()
+    zoomed = wait_for_window_change(page, whole)
+    assert zoomed[1] - zoomed[0] < whole[1] - whole[0]
+    overview = page.locator("#overview").bounding_box()
+    assert overview is not None
+    page.mouse.click(overview["x"] + overview["width"] * 0.9, overview["y"] + 10)
+    moved = wait_for_window_change(page, zoomed)
+    assert moved[0] > zoomed[0]
+
+
+def test_search_finds_a_span_and_selects_it(page: Page, demo: tuple[Server, str]) -> None:
+    server, trace_id = demo
+    page.goto(f"{server.url}runs/{trace_id}")
+    page.keyboard.press("/")
+    page.keyboard.type("writer")
+    hit = page.locator("#search-results a.select").first
+    expect(hit).to_contain_text("writer")
+    hit.click()
+    expect(page.locator("#detail h2")).to_contain_text("agent writer")
+    expect(page.locator("#tree .row.selected")).to_contain_text("writer")
