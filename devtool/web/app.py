@@ -15,12 +15,13 @@ from devtool.store import Store
 from devtool.web.assets import asset_dir
 from devtool.web.settings import Settings
 from devtool.web.templating import make_environment
-from devtool.web.views import runs
+from devtool.web.views import runs, upload
 
 
 def create_app(store: Store, settings: Settings | None = None) -> Starlette:
     routes: list[BaseRoute] = [
         *runs.routes,
+        *upload.routes,
         Mount("/static", app=StaticFiles(directory=asset_dir("static")), name="static"),
     ]
     app = Starlette(routes=routes)
