@@ -68,6 +68,8 @@ def test_search_by_name_agent_content_and_id(store: Store, runs: dict[str, Trace
     assert [r.name for r in list_runs(store, search="50% off_")] == ["archivist"]  # % and _ are literal
     assert list_runs(store, search="50%_off") == []
     assert list_runs(store, search="nothing like this") == []
+    assert list_runs(store, search="acme-42", content=False) == []  # names and ids only
+    assert [r.name for r in list_runs(store, search="STREAM", content=False)] == ["streamer"]
 
 
 def test_paging(store: Store, runs: dict[str, Trace]) -> None:

@@ -11,7 +11,9 @@ reconnects with `Last-Event-ID: N` gets exactly the events it has not seen.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -67,7 +69,8 @@ def run_events(
     A cut at a span or anchor the run does not have cuts nothing: `restore_snapshot` then says what is
     missing in its own words.
     """
-    return list(iter_run_events(store, trace_id, cut=cut, types=types))
+    with _collector_paused():
+        return list(iter_run_events(store, trace_id, cut=cut, types=types))
 
 
 def iter_run_events(
@@ -94,8 +97,9 @@ def iter_run_events(
             params["types"] = list(types)
         result = cursor.execute(f"SELECT body FROM events WHERE {' AND '.join(where)} ORDER BY ts, event_id", params)
         while rows := result.fetchmany(BATCH):
-            for (body,) in rows:
-                yield orjson.loads(body)
+            with _collector_paused():
+                batch = [orjson.loads(body) for (body,) in rows]
+            yield from batch
 
 
 def events_after(store: Store, after_id: int, *, trace_id: str | None = None, limit: int = 1000) -> list[StoredEvent]:
@@ -111,6 +115,19 @@ def events_after(store: Store, after_id: int, *, trace_id: str | None = None, li
 def last_event_id(store: Store) -> int:
     """The highest event id in the store (0 when empty): where a new live stream starts."""
     return int(store.query("SELECT coalesce(max(event_id), 0) FROM events")[0][0])
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while events become dicts: a million of them made with it on
+    trigger collection after collection over everything made so far (5x slower, measured)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _stored(row: tuple[Any, ...]) -> StoredEvent:

@@ -11,8 +11,8 @@ calls (the names on each `tools:execute` batch, which both libraries put on its 
 journal has neither. `source` is the file (or live stream) a run's first event, or a journal's first
 entry, came from.
 
-`search` matches, case-insensitively, the run's id, name and agent ids, and the text of its events or
-entries (a scan of their compressed JSON: a few hundred ms for a million events).
+`search` matches, case-insensitively, the run's id, name and agent ids, and (unless `content=False`)
+the text of its events or entries: a scan of their compressed JSON, about a second for a million events.
 """
 
 from __future__ import annotations
@@ -112,23 +112,33 @@ _PAGE = """
     ORDER BY page.started_ts DESC, page.id, page.kind DESC
 """
 
-_MATCH = """
-    (id ILIKE $pattern ESCAPE '\\' OR name ILIKE $pattern ESCAPE '\\' OR words ILIKE $pattern ESCAPE '\\'
-     OR (kind = 'trace' AND id IN (SELECT trace_id FROM events WHERE body ILIKE $pattern ESCAPE '\\'))
-     OR (kind = 'journal' AND id IN (SELECT process_id FROM journal_entries WHERE data ILIKE $pattern ESCAPE '\\')))
+_MATCH_NAMES = "id ILIKE $pattern ESCAPE '\\' OR name ILIKE $pattern ESCAPE '\\' OR words ILIKE $pattern ESCAPE '\\'"
+_MATCH_CONTENT = """
+    OR (kind = 'trace' AND id IN (SELECT trace_id FROM events WHERE body ILIKE $pattern ESCAPE '\\'))
+    OR (kind = 'journal' AND id IN (SELECT process_id FROM journal_entries WHERE data ILIKE $pattern ESCAPE '\\'))
 """
 
 
 def list_runs(
-    store: Store, *, search: str | None = None, status: str | None = None, limit: int = 200, offset: int = 0
+    store: Store,
+    *,
+    search: str | None = None,
+    content: bool = True,
+    status: str | None = None,
+    limit: int = 200,
+    offset: int = 0,
 ) -> list[RunSummary]:
-    """Traces and process journals, newest first, filtered by text and status."""
+    """Traces and process journals, newest first, filtered by text and status.
+
+    `content=False` matches ids, names and agent ids only: instant, where the text of every event
+    is a scan (type-ahead can ask that first, then the full search).
+    """
     if status is not None and status not in STATUSES:
         raise ValueError(f"status must be one of {', '.join(STATUSES)}, not {status!r}")
     where: list[str] = ["true"]
     params: dict[str, object] = {"limit": limit, "offset": offset}
     if search:
-        where.append(_MATCH)
+        where.append(f"({_MATCH_NAMES} {_MATCH_CONTENT if content else ''})")
         params["pattern"] = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     if status:
         where.append("status = $status")
