@@ -82,6 +82,9 @@ def test_one_run_by_id(store: Store, runs: dict[str, Trace]) -> None:
     assert get_run(store, "billing-ops").kind == "journal"
     with pytest.raises(NotFoundError, match="no run or process journal 'nope'"):
         get_run(store, "nope")
+    assert get_run(store, "billing-ops", kind="journal").kind == "journal"
+    with pytest.raises(NotFoundError, match="no run 'billing-ops'"):
+        get_run(store, "billing-ops", kind="trace")
 
 
 def test_an_empty_store_has_no_runs(store: Store) -> None:

@@ -147,10 +147,16 @@ def list_runs(
     return [RunSummary(*row) for row in store.query(_PAGE.format(runs=page), params)]
 
 
-def get_run(store: Store, run_id: str) -> RunSummary:
-    """One trace or process journal by its id; `NotFoundError` when there is none."""
-    page = f"{_RUNS} WHERE id = $id ORDER BY kind DESC LIMIT 1"
-    rows = store.query(_PAGE.format(runs=page), {"id": run_id})
+def get_run(store: Store, run_id: str, *, kind: str | None = None) -> RunSummary:
+    """One trace or process journal by its id (a trace first, when both have it, unless `kind` says which).
+
+    `NotFoundError` when there is none.
+    """
+    if kind is not None and kind not in ("trace", "journal"):
+        raise ValueError(f"kind must be 'trace' or 'journal', not {kind!r}")
+    page = f"{_RUNS} WHERE id = $id AND kind = coalesce($kind, kind) ORDER BY kind DESC LIMIT 1"
+    rows = store.query(_PAGE.format(runs=page), {"id": run_id, "kind": kind})
     if not rows:
-        raise NotFoundError(f"no run or process journal {run_id!r} in the store")
+        what = {"trace": "run", "journal": "process journal"}.get(kind or "", "run or process journal")
+        raise NotFoundError(f"no {what} {run_id!r} in the store")
     return RunSummary(*rows[0])
