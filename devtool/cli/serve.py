@@ -28,6 +28,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)")
     parser.add_argument("--open", action="store_true", help="open the DevTool in a browser")
     parser.add_argument("--get", metavar="PATH", help="render PATH in-process, print it and exit (no socket)")
+    parser.add_argument(
+        "--follow",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="PATH.jsonl",
+        help="tail a trace file an agent is writing, streaming its events live (repeatable)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -39,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
             f"refusing to serve on {args.host}: the DevTool shows agent prompts and data, "
             "so it only listens on loopback (127.0.0.1 or ::1)"
         )
+    for path in args.follow:
+        if path.exists() and not path.is_file():
+            raise CliError(f"--follow {path}: not a file (a trace file an agent writes, one JSON event a line)")
     store = open_store(args)
     if args.files:
         # Loaded before the server starts, reported on stderr: stdout's first line is the URL.
@@ -50,8 +61,9 @@ def run(args: argparse.Namespace) -> int:
             store.close()
             return 2
     from devtool.web import create_app
+    from devtool.web.settings import Settings
 
-    app = create_app(store)
+    app = create_app(store, Settings(follow=tuple(args.follow)))
     try:
         if args.get is not None:
             return _print_page(app, args.get)

@@ -12,6 +12,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
 from devtool.store import Store
+from devtool.web import ingest, live
 from devtool.web.assets import asset_dir
 from devtool.web.settings import Settings
 from devtool.web.templating import make_environment
@@ -22,10 +23,15 @@ def create_app(store: Store, settings: Settings | None = None) -> Starlette:
     routes: list[BaseRoute] = [
         *runs.routes,
         *upload.routes,
+        *ingest.routes,
+        *live.routes,
         Mount("/static", app=StaticFiles(directory=asset_dir("static")), name="static"),
     ]
-    app = Starlette(routes=routes)
+    settings = settings or Settings()
+    live_state = live.Live(store, settings)
+    app = Starlette(routes=routes, lifespan=live_state.lifespan)
     app.state.store = store
-    app.state.settings = settings or Settings()
+    app.state.settings = settings
+    app.state.live = live_state
     app.state.templates = make_environment()
     return app

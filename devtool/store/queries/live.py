@@ -1,0 +1,41 @@
+"""What live streams ask the store beyond `events_after`: runs changed after an id, where a followed file resumes.
+
+A runs-list stream that reconnects with `Last-Event-ID: N` needs the runs whose events came after
+N; `runs.last_event_id` (kept by every load and append) answers it without reading events. A server
+that follows a file it followed before skips the events of it that are stored already.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from devtool.store.database import Store
+from devtool.store.ingest import LIVE_KIND
+
+
+def runs_changed_after(store: Store, after_id: int) -> list[tuple[str, int]]:
+    """(trace id, its last event id) of each run with an event above `after_id`, in that id's order."""
+    rows = store.query(
+        "SELECT trace_id, last_event_id FROM runs WHERE last_event_id > ? ORDER BY last_event_id", [after_id]
+    )
+    return [(str(trace_id), int(last)) for trace_id, last in rows]
+
+
+def stream_resume_point(store: Store, stream: str, first_event: Mapping[str, Any]) -> int:
+    """How many events at the start of a followed file are stored already from live stream `stream`.
+
+    The file is recognised by its first event: when the stream stored it, everything the stream
+    stored from it on came from this file, in order. A file the stream never stored gives 0.
+    """
+    rows = store.query(
+        """
+        WITH stream AS (SELECT source_id FROM sources WHERE kind = ? AND path = ? AND content_hash IS NULL),
+        own AS (SELECT event_id, body FROM events WHERE source_id IN (SELECT source_id FROM stream))
+        SELECT count(*) FROM own WHERE event_id >= (SELECT min(event_id) FROM own WHERE body = ?::JSON)
+        """,
+        [LIVE_KIND, stream, orjson.dumps(first_event).decode()],
+    )
+    return int(rows[0][0])

@@ -1,0 +1,46 @@
+"""Live attachment: events of running agents stored as they come and streamed to browsers over SSE.
+
+`Live` is what one app owns (`create_app` makes it, `app.state.live`): the `Broker` that wakes open
+streams, the `Appender` every live batch goes through (`POST /api/v1/traces`, `--follow`), and the
+followers of `Settings.follow`. Its `lifespan` starts the followers, and on shutdown stops them,
+stores what is still pending and ends the streams. The SSE endpoints are `streams.routes`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from devtool.store import Store
+from devtool.web.follow import Follower
+from devtool.web.live.appender import Appender
+from devtool.web.live.broker import Broker, LiveEvent, Subscription
+from devtool.web.live.streams import routes
+from devtool.web.settings import Settings
+
+__all__ = ["Appender", "Broker", "Live", "LiveEvent", "Subscription", "routes"]
+
+
+class Live:
+    """The live machinery of one app: broker, appender, file followers."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.broker = Broker(queue_limit=settings.live_queue_events)
+        self.appender = Appender(store, self.broker)
+        self.followers = [
+            Follower(path, store, self.appender, interval=settings.follow_interval) for path in settings.follow
+        ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Any) -> AsyncIterator[None]:
+        tasks = [asyncio.create_task(f.run(), name=f"devtool-follow {f.path}") for f in self.followers]
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.appender.drain()
+            self.broker.close()

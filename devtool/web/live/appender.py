@@ -1,0 +1,126 @@
+"""The appender: stores live batches (ingest, `--follow`) with group commit, then publishes them in order.
+
+Every live batch goes through `await appender.append(events, stream=...)`. Batches that arrive while
+an append is running wait and are then stored together, in arrival order, in one transaction
+(`append_events`, in a worker thread: DuckDB never runs on the event loop). An append costs about the
+same for ten events as for a thousand (it re-derives the spans and the run summary it touches), so
+under load this is what keeps up with many agents streaming at once.
+
+One flush runs at a time, and it publishes each stored group to the broker before storing the next,
+so subscribers see events in store order (their ids only grow). The flush is a task of its own: a
+request that gives up waiting (its client went away) does not cancel an append other requests wait on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from devtool.store import Store, append_events
+from devtool.web.live.broker import Broker, LiveEvent
+
+logger = logging.getLogger("devtool.web")
+
+# The most events stored in one transaction; a group stops growing there.
+GROUP_LIMIT = 50_000
+
+
+@dataclass
+class _Batch:
+    events: Sequence[Mapping[str, Any]]
+    stream: str
+    done: asyncio.Future[list[int]] = field(repr=False)
+
+
+class Appender:
+    """Stores live batches in order, grouped, and tells the broker about each stored group."""
+
+    def __init__(self, store: Store, broker: Broker) -> None:
+        self.store = store
+        self.broker = broker
+        self.appends = 0
+        self._pending: list[_Batch] = []
+        self._flush: asyncio.Task[None] | None = None
+
+    async def append(self, events: Sequence[Mapping[str, Any]], *, stream: str) -> list[int]:
+        """Store `events` (validated TraceEvents) and return their ids, in order; `StoreError` if it fails."""
+        if not events:
+            return []
+        batch = _Batch(events, stream, asyncio.get_running_loop().create_future())
+        self._pending.append(batch)
+        if self._flush is None or self._flush.done():
+            self._flush = asyncio.create_task(self._run(), name="devtool-live-append")
+        return await asyncio.shield(batch.done)
+
+    async def drain(self) -> None:
+        """Wait until every batch handed in so far is stored (or has failed)."""
+        while self._flush is not None and not self._flush.done():
+            await asyncio.shield(self._flush)
+
+    async def _run(self) -> None:
+        while self._pending:
+            group = _take_group(self._pending)
+            del self._pending[: len(group)]
+            results = await self._store(group)
+            stored: list[LiveEvent] = []
+            for batch, result in zip(group, results, strict=True):
+                if isinstance(result, Exception):
+                    logger.warning("devtool: could not store a live batch of %d events: %s", len(batch.events), result)
+                    batch.done.set_exception(result)
+                    # Nobody may be waiting any more (a client that gave up): say it here too.
+                    batch.done.add_done_callback(_retrieve)
+                    continue
+                batch.done.set_result(result)
+                stored.extend(LiveEvent.of(i, e) for i, e in zip(result, batch.events, strict=True))
+            self.broker.publish(stored)
+
+    async def _store(self, group: list[_Batch]) -> list[list[int] | Exception]:
+        """Each batch's ids, or the error that kept it out: one transaction per stream when all goes well."""
+        results: list[list[int] | Exception] = []
+        index = 0
+        while index < len(group):
+            end = index
+            while end < len(group) and group[end].stream == group[index].stream:
+                end += 1
+            run = group[index:end]
+            outcome = await self._store_one([e for batch in run for e in batch.events], run[0].stream)
+            if isinstance(outcome, Exception) and len(run) > 1:
+                # One bad batch must not sink the others grouped with it: store them one by one.
+                results.extend([await self._store_one(batch.events, batch.stream) for batch in run])
+            elif isinstance(outcome, Exception):
+                results.append(outcome)
+            else:
+                for batch in run:
+                    results.append(outcome[: len(batch.events)])
+                    outcome = outcome[len(batch.events) :]
+            index = end
+        return results
+
+    async def _store_one(self, events: Sequence[Mapping[str, Any]], stream: str) -> list[int] | Exception:
+        try:
+            ids = await run_in_threadpool(append_events, self.store, events, stream=stream)
+        except Exception as exc:  # whatever the store raised must reach the waiting requests, not hang them
+            return exc
+        self.appends += 1
+        return ids
+
+
+def _take_group(pending: list[_Batch]) -> list[_Batch]:
+    group: list[_Batch] = []
+    size = 0
+    for batch in pending:
+        if group and size + len(batch.events) > GROUP_LIMIT:
+            break
+        group.append(batch)
+        size += len(batch.events)
+    return group
+
+
+def _retrieve(future: asyncio.Future[list[int]]) -> None:
+    if not future.cancelled():
+        future.exception()

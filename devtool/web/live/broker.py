@@ -1,0 +1,182 @@
+"""The broker: tells open live streams about events just stored, and never waits for any of them.
+
+`publish(events)` is called on the event loop after each append, in store order (the appender
+guarantees it), with the events as `LiveEvent`s. Each `Subscription` (one per SSE client) keeps the
+ones it wants in a deque of at most `queue_limit` events and is woken. A client that cannot keep up
+(a slow network, a stalled tab) fills its deque: the broker then drops what it holds and marks it
+`overflowed`, so its stream tells the client to resync and catches up from the store, where nothing
+is lost. Publishing is O(subscribers) appends to deques: slow clients never slow ingest.
+
+The broker holds no events of its own: memory is bounded by subscribers × `queue_limit`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class LiveEvent:
+    """What a live stream says about one stored event: its position in the store and what it is."""
+
+    event_id: int
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    type: str
+    timestamp: float
+
+    @classmethod
+    def of(cls, event_id: int, event: Mapping[str, Any]) -> LiveEvent:
+        """The live view of a stored TraceEvent (already validated, so `trace` is an object)."""
+        trace = event["trace"]
+        return cls(
+            event_id=event_id,
+            # Read as the store reads them (`from_json` to VARCHAR), so filters agree with stored rows.
+            trace_id=_text(trace.get("traceId")),
+            span_id=_text(trace.get("spanId")),
+            parent_span_id=_text(trace.get("parentSpanId")),
+            type=_text(event.get("type")),
+            timestamp=float(event["timestamp"]),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.event_id,
+            "traceId": self.trace_id,
+            "spanId": self.span_id,
+            "parentSpanId": self.parent_span_id,
+            "type": self.type,
+            "timestamp": self.timestamp,
+        }
+
+    @property
+    def ends_root_span(self) -> bool:
+        """A root span's end: the moment its run may have finished."""
+        return not self.parent_span_id and self.type.endswith(":end")
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+class Subscription:
+    """One client's view of the broker: the events of one run (or of all runs) since it last took them."""
+
+    def __init__(self, trace_id: str | None, queue_limit: int) -> None:
+        self.trace_id = trace_id
+        self.queue_limit = queue_limit
+        self._events: deque[LiveEvent] = deque()
+        self._overflowed = False
+        self._closed = False
+        self._wake = asyncio.Event()
+
+    @property
+    def overflowed(self) -> bool:
+        """True when events were dropped since the last `reset`: the store must fill the gap."""
+        return self._overflowed
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def offer(self, events: Sequence[LiveEvent]) -> None:
+        if self._overflowed or not events:
+            return
+        if len(self._events) + len(events) > self.queue_limit:
+            self._events.clear()
+            self._overflowed = True
+        else:
+            self._events.extend(events)
+        self._wake.set()
+
+    def take(self) -> list[LiveEvent]:
+        """The events offered since the last take, in store order."""
+        taken = list(self._events)
+        self._events.clear()
+        if not self._overflowed and not self._closed:
+            self._wake.clear()
+        return taken
+
+    def reset(self) -> None:
+        """Forget what is queued: the caller reads the store next, and only later events matter."""
+        self._events.clear()
+        self._overflowed = False
+        if not self._closed:
+            self._wake.clear()
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Wait until there is something to take, an overflow, or the end; False on timeout."""
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+
+
+class Broker:
+    """Fans published events out to subscriptions; owned by one app (`create_app`), on its event loop."""
+
+    def __init__(self, *, queue_limit: int = 10_000) -> None:
+        self.queue_limit = queue_limit
+        self.published = 0
+        self._all: set[Subscription] = set()
+        self._by_trace: dict[str, set[Subscription]] = {}
+        self._closed = False
+
+    @contextmanager
+    def subscription(self, trace_id: str | None = None) -> Iterator[Subscription]:
+        """Subscribe to one run's events (`trace_id`) or to every event, for the `with` block."""
+        subscription = Subscription(trace_id, self.queue_limit)
+        if self._closed:
+            subscription.close()
+        elif trace_id is None:
+            self._all.add(subscription)
+        else:
+            self._by_trace.setdefault(trace_id, set()).add(subscription)
+        try:
+            yield subscription
+        finally:
+            self._all.discard(subscription)
+            if trace_id is not None and (subscribers := self._by_trace.get(trace_id)) is not None:
+                subscribers.discard(subscription)
+                if not subscribers:
+                    del self._by_trace[trace_id]
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._all) + sum(len(group) for group in self._by_trace.values())
+
+    def publish(self, events: Sequence[LiveEvent]) -> None:
+        """Offer `events` (stored, in store order) to every subscription that wants them."""
+        if not events:
+            return
+        self.published += len(events)
+        for subscription in self._all:
+            subscription.offer(events)
+        if not self._by_trace:
+            return
+        per_trace: dict[str, list[LiveEvent]] = {}
+        for event in events:
+            if event.trace_id in self._by_trace:
+                per_trace.setdefault(event.trace_id, []).append(event)
+        for trace_id, wanted in per_trace.items():
+            for subscription in self._by_trace[trace_id]:
+                subscription.offer(wanted)
+
+    def close(self) -> None:
+        """End every stream (the server is stopping); later subscriptions start closed."""
+        self._closed = True
+        for subscription in [*self._all, *(s for group in self._by_trace.values() for s in group)]:
+            subscription.close()

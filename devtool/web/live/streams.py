@@ -1,0 +1,200 @@
+"""The live SSE streams: one run's events (`/runs/<trace_id>/live`) and the runs list (`/live/runs`).
+
+Every message has as its SSE `id` the store position of the last event it covers. A stream starts
+after `Last-Event-ID` (what a reconnecting browser sends), else after `?after=N`, else at the start
+(0): it first reads what it missed from the store, in pages, then follows the broker. A client never
+gets an event twice (ids only grow, and only ids above the last one sent go out) nor misses one (it
+subscribes before it reads the store, and the broker publishes only what is stored).
+
+Messages, JSON in `data`:
+- `events` (run stream): `{"events": [{"id", "traceId", "spanId", "parentSpanId", "type", "timestamp"}]}`;
+- `runs` (runs list): `{"traces": [trace ids that changed]}`;
+- `resync`: the client fell `queue_limit` events behind and the broker dropped its queue; the stream
+  goes on with what it missed, read from the store, so a client only needs to redraw everything;
+- `close`: the run has ended (its root span's end arrived); the page's `sse-close="close"` then stops
+  the browser from reconnecting.
+
+Bursts are coalesced: a stream sends at most one message per `live_interval` seconds (the first
+event after a quiet spell goes out at once), so a thousand events a second are a handful of DOM
+updates. Heartbeats are SSE comments every `live_heartbeat` seconds.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Protocol
+
+import anyio
+import orjson
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from devtool.store import NotFoundError, Store
+from devtool.store.queries import events_after, get_run
+from devtool.store.queries.live import runs_changed_after
+from devtool.web.live.broker import LiveEvent, Subscription
+from devtool.web.settings import Settings
+
+# The most events a message read back from the store carries; a bigger gap is several messages.
+PAGE = 1000
+# How soon (ms) a browser reconnects after the connection drops.
+RETRY_MS = 1000
+
+
+class Feed(Protocol):
+    """What one kind of stream reads from the store, says about a group of events, and ends on."""
+
+    trace_id: str | None
+
+    def missed(self, after: int) -> AsyncIterator[tuple[ServerSentEvent, int]]:
+        """Messages for what the store holds after `after`, in order, each with the last id it covers."""
+        ...
+
+    def message(self, events: Sequence[LiveEvent]) -> ServerSentEvent: ...
+
+    async def finished(self, events: Sequence[LiveEvent] | None = None) -> bool:
+        """Whether the stream is over, after `events` went out (None: after reading the store)."""
+        ...
+
+
+class RunFeed:
+    """One run's events; over when the run is (its root spans have ended)."""
+
+    def __init__(self, store: Store, trace_id: str) -> None:
+        self.store = store
+        self.trace_id: str | None = trace_id
+
+    async def missed(self, after: int) -> AsyncIterator[tuple[ServerSentEvent, int]]:
+        while True:
+            page = await run_in_threadpool(events_after, self.store, after, trace_id=self.trace_id, limit=PAGE)
+            if page:
+                after = page[-1].event_id
+                yield self.message([LiveEvent.of(stored.event_id, stored.event) for stored in page]), after
+            if len(page) < PAGE:
+                return
+
+    def message(self, events: Sequence[LiveEvent]) -> ServerSentEvent:
+        data = orjson.dumps({"events": [event.to_json() for event in events]}).decode()
+        return ServerSentEvent(data=data, event="events", id=str(events[-1].event_id))
+
+    async def finished(self, events: Sequence[LiveEvent] | None = None) -> bool:
+        if events is not None and not any(event.ends_root_span for event in events):
+            return False
+        assert self.trace_id is not None
+        try:
+            run = await run_in_threadpool(get_run, self.store, self.trace_id)
+        except NotFoundError:
+            return False
+        return run.status != "running"
+
+
+class RunsFeed:
+    """The runs that changed; never over."""
+
+    trace_id: str | None = None
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def missed(self, after: int) -> AsyncIterator[tuple[ServerSentEvent, int]]:
+        changed = await run_in_threadpool(runs_changed_after, self.store, after)
+        if changed:
+            last = changed[-1][1]
+            data = orjson.dumps({"traces": [trace_id for trace_id, _ in changed]}).decode()
+            yield ServerSentEvent(data=data, event="runs", id=str(last)), last
+
+    def message(self, events: Sequence[LiveEvent]) -> ServerSentEvent:
+        traces = list(dict.fromkeys(event.trace_id for event in events))
+        return ServerSentEvent(
+            data=orjson.dumps({"traces": traces}).decode(), event="runs", id=str(events[-1].event_id)
+        )
+
+    async def finished(self, events: Sequence[LiveEvent] | None = None) -> bool:
+        return False
+
+
+async def messages(
+    feed: Feed, subscription: Subscription, after: int, interval: float
+) -> AsyncIterator[ServerSentEvent]:
+    """One client's stream: what the store holds after `after`, then what is published, one message per
+    `interval` at most; `resync` and the store again after an overflow; `close` when the feed is over."""
+    yield ServerSentEvent(comment="devtool live", retry=RETRY_MS)
+    last = after
+    sent_at = 0.0
+    resync = False
+    while not subscription.closed:
+        # Subscribed before the store is read, so whatever is stored meanwhile is queued too.
+        subscription.reset()
+        if resync:
+            yield ServerSentEvent(data=orjson.dumps({"after": last}).decode(), event="resync")
+        async for message, covered in feed.missed(last):
+            yield message
+            last, sent_at = covered, time.monotonic()
+        if await feed.finished():
+            yield ServerSentEvent(data="{}", event="close")
+            return
+        while not subscription.overflowed:
+            await subscription.wait()
+            if subscription.closed:
+                return
+            # Coalesce: whatever else arrives before the interval is up goes out in the same message.
+            await anyio.sleep(max(0.0, sent_at + interval - time.monotonic()))
+            if subscription.overflowed:
+                break
+            fresh = [event for event in subscription.take() if event.event_id > last]
+            if not fresh:
+                continue
+            yield feed.message(fresh)
+            last = fresh[-1].event_id
+            sent_at = time.monotonic()
+            if await feed.finished(fresh):
+                yield ServerSentEvent(data="{}", event="close")
+                return
+        resync = True
+
+
+def _start(request: Request) -> int | Response:
+    """Where the stream starts: `Last-Event-ID`, else `?after=`, else 0; or a 400 saying what is wrong."""
+    for name, value in (
+        ("Last-Event-ID", request.headers.get("last-event-id")),
+        ("after", request.query_params.get("after")),
+    ):
+        if value is None or value == "":
+            continue
+        if not value.isdigit():
+            return JSONResponse({"error": f"{name} must be an event id (a whole number >= 0), got {value!r}"}, 400)
+        return int(value)
+    return 0
+
+
+def _response(request: Request, feed: Feed) -> Response:
+    start = _start(request)
+    if isinstance(start, Response):
+        return start
+    live = request.app.state.live
+    settings: Settings = request.app.state.settings
+
+    async def events() -> AsyncIterator[ServerSentEvent]:
+        with live.broker.subscription(feed.trace_id) as subscription:
+            async for message in messages(feed, subscription, start, settings.live_interval):
+                yield message
+
+    return EventSourceResponse(events(), ping=settings.live_heartbeat)
+
+
+async def run_live(request: Request) -> Response:
+    return _response(request, RunFeed(request.app.state.store, request.path_params["trace_id"]))
+
+
+async def runs_live(request: Request) -> Response:
+    return _response(request, RunsFeed(request.app.state.store))
+
+
+routes = [
+    Route("/runs/{trace_id}/live", run_live, name="run_live"),
+    Route("/live/runs", runs_live, name="runs_live"),
+]

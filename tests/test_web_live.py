@@ -1,0 +1,302 @@
+"""The live machinery against a real store: the broker's bounded queues, the streams' catch-up, coalescing,
+resync and close, and the SSE endpoints through httpx (the streams that end: runs that finished)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import pytest
+from sse_starlette import ServerSentEvent
+
+from devtool.store import Store, append_events
+from devtool.web import create_app
+from devtool.web.live import Appender, Broker, LiveEvent
+from devtool.web.live.streams import RunFeed, RunsFeed, messages
+from tests.conftest import Trace
+from tests.sse import Message, parse
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def live_events(trace_id: str, first_id: int, count: int) -> list[LiveEvent]:
+    return [LiveEvent(first_id + i, trace_id, f"{i:016x}", "", "sys:log", 1.0 + i) for i in range(count)]
+
+
+def long_run(spans: int) -> tuple[Trace, str]:
+    """A run with a root agent and `spans` finished turns, its root still open."""
+    t = Trace()
+    root = t.start("agent", agentId="streamer")
+    for _ in range(spans):
+        t.end(t.start("turn", root))
+    return t, root
+
+
+def decoded(message: ServerSentEvent) -> Message:
+    return next(parse(message.encode().decode().splitlines()))
+
+
+class Collector:
+    """Reads a stream in a task of its own, as the SSE response would, keeping every message."""
+
+    def __init__(self, stream: AsyncIterator[ServerSentEvent]) -> None:
+        self.received: list[tuple[float, Message]] = []
+        self._stream = stream
+        self.task = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        async for message in self._stream:
+            if message.data is not None:
+                self.received.append((time.monotonic(), decoded(message)))
+
+    @property
+    def messages(self) -> list[Message]:
+        return [message for _, message in self.received]
+
+    def event_ids(self) -> list[int]:
+        return [event["id"] for m in self.messages if m.event == "events" for event in m.json()["events"]]
+
+    async def finish(self, timeout: float = 20) -> None:
+        await asyncio.wait_for(self.task, timeout)
+
+
+# The broker
+
+
+def test_a_run_subscription_gets_its_run_and_an_all_subscription_every_run() -> None:
+    broker = Broker()
+    with broker.subscription("a") as only_a, broker.subscription() as everything:
+        broker.publish([*live_events("a", 1, 2), *live_events("b", 3, 1)])
+        assert [e.event_id for e in only_a.take()] == [1, 2]
+        assert [e.event_id for e in everything.take()] == [1, 2, 3]
+        assert broker.subscribers == 2
+    assert broker.subscribers == 0
+
+
+def test_a_client_that_falls_behind_is_marked_for_resync_and_holds_nothing() -> None:
+    broker = Broker(queue_limit=100)
+    with broker.subscription("a") as slow, broker.subscription("a") as fast:
+        taken: list[LiveEvent] = []
+        for start in range(1, 1001, 10):
+            broker.publish(live_events("a", start, 10))
+            taken.extend(fast.take())
+        assert [e.event_id for e in taken] == list(range(1, 1001))
+        assert slow.overflowed
+        assert slow.take() == []
+        slow.reset()
+        assert not slow.overflowed
+        broker.publish(live_events("a", 1001, 1))
+        assert [e.event_id for e in slow.take()] == [1001]
+
+
+@pytest.mark.anyio
+async def test_closing_the_broker_wakes_and_ends_every_subscription() -> None:
+    broker = Broker()
+    with broker.subscription("a") as waiting:
+        waiter = asyncio.create_task(waiting.wait())
+        await asyncio.sleep(0)
+        broker.close()
+        assert await asyncio.wait_for(waiter, 1) is True
+        assert waiting.closed
+    with broker.subscription() as late:
+        assert late.closed
+
+
+@pytest.mark.anyio
+async def test_waiting_times_out_when_nothing_is_published() -> None:
+    with Broker().subscription() as subscription:
+        assert await subscription.wait(0.01) is False
+
+
+# Streams, against a real store
+
+
+@pytest.mark.anyio
+async def test_a_stream_sends_what_it_missed_from_the_store_then_follows_and_closes(store: Store) -> None:
+    broker = Broker()
+    appender = Appender(store, broker)
+    t, root = long_run(3)
+    append_events(store, t.events)
+    with broker.subscription(t.trace_id) as subscription:
+        collector = Collector(messages(RunFeed(store, t.trace_id), subscription, 2, 0.05))
+        for _ in range(3):
+            before = len(t.events)
+            t.end(t.start("turn", root))
+            await appender.append(t.events[before:], stream="test")
+        t.end(root, success=True)
+        await appender.append(t.events[-1:], stream="test")
+        await collector.finish()
+    assert collector.event_ids() == list(range(3, len(t.events) + 1))
+    for message in collector.messages[:-1]:
+        assert message.id == str(message.json()["events"][-1]["id"])
+    assert collector.messages[-1].event == "close"
+
+
+@pytest.mark.anyio
+async def test_events_stored_while_a_stream_catches_up_are_neither_lost_nor_doubled(store: Store) -> None:
+    broker = Broker()
+    appender = Appender(store, broker)
+    t, root = long_run(2500)  # 5,001 events: several pages read back from the store
+    append_events(store, t.events)
+    with broker.subscription(t.trace_id) as subscription:
+        collector = Collector(messages(RunFeed(store, t.trace_id), subscription, 0, 0.01))
+        for _ in range(40):
+            before = len(t.events)
+            t.end(t.start("turn", root))
+            await appender.append(t.events[before:], stream="test")
+        t.end(root)
+        await appender.append(t.events[-1:], stream="test")
+        await collector.finish()
+    assert collector.event_ids() == list(range(1, len(t.events) + 1))
+
+
+@pytest.mark.anyio
+async def test_bursts_are_coalesced_to_one_message_per_interval(store: Store) -> None:
+    broker = Broker()
+    appender = Appender(store, broker)
+    t, root = long_run(0)
+    append_events(store, t.events)
+    interval = 0.2
+    with broker.subscription(t.trace_id) as subscription:
+        collector = Collector(messages(RunFeed(store, t.trace_id), subscription, 1, interval))
+        started = time.monotonic()
+        for _ in range(60):
+            before = len(t.events)
+            t.point("sys:log", root, message="tick")
+            await appender.append(t.events[before:], stream="test")
+        t.end(root)
+        await appender.append(t.events[-1:], stream="test")
+        await collector.finish()
+        elapsed = time.monotonic() - started
+    sent = [at for at, message in collector.received if message.event == "events"]
+    assert collector.event_ids() == list(range(2, len(t.events) + 1))
+    assert len(sent) <= elapsed / interval + 2
+    assert len(sent) < 61 / 2
+    assert all(later - earlier >= interval * 0.9 for earlier, later in itertools.pairwise(sent))
+
+
+@pytest.mark.anyio
+async def test_a_slow_client_is_told_to_resync_and_still_gets_every_event_once(store: Store) -> None:
+    broker = Broker(queue_limit=10)
+    appender = Appender(store, broker)
+    t, root = long_run(0)
+    await appender.append(t.events, stream="test")
+    received: list[Message] = []
+    with broker.subscription(t.trace_id) as subscription:
+        stream = messages(RunFeed(store, t.trace_id), subscription, 0, 0.0)
+        await anext(stream)  # the opening comment
+        received.append(decoded(await anext(stream)))
+        # Following live: the next message goes out when the next batch is stored...
+        waiting = asyncio.create_task(anext(stream))
+        t.end(t.start("turn", root))
+        await appender.append(t.events[-2:], stream="test")
+        received.append(decoded(await waiting))
+        # ...and then the client reads nothing while 100 events arrive: its queue of 10 overflows.
+        for _ in range(50):
+            before = len(t.events)
+            t.end(t.start("tools:execute", root))
+            await appender.append(t.events[before:], stream="test")
+        assert subscription.overflowed
+        t.end(root)
+        await appender.append(t.events[-1:], stream="test")
+        received.extend([decoded(m) async for m in stream])
+    kinds = [m.event for m in received]
+    assert kinds[:4] == ["events", "events", "resync", "events"]
+    assert kinds[-1] == "close"
+    ids = [e["id"] for m in received if m.event == "events" for e in m.json()["events"]]
+    assert ids == list(range(1, len(t.events) + 1))
+    assert received[2].json() == {"after": 3}
+
+
+@pytest.mark.anyio
+async def test_a_stream_of_a_finished_run_sends_it_and_closes_at_once(store: Store) -> None:
+    t, root = long_run(1)
+    t.end(root)
+    append_events(store, t.events)
+    with Broker().subscription(t.trace_id) as subscription:
+        sent = [decoded(m) async for m in messages(RunFeed(store, t.trace_id), subscription, 0, 0.2) if m.data]
+    assert [m.event for m in sent] == ["events", "close"]
+    assert [e["type"] for e in sent[0].json()["events"]] == ["agent:start", "turn:start", "turn:end", "agent:end"]
+
+
+@pytest.mark.anyio
+async def test_a_stream_ends_when_the_server_stops(store: Store) -> None:
+    broker = Broker()
+    with broker.subscription("nothing-yet") as subscription:
+        collector = Collector(messages(RunFeed(store, "nothing-yet"), subscription, 0, 0.01))
+        await asyncio.sleep(0.05)
+        broker.close()
+        await collector.finish(timeout=2)
+    assert collector.messages == []
+
+
+@pytest.mark.anyio
+async def test_the_runs_stream_names_the_runs_that_changed(store: Store) -> None:
+    broker = Broker()
+    appender = Appender(store, broker)
+    first, second, third = Trace(), Trace(), Trace()
+    for t in (first, second, third):
+        t.start("agent")
+    append_events(store, first.events)
+    append_events(store, second.events)
+    with broker.subscription() as subscription:
+        stream = messages(RunsFeed(store), subscription, 1, 0.0)
+        await anext(stream)
+        missed = decoded(await anext(stream))
+        await appender.append(third.events, stream="test")
+        fresh = decoded(await anext(stream))
+        await stream.aclose()
+    assert (missed.event, missed.json(), missed.id) == ("runs", {"traces": [second.trace_id]}, "2")
+    assert (fresh.json(), fresh.id) == ({"traces": [third.trace_id]}, "3")
+
+
+# The endpoints, through httpx (a finished run's stream ends, so it can be read whole)
+
+
+async def get(store: Store, path: str, **headers: Any) -> httpx2.Response:
+    app = create_app(store)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:
+        return await client.get(path, headers=headers)
+
+
+@pytest.mark.anyio
+async def test_the_run_stream_resumes_after_last_event_id(store: Store) -> None:
+    t, root = long_run(2)
+    t.end(root)
+    append_events(store, t.events)
+    response = await get(store, f"/runs/{t.trace_id}/live", **{"Last-Event-ID": "3"})
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.headers["cache-control"] == "no-store"
+    sent = list(parse(response.text.splitlines()))
+    assert [m.event for m in sent] == ["events", "close"]
+    assert [e["id"] for e in sent[0].json()["events"]] == [4, 5, 6]
+    assert sent[0].id == "6"
+    assert "retry: 1000" in response.text
+
+
+@pytest.mark.anyio
+async def test_the_header_wins_over_the_query_and_after_starts_a_stream(store: Store) -> None:
+    t, root = long_run(1)
+    t.end(root)
+    append_events(store, t.events)
+    by_query = await get(store, f"/runs/{t.trace_id}/live?after=2")
+    by_header = await get(store, f"/runs/{t.trace_id}/live?after=0", **{"Last-Event-ID": "3"})
+    assert [e["id"] for e in next(parse(by_query.text.splitlines())).json()["events"]] == [3, 4]
+    assert [e["id"] for e in next(parse(by_header.text.splitlines())).json()["events"]] == [4]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("header", "query"), [("abc", ""), (None, "?after=-1"), ("1.5", "")])
+async def test_a_start_that_is_not_an_event_id_is_a_400(store: Store, header: str | None, query: str) -> None:
+    headers = {"Last-Event-ID": header} if header is not None else {}
+    response = await get(store, f"/runs/x/live{query}", **headers)
+    assert response.status_code == 400
+    assert "must be an event id (a whole number >= 0)" in response.json()["error"]
