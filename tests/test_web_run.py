@@ -148,13 +148,14 @@ def test_bad_view_state_is_a_clear_error(
 ) -> None:
     response = client.get(f"/runs/{research_run}?{query}")
     assert response.status_code == status
-    assert message in response.text
+    assert message in one(html(response.text), ".error-page .error-detail").text()
 
 
 def test_unknown_run_is_404(client: TestClient) -> None:
     response = client.get("/runs/0123456789abcdef0123456789abcdef")
     assert response.status_code == 404
-    assert "no run" in response.text
+    assert "no run" in one(html(response.text), ".error-page .error-detail").text()
+    assert response.headers["server-timing"].startswith("app;dur=")
 
 
 def test_a_crowded_parent_is_paged(client: TestClient, store: Store, tmp_path: Path) -> None:
