@@ -22,7 +22,7 @@ updates. Heartbeats are SSE comments every `live_heartbeat` seconds.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Protocol
 
 import anyio
@@ -43,6 +43,8 @@ from devtool.web.settings import Settings
 PAGE = 1000
 # How soon (ms) a browser reconnects after the connection drops.
 RETRY_MS = 1000
+# How long (s) a stream has to end by itself when the server stops, before it is cancelled.
+SHUTDOWN_GRACE = 2.0
 
 
 class Feed(Protocol):
@@ -118,10 +120,12 @@ class RunsFeed:
 
 
 async def messages(
-    feed: Feed, subscription: Subscription, after: int, interval: float
+    feed: Feed, subscription: Subscription, after: int, interval: float, stopping: anyio.Event | None = None
 ) -> AsyncIterator[ServerSentEvent]:
     """One client's stream: what the store holds after `after`, then what is published, one message per
-    `interval` at most; `resync` and the store again after an overflow; `close` when the feed is over."""
+    `interval` at most; `resync` and the store again after an overflow; `close` when the feed is over.
+    It ends without `close` when the broker closes or `stopping` is set (the server is stopping)."""
+    stopping = stopping or anyio.Event()
     yield ServerSentEvent(comment="devtool live", retry=RETRY_MS)
     last = after
     sent_at = 0.0
@@ -138,8 +142,8 @@ async def messages(
             yield ServerSentEvent(data="{}", event="close")
             return
         while not subscription.overflowed:
-            await subscription.wait()
-            if subscription.closed:
+            await _wait(subscription, stopping)
+            if subscription.closed or stopping.is_set():
                 return
             # Coalesce: whatever else arrives before the interval is up goes out in the same message.
             await anyio.sleep(max(0.0, sent_at + interval - time.monotonic()))
@@ -155,6 +159,18 @@ async def messages(
                 yield ServerSentEvent(data="{}", event="close")
                 return
         resync = True
+
+
+async def _wait(subscription: Subscription, stopping: anyio.Event) -> None:
+    """Until the subscription has something to take, or the server is stopping."""
+    async with anyio.create_task_group() as group:
+
+        async def until(waiter: Callable[[], Awaitable[object]]) -> None:
+            await waiter()
+            group.cancel_scope.cancel()
+
+        group.start_soon(until, subscription.wait)
+        group.start_soon(until, stopping.wait)
 
 
 def _start(request: Request) -> int | Response:
@@ -178,12 +194,17 @@ def _response(request: Request, feed: Feed) -> Response:
     live = request.app.state.live
     settings: Settings = request.app.state.settings
 
+    # Set by sse-starlette when the server is stopping: the stream then ends cleanly, within the grace.
+    stopping = anyio.Event()
+
     async def events() -> AsyncIterator[ServerSentEvent]:
         with live.broker.subscription(feed.trace_id) as subscription:
-            async for message in messages(feed, subscription, start, settings.live_interval):
+            async for message in messages(feed, subscription, start, settings.live_interval, stopping):
                 yield message
 
-    return EventSourceResponse(events(), ping=settings.live_heartbeat)
+    return EventSourceResponse(
+        events(), ping=settings.live_heartbeat, shutdown_event=stopping, shutdown_grace_period=SHUTDOWN_GRACE
+    )
 
 
 async def run_live(request: Request) -> Response:

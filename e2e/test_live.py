@@ -1,0 +1,152 @@
+"""Live attachment end to end: a real `devtool serve`, a real agent process (`devtool run`), real SSE sockets.
+
+The agent is the research demo with a `ScriptedModel` that sleeps between answers, streaming with
+`--to` (HttpSink) and writing the same events to a JSONL file with `--trace`: that file is the ground
+truth of what the run emitted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+from e2e.conftest import Server, ServerFactory
+from tests.sse import Message, SseStream
+
+
+def start_agent(
+    tmp_path: Path, *, delay: float, to: str | None = None, trace: Path | None = None
+) -> subprocess.Popen[str]:
+    args = [
+        sys.executable,
+        "-m",
+        "devtool",
+        "run",
+        "devtool.demo.research:main",
+        "--props",
+        json.dumps({"delay": delay}),
+    ]
+    if to is not None:
+        args += ["--to", to]
+    if trace is not None:
+        args += ["--trace", str(trace)]
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "agent-data")}
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def event_ids(messages: list[Message]) -> list[int]:
+    return [event["id"] for m in messages if m.event == "events" for event in m.json()["events"]]
+
+
+def whole_run(server: Server, trace_id: str) -> list[Message]:
+    """Every message of the run's stream from its first event, up to the `close` that ends it."""
+    stream = SseStream(f"{server.url}runs/{trace_id}/live?after=0")
+    try:
+        return list(stream.messages())
+    finally:
+        stream.close()
+
+
+def first_run(runs: Iterator[Message]) -> tuple[str, int]:
+    """The trace id of the first run the runs-list stream names, and the message's id."""
+    message = next(m for m in runs if m.event == "runs")
+    return message.json()["traces"][0], int(message.id or 0)
+
+
+def emitted(path: Path) -> list[tuple[str, str, float]]:
+    events = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    return sorted((e["trace"]["spanId"], e["type"], float(e["timestamp"])) for e in events)
+
+
+def summarized(messages: list[Message]) -> list[tuple[str, str, float]]:
+    return sorted(
+        (e["spanId"], e["type"], float(e["timestamp"]))
+        for m in messages
+        if m.event == "events"
+        for e in m.json()["events"]
+    )
+
+
+def test_a_client_that_reconnects_with_last_event_id_gets_every_missed_event_once(
+    serve: ServerFactory, tmp_path: Path
+) -> None:
+    server = serve()
+    runs = SseStream(f"{server.url}live/runs")
+    trace = tmp_path / "emitted.jsonl"
+    agent = start_agent(tmp_path, delay=0.3, to=server.url, trace=trace)
+    try:
+        listening = runs.messages()
+        trace_id, _ = first_run(listening)
+        first = SseStream(f"{server.url}runs/{trace_id}/live?after=0")
+        before = next(m for m in first.messages() if m.event == "events")
+        first.close()  # the connection dies mid-run
+        last_seen = int(before.id or 0)
+        # Wait until events were stored that the dead connection did not get.
+        next(m for m in listening if m.event == "runs" and int(m.id or 0) > last_seen)
+        second = SseStream(f"{server.url}runs/{trace_id}/live", last_event_id=str(last_seen))
+        after = list(second.messages())
+        second.close()
+        assert agent.wait(60) == 0
+    finally:
+        runs.close()
+        agent.kill()
+    assert after[-1].event == "close"
+    missed = event_ids(after)
+    assert missed
+    assert missed[0] > last_seen
+    got = event_ids([before]) + missed
+    everything = event_ids(whole_run(server, trace_id))
+    assert got == everything
+    assert len(set(got)) == len(got)
+    assert len(everything) == len(emitted(trace))
+    assert summarized([before, *after]) == emitted(trace)
+
+
+def test_the_agent_finishes_when_the_devtool_stops_in_the_middle_of_its_run(
+    serve: ServerFactory, tmp_path: Path
+) -> None:
+    server = serve()
+    runs = SseStream(f"{server.url}live/runs")
+    trace = tmp_path / "emitted.jsonl"
+    agent = start_agent(tmp_path, delay=0.3, to=server.url, trace=trace)
+    try:
+        trace_id, _ = first_run(runs.messages())
+        server.process.terminate()
+        server.process.wait(15)
+        out, err = agent.communicate(timeout=60)
+    finally:
+        runs.close()
+        agent.kill()
+    assert agent.returncode == 0, err
+    assert json.loads(out)["report"].startswith("Recommendation")
+    spools = list((tmp_path / "agent-data" / "devtool" / "spool").glob("*.jsonl"))
+    assert len(spools) == 1
+    assert f"events are spooled to {spools[0]}" in err
+    # What reached the DevTool before it stopped, and the spool loaded afterwards: the whole run, once.
+    restarted = serve(str(spools[0]), db=server.db)
+    messages = whole_run(restarted, trace_id)
+    assert messages[-1].event == "close"
+    assert summarized(messages) == emitted(trace)
+    assert len(emitted(spools[0])) < len(emitted(trace))
+
+
+def test_a_followed_file_streams_the_run_an_agent_writes_into_it(serve: ServerFactory, tmp_path: Path) -> None:
+    trace = tmp_path / "agent.jsonl"
+    server = serve("--follow", str(trace))
+    runs = SseStream(f"{server.url}live/runs")
+    agent = start_agent(tmp_path, delay=0.2, trace=trace)
+    try:
+        trace_id, _ = first_run(runs.messages())
+        messages = whole_run(server, trace_id)
+        assert agent.wait(60) == 0
+    finally:
+        runs.close()
+        agent.kill()
+    assert messages[-1].event == "close"
+    assert summarized(messages) == emitted(trace)
