@@ -16,13 +16,14 @@ from devtool.web import ingest, live
 from devtool.web.assets import asset_dir
 from devtool.web.settings import Settings
 from devtool.web.templating import make_environment
-from devtool.web.views import runs, upload
+from devtool.web.views import process, runs, upload
 
 
 def create_app(store: Store, settings: Settings | None = None) -> Starlette:
     routes: list[BaseRoute] = [
         *runs.routes,
         *upload.routes,
+        *process.routes,
         *ingest.routes,
         *live.routes,
         Mount("/static", app=StaticFiles(directory=asset_dir("static")), name="static"),

@@ -1,0 +1,92 @@
+"""The process page's view state, which is all in the URL.
+
+`/processes/<id>?entry=<entry id>&open=<trace id>&open=…&start=<ms>&end=<ms>&page=<n>`: the selected
+entry, the invocations opened into their runs, the time window (absolute ms since the epoch, like the
+run page's), and the page of the entries table. A reload or a copied link shows the same thing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from starlette.datastructures import QueryParams
+
+from devtool.web.links import QueryValue, process_url
+from devtool.web.run_state import BadViewState
+
+MAX_ID = 500
+MAX_OPEN = 20
+MAX_PAGE = 1_000_000
+
+
+@dataclass(frozen=True)
+class ProcessView:
+    entry: str | None = None
+    open: tuple[str, ...] = ()
+    start: float | None = None
+    end: float | None = None
+    page: int | None = None  # None: the page that holds the selected entry (or the first)
+
+    @classmethod
+    def from_query(cls, query: QueryParams) -> ProcessView:
+        entry = query.get("entry") or None
+        if entry is not None and len(entry) > MAX_ID:
+            raise BadViewState(f"entry is {len(entry)} characters long: not an entry id")
+        opened = tuple(dict.fromkeys(value for value in query.getlist("open") if value))
+        if len(opened) > MAX_OPEN or any(len(value) > MAX_ID for value in opened):
+            raise BadViewState(f"open takes up to {MAX_OPEN} trace ids")
+        start, end = _number(query, "start"), _number(query, "end")
+        if (start is None) != (end is None):
+            raise BadViewState("a window needs both start and end")
+        if start is not None and end is not None and end <= start:
+            raise BadViewState(f"the window must end after it starts (start={start}, end={end})")
+        page = query.get("page") or None
+        if page is not None and not (page.isdigit() and 1 <= int(page) <= MAX_PAGE):
+            raise BadViewState(f"page must be a number from 1 to {MAX_PAGE}, not {page[:40]!r}")
+        return cls(entry, opened, start, end, None if page is None else int(page))
+
+    @property
+    def zoomed(self) -> bool:
+        return self.start is not None
+
+    def select(self, entry: str | None) -> ProcessView:
+        """This view with `entry` selected (the table then shows the page that holds it)."""
+        return replace(self, entry=entry, page=None)
+
+    def toggle(self, trace_id: str) -> ProcessView:
+        opened = tuple(t for t in self.open if t != trace_id) if trace_id in self.open else (*self.open, trace_id)
+        return replace(self, open=opened)
+
+    def window(self, start: float | None, end: float | None) -> ProcessView:
+        return replace(self, start=start, end=end)
+
+    def at_page(self, page: int) -> ProcessView:
+        return replace(self, page=page)
+
+    def url(self, process_id: str) -> str:
+        query: dict[str, QueryValue] = {
+            "entry": self.entry,
+            "open": self.open,
+            "start": _short(self.start),
+            "end": _short(self.end),
+            "page": self.page,
+        }
+        return process_url(process_id, **query)
+
+
+def _number(query: QueryParams, name: str) -> float | None:
+    raw = query.get(name)
+    if raw in (None, ""):
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadViewState(f"{name} must be a time in ms since the epoch, not {raw[:40]!r}") from None
+    if not math.isfinite(value):
+        raise BadViewState(f"{name} must be a finite number, not {raw[:40]!r}")
+    return value
+
+
+def _short(value: float | None) -> str | None:
+    return None if value is None else f"{value:.3f}".rstrip("0").rstrip(".")
