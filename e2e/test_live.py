@@ -11,10 +11,11 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
+from playwright.sync_api import Page, expect
 
 from e2e.conftest import Server, ServerFactory
 from tests.sse import Message, SseStream
@@ -150,3 +151,54 @@ def test_a_followed_file_streams_the_run_an_agent_writes_into_it(serve: ServerFa
         agent.kill()
     assert messages[-1].event == "close"
     assert summarized(messages) == emitted(trace)
+
+
+def bars_and_nodes(page: Page) -> tuple[int, int, int]:
+    """Spans on the timeline (some bars hold several), nodes in the frame tree, bars drawn running."""
+    return page.evaluate(
+        "[+document.querySelector('#timeline').dataset.spans, document.querySelectorAll('#tree li.node').length,"
+        " document.querySelectorAll('#bars rect.bar.s-running').length]"
+    )
+
+
+def test_the_pages_follow_a_running_agent_without_reload(
+    page: Page, serve: ServerFactory, tmp_path: Path, screenshot_path: Callable[[str], Path]
+) -> None:
+    server = serve()
+    page.goto(server.url)
+    agent = start_agent(tmp_path, delay=1.0, to=server.url)
+    try:
+        # The runs list gains the new run, badged live, without a reload.
+        row = page.locator("tr.run-row")
+        expect(row.locator(".live-badge")).to_have_text("live", timeout=20_000)
+        page.screenshot(path=screenshot_path("live-runs-list"), full_page=True)
+        row.locator("a.run-link").click()
+        expect(page.locator("#run-header .status-badge")).to_have_text("running")
+        page.evaluate("window.liveMarker = 'not reloaded'")
+        seen: list[tuple[int, int, int]] = []
+        while page.locator("#run-header .status-badge").inner_text() != "completed":
+            counts = bars_and_nodes(page)
+            if not seen or counts != seen[-1]:
+                seen.append(counts)
+                if len(seen) == 3:
+                    page.screenshot(path=screenshot_path("live-run-running"), full_page=True)
+            assert agent.poll() in (None, 0), agent.stderr.read() if agent.stderr else ""
+            page.wait_for_timeout(50)
+        assert agent.wait(30) == 0
+    finally:
+        agent.kill()
+    page.wait_for_timeout(500)
+    final = bars_and_nodes(page)
+    page.screenshot(path=screenshot_path("live-run-completed"), full_page=True)
+    assert page.evaluate("window.liveMarker") == "not reloaded"
+    # Spans appeared a few at a time as the agent went, while some were drawn running, and the tree grew.
+    spans = [bars for bars, _, _ in seen]
+    assert len(set(spans)) >= 4, seen
+    assert spans == sorted(spans)
+    assert any(running for _, _, running in seen)
+    assert final[0] >= spans[-1]
+    assert final[2] == 0
+    assert [nodes for _, nodes, _ in seen][-1] > seen[0][1]
+    # The run is complete: the page stopped listening and shows what the store holds.
+    assert page.locator("#run-live [hx-trigger*='sse:']").count() == 0
+    expect(page.locator(".run-facts")).to_contain_text("events")

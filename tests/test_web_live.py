@@ -6,19 +6,23 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 from sse_starlette import ServerSentEvent
+from starlette.testclient import TestClient
 
-from devtool.store import Store, append_events
+from devtool.store import Store, append_events, load_file
+from devtool.store.queries import last_event_id
 from devtool.web import create_app
 from devtool.web.live import Appender, Broker, LiveEvent
 from devtool.web.live.streams import RunFeed, RunsFeed, messages
 from tests.conftest import Trace
 from tests.sse import Message, parse
+from tests.web_runs import html, one
 
 
 @pytest.fixture
@@ -300,3 +304,71 @@ async def test_a_start_that_is_not_an_event_id_is_a_400(store: Store, header: st
     response = await get(store, f"/runs/x/live{query}", **headers)
     assert response.status_code == 400
     assert "must be an event id (a whole number >= 0)" in response.json()["error"]
+
+
+# The pages' live hooks: one listener per page, fragments that refresh on its messages
+
+
+@pytest.fixture
+def client(store: Store) -> Iterator[TestClient]:
+    with TestClient(create_app(store)) as client:
+        yield client
+
+
+def test_a_running_runs_page_has_one_listener_and_refreshing_panes(client: TestClient, store: Store) -> None:
+    t, root = long_run(2)
+    append_events(store, t.events, stream="http")
+    page = html(client.get(f"/runs/{t.trace_id}?span={root}").text)
+    listener = one(page, "[sse-connect]")
+    assert listener.attributes["sse-connect"] == f"/runs/{t.trace_id}/live?after={len(t.events)}"
+    assert listener.attributes["sse-close"] == "close"
+    assert listener.attributes["hx-ext"] == "sse"
+    for selector in ("#run-header", "#timeline", "#tree"):
+        pane = one(listener, selector)
+        assert "sse:events" in (pane.attributes["hx-trigger"] or ""), selector
+    # They refresh the view the page shows: the selected span stays selected.
+    assert one(page, "#timeline").attributes["hx-get"] == f"/runs/{t.trace_id}/timeline?span={root}"
+    assert one(page, "#tree").attributes["hx-get"] == f"/runs/{t.trace_id}/tree?span={root}"
+
+
+def test_a_finished_runs_page_does_not_listen(client: TestClient, store: Store) -> None:
+    t, root = long_run(1)
+    t.end(root)
+    append_events(store, t.events)
+    page = html(client.get(f"/runs/{t.trace_id}").text)
+    assert page.css("[sse-connect]") == []
+    assert page.css("[hx-trigger*='sse:']") == []
+
+
+def test_the_refreshed_fragments_show_the_run_as_it_is_now(client: TestClient, store: Store) -> None:
+    t, root = long_run(1)
+    append_events(store, t.events)
+    running = html(client.get(f"/runs/{t.trace_id}/header", headers={"HX-Request": "true"}).text)
+    assert one(running, ".status-badge").text() == "running"
+    turn = t.start("turn", root)
+    t.end(turn)
+    t.end(root)
+    append_events(store, t.events[3:])
+    header = html(client.get(f"/runs/{t.trace_id}/header", headers={"HX-Request": "true"}).text)
+    assert one(header, ".status-badge").text() == "completed"
+    assert one(header, "#run-header").attributes.get("hx-trigger") is None
+    tree = html(client.get(f"/runs/{t.trace_id}/tree", headers={"HX-Request": "true"}).text)
+    assert one(tree, f"#node-{turn}")
+    assert one(tree, "#tree").attributes.get("hx-trigger") is None
+
+
+def test_the_runs_page_listens_once_and_badges_live_runs(client: TestClient, store: Store, tmp_path: Path) -> None:
+    streaming, _ = long_run(1)
+    append_events(store, streaming.events, stream="http")
+    finished, root = long_run(1)
+    finished.end(root)
+    append_events(store, finished.events, stream="http")
+    loaded, _ = long_run(1)  # a trace file cut before its end: running, but nothing is streaming it
+    load_file(store, loaded.write(tmp_path / "cut.jsonl"))
+    page = html(client.get("/").text)
+    listener = one(page, "[sse-connect]")
+    assert listener.attributes["sse-connect"] == f"/live/runs?after={last_event_id(store)}"
+    results = one(listener, "#runs-results")
+    assert (results.attributes["hx-trigger"], results.attributes["hx-include"]) == ("sse:runs", "#runs-filter")
+    badged = [row.attributes["data-trace-id"] for row in page.css("tr.run-row") if row.css(".live-badge")]
+    assert badged == [streaming.trace_id]

@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from devtool.store import NotFoundError, Store
-from devtool.store.queries import RunSummary, get_run, timeline_window
+from devtool.store.queries import RunSummary, get_run, last_event_id, timeline_window
 from devtool.store.queries.navigation import search_spans
 from devtool.web.run_state import BadViewState, RunView
 from devtool.web.span_view import span_view
@@ -37,6 +37,8 @@ LIVE_WITHIN_MS = 10 * 60 * 1000
 def run_page(request: Request) -> HTMLResponse:
     store: Store = request.app.state.store
     trace_id, view = _trace_and_view(request)
+    # Read first: the page's live stream starts after it, so nothing stored while it renders is missed.
+    live_after = last_event_id(store)
     run = _or_404(get_run, store, trace_id)
     if run.kind != "trace":
         raise HTTPException(404, f"{trace_id} is a process journal: see /processes/{trace_id}")
@@ -49,6 +51,7 @@ def run_page(request: Request) -> HTMLResponse:
         "tree": tree,
         "path": {step.span_id for step in path},
         "detail": _or_404(span_view, store, trace_id, view.span, path) if view.span else None,
+        "live_after": live_after,
     }
     response = render(request, "run.html", context, fragment="_workspace.html")
     if wants_fragment(request):
@@ -64,6 +67,22 @@ def timeline_fragment(request: Request) -> HTMLResponse:
     response = render(request, "_timeline.html", context)
     response.headers["HX-Replace-Url"] = view.url(trace_id)
     return response
+
+
+def run_header(request: Request) -> HTMLResponse:
+    """The header alone: what a live run's page refreshes as events arrive."""
+    trace_id, _ = _trace_and_view(request)
+    return render(request, "_run_header.html", {"run": _or_404(get_run, request.app.state.store, trace_id)})
+
+
+def tree_fragment(request: Request) -> HTMLResponse:
+    """The frame tree alone, opened to the selected span: what a live run's page refreshes."""
+    store: Store = request.app.state.store
+    trace_id, view = _trace_and_view(request)
+    run = _or_404(get_run, store, trace_id)
+    tree, path = run_tree(store, trace_id, view.span)
+    context = {"run": run, "view": view, "tree": tree, "path": {step.span_id for step in path}}
+    return render(request, "_tree.html", context)
 
 
 def tree_children(request: Request) -> HTMLResponse:
@@ -139,6 +158,8 @@ def _or_404(query: Any, *args: Any, **kwargs: Any) -> Any:
 routes = [
     Route("/runs/{trace_id}", run_page, name="run"),
     Route("/runs/{trace_id}/timeline", timeline_fragment, name="run_timeline"),
+    Route("/runs/{trace_id}/header", run_header, name="run_header"),
+    Route("/runs/{trace_id}/tree", tree_fragment, name="run_tree"),
     Route("/runs/{trace_id}/tree/{span_id}/children", tree_children, name="run_tree_children"),
     Route("/runs/{trace_id}/search", span_search, name="run_search"),
 ]

@@ -18,7 +18,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from devtool.store import Store
-from devtool.store.queries import RunSummary, list_runs
+from devtool.store.queries import RunSummary, last_event_id, list_runs
 from devtool.store.queries.runs import STATUSES
 from devtool.web.links import with_query
 from devtool.web.templating import render
@@ -133,8 +133,10 @@ def runs_page(request: Request) -> HTMLResponse:
     except BadFilter as exc:
         error = str(exc)
         chosen = RunsFilter.lenient(request.query_params)
+    # Read first: the page's live stream starts after it, so no run stored while it renders is missed.
+    live_after = last_event_id(request.app.state.store)
     listing = runs_list(request.app.state.store, chosen)
-    context = page_context(request, listing, filter_error=error)
+    context = page_context(request, listing, filter_error=error, live_after=live_after)
     return render(request, "runs.html", context, fragment="_runs_table.html", status_code=400 if error else 200)
 
 
