@@ -1,6 +1,5 @@
-"""What the process page shows, built from the store: the journal's lanes on a time axis, its
-invocations opened into their runs' spans on the same axis, a page of the entries table, and an entry's
-state just before and just after it.
+"""The process page's chart and table, built from the store: the journal's lanes on a time axis, its
+invocations opened into their runs' spans on the same axis, and a page of the entries table.
 
 Everything on the chart is placed in percent of the time window, so it fills any pane width without
 the browser telling the server its size. The store bounds what comes back: the journal answers with
@@ -10,12 +9,10 @@ one mark per entry type and column (`journal_marks`), an opened run with one bar
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 
-from devtool.store import NotFoundError, Store, StoreError
-from devtool.store.queries import JournalState, StoredEntry, journal_entries, journal_state_at, timeline_window
+from devtool.store import NotFoundError, Store
+from devtool.store.queries import StoredEntry, journal_entries, timeline_window
 from devtool.store.queries.journal_lane import (
     Invocation,
     JournalMark,
@@ -23,7 +20,7 @@ from devtool.store.queries.journal_lane import (
     entry_position,
     journal_marks,
 )
-from devtool.web.diff import Change, diff
+from devtool.web.journal_words import KNOWN_TYPES, LANE_OF, LANES, summarize
 from devtool.web.links import run_url
 from devtool.web.process_state import ProcessView
 from devtool.web.timeline_layout import format_duration, layout, ticks
@@ -31,23 +28,6 @@ from devtool.web.timeline_layout import format_duration, layout, ticks
 COLUMNS = 1000  # of the lane and of an opened run: about a pixel each in a full-width pane
 PAGE_SIZE = 100
 PAD = 0.015  # of the window on each side, so the first and last marks are not cut in half
-SUMMARY_CHARS = 160
-CONVERSATION_TAIL = 6  # messages shown of the conversation an entry leaves unchanged
-
-# The lanes of the chart, top to bottom, and the entry types each one draws. Other types go to "other".
-LANES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("lifecycle", "Lifecycle", ("state_transition", "restart")),
-    ("triggers", "Triggers", ("trigger_event",)),
-    ("invocations", "Invocations", ("invocation_start", "invocation_result")),
-    ("context", "Context", ("context_update",)),
-    ("conversation", "Conversation", ("user_prompt", "assistant_message", "conversation_turn")),
-    ("tools", "Tools & code", ("tool_call", "tool_result", "file_write", "file_change", "code_execution")),
-    ("checkpoints", "Checkpoints", ("checkpoint", "rewind")),
-    ("errors", "Errors", ("error",)),
-    ("other", "Other types", ()),
-)
-LANE_OF = {entry_type: key for key, _, types in LANES for entry_type in types}
-KNOWN_TYPES = frozenset(LANE_OF)
 
 
 @dataclass(frozen=True)
@@ -148,102 +128,6 @@ class Table:
     first: int  # 1-based number of the first row
     prev_href: str | None
     next_href: str | None
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """An entry's effect on the conversation: what it kept (its last messages), dropped and added."""
-
-    earlier: int  # kept messages not shown
-    kept: tuple[dict[str, Any], ...]
-    removed: tuple[dict[str, Any], ...]
-    added: tuple[dict[str, Any], ...]
-
-
-@dataclass(frozen=True)
-class EntryDetail:
-    entry: StoredEntry
-    summary: str
-    known: bool
-    number: int
-    offset: str
-    run_href: str | None
-    before: JournalState | None
-    after: JournalState | None
-    context: tuple[Change, ...]
-    conversation: Conversation | None
-    error: str | None  # the state could not be rebuilt: why
-
-    @property
-    def context_changes(self) -> int:
-        return sum(change.change != "same" for change in self.context)
-
-    @property
-    def lifecycle_changed(self) -> bool:
-        return (
-            self.before is not None
-            and self.after is not None
-            and (self.before.lifecycle_state != self.after.lifecycle_state)
-        )
-
-
-def summarize(entry_type: str, data: dict[str, Any]) -> str:
-    """One line saying what an entry did, in the words of its type; any other type as compact JSON."""
-    text = _summary(entry_type, data)
-    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
-
-
-def _summary(entry_type: str, data: dict[str, Any]) -> str:
-    get = data.get
-    match entry_type:
-        case "state_transition":
-            reason = f" ({_text(get('reason'))})" if get("reason") else ""
-            return f"{_text(get('from_state', '?'))} → {_text(get('to_state', '?'))}{reason}"
-        case "trigger_event":
-            rest = {k: v for k, v in data.items() if k not in ("trigger_type", "trigger_id")}
-            who = " ".join(_text(get(k)) for k in ("trigger_type", "trigger_id") if get(k))
-            return f"{who or 'trigger'}{': ' + _compact(rest.get('payload', rest)) if rest else ''}"
-        case "context_update":
-            return f"{_text(get('key', '?'))} = {_compact(get('value'))}"
-        case "user_prompt":
-            return f"user: {_text(get('prompt', get('content', '')))}"
-        case "assistant_message":
-            return f"assistant: {_text(get('content', ''))}"
-        case "conversation_turn":
-            return f"{_text(get('role', '?'))}: {_text(get('content', ''))}"
-        case "tool_call":
-            return f"{_text(get('tool', get('name', '?')))}({_compact(get('args', get('arguments', {})))})"
-        case "tool_result":
-            return f"{_text(get('tool', get('name', '?')))} → {_compact(get('result', get('output')))}"
-        case "invocation_start":
-            return f"invocation {_text(get('invocation', '?'))} started" + (
-                f" · run {_text(get('trace_id'))[:12]}" if get("trace_id") else ""
-            )
-        case "invocation_result":
-            success, took_ms = get("success"), get("duration_ms")
-            outcome = "succeeded" if success is True else "failed" if success is False else "ended"
-            took = f" in {format_duration(took_ms)}" if isinstance(took_ms, int | float) else ""
-            return f"invocation {_text(get('invocation', '?'))} {outcome}{took}"
-        case "checkpoint":
-            state = get("state")
-            state = state if isinstance(state, dict) else {}
-            context = state.get("context_state")
-            context = context if isinstance(context, dict) else {}
-            return f"checkpoint: {len(context)} context keys, lifecycle {_text(state.get('lifecycle_state', '?'))}"
-        case "rewind":
-            mode, actor = _text(get("mode", "?")), _text(get("actor", "?"))
-            return f"rewind to {_text(get('target_entry_id', '?'))} ({mode}, by {actor})"
-        case "error":
-            return _text(get("message", _compact(data)))
-    return _compact(data)
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else _compact(value)
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)[: SUMMARY_CHARS * 2]
 
 
 def _percent(t: float, start: float, end: float) -> float:
@@ -415,48 +299,4 @@ def build_table(store: Store, process_id: str, view: ProcessView, span: JournalS
         first=first + 1,
         prev_href=view.at_page(page - 1).url(process_id) if page > 1 else None,
         next_href=view.at_page(page + 1).url(process_id) if page < pages else None,
-    )
-
-
-def build_detail(store: Store, process_id: str, entry_id: str, span: JournalSpan) -> EntryDetail:
-    """The entry and the process's state just before and just after it; `NotFoundError` if it is not there."""
-    number = entry_position(store, process_id, entry_id) + 1
-    (entry,) = journal_entries(store, process_id, limit=1, offset=number - 1)
-    before: JournalState | None
-    after: JournalState | None
-    try:
-        before = journal_state_at(store, process_id, entry_id, anchor="before")
-        after = journal_state_at(store, process_id, entry_id, anchor="after")
-    except StoreError as exc:
-        before = after = None
-        error: str | None = str(exc)
-    else:
-        error = None
-    return EntryDetail(
-        entry=entry,
-        summary=summarize(entry.entry_type, entry.data),
-        known=entry.entry_type in KNOWN_TYPES,
-        number=number,
-        offset="+" + format_duration(entry.ts_ms - span.start_ms),
-        run_href=run_url(entry.trace_id) if entry.trace_id else None,
-        before=before,
-        after=after,
-        context=tuple(diff(before.context_state, after.context_state)) if before and after else (),
-        conversation=_conversation(before.conversation, after.conversation) if before and after else None,
-        error=error,
-    )
-
-
-def _conversation(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> Conversation:
-    same = 0
-    for old, new in zip(before, after, strict=False):
-        if old != new:
-            break
-        same += 1
-    shown = min(same, CONVERSATION_TAIL)
-    return Conversation(
-        earlier=same - shown,
-        kept=tuple(before[same - shown : same]),
-        removed=tuple(before[same:]),
-        added=tuple(after[same:]),
     )

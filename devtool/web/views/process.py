@@ -24,8 +24,10 @@ from starlette.routing import Route
 from devtool.store import NotFoundError, Store
 from devtool.store.queries import get_run
 from devtool.store.queries.journal_lane import journal_invocations, journal_span
+from devtool.web.entry_state import build_detail
+from devtool.web.journal_words import LANES
 from devtool.web.process_state import ProcessView
-from devtool.web.process_view import LANES, build_chart, build_detail, build_table
+from devtool.web.process_view import build_chart, build_table
 from devtool.web.run_state import BadViewState
 from devtool.web.templating import render
 
