@@ -13,12 +13,16 @@ if TYPE_CHECKING:
     from devtool.store import Store
 
 
+def data_home() -> Path:
+    """Where the DevTool keeps its files: `$XDG_DATA_HOME/devtool` (~/.local/share/devtool by default)."""
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "devtool"
+
+
 def default_db_path() -> Path:
     """`$DEVTOOL_DB`, else `$XDG_DATA_HOME/devtool/devtool.duckdb` (~/.local/share by default)."""
     if env := os.environ.get("DEVTOOL_DB"):
         return Path(env)
-    data_home = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return data_home / "devtool" / "devtool.duckdb"
+    return data_home() / "devtool.duckdb"
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
