@@ -135,7 +135,11 @@ def load_files(
 
 def _describe(result: LoadResult, seconds: float) -> str:
     if result.already_loaded:
-        what = _count(result.events, "event") if result.events else _count(result.journal_entries, "journal entry")
+        what = (
+            _count(result.events, "event")
+            if result.events
+            else _count(result.journal_entries, "journal entry", "journal entries")
+        )
         return f"{result.path}: already loaded ({what}), nothing added"
     if result.kind.startswith("trace"):
         traces = ", ".join(t[:12] for t in result.traces[:3]) + (" …" if len(result.traces) > 3 else "")
