@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from devtool.core import RestoreError
 from devtool.core.debugger import restore_snapshot
+from devtool.core.restore import IGNORED_TYPES
 from devtool.store import NotFoundError, Store, append_events, load_file
 from devtool.store.queries import Cut, events_after, iter_run_events, last_event_id, run_events, span_events
 from tests.conftest import CORPUS, Trace
@@ -71,6 +73,39 @@ def test_types_are_filtered_in_the_query(store: Store) -> None:
     append_events(store, t.events)
     kept = run_events(store, t.trace_id, types=["agent:start", "agent:end"])
     assert [e["type"] for e in kept] == ["agent:start", "agent:end"]
+
+
+def test_skipped_types_are_left_out_but_never_the_cut_event(store: Store) -> None:
+    t = ties()
+    append_events(store, t.events)
+    turn = t.events[1]["trace"]["spanId"]
+    kept = run_events(store, t.trace_id, skip_types=["turn:start", "turn:end"])
+    assert [e["type"] for e in kept] == ["agent:start", "tools:execute:start", "tools:execute:end", "agent:end"]
+    before = run_events(store, t.trace_id, cut=Cut(turn, "before"), skip_types=["turn:start"])
+    assert [e["type"] for e in before] == ["agent:start", "turn:start"]
+    only = run_events(store, t.trace_id, cut=Cut(turn, "after"), types=["agent:start"])
+    assert [e["type"] for e in only] == ["agent:start", "turn:end"]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_a_restore_without_the_types_it_ignores_is_the_same(store: Store, scenario: str) -> None:
+    path = CORPUS / "rejelly" / f"{scenario}.trace.jsonl"
+    load_file(store, path)
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    trace_id = events[0]["trace"]["traceId"]
+    spans = {e["trace"]["spanId"] for e in events if e["type"].endswith(":start")}
+    checked = 0
+    for span_id in sorted(spans):
+        for anchor in ("before", "after"):
+            cut = Cut(span_id, anchor)
+            try:
+                expected = restore_snapshot(events, span_id=span_id, anchor=anchor)
+            except RestoreError:
+                continue
+            slim = run_events(store, trace_id, cut=cut, skip_types=IGNORED_TYPES)
+            assert restore_snapshot(slim, span_id=span_id, anchor=anchor) == expected, (span_id, anchor)
+            checked += 1
+    assert checked > 0
 
 
 def test_a_long_run_streams_in_batches(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -66,6 +66,10 @@ _LEAVES: Final = (
     "sys:log",
     "agent:reborn",
 )
+# What a caller restoring at a span of a big run may leave out of the events it hands over (a store
+# filtering in its query): the walk reads nothing from these types. The span's own start or end event
+# must stay, and a restore without span_id needs them all (its cut is the last event of any type).
+IGNORED_TYPES: Final = frozenset(_LEAVES)
 # Spans that parent others (generation, prompt loop, tool batch, custom spans): only remembered.
 _PARENTS: Final = (
     EVENTS.GENERATION_START,

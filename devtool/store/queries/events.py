@@ -3,7 +3,7 @@
 `run_events` is what `restore_snapshot` takes: a run's events as dicts, ordered by timestamp and then
 load order (the order they were emitted in, for equal timestamps). It can leave out, in DuckDB, what a
 restore will not need: the events after a `Cut` (a span's end, or a span's start, included so that
-restore can find it), and the types not in `types`.
+restore can find it), the types not in `types` and those in `skip_types` (never the cut's own event).
 
 `events_after(store, after_id)` serves a live stream: `event_id` only grows, so a browser that
 reconnects with `Last-Event-ID: N` gets exactly the events it has not seen.
@@ -62,22 +62,34 @@ def span_events(store: Store, trace_id: str, span_id: str, *, limit: int = 500, 
 
 
 def run_events(
-    store: Store, trace_id: str, *, cut: Cut | None = None, types: Collection[str] | None = None
+    store: Store,
+    trace_id: str,
+    *,
+    cut: Cut | None = None,
+    types: Collection[str] | None = None,
+    skip_types: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run `trace_id`'s events as dicts, by timestamp then load order, up to `cut`, of `types` only.
+    """Run `trace_id`'s events as dicts, by timestamp then load order, up to `cut`, of `types` only
+    and none of `skip_types`; the cut's own event is kept whatever its type.
 
     A cut at a span or anchor the run does not have cuts nothing: `restore_snapshot` then says what is
     missing in its own words.
     """
     with _collector_paused():
-        return list(iter_run_events(store, trace_id, cut=cut, types=types))
+        return list(iter_run_events(store, trace_id, cut=cut, types=types, skip_types=skip_types))
 
 
 def iter_run_events(
-    store: Store, trace_id: str, *, cut: Cut | None = None, types: Collection[str] | None = None
+    store: Store,
+    trace_id: str,
+    *,
+    cut: Cut | None = None,
+    types: Collection[str] | None = None,
+    skip_types: Collection[str] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """`run_events`, a batch at a time (a run of a million events need not sit in memory twice)."""
     where: list[str] = ["trace_id = $trace"]
+    kinds: list[str] = []
     params: dict[str, object] = {"trace": trace_id}
     with store.reader() as cursor:
         if not cursor.execute("SELECT 1 FROM runs WHERE trace_id = ?", [trace_id]).fetchall():
@@ -93,8 +105,14 @@ def iter_run_events(
                 where.append("(ts < $cut_ts OR (ts = $cut_ts AND event_id <= $cut_id))")
                 params.update(cut_ts=boundary[0][0], cut_id=boundary[0][1])
         if types is not None:
-            where.append("type IN (SELECT unnest($types))")
+            kinds.append("type IN (SELECT unnest($types))")
             params["types"] = list(types)
+        if skip_types:
+            kinds.append("type NOT IN (SELECT unnest($skip))")
+            params["skip"] = list(skip_types)
+        if kinds:
+            keep = " AND ".join(kinds)
+            where.append(f"({keep} OR event_id = $cut_id)" if "cut_id" in params else keep)
         result = cursor.execute(f"SELECT body FROM events WHERE {' AND '.join(where)} ORDER BY ts, event_id", params)
         while rows := result.fetchmany(BATCH):
             with _collector_paused():
