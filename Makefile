@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 demo: setup
-	$(VENV)/bin/devtool serve --db .devtool/demo.duckdb
+	$(VENV)/bin/devtool demo
 
 chromium: setup
 	$(PY) scripts/ensure_chromium.py
