@@ -1,9 +1,11 @@
 """Loading one file into the store: detect its format, hash it, bulk-load it in one transaction.
 
-`load_file(store, path)` is all or nothing. The file is read once for its SHA-256 (a file already
-loaded adds nothing), then loaded by its format's loader through DuckDB's JSON reader; spans, run
-summaries and the `sources` row are written in the same transaction, so a file that fails at any
-point, or changes while it loads, leaves the store exactly as it was.
+`load_file(store, path)` is all or nothing. The file is loaded by its format's loader through DuckDB's
+JSON reader while a thread reads it for its SHA-256; spans, run summaries and the `sources` row are
+written in the same transaction, which rolls back if the content turns out to be stored already (a
+file loaded twice adds nothing), if anything fails, or if the file changed while it loaded: the store
+is then exactly as it was. A file stored before under the same path, size and modification time is
+hashed first, so loading it again costs one read.
 
 When DuckDB refuses the file, a scan names the bad lines. With `BadLines.REJECT` (the default) the
 load fails with the first of them in its message (`BadLinesError.problems` has them all, up to a
@@ -65,18 +67,34 @@ def load_file(
 ) -> LoadResult:
     """Load a trace or journal file; raise `LoadError` (nothing stored) when it cannot be."""
     path = Path(path)
+    reading = None if progress is None else lambda done, total: progress("reading", done, total)
     with SourceFile(path) as source:
         loader = detect(source)
-        source.digest(None if progress is None else lambda done, total: progress("reading", done, total))
-        known = _known(store, source)
-        if known is not None:
-            return known
-        refusal: BaseException | str = f"a line over {MAX_LINE >> 20} MiB"
-        if source.longest_line <= MAX_LINE:
+        if _seen_before(store, source):
+            # Most likely loaded already (the same file, unchanged): hash it before doing anything else.
+            source.digest(reading)
+            known = _known(store, source)
+            if known is not None:
+                return known
+        else:
+            # A new file: hash it alongside the load; only the commit needs the hash.
+            source.start_digest(reading)
+        refusal: BaseException
+        try:
+            return _insert(store, source, loader, source.reader_path, jsonl=False, progress=progress)
+        except (duckdb.Error, _TooLong) as exc:
+            refusal = exc
+        except _AlreadyLoaded as known:
+            return known.result
+        source.wait_digest()
+        if DEFAULT_OBJECT_SIZE < source.longest_line <= MAX_LINE and not isinstance(refusal, _TooLong):
+            # The digest found a line longer than DuckDB was told to expect: read again, told.
             try:
                 return _insert(store, source, loader, source.reader_path, jsonl=False, progress=progress)
             except duckdb.Error as exc:
                 refusal = exc
+            except _AlreadyLoaded as known:
+                return known.result
         with tempfile.TemporaryDirectory(prefix="devtool-load-") as folder:
             good_path = Path(folder) / "good.jsonl"
             with good_path.open("wb") as good:
@@ -89,6 +107,28 @@ def load_file(
                 return _insert(store, source, loader, str(good_path), jsonl=True, progress=progress, scan=scan)
             except duckdb.Error as exc:
                 raise LoadError(path, f"DuckDB cannot read its good lines: {_first_line(exc)}") from exc
+            except _AlreadyLoaded as known:
+                return known.result
+
+
+class _TooLong(Exception):
+    """Raised inside a load's transaction (to roll it back) when the digest found a line over the limit."""
+
+
+class _AlreadyLoaded(Exception):
+    """Raised inside a load's transaction (to roll it back) when its content turns out to be stored."""
+
+    def __init__(self, result: LoadResult) -> None:
+        super().__init__(result.path)
+        self.result = result
+
+
+def _seen_before(store: Store, source: SourceFile) -> bool:
+    rows = store.query(
+        "SELECT 1 FROM sources WHERE path = ? AND bytes = ? AND modified_ns = ? LIMIT 1",
+        [str(source.path.absolute()), source.size, source.modified_ns],
+    )
+    return bool(rows)
 
 
 def _known(store: Store, source: SourceFile) -> LoadResult | None:
@@ -114,25 +154,31 @@ def _insert(
     progress: Progress | None,
     scan: Scan | None = None,
 ) -> LoadResult:
+    # The longest line is known once the digest is done; until then, DuckDB's default will do, or
+    # its refusal sends load_file to wait for the digest and try again.
     object_size = min(max(DEFAULT_OBJECT_SIZE, source.longest_line + 1024), MAX_LINE + 1024)
-    with _watch(store, source.size, progress), store.transaction() as conn:
-        raced = _known(store, source)  # loaded by another thread while this one was reading
-        if raced is not None:
-            return raced
+    with _watch(store, source, progress), store.transaction() as conn:
         source_id = int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0])
         inserted = loader.insert(conn, reader_path, source_id, jsonl=jsonl, max_object_size=object_size)
+        source.wait_digest()
+        if not jsonl and source.longest_line > MAX_LINE:
+            raise _TooLong(f"a line over {MAX_LINE >> 20} MiB")
+        known = _known(store, source)  # the same content under another name, or loaded meanwhile
+        if known is not None:
+            raise _AlreadyLoaded(known)
         if inserted.events == 0 and not inserted.processes:
             raise LoadError(source.path, "holds no events: nothing to load")
         source.check_unchanged()
         conn.execute(
-            "INSERT INTO sources (source_id, kind, path, content_hash, bytes, events, journal_entries, bad_lines) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO sources (source_id, kind, path, content_hash, bytes, modified_ns, events, journal_entries, "
+            "bad_lines) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 source_id,
                 loader.kind,
                 str(source.path.absolute()),
                 source.content_hash,
                 source.size,
+                source.modified_ns,
                 inserted.events,
                 inserted.journal_entries,
                 scan.bad if scan else 0,
@@ -155,18 +201,19 @@ def _insert(
 
 
 @contextmanager
-def _watch(store: Store, size: int, progress: Progress | None) -> Iterator[None]:
-    """Report DuckDB's progress on the running load every tenth of a second."""
+def _watch(store: Store, source: SourceFile, progress: Progress | None) -> Iterator[None]:
+    """Report DuckDB's progress on the running load every tenth of a second, once the digest's
+    "reading" is done (both read the file at once; one bar shows one phase at a time)."""
     if progress is None:
         yield
         return
     done = threading.Event()
-    progress("loading", 0, size)
+    size = source.size
 
     def poll() -> None:
         while not done.wait(0.1):
             percent = store.progress()
-            if percent >= 0:
+            if percent >= 0 and source.content_hash:
                 progress("loading", int(size * min(percent, 100.0) / 100), size)
 
     watcher = threading.Thread(target=poll, name="devtool-load-progress", daemon=True)
@@ -179,6 +226,6 @@ def _watch(store: Store, size: int, progress: Progress | None) -> Iterator[None]
         progress("loading", size, size)
 
 
-def _first_line(exc: BaseException | str) -> str:
+def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__

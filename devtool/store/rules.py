@@ -7,7 +7,8 @@ Python (`append_events`). Keep the two in step: `tests/test_store_rules.py` runs
 The rules are deliberately few. A TraceEvent needs a `type`, a finite number `timestamp` (ms since
 the epoch), `schemaVersion` 1 and a `trace` object with `traceId` and `spanId`; anything else may vary
 (unknown types load and show as they are). A journal entry needs string `process_id` and
-`entry_type`, an ISO 8601 `timestamp`, and, when present, a string `entry_id` and an object `data`.
+`entry_type`, an ISO 8601 `timestamp`, and, when present, an object `data` and a string (or null:
+derived) `entry_id`.
 """
 
 from __future__ import annotations
@@ -105,7 +106,6 @@ def journal_entry_problem(entry: Any) -> str | None:
     entry_id = entry.get("entry_id")
     if entry_id is not None and not isinstance(entry_id, str):
         return f'"entry_id" is {kind_of(entry_id)}, not a string'
-    data = entry.get("data")
-    if data is not None and not isinstance(data, dict):
-        return f'"data" is {kind_of(data)}, not an object'
+    if "data" in entry and not isinstance(entry["data"], dict):
+        return f'"data" is {kind_of(entry["data"])}, not an object'
     return iso_timestamp_problem(entry.get("timestamp"))

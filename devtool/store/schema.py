@@ -14,7 +14,7 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - `runs`: one summary row per trace, kept up to date by every load and append.
 - `journal_entries`: process-journal entries, with `ts_ms` parsed from their ISO 8601 `timestamp`.
 - `snapshots`: AgentSnapshots under a stable content id (SHA-256 of canonical JSON), with the id
-  they were forked from.
+  they were forked from and who first stored them (migration 2).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ MIGRATIONS: list[str] = [
         path VARCHAR NOT NULL,
         content_hash VARCHAR UNIQUE,
         bytes BIGINT NOT NULL DEFAULT 0,
+        modified_ns BIGINT,
         events BIGINT NOT NULL DEFAULT 0,
         journal_entries BIGINT NOT NULL DEFAULT 0,
         bad_lines BIGINT NOT NULL DEFAULT 0,
@@ -112,5 +113,8 @@ MIGRATIONS: list[str] = [
         created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
         body JSON NOT NULL
     );
+    """,
+    """
+    ALTER TABLE snapshots ADD COLUMN created_by VARCHAR;
     """,
 ]

@@ -13,7 +13,7 @@ from typing import BinaryIO
 import duckdb
 import orjson
 
-from devtool.journal import JournalEntry
+from devtool.journal import JournalEntry, JournalError
 from devtool.store.loaders.base import Inserted, Sample
 from devtool.store.rules import ISO_TIMESTAMP, journal_entry_problem
 from devtool.store.scan import Scan, scan_jsonl
@@ -26,7 +26,7 @@ _VALID = f"""
     json_type(e.process_id) = 'VARCHAR' AND e.process_id->>'$' <> ''
     AND json_type(e.entry_type) = 'VARCHAR' AND e.entry_type->>'$' <> ''
     AND coalesce(json_type(e.entry_id), 'NULL') IN ('NULL', 'VARCHAR')
-    AND coalesce(json_type(e.data), 'NULL') IN ('NULL', 'OBJECT')
+    AND coalesce(json_type(body, '$.data'), 'OBJECT') = 'OBJECT'
     AND json_type(e.timestamp) = 'VARCHAR' AND regexp_full_match(e.timestamp->>'$', '{ISO_TIMESTAMP}')
     AND TRY_CAST(e.timestamp->>'$' AS TIMESTAMPTZ) IS NOT NULL
 """
@@ -87,7 +87,10 @@ class JournalJsonl:
         conn.execute(_STAGE, {"path": path, "size": max_object_size})
         unnamed = conn.execute("SELECT n, body FROM staged_entries WHERE entry_id = ''").fetchall()
         if unnamed:
-            derived = [(n, JournalEntry.from_dict(orjson.loads(body)).entry_id) for n, body in unnamed]
+            try:
+                derived = [(n, JournalEntry.from_dict(orjson.loads(body)).entry_id) for n, body in unnamed]
+            except JournalError as exc:  # read differently by SQL and the journal: let the scan name it
+                raise duckdb.InvalidInputException(f"{INVALID_ENTRY}: {exc}") from exc
             conn.executemany("UPDATE staged_entries SET entry_id = ? WHERE n = ?", [(i, n) for n, i in derived])
         base = conn.execute("SELECT coalesce(max(entry_seq), 0) FROM journal_entries").fetchall()[0][0]
         added = conn.execute(_INSERT, {"base": base, "source": source_id}).fetchall()[0][0]
