@@ -39,7 +39,7 @@ _RANK = f"""
 
 _DERIVE = f"""
     CREATE OR REPLACE TEMP TABLE derived AS
-    WITH scope AS (SELECT * EXCLUDE (body) FROM events WHERE {{events}}),
+    WITH scope AS NOT MATERIALIZED (SELECT * EXCLUDE (body) FROM events WHERE {{events}}),
     grouped AS (
         SELECT trace_id, span_id,
                min({_RANK}) % {_POINT} AS first_id,
