@@ -1,8 +1,12 @@
-"""The DevTool's store: one DuckDB file holding traces, journals and snapshots.
+"""The DevTool's store: one DuckDB file holding traces, process journals and snapshots.
 
-Loading: `load_file(store, path)` (one file, all or nothing), `append_events(store, events)` (live).
-Snapshots: `save_snapshot`, `get_snapshot`, `list_snapshots`.
-Reading: the named queries in `devtool.store.queries`, each returning plain data.
+- `Store(path)`: the file, one writer (`writer()`, `transaction()`) and a cursor per reader.
+- Loading: `load_file(store, path, bad_lines=..., progress=...)` (one file, all or nothing, once per
+  content); `append_events(store, events, stream=...)` (a live batch, one transaction, returns ids).
+- Snapshots: `save_snapshot`, `get_snapshot`, `list_snapshots`, `snapshot_id`.
+- Reading: the named queries of `devtool.store.queries`, each returning frozen dataclasses.
+
+The tables and what each holds are described in `schema.py`; how spans are derived, in `derive.py`.
 """
 
 from __future__ import annotations

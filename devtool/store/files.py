@@ -1,10 +1,11 @@
 """A file being loaded: held open from the first byte read to the commit.
 
-The file is opened once. Its SHA-256 is computed in one streaming pass (the progress bar's "bytes
-read"), which also bounds its longest line so DuckDB's reader can be told how large an object to
-expect. DuckDB then reads the same open file through `/proc/self/fd/N` where the platform has it:
-a file deleted or renamed mid-load is still read whole, as it was. A file rewritten in place while
-it loads is caught by comparing its size and modification time at the start and the end.
+The file is opened once. One streaming pass computes its SHA-256 (the progress bar's "bytes read")
+and bounds its longest line; it runs in a thread of its own (`start_digest`) while DuckDB reads the
+same file, or before anything else (`digest`) when the file looks loaded already. DuckDB reads the
+open file through `/proc/self/fd/N` where the platform has it: a file deleted or renamed mid-load is
+still read whole, as it was. A file written to in place while it loads is caught by comparing its
+size and modification time at the start and at the end.
 """
 
 from __future__ import annotations
