@@ -8,15 +8,18 @@ DuckDB query never holds up the event loop (and the live streams on it).
 from __future__ import annotations
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
 from devtool.store import Store
 from devtool.web import ingest, live
 from devtool.web.assets import asset_dir
+from devtool.web.errors import EXCEPTION_HANDLERS
 from devtool.web.settings import Settings
 from devtool.web.templating import make_environment
-from devtool.web.views import process, runs, upload
+from devtool.web.timing import ServerTiming
+from devtool.web.views import process, run, runs, upload
 
 
 def create_app(store: Store, settings: Settings | None = None) -> Starlette:
@@ -24,13 +27,19 @@ def create_app(store: Store, settings: Settings | None = None) -> Starlette:
         *runs.routes,
         *upload.routes,
         *process.routes,
+        *run.routes,
         *ingest.routes,
         *live.routes,
         Mount("/static", app=StaticFiles(directory=asset_dir("static")), name="static"),
     ]
     settings = settings or Settings()
     live_state = live.Live(store, settings)
-    app = Starlette(routes=routes, lifespan=live_state.lifespan)
+    app = Starlette(
+        routes=routes,
+        lifespan=live_state.lifespan,
+        middleware=[Middleware(ServerTiming)],
+        exception_handlers=EXCEPTION_HANDLERS,
+    )
     app.state.store = store
     app.state.settings = settings
     app.state.live = live_state
