@@ -1,8 +1,9 @@
-"""The timeline window: spans by depth and pixel, merged below a pixel, never more than rows × width bars."""
+"""The timeline window: spans by depth and pixel, merged below a pixel, never more than rows × width × (SLOTS + 1) bars."""
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from devtool.store import NotFoundError, Store, append_events
 from devtool.store.queries import timeline_window
+from devtool.store.queries.timeline import SLOTS
 from tests.conftest import Trace
 
 
@@ -62,6 +64,37 @@ def test_a_window_shows_what_overlaps_it_and_pins_earlier_starts_to_pixel_0(stor
     assert [(bar.px, bar.count) for bar in root] == [(0, 1)]
 
 
+def test_parallel_wide_spans_in_one_pixel_stay_apart_up_to_the_slots(store: Store) -> None:
+    # Agents started together before the window (parallel sub-agents seen zoomed in) all land in
+    # pixel 0; each is drawn, not merged into a counted bar, until the slots run out.
+    t = Trace(start_ms=0.0)
+    root = t.start("agent", agentId="root", at=0.0)
+    workers = [t.start("agent", root, agentId=f"w{i}", at=1.0 + i * 0.001) for i in range(SLOTS + 3)]
+    for index, worker in enumerate(workers):
+        t.end(worker, at=900.0 - index)
+    t.end(root, at=1000.0)
+    append_events(store, t.events)
+    window = timeline_window(store, t.trace_id, start_ms=400.0, end_ms=500.0, width_px=100)
+    row = [bar for bar in window.bars if bar.row == 1]
+    alone = [bar for bar in row if bar.count == 1]
+    merged = [bar for bar in row if bar.count > 1]
+    assert len(alone) == SLOTS
+    assert all(bar.span_id and bar.px == 0 for bar in alone)
+    assert [bar.count for bar in merged] == [3]
+
+
+def test_cached_spans_are_counted_on_their_bars(store: Store) -> None:
+    t = Trace(start_ms=0.0)
+    root = t.start("agent", agentId="root", at=0.0)
+    for index in range(4):
+        turn = t.start("turn", root, at=10.0 * index + 1)
+        t.end(turn, at=10.0 * index + 9, cache=index % 2 == 0, success=True)
+    t.end(root, at=50.0)
+    append_events(store, t.events)
+    turns = [bar for bar in timeline_window(store, t.trace_id, width_px=50).bars if bar.row == 1]
+    assert [bar.cached for bar in turns] == [1, 0, 1, 0]
+
+
 def test_a_running_span_reaches_the_runs_last_event(store: Store) -> None:
     t = fan_out(3, length=10.0, gap=0.0, running_last=True)
     append_events(store, t.events)
@@ -99,8 +132,9 @@ def test_bad_windows_and_unknown_runs(store: Store) -> None:
 def test_never_more_bars_than_rows_times_width(
     store: Store, seed: int, spans: int, width: int, window: list[float]
 ) -> None:
-    """Whatever the trace (random nesting, lengths, overlaps) and window: at most one bar per row and
-    pixel, and together the bars stand for exactly the spans that overlap the window."""
+    """Whatever the trace (random nesting, lengths, overlaps) and window: at most SLOTS + 1 bars per row
+    and pixel, one of them merged at most, and together the bars stand for exactly the spans that
+    overlap the window."""
     rng = random.Random(seed)
     t = Trace(start_ms=0.0)
     open_spans: list[tuple[str, float]] = []
@@ -116,9 +150,11 @@ def test_never_more_bars_than_rows_times_width(
     start = run_start + window[0] * (run_end - run_start)
     end = run_start + window[1] * (run_end - run_start)
     result = timeline_window(store, t.trace_id, start_ms=start, end_ms=end, width_px=width)
-    keys = [(bar.row, bar.px) for bar in result.bars]
-    assert len(keys) == len(set(keys))
-    assert len(result.bars) <= result.rows * width
+    per_bucket = Counter((bar.row, bar.px) for bar in result.bars)
+    merged = Counter((bar.row, bar.px) for bar in result.bars if bar.span_id is None)
+    assert max(per_bucket.values(), default=0) <= SLOTS + 1
+    assert max(merged.values(), default=0) <= 1
+    assert len(result.bars) <= result.rows * width * (SLOTS + 1)
     assert all(0 <= bar.px < width for bar in result.bars)
     (overlapping,) = store.query(
         "SELECT count(*) FROM spans WHERE trace_id = ? AND NOT instant AND start_ts <= ? AND coalesce(end_ts, ?) >= ?",

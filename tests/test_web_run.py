@@ -209,3 +209,5 @@ def test_cached_calls_are_marked(client: TestClient, store: Store, tmp_path: Pat
     page = html(client.get(f"/runs/{replay}").text)
     cached = [node for node in page.css("#tree .row") if node.css(".badge.cached")]
     assert [node.css_first(".name").text() for node in cached] == ["lookup"]
+    (bar,) = page.css("#bars rect.bar.cached")
+    assert "from the journal" in bar.attributes["data-title"]

@@ -9,7 +9,7 @@ Everything here works on the bars already bounded by the store, never on a run's
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from devtool.store.queries import TimelineBar, TimelineWindow
@@ -51,7 +51,8 @@ class Rect:
     @property
     def title(self) -> str:
         what = f"{self.count} {self.kind} spans merged" if self.merged else f"{self.kind} {self.name or ''}".strip()
-        return f"{what} · {format_duration(self.end_ms - self.start_ms)} · {self.status}"
+        cached = " · from the journal" if self.cached else ""
+        return f"{what} · {format_duration(self.end_ms - self.start_ms)} · {self.status}{cached}"
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,7 @@ class TimelineLayout:
         )
 
 
-def layout(
-    window: TimelineWindow, *, width: int | None = None, now_ms: float | None = None, cached: Iterable[str] = ()
-) -> TimelineLayout:
+def layout(window: TimelineWindow, *, width: int | None = None, now_ms: float | None = None) -> TimelineLayout:
     """Place `window`'s bars on `width` pixels (default: the window's own). Running bars grow to `now_ms`.
 
     The store may have bucketed the window coarser than the drawing (to bound the bars); a bar is
@@ -92,7 +91,6 @@ def layout(
     """
     width = width or window.width_px
     scale = width / max(window.end_ms - window.start_ms, 1e-9)
-    cached_spans = set(cached)
     rects: list[Rect] = []
     y = 0.0
     for row in _rows(window.bars):
@@ -124,7 +122,7 @@ def layout(
                     start_ms=bar.start_ms,
                     end_ms=bar.end_ms,
                     name=bar.name,
-                    cached=bar.span_id in cached_spans,
+                    cached=bar.cached > 0,
                 )
             )
         y += len(lanes) * LANE_HEIGHT + ROW_GAP

@@ -1,12 +1,13 @@
 """The timeline window: what to draw of a run between two instants at a given width, whatever its size.
 
 Rows are nesting depths (`spans.depth`); columns are the window's pixels. Every span that overlaps the
-window falls in the pixel where it starts (spans that start before the window in pixel 0), and each
-(row, pixel) bucket becomes one bar: the span itself when it is alone there, else one counted bar
-from the earliest start to the latest end of the spans it merges. Spans narrower than a pixel thus
-merge per row and pixel (level of detail, as Perfetto does), and the answer never holds more than
-rows × width bars, for a run of a hundred events or of a million. DuckDB does the bucketing; only the
-bars leave it.
+window falls in the pixel where it starts (spans that start before the window in pixel 0). A span
+at least a pixel wide in the window is a bar of its own, in one of `SLOTS` slots of its (row, pixel)
+bucket; what is narrower than a pixel (and wide spans beyond the slots) merges into one counted bar
+from the earliest start to the latest end of the spans it holds (level of detail, as Perfetto
+does). Keeping wide spans apart matters: three parallel agents that began before the window are
+three bars, not one "3 spans" bar. The answer never holds more than rows × width × (SLOTS + 1)
+bars, for a run of a hundred events or of a million; DuckDB does the bucketing, only bars leave it.
 
 Instant events (budget updates, logs) are left out unless asked for. A running span (no end yet)
 reaches the run's last event.
@@ -20,6 +21,8 @@ from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 
 MAX_WIDTH = 16384
+# Wide spans drawn apart per (row, pixel); more overlapping there than this merge with the narrow ones.
+SLOTS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +40,7 @@ class TimelineBar:
     status: str  # completed | failed | running; a merged bar is failed if any span is, else running if any is
     failed: int
     running: int
+    cached: int  # spans served from a snapshot's journal
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,27 +58,37 @@ class TimelineWindow:
 
 _BARS = """
     WITH visible AS (
-        SELECT span_id, depth, kind, name, status, start_ts, coalesce(end_ts, $run_end) AS end_ts
+        SELECT span_id, depth, kind, name, status, cache, start_ts, coalesce(end_ts, $run_end) AS end_ts
         FROM spans
         WHERE trace_id = $trace AND start_ts <= $end AND coalesce(end_ts, $run_end) >= $start {instants}
     ),
     placed AS (
-        SELECT *, least(greatest(floor((start_ts - $start) * $scale), 0), $width - 1)::INTEGER AS px FROM visible
+        SELECT *, least(greatest(floor((start_ts - $start) * $scale), 0), $width - 1)::INTEGER AS px,
+               (least(end_ts, $end) - greatest(start_ts, $start)) * $scale >= 1 AS wide
+        FROM visible
+    ),
+    slotted AS (
+        SELECT *, CASE WHEN wide AND row_number() OVER (
+                      PARTITION BY depth, px, wide ORDER BY end_ts DESC, span_id) <= $slots
+                  THEN row_number() OVER (PARTITION BY depth, px, wide ORDER BY end_ts DESC, span_id)
+                  ELSE 0 END AS slot
+        FROM placed
     )
     SELECT depth, px, first, last, n, span_id, kind, name,
            CASE WHEN failed > 0 THEN 'failed' WHEN running > 0 THEN 'running' ELSE 'completed' END,
-           failed, running
+           failed, running, cached
     FROM (
         SELECT depth, px, min(start_ts) AS first, max(end_ts) AS last, count(*) AS n,
                CASE WHEN count(*) = 1 THEN any_value(span_id) END AS span_id,
                min(kind) AS kind,
                CASE WHEN count(*) = 1 THEN any_value(name) END AS name,
                count(*) FILTER (WHERE status = 'failed') AS failed,
-               count(*) FILTER (WHERE status = 'running') AS running
-        FROM placed
-        GROUP BY depth, px
+               count(*) FILTER (WHERE status = 'running') AS running,
+               count(*) FILTER (WHERE cache) AS cached
+        FROM slotted
+        GROUP BY depth, px, slot
     )
-    ORDER BY depth, px
+    ORDER BY depth, px, first
 """
 
 
@@ -109,6 +123,7 @@ def timeline_window(
                 "run_end": run_end,
                 "scale": width_px / span,
                 "width": width_px,
+                "slots": SLOTS,
             },
         ).fetchall()
     bars = tuple(TimelineBar(*row) for row in rows)
