@@ -1,4 +1,4 @@
-"""The timeline window: spans by depth and pixel, merged below a pixel, never more than rows × width × (SLOTS + 1) bars."""
+"""The timeline window: spans by depth and pixel, merged below a pixel, at most rows × width × (SLOTS + 1) bars."""
 
 from __future__ import annotations
 
