@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from devtool.store import BadLines, NotFoundError, Store, load_file
-from devtool.store.queries import journal_entries, journal_state_at
+from devtool.store.queries import journal_entries, journal_state_at, journal_states
 from tests.conftest import CORPUS
 
 ORACLES = sorted(p for p in (CORPUS / "promptise").glob("*.oracle.json") if not p.name.startswith("empty"))
@@ -88,3 +88,29 @@ def test_it_answers_from_inside_an_event_loop(store: Store) -> None:
         return journal_state_at(store, "billing-ops", "e09").lifecycle_state
 
     assert asyncio.run(view()) == "running"
+
+
+JOURNALS = sorted(p for p in (CORPUS / "promptise").glob("*.journal.jsonl") if p.stat().st_size)
+
+
+@pytest.mark.parametrize("journal", JOURNALS, ids=lambda p: p.name.split(".")[0])
+def test_the_one_pass_states_are_the_rewind_engines_at_every_entry(store: Store, journal: Path) -> None:
+    process_id = load_file(store, journal, bad_lines=BadLines.SKIP).processes[0]
+    entries = journal_entries(store, process_id, limit=10_000)
+    assert entries
+    for entry in entries:
+        before, after = journal_states(store, process_id, entry.entry_id)
+        for mine, anchor in ((before, "before"), (after, "after")):
+            engine = journal_state_at(store, process_id, entry.entry_id, anchor=anchor)  # type: ignore[arg-type]
+            assert (mine.context_state, mine.lifecycle_state, mine.conversation, mine.entries_before) == (
+                engine.context_state,
+                engine.lifecycle_state,
+                engine.conversation,
+                engine.entries_before,
+            ), (entry.entry_id, anchor)
+            assert list(mine.context_state) == list(engine.context_state)
+            assert (mine.entry, mine.anchor) == (engine.entry, anchor)
+    with pytest.raises(NotFoundError, match=f"no entry 'nope' in process journal {process_id!r}"):
+        journal_states(store, process_id, "nope")
+    with pytest.raises(NotFoundError, match="no process journal 'nope'"):
+        journal_states(store, "nope", "e1")

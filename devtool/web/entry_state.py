@@ -1,8 +1,9 @@
 """An entry of a process journal and the process's state just before and just after it.
 
-Both states come from the store's `journal_state_at`, which runs the journal library's rewind engine
-with `record=False`: nothing is written. The page shows what the entry changed: context keys added,
-removed or changed, the lifecycle, and the conversation (what it kept, dropped and added).
+Both states come from the store's `journal_states`: the journal library's rewind rule (what
+`RewindEngine.apply(record=False)` rebuilds), in one pass; nothing is written. The page shows what
+the entry changed: context keys added, removed or changed, the lifecycle, and the conversation (what
+it kept, dropped and added).
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from devtool.store import Store, StoreError
-from devtool.store.queries import JournalState, StoredEntry, journal_entries, journal_state_at
-from devtool.store.queries.journal_lane import JournalSpan, entry_position
+from devtool.store import Store
+from devtool.store.queries import JournalState, StoredEntry, journal_states
+from devtool.store.queries.journal_lane import JournalSpan
 from devtool.web.diff import Change, diff
 from devtool.web.journal_words import KNOWN_TYPES, summarize
 from devtool.web.links import run_url
@@ -36,14 +37,13 @@ class EntryDetail:
     entry: StoredEntry
     summary: str
     known: bool
-    number: int
-    offset: str
+    number: int  # 1-based position in the journal
+    offset: str  # time since the journal's first entry
     run_href: str | None
-    before: JournalState | None
-    after: JournalState | None
+    before: JournalState
+    after: JournalState
     context: tuple[Change, ...]
-    conversation: Conversation | None
-    error: str | None  # the state could not be rebuilt: why
+    conversation: Conversation
 
     @property
     def context_changes(self) -> int:
@@ -51,39 +51,24 @@ class EntryDetail:
 
     @property
     def lifecycle_changed(self) -> bool:
-        return (
-            self.before is not None
-            and self.after is not None
-            and (self.before.lifecycle_state != self.after.lifecycle_state)
-        )
+        return self.before.lifecycle_state != self.after.lifecycle_state
 
 
 def build_detail(store: Store, process_id: str, entry_id: str, span: JournalSpan) -> EntryDetail:
     """The entry and the process's state just before and just after it; `NotFoundError` if it is not there."""
-    number = entry_position(store, process_id, entry_id) + 1
-    (entry,) = journal_entries(store, process_id, limit=1, offset=number - 1)
-    before: JournalState | None
-    after: JournalState | None
-    try:
-        before = journal_state_at(store, process_id, entry_id, anchor="before")
-        after = journal_state_at(store, process_id, entry_id, anchor="after")
-    except StoreError as exc:
-        before = after = None
-        error: str | None = str(exc)
-    else:
-        error = None
+    before, after = journal_states(store, process_id, entry_id)
+    entry = before.entry
     return EntryDetail(
         entry=entry,
         summary=summarize(entry.entry_type, entry.data),
         known=entry.entry_type in KNOWN_TYPES,
-        number=number,
+        number=before.entries_before + 1,
         offset="+" + format_duration(entry.ts_ms - span.start_ms),
         run_href=run_url(entry.trace_id) if entry.trace_id else None,
         before=before,
         after=after,
-        context=tuple(diff(before.context_state, after.context_state)) if before and after else (),
-        conversation=_conversation(before.conversation, after.conversation) if before and after else None,
-        error=error,
+        context=tuple(diff(before.context_state, after.context_state)),
+        conversation=_conversation(before.conversation, after.conversation),
     )
 
 

@@ -15,7 +15,13 @@ from devtool.store.queries.events import (
     span_events,
 )
 from devtool.store.queries.frames import FrameNode, FrameTree, frame_tree
-from devtool.store.queries.journals import JournalState, StoredEntry, journal_entries, journal_state_at
+from devtool.store.queries.journals import (
+    JournalState,
+    StoredEntry,
+    journal_entries,
+    journal_state_at,
+    journal_states,
+)
 from devtool.store.queries.runs import RunSummary, get_run, list_runs
 from devtool.store.queries.spans import SpanDetail, span_detail
 from devtool.store.queries.timeline import TimelineBar, TimelineWindow, timeline_window
@@ -37,6 +43,7 @@ __all__ = [
     "iter_run_events",
     "journal_entries",
     "journal_state_at",
+    "journal_states",
     "last_event_id",
     "list_runs",
     "run_events",
