@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from devtool.core.events import EVENTS, SCHEMA_VERSION, TraceEvent, error_info, now_ms
+from devtool.core.events import EVENTS, TraceEvent, error_info, trace_event
 from devtool.core.frame import CURRENT_FRAME, Frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import describe
@@ -54,16 +54,18 @@ class Agent:
         described_props = describe(props)
 
         def event(kind: str, span: str, parent_span: str, **fields: Any) -> TraceEvent:
-            built: TraceEvent = {
-                "schemaVersion": SCHEMA_VERSION,
-                "type": kind,
-                "timestamp": now_ms(),
-                "agentId": self.id,
-                "trace": {"traceId": run.trace_id, "spanId": span, "parentSpanId": parent_span},
-                "callId": call_id,
-            }
-            built.update(fields)  # type: ignore[typeddict-item]
-            return built
+            return trace_event(kind, self.id, run.trace_id, span, parent_span, callId=call_id, **fields)
+
+        def finish(outcome: dict[str, Any]) -> None:
+            elapsed = (time.perf_counter() - started) * 1000
+            memory = frame.memory.to_json()
+            run.emitter.emit(
+                event(EVENTS.GENERATION_END, generation_span, agent_span, generationId=0, memory=memory,
+                      duration=elapsed, **outcome)
+            )  # fmt: skip
+            run.emitter.emit(
+                event(EVENTS.AGENT_END, agent_span, parent.span_id, props=described_props, duration=elapsed, **outcome)
+            )
 
         started = time.perf_counter()
         run.emitter.emit(event(EVENTS.AGENT_START, agent_span, parent.span_id, props=described_props))
@@ -75,61 +77,14 @@ class Agent:
                 result = await result
         except BaseException as exc:
             frame.status, frame.error = "failed", error_info(exc)
-            elapsed = (time.perf_counter() - started) * 1000
             if run.first_report(exc):
                 run.emitter.emit(event(EVENTS.ERROR, new_span_id(), generation_span, error=frame.error))
-            run.emitter.emit(
-                event(
-                    EVENTS.GENERATION_END,
-                    generation_span,
-                    agent_span,
-                    generationId=0,
-                    success=False,
-                    error=frame.error,
-                    memory=frame.memory.to_json(),
-                    duration=elapsed,
-                )
-            )
-            run.emitter.emit(
-                event(
-                    EVENTS.AGENT_END,
-                    agent_span,
-                    parent.span_id,
-                    props=described_props,
-                    success=False,
-                    error=frame.error,
-                    duration=elapsed,
-                )
-            )
+            finish({"success": False, "error": frame.error})
             raise
         finally:
             CURRENT_FRAME.reset(token)
         frame.status, frame.output = "completed", result
-        elapsed = (time.perf_counter() - started) * 1000
-        described_result = describe(result)
-        run.emitter.emit(
-            event(
-                EVENTS.GENERATION_END,
-                generation_span,
-                agent_span,
-                generationId=0,
-                success=True,
-                result=described_result,
-                memory=frame.memory.to_json(),
-                duration=elapsed,
-            )
-        )
-        run.emitter.emit(
-            event(
-                EVENTS.AGENT_END,
-                agent_span,
-                parent.span_id,
-                props=described_props,
-                success=True,
-                result=described_result,
-                duration=elapsed,
-            )
-        )
+        finish({"success": True, "result": describe(result)})
         return result
 
     def __repr__(self) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from devtool.core.errors import SnapshotDisabledError
-from devtool.core.events import EVENTS, SCHEMA_VERSION, now_ms
+from devtool.core.events import EVENTS, now_ms, trace_event
 from devtool.core.frame import current_frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, content_hash, describe
@@ -40,15 +40,15 @@ def dump_snapshot(*, metadata: dict[str, JSON] | None = None) -> AgentSnapshot:
     if metadata is not None:
         snapshot["metadata"] = describe(metadata)  # type: ignore[typeddict-item]
     run.emitter.emit(
-        {
-            "schemaVersion": SCHEMA_VERSION,
-            "type": EVENTS.SNAPSHOT_DUMP,
-            "timestamp": snapshot["timestamp"],
-            "agentId": frame.agent_id,
-            "trace": {"traceId": run.trace_id, "spanId": new_span_id(), "parentSpanId": frame.span_id},
-            "callId": frame.call_id,
-            "snapshotId": content_hash(snapshot),
-            "snapshot": snapshot,  # type: ignore[typeddict-unknown-key]
-        }
+        trace_event(
+            EVENTS.SNAPSHOT_DUMP,
+            frame.agent_id,
+            run.trace_id,
+            new_span_id(),
+            frame.span_id,
+            callId=frame.call_id,
+            snapshotId=content_hash(snapshot),
+            snapshot=snapshot,
+        )
     )
     return snapshot

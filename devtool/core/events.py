@@ -113,6 +113,21 @@ class TraceEvent(TypedDict, total=False):
 Sink = Callable[[TraceEvent], object]
 
 
+def trace_event(
+    kind: str, agent_id: str, trace_id: str, span_id: str, parent_span_id: str, **fields: Any
+) -> TraceEvent:
+    """An event of type `kind`, stamped now, in span `span_id` of trace `trace_id`."""
+    event: TraceEvent = {
+        "schemaVersion": SCHEMA_VERSION,
+        "type": kind,
+        "timestamp": now_ms(),
+        "agentId": agent_id,
+        "trace": {"traceId": trace_id, "spanId": span_id, "parentSpanId": parent_span_id},
+    }
+    event.update(fields)  # type: ignore[typeddict-item]
+    return event
+
+
 def now_ms() -> float:
     """Milliseconds since the epoch, with microseconds: finer than the TS library's integer ms."""
     return time.time() * 1000.0

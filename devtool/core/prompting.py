@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from devtool.core.errors import ModelError, PromptError
-from devtool.core.events import EVENTS, SCHEMA_VERSION, TraceContext, TraceEvent, error_info, now_ms
+from devtool.core.events import EVENTS, TraceEvent, error_info, trace_event
 from devtool.core.frame import Frame, current_frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, NotJSONError, content_hash, describe, json_copy
@@ -77,49 +77,24 @@ class _Conversation:
     span_id: str
 
     def _event(self, kind: str, span: str, parent: str, **fields: Any) -> TraceEvent:
-        trace: TraceContext = {"traceId": self.frame.run.trace_id, "spanId": span, "parentSpanId": parent}
-        event: TraceEvent = {
-            "schemaVersion": SCHEMA_VERSION,
-            "type": kind,
-            "timestamp": now_ms(),
-            "agentId": self.frame.agent_id,
-            "trace": trace,
-        }
-        event.update(fields)  # type: ignore[typeddict-item]
-        return event
+        return trace_event(kind, self.frame.agent_id, self.frame.run.trace_id, span, parent, **fields)
 
     async def run(self, messages: list[Message]) -> Any:
         frame, started = self.frame, time.perf_counter()
-        model_info = {"id": self.model.id, "provider": self.model.provider}
-        frame.emit(self._event(EVENTS.PROMPT_START, self.span_id, frame.span_id, callId=self.call_id, model=model_info))
+        common = {"callId": self.call_id, "model": {"id": self.model.id, "provider": self.model.provider}}
+        frame.emit(self._event(EVENTS.PROMPT_START, self.span_id, frame.span_id, **common))
+        outcome: dict[str, Any] = {"success": False}
         try:
             answer = await self._loop(messages)
+            outcome = {"success": True, "result": describe(answer)}
         except Exception as exc:
-            frame.emit(
-                self._event(
-                    EVENTS.PROMPT_END,
-                    self.span_id,
-                    frame.span_id,
-                    callId=self.call_id,
-                    model=model_info,
-                    success=False,
-                    error=error_info(exc),
-                    duration=(time.perf_counter() - started) * 1000,
-                )
-            )
+            outcome["error"] = error_info(exc)
             raise
-        frame.emit(
-            self._event(
-                EVENTS.PROMPT_END,
-                self.span_id,
-                frame.span_id,
-                callId=self.call_id,
-                model=model_info,
-                success=True,
-                result=describe(answer),
-                duration=(time.perf_counter() - started) * 1000,
+        finally:
+            elapsed = (time.perf_counter() - started) * 1000
+            frame.emit(
+                self._event(EVENTS.PROMPT_END, self.span_id, frame.span_id, duration=elapsed, **common, **outcome)
             )
-        )
         return answer
 
     async def _loop(self, messages: list[Message]) -> Any:

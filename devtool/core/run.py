@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from devtool.core.errors import SnapshotDisabledError
-from devtool.core.events import EVENTS, SCHEMA_VERSION, Emitter, Sink, TraceEvent, error_info, now_ms
+from devtool.core.events import EVENTS, Emitter, Sink, TraceEvent, error_info, trace_event
 from devtool.core.frame import CURRENT_FRAME, Frame, Run
 from devtool.core.ids import new_span_id, new_trace_id
 from devtool.core.jsonvalue import JSON, describe
@@ -59,16 +59,13 @@ async def run_with(
         config["replayOf"] = dict(restored["provenance"])  # type: ignore[arg-type]
 
     def event(kind: str, **fields: Any) -> TraceEvent:
-        built: TraceEvent = {
-            "schemaVersion": SCHEMA_VERSION,
-            "type": kind,
-            "timestamp": now_ms(),
-            "agentId": "",
-            "trace": {"traceId": run.trace_id, "spanId": span, "parentSpanId": ""},
-            "callId": ROOT_CALL_ID,
-        }
-        built.update(fields)  # type: ignore[typeddict-item]
-        return built
+        return trace_event(kind, "", run.trace_id, span, "", callId=ROOT_CALL_ID, **fields)
+
+    def finish(outcome: dict[str, Any]) -> None:
+        elapsed = (time.perf_counter() - started) * 1000
+        memory = root.memory.to_json()
+        run.emitter.emit(event(EVENTS.RUN_WITH_END, memory=memory, duration=elapsed, metrics=_metrics(run), **outcome))
+        run.emitter.flush()
 
     started = time.perf_counter()
     run.emitter.emit(event(EVENTS.RUN_WITH_START, metadata=describe(metadata or {}), config=config))
@@ -79,32 +76,12 @@ async def run_with(
             result = await result
     except BaseException as exc:
         root.status, root.error = "failed", error_info(exc)
-        run.emitter.emit(
-            event(
-                EVENTS.RUN_WITH_END,
-                success=False,
-                error=root.error,
-                memory=root.memory.to_json(),
-                duration=(time.perf_counter() - started) * 1000,
-                metrics=_metrics(run),
-            )
-        )
-        run.emitter.flush()
+        finish({"success": False, "error": root.error})
         raise
     finally:
         CURRENT_FRAME.reset(token)
     root.status, root.output = "completed", result
-    run.emitter.emit(
-        event(
-            EVENTS.RUN_WITH_END,
-            success=True,
-            result=describe(result),
-            memory=root.memory.to_json(),
-            duration=(time.perf_counter() - started) * 1000,
-            metrics=_metrics(run),
-        )
-    )
-    run.emitter.flush()
+    finish({"success": True, "result": describe(result)})
     return result
 
 

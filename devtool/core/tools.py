@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from devtool.core.errors import CoreError, ToolError
-from devtool.core.events import EVENTS, SCHEMA_VERSION, ErrorInfo, ToolResult, error_info, now_ms
+from devtool.core.events import EVENTS, ErrorInfo, ToolResult, error_info, trace_event
 from devtool.core.frame import Frame, current_frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, NotJSONError, content_hash, describe, json_copy
@@ -120,43 +120,29 @@ class Outcome:
 
 async def run_batch(frame: Frame, calls: Sequence[PlannedCall], parent_span: str) -> list[Outcome]:
     """Run `calls` concurrently as one `tools:execute` span under `parent_span`."""
-    span = new_span_id()
-    trace = {"traceId": frame.run.trace_id, "spanId": span, "parentSpanId": parent_span}
-    names = [_name(call) for call in calls]
-    started = time.perf_counter()
-    frame.emit(
-        {
-            "schemaVersion": SCHEMA_VERSION,
-            "type": EVENTS.TOOLS_EXECUTE_START,
-            "timestamp": now_ms(),
-            "agentId": frame.agent_id,
-            "trace": trace,  # type: ignore[typeddict-item]
-            "callId": calls[0].call_id if len(calls) == 1 else frame.call_id,
-            "toolCallsCount": len(calls),
-            "toolNames": names,
-        }
-    )
+    span, started = new_span_id(), time.perf_counter()
+    common = {
+        "callId": calls[0].call_id if len(calls) == 1 else frame.call_id,
+        "toolCallsCount": len(calls),
+        "toolNames": [_name(call) for call in calls],
+    }
+
+    def emit(kind: str, **fields: Any) -> None:
+        frame.emit(trace_event(kind, frame.agent_id, frame.run.trace_id, span, parent_span, **common, **fields))
+
+    emit(EVENTS.TOOLS_EXECUTE_START)
     if len(calls) == 1:
         outcomes = [await _execute(frame, calls[0])]
     else:
         outcomes = list(await asyncio.gather(*(_execute(frame, call) for call in calls)))
     failures = sum(1 for outcome in outcomes if not outcome.result["success"])
-    frame.emit(
-        {
-            "schemaVersion": SCHEMA_VERSION,
-            "type": EVENTS.TOOLS_EXECUTE_END,
-            "timestamp": now_ms(),
-            "agentId": frame.agent_id,
-            "trace": trace,  # type: ignore[typeddict-item]
-            "callId": calls[0].call_id if len(calls) == 1 else frame.call_id,
-            "toolCallsCount": len(calls),
-            "toolNames": names,
-            "toolResults": [outcome.result for outcome in outcomes],
-            "successCount": len(outcomes) - failures,
-            "failureCount": failures,
-            "duration": (time.perf_counter() - started) * 1000,
-            "success": failures == 0,
-        }
+    emit(
+        EVENTS.TOOLS_EXECUTE_END,
+        toolResults=[outcome.result for outcome in outcomes],
+        successCount=len(outcomes) - failures,
+        failureCount=failures,
+        duration=(time.perf_counter() - started) * 1000,
+        success=failures == 0,
     )
     return outcomes
 
