@@ -117,7 +117,11 @@ def scripted_model(delay: float = 0.0) -> ScriptedModel:
             finding = "; ".join(re.findall(r'"text":"([^"]+)"', " ".join(texts))) or "nothing found"
             return json.dumps({"topic": topic, "finding": finding, "sources": sources})
         findings = str(last["content"])
-        return f"Recommendation, from {findings.count('topic')} findings: prefer Python for the agent layer."
+        report = f"Recommendation, from {findings.count('topic')} findings: prefer Python for the agent layer."
+        if "Be brief." in system:
+            return report
+        topics = ", ".join(re.findall(r'"topic": "([^"]+)"', findings))
+        return f"{report} In detail: {topics} were researched; Python wins on agent SDKs and async IO."
 
     return ScriptedModel(answer, id="demo-model", provider="scripted", delay=delay)
 
@@ -143,10 +147,12 @@ def build(model: ScriptedModel) -> Any:
         return finding
 
     async def writer(props: dict[str, Any]) -> Any:
+        # Kept in memory, so a fork of a snapshot can ask for another style and replay the writer.
+        style = memory().setdefault("style", "brief")
         memory()["findings"] = len(props["findings"])
         return await prompt(
             [
-                {"role": "system", "content": "You are the writer. Be brief."},
+                {"role": "system", "content": f"You are the writer. Be {style}."},
                 {"role": "user", "content": json.dumps(props["findings"])},
             ]
         )
