@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 
 import pytest
 
 from devtool.core.debugger import restore_snapshot
-from devtool.core.jsonvalue import content_hash
+from devtool.core.jsonvalue import canonical_json, content_hash
 from devtool.store import NotFoundError, Store, StoreError, get_snapshot, list_snapshots, save_snapshot
 from tests.conftest import CORPUS
 
@@ -32,6 +33,27 @@ def test_the_id_is_the_hash_of_the_content_and_saving_twice_keeps_one(store: Sto
         "restore",
         None,
     )
+
+
+def test_the_document_keeps_its_key_order_and_the_first_creator(store: Store) -> None:
+    # A replay hands outputs back as recorded; an agent that writes one into its next prompt writes
+    # its keys in that order, so a sorted copy would change the prompt's hash and miss the journal.
+    snapshot = restored()
+    snapshot["root"]["memory"] = {"zebra": 1, "apple": {"y": 2, "b": 3}}  # type: ignore[index]
+    snapshot_id = save_snapshot(store, snapshot, created_by="ana")
+    assert snapshot_id == hashlib.sha256(canonical_json(snapshot)).hexdigest()
+    memory = get_snapshot(store, snapshot_id).snapshot["root"]["memory"]
+    assert list(memory) == ["zebra", "apple"]
+    assert list(memory["apple"]) == ["y", "b"]
+    assert save_snapshot(store, copy.deepcopy(snapshot), created_by="bo") == snapshot_id
+    assert get_snapshot(store, snapshot_id).info.created_by == "ana"
+
+
+def test_a_value_that_is_not_json_is_refused(store: Store) -> None:
+    snapshot = restored()
+    snapshot["root"]["memory"] = {"ratio": float("nan")}  # type: ignore[index]
+    with pytest.raises(StoreError, match=r"not an AgentSnapshot: \$\.root\.memory\.ratio is nan"):
+        save_snapshot(store, snapshot)
 
 
 def test_a_fork_remembers_its_parent(store: Store) -> None:

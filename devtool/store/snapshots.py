@@ -2,11 +2,16 @@
 
 The id is the SHA-256 of the snapshot's canonical JSON (`devtool.core`'s content hash): the same
 snapshot saved twice is stored once and keeps its id, so a `/snapshots/<id>` link means the same
-document forever. A fork (a snapshot made by editing another) records `parent_id`.
+document forever. The document is stored with its own key order, not the canonical one: a replay
+hands recorded outputs back as they were, and an agent that writes a tool's output into its next
+prompt writes the keys in that order, so sorting them would change the prompt's hash and miss the
+journal. A fork (a snapshot made by editing another) records `parent_id`; `created_by` is who stored
+it first.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,7 +19,7 @@ from typing import Any
 import orjson
 
 from devtool.core.errors import SnapshotError
-from devtool.core.jsonvalue import content_hash
+from devtool.core.jsonvalue import NotJSONError, canonical_json, content_hash
 from devtool.core.snapshot import AgentSnapshot, validate
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError, StoreError
@@ -31,6 +36,7 @@ class SnapshotInfo:
     anchor: str | None
     source: str | None
     created_at: datetime
+    created_by: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,13 +50,20 @@ def snapshot_id(snapshot: AgentSnapshot | dict[str, Any]) -> str:
     return content_hash(snapshot)
 
 
-def save_snapshot(store: Store, snapshot: AgentSnapshot | dict[str, Any], *, parent_id: str | None = None) -> str:
-    """Store `snapshot` (checked to be an AgentSnapshot) and return its id; saving it again changes nothing."""
+def save_snapshot(
+    store: Store,
+    snapshot: AgentSnapshot | dict[str, Any],
+    *,
+    parent_id: str | None = None,
+    created_by: str | None = None,
+) -> str:
+    """Store `snapshot` (checked to be an AgentSnapshot of JSON values) and return its id; saving it
+    again changes nothing (the first `created_by` stays)."""
     try:
         checked = validate(snapshot)
-    except SnapshotError as exc:
+        new_id = hashlib.sha256(canonical_json(checked)).hexdigest()
+    except (SnapshotError, NotJSONError) as exc:
         raise StoreError(f"not an AgentSnapshot: {exc}") from exc
-    new_id = snapshot_id(checked)
     provenance = checked["provenance"]
     with store.transaction() as conn:
         if (
@@ -59,8 +72,8 @@ def save_snapshot(store: Store, snapshot: AgentSnapshot | dict[str, Any], *, par
         ):
             raise NotFoundError(f"no snapshot {parent_id!r} to fork from")
         conn.execute(
-            "INSERT INTO snapshots (snapshot_id, parent_id, trace_id, span_id, anchor, source, body) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            "INSERT INTO snapshots (snapshot_id, parent_id, trace_id, span_id, anchor, source, body, created_by) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [
                 new_id,
                 parent_id,
@@ -69,6 +82,7 @@ def save_snapshot(store: Store, snapshot: AgentSnapshot | dict[str, Any], *, par
                 provenance.get("anchor"),
                 provenance.get("source"),
                 orjson.dumps(checked).decode(),
+                created_by,
             ],
         )
     return new_id
@@ -93,4 +107,4 @@ def list_snapshots(store: Store, *, trace_id: str | None = None) -> list[Snapsho
     return [SnapshotInfo(*row) for row in rows]
 
 
-_INFO = "snapshot_id, parent_id, trace_id, span_id, anchor, source, created_at"
+_INFO = "snapshot_id, parent_id, trace_id, span_id, anchor, source, created_at, created_by"
