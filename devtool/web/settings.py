@@ -15,9 +15,10 @@ class Settings:
     # Live ingest (`POST /api/v1/traces`): the biggest body and the most events in one batch.
     max_ingest_bytes: int = 32 * 1024 * 1024
     max_ingest_events: int = 10_000
-    # Live streams: at most one message per `live_interval` s per client; a client that falls
+    # Live streams: at most one message per `live_interval` s per client (a page's refreshes also
+    # queue behind each other, so it redraws no faster than fragments render); a client that falls
     # `live_queue_events` behind is told to resync; a heartbeat every `live_heartbeat` s.
-    live_interval: float = 0.2
+    live_interval: float = 0.1
     live_queue_events: int = 10_000
     live_heartbeat: float = 15.0
     # Trace files to tail (`devtool serve --follow`), looked at every `follow_interval` s.
