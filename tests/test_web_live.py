@@ -298,6 +298,18 @@ async def test_the_header_wins_over_the_query_and_after_starts_a_stream(store: S
 
 
 @pytest.mark.anyio
+async def test_an_id_the_store_never_gave_resyncs_from_the_start(store: Store) -> None:
+    t, root = long_run(1)
+    t.end(root)
+    append_events(store, t.events)  # a new database: the client's id 999 came from the one before
+    response = await get(store, f"/runs/{t.trace_id}/live", **{"Last-Event-ID": "999"})
+    sent = list(parse(response.text.splitlines()))
+    assert [m.event for m in sent] == ["resync", "events", "close"]
+    assert sent[0].json() == {"after": 0}
+    assert [e["id"] for e in sent[1].json()["events"]] == [1, 2, 3, 4]
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize(("header", "query"), [("abc", ""), (None, "?after=-1"), ("1.5", "")])
 async def test_a_start_that_is_not_an_event_id_is_a_400(store: Store, header: str | None, query: str) -> None:
     headers = {"Last-Event-ID": header} if header is not None else {}

@@ -72,7 +72,8 @@ class Appender:
                 if isinstance(result, Exception):
                     logger.warning("devtool: could not store a live batch of %d events: %s", len(batch.events), result)
                     batch.done.set_exception(result)
-                    # Nobody may be waiting any more (a client that gave up): say it here too.
+                    # Its request may be gone (the client gave up): then nobody reads the error, and
+                    # asyncio would log it as never retrieved; it is logged above already.
                     batch.done.add_done_callback(_retrieve)
                     continue
                 batch.done.set_result(result)

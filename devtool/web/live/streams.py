@@ -9,14 +9,16 @@ subscribes before it reads the store, and the broker publishes only what is stor
 Messages, JSON in `data`:
 - `events` (run stream): `{"events": [{"id", "traceId", "spanId", "parentSpanId", "type", "timestamp"}]}`;
 - `runs` (runs list): `{"traces": [trace ids that changed]}`;
-- `resync`: the client fell `queue_limit` events behind and the broker dropped its queue; the stream
-  goes on with what it missed, read from the store, so a client only needs to redraw everything;
+- `resync` `{"after": N}`: the client fell `queue_limit` events behind and the broker dropped its
+  queue, or it resumed from an id this store never gave (the database was replaced: N is 0); the
+  stream goes on with everything after N, read from the store, so a client only needs to redraw;
 - `close`: the run has ended (its root span's end arrived); the page's `sse-close="close"` then stops
   the browser from reconnecting.
 
 Bursts are coalesced: a stream sends at most one message per `live_interval` seconds (the first
-event after a quiet spell goes out at once), so a thousand events a second are a handful of DOM
-updates. Heartbeats are SSE comments every `live_heartbeat` seconds.
+event after a quiet spell goes out at once), whatever the event rate; a page refreshes its fragments
+on a message, and htmx queues a refresh behind the one in flight, so it redraws no faster than the
+server renders. Heartbeats are SSE comments every `live_heartbeat` seconds.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from devtool.store import NotFoundError, Store
-from devtool.store.queries import events_after, get_run
+from devtool.store.queries import events_after, get_run, last_event_id
 from devtool.store.queries.live import runs_changed_after
 from devtool.web.live.broker import LiveEvent, Subscription
 from devtool.web.settings import Settings
@@ -50,6 +52,7 @@ SHUTDOWN_GRACE = 2.0
 class Feed(Protocol):
     """What one kind of stream reads from the store, says about a group of events, and ends on."""
 
+    store: Store
     trace_id: str | None
 
     def missed(self, after: int) -> AsyncIterator[tuple[ServerSentEvent, int]]:
@@ -129,7 +132,10 @@ async def messages(
     yield ServerSentEvent(comment="devtool live", retry=RETRY_MS)
     last = after
     sent_at = 0.0
-    resync = False
+    # An id the store never gave (its database was replaced): everything the client has is stale.
+    resync = after > await run_in_threadpool(last_event_id, feed.store)
+    if resync:
+        last = 0
     while not subscription.closed:
         # Subscribed before the store is read, so whatever is stored meanwhile is queued too.
         subscription.reset()

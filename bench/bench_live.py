@@ -1,0 +1,209 @@
+"""Benchmark of live attachment: an agent streaming 1,000 events/s into `devtool serve` while 10 browsers watch.
+
+    python bench/bench_live.py [--rate 1000] [--seconds 60] [--clients 10] [--workdir DIR]
+
+1. Starts a real `devtool serve` (its own process, a fresh DuckDB file).
+2. Opens `--clients` SSE connections to the run's stream (`/runs/<trace_id>/live`) from a process of
+   their own, one thread each, before the run starts.
+3. A producer process emits `--rate` events a second for `--seconds` seconds through `HttpSink`, what
+   an instrumented agent uses: spans (`custom:span` start and end) under one root agent, each event
+   stamped with the wall clock when emitted; then it ends the root span, which ends the streams.
+4. Reports, per client, the events it received (target: all of them, each once) and, over every event
+   of every client, the latency from emit (the event's timestamp) to receipt (the wall clock when its
+   message was read): p50, p95 (target ≤ 250 ms), p99, max. And the server's CPU time (user + system,
+   from /proc) over the run, per second and per 1,000 events: what ingest and fan-out cost.
+
+The processes share the machine: on 2 cores, producer, clients and server compete for CPU, so the
+figures are what a laptop running agent, DevTool and browser at once would see.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import platform
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from devtool.core.http_sink import HttpSink
+from tests.sse import SseStream
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def machine() -> str:
+    names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in line]
+    cpu = names[0] if names else platform.machine()
+    return f"{cpu}, {os.cpu_count()} cores, {platform.platform(terse=True)}, CPython {platform.python_version()}"
+
+
+def event(trace_id: str, type_: str, span: str, parent: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "schemaVersion": 1,
+        "type": type_,
+        "timestamp": time.time() * 1000,
+        "agentId": "bench",
+        "trace": {"traceId": trace_id, "spanId": span, "parentSpanId": parent},
+        **fields,
+    }
+
+
+def produce(url: str, trace_id: str, rate: int, seconds: float, done: Any) -> None:
+    """Emit `rate` events/s for `seconds` through HttpSink, then end the run; report what was sent."""
+    sink = HttpSink(f"{url}api/v1/traces", flush_timeout=60)
+    root = secrets.token_hex(8)
+    sink(event(trace_id, "agent:start", root, "", props={"bench": True}))
+    total = int(rate * seconds)
+    tick = 0.01
+    per_tick = rate * tick
+    began = time.monotonic()
+    emitted = 1
+    open_span = ""
+    for n in range(total):
+        due = began + (n // per_tick) * tick
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        if n % 2 == 0:
+            open_span = secrets.token_hex(8)
+            sink(event(trace_id, "custom:span:start", open_span, root, name=f"step {n // 2}"))
+        else:
+            sink(event(trace_id, "custom:span:end", open_span, root, name=f"step {n // 2}", success=True))
+        emitted += 1
+    sink(event(trace_id, "agent:end", root, "", success=True, result="done"))
+    emitted += 1
+    sink.close()
+    done.put({"emitted": emitted, "sent": sink.sent, "spooled": sink.spooled, "took": time.monotonic() - began})
+
+
+def listen(url: str, trace_id: str, clients: int, ready: Any, done: Any) -> None:
+    """Hold `clients` SSE connections, each in a thread; report ids received and latencies."""
+    results: list[dict[str, Any]] = [{} for _ in range(clients)]
+
+    def client(index: int) -> None:
+        stream = SseStream(f"{url}runs/{trace_id}/live?after=0", timeout=120)
+        ids: list[int] = []
+        latencies: list[float] = []
+        messages = 0
+        ready.put(index)
+        closed = False
+        for message in stream.messages():
+            if message.event == "close":
+                closed = True
+                break
+            if message.event != "events":
+                continue
+            now = time.time() * 1000
+            messages += 1
+            for item in message.json()["events"]:
+                ids.append(item["id"])
+                latencies.append(now - item["timestamp"])
+        stream.close()
+        results[index] = {"ids": ids, "latencies": latencies, "messages": messages, "closed": closed}
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    done.put(results)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rate", type=int, default=1000, help="events a second (default 1000)")
+    parser.add_argument("--seconds", type=float, default=60, help="how long the producer emits (default 60)")
+    parser.add_argument("--clients", type=int, default=10, help="SSE clients (default 10)")
+    parser.add_argument("--workdir", type=Path, help="where the database goes (default: a temporary folder)")
+    args = parser.parse_args()
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-live-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    db = workdir / "live.duckdb"
+    for stale in (db, Path(f"{db}.wal")):
+        stale.unlink(missing_ok=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "devtool", "serve", "--port", "0", "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "XDG_DATA_HOME": str(workdir / "data")},
+    )
+    assert server.stdout is not None
+    first = server.stdout.readline()
+    if not first.startswith("DevTool at "):
+        raise SystemExit(f"devtool serve did not start: {first}{server.stderr.read() if server.stderr else ''}")
+    url = first.split(" at ", 1)[1].strip()
+    context = multiprocessing.get_context("spawn")
+    trace_id = secrets.token_hex(16)
+    try:
+        ready, listened, produced = context.Queue(), context.Queue(), context.Queue()
+        listener = context.Process(target=listen, args=(url, trace_id, args.clients, ready, listened))
+        listener.start()
+        for _ in range(args.clients):
+            ready.get(timeout=30)
+        time.sleep(0.5)  # every stream has subscribed
+        cpu_before, wall_before = cpu_seconds(server.pid), time.monotonic()
+        producer = context.Process(target=produce, args=(url, trace_id, args.rate, args.seconds, produced))
+        producer.start()
+        sent = produced.get(timeout=args.seconds * 5 + 120)
+        results = listened.get(timeout=120)
+        cpu_after, wall_after = cpu_seconds(server.pid), time.monotonic()
+        producer.join()
+        listener.join()
+    finally:
+        server.terminate()
+        server.wait(30)
+
+    total = sent["emitted"]
+    expected = list(range(1, total + 1))
+    wall = wall_after - wall_before
+    cpu = cpu_after - cpu_before
+    print(f"Machine: {machine()}; {date.today().isoformat()}")
+    print(
+        f"Producer: {total:,} events in {sent['took']:.1f} s ({total / sent['took']:,.0f}/s) through HttpSink, "
+        f"{sent['sent']:,} delivered, {sent['spooled']:,} spooled"
+    )
+    latencies: list[float] = []
+    for index, result in enumerate(results):
+        complete = "all, once" if result["ids"] == expected else f"MISSING/EXTRA (unique {len(set(result['ids'])):,})"
+        print(
+            f"client {index}: {len(result['ids']):,} of {total:,} events ({complete}) in {result['messages']} "
+            f"messages, closed: {result['closed']}, p95 {percentile(result['latencies'], 0.95):.0f} ms"
+        )
+        latencies.extend(result["latencies"])
+    print(
+        f"Latency emit→receipt over {len(latencies):,} receipts: p50 {percentile(latencies, 0.50):.0f} ms, "
+        f"p95 {percentile(latencies, 0.95):.0f} ms, p99 {percentile(latencies, 0.99):.0f} ms, "
+        f"max {max(latencies):.0f} ms, mean {statistics.fmean(latencies):.0f} ms"
+    )
+    print(
+        f"Server CPU: {cpu:.1f} s over {wall:.1f} s ({cpu / wall:.2f} cores), "
+        f"{cpu / total * 1000 * 1000:.0f} ms per 1,000 events (ingest, store, fan-out to {args.clients} clients)"
+    )
+
+
+if __name__ == "__main__":
+    main()
