@@ -49,7 +49,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 def machine() -> str:
-    names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if "model name" in line]
+    lines = Path("/proc/cpuinfo").read_text().splitlines()
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
     cpu = names[0] if names else platform.machine()
     return f"{cpu}, {os.cpu_count()} cores, {platform.platform(terse=True)}, CPython {platform.python_version()}"
 
