@@ -1,13 +1,16 @@
 """The timeline window: what to draw of a run between two instants at a given width, whatever its size.
 
-Rows are nesting depths (`spans.depth`); columns are the window's pixels. Every span that overlaps the
-window falls in the pixel where it starts (spans that start before the window in pixel 0). A span
-at least a pixel wide in the window is a bar of its own, in one of `SLOTS` slots of its (row, pixel)
-bucket; what is narrower than a pixel (and wide spans beyond the slots) merges into one counted bar
-from the earliest start to the latest end of the spans it holds (level of detail, as Perfetto
-does). Keeping wide spans apart matters: three parallel agents that began before the window are
-three bars, not one "3 spans" bar. The answer never holds more than rows × width × (SLOTS + 1)
-bars, for a run of a hundred events or of a million; DuckDB does the bucketing, only bars leave it.
+Rows are nesting depths (`spans.depth`); columns are the window's pixels. A span falls in the pixel
+where it starts (spans that start before the window in pixel 0) and the pixel where it ends, and
+the spans of a row that share both become one bar: the span itself when it is alone there, else
+one counted bar from the earliest start to the latest end of the spans it holds. Spans narrower
+than a pixel thus merge per row and pixel (level of detail, as Perfetto does), while spans that
+merely start together (parallel sub-agents fanned out at once, or begun before the window) stay
+apart as soon as their ends differ by a pixel, so zooming in always separates them.
+
+The answer never holds more than rows × width bars, for a run of a hundred events or of a million:
+when keeping ends apart would give more (a dense run seen whole), the bars merge by start pixel
+alone. DuckDB does the bucketing; only the bars leave it.
 
 Instant events (budget updates, logs) are left out unless asked for. A running span (no end yet)
 reaches the run's last event.
@@ -21,8 +24,6 @@ from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 
 MAX_WIDTH = 16384
-# Wide spans drawn apart per (row, pixel); more overlapping there than this merge with the narrow ones.
-SLOTS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,15 +65,8 @@ _BARS = """
     ),
     placed AS (
         SELECT *, least(greatest(floor((start_ts - $start) * $scale), 0), $width - 1)::INTEGER AS px,
-               (least(end_ts, $end) - greatest(start_ts, $start)) * $scale >= 1 AS wide
+               {end_px} AS end_px
         FROM visible
-    ),
-    slotted AS (
-        SELECT *, CASE WHEN wide AND row_number() OVER (
-                      PARTITION BY depth, px, wide ORDER BY end_ts DESC, span_id) <= $slots
-                  THEN row_number() OVER (PARTITION BY depth, px, wide ORDER BY end_ts DESC, span_id)
-                  ELSE 0 END AS slot
-        FROM placed
     )
     SELECT depth, px, first, last, n, span_id, kind, name,
            CASE WHEN failed > 0 THEN 'failed' WHEN running > 0 THEN 'running' ELSE 'completed' END,
@@ -85,11 +79,15 @@ _BARS = """
                count(*) FILTER (WHERE status = 'failed') AS failed,
                count(*) FILTER (WHERE status = 'running') AS running,
                count(*) FILTER (WHERE cache) AS cached
-        FROM slotted
-        GROUP BY depth, px, slot
+        FROM placed
+        GROUP BY depth, px, end_px
     )
     ORDER BY depth, px, first
+    LIMIT $limit
 """
+# Ends kept apart (faithful), or merged by start pixel alone (the bound's fallback).
+_APART = "least(greatest(floor((end_ts - $start) * $scale), 0), $width - 1)::INTEGER"
+_TOGETHER = "0"
 
 
 def timeline_window(
@@ -114,18 +112,23 @@ def timeline_window(
         if end < start:
             raise ValueError(f"the window ends ({end}) before it starts ({start})")
         span = max(end - start, 1e-3)  # a run of one instant still gets a window
-        rows = cursor.execute(
-            _BARS.format(instants="" if instants else "AND NOT instant"),
-            {
-                "trace": trace_id,
-                "start": start,
-                "end": end,
-                "run_end": run_end,
-                "scale": width_px / span,
-                "width": width_px,
-                "slots": SLOTS,
-            },
-        ).fetchall()
+        params = {
+            "trace": trace_id,
+            "start": start,
+            "end": end,
+            "run_end": run_end,
+            "scale": width_px / span,
+            "width": width_px,
+        }
+        deepest_in_run = cursor.execute(
+            "SELECT coalesce(max(depth), 0) FROM spans WHERE trace_id = ?", [trace_id]
+        ).fetchall()[0][0]
+        sql = _BARS.format(instants="" if instants else "AND NOT instant", end_px="{end_px}")
+        limit = (deepest_in_run + 1) * width_px + 1
+        rows = cursor.execute(sql.format(end_px=_APART), {**params, "limit": limit}).fetchall()
+        deepest = max((row[0] for row in rows), default=-1)
+        if len(rows) > (deepest + 1) * width_px:
+            rows = cursor.execute(sql.format(end_px=_TOGETHER), {**params, "limit": limit}).fetchall()
     bars = tuple(TimelineBar(*row) for row in rows)
     return TimelineWindow(
         trace_id,
