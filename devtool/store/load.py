@@ -18,7 +18,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -29,6 +29,7 @@ from devtool.store.errors import BadLinesError, LineProblem, LoadError
 from devtool.store.files import SourceFile
 from devtool.store.loaders import Loader, detect
 from devtool.store.scan import MAX_LINE, Scan
+from devtool.store.unpack import gunzipped, is_gzip, renamed
 
 # (phase, done, total): "reading" counts bytes hashed; "loading" DuckDB's progress, scaled to bytes.
 Progress = Callable[[str, int, int], None]
@@ -65,8 +66,15 @@ class LoadResult:
 def load_file(
     store: Store, path: Path | str, *, bad_lines: BadLines = BadLines.REJECT, progress: Progress | None = None
 ) -> LoadResult:
-    """Load a trace or journal file; raise `LoadError` (nothing stored) when it cannot be."""
+    """Load a trace or journal file (or one gzip-compressed); raise `LoadError` (nothing stored) when
+    it cannot be."""
     path = Path(path)
+    if is_gzip(path):
+        with gunzipped(path) as plain:
+            try:
+                return replace(load_file(store, plain, bad_lines=bad_lines, progress=progress), path=path)
+            except LoadError as exc:
+                raise renamed(exc, path) from None
     reading = None if progress is None else lambda done, total: progress("reading", done, total)
     with SourceFile(path) as source:
         loader = detect(source)

@@ -23,7 +23,6 @@ LOADERS: tuple[Loader, ...] = (TraceJsonl(), TraceArray(), JournalJsonl())
 FALLBACK: Loader = LOADERS[0]
 
 _MAGIC = (
-    (b"\x1f\x8b", "gzip-compressed: unpack it first (gunzip)"),
     (b"PK\x03\x04", "a zip archive"),
     (b"\x89PNG", "a PNG image"),
     (b"SQLite format 3\x00", "an SQLite database"),
