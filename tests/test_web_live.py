@@ -129,7 +129,7 @@ async def test_a_stream_sends_what_it_missed_from_the_store_then_follows_and_clo
     t, root = long_run(3)
     append_events(store, t.events)
     with broker.subscription(t.trace_id) as subscription:
-        collector = Collector(messages(RunFeed(store, t.trace_id), subscription, 2, 0.05))
+        collector = Collector(messages(RunFeed(store, t.trace_id, 0.05), subscription, 2))
         for _ in range(3):
             before = len(t.events)
             t.end(t.start("turn", root))
@@ -150,7 +150,7 @@ async def test_events_stored_while_a_stream_catches_up_are_neither_lost_nor_doub
     t, root = long_run(2500)  # 5,001 events: several pages read back from the store
     append_events(store, t.events)
     with broker.subscription(t.trace_id) as subscription:
-        collector = Collector(messages(RunFeed(store, t.trace_id), subscription, 0, 0.01))
+        collector = Collector(messages(RunFeed(store, t.trace_id, 0.01), subscription, 0))
         for _ in range(40):
             before = len(t.events)
             t.end(t.start("turn", root))
@@ -169,7 +169,7 @@ async def test_bursts_are_coalesced_to_one_message_per_interval(store: Store) ->
     append_events(store, t.events)
     interval = 0.2
     with broker.subscription(t.trace_id) as subscription:
-        collector = Collector(messages(RunFeed(store, t.trace_id), subscription, 1, interval))
+        collector = Collector(messages(RunFeed(store, t.trace_id, interval), subscription, 1))
         started = time.monotonic()
         for _ in range(60):
             before = len(t.events)
@@ -194,7 +194,7 @@ async def test_a_slow_client_is_told_to_resync_and_still_gets_every_event_once(s
     await appender.append(t.events, stream="test")
     received: list[Message] = []
     with broker.subscription(t.trace_id) as subscription:
-        stream = messages(RunFeed(store, t.trace_id), subscription, 0, 0.0)
+        stream = messages(RunFeed(store, t.trace_id, 0.0), subscription, 0)
         await anext(stream)  # the opening comment
         received.append(decoded(await anext(stream)))
         # Following live: the next message goes out when the next batch is stored...
@@ -225,7 +225,7 @@ async def test_a_stream_of_a_finished_run_sends_it_and_closes_at_once(store: Sto
     t.end(root)
     append_events(store, t.events)
     with Broker().subscription(t.trace_id) as subscription:
-        sent = [decoded(m) async for m in messages(RunFeed(store, t.trace_id), subscription, 0, 0.2) if m.data]
+        sent = [decoded(m) async for m in messages(RunFeed(store, t.trace_id, 0.2), subscription, 0) if m.data]
     assert [m.event for m in sent] == ["events", "close"]
     assert [e["type"] for e in sent[0].json()["events"]] == ["agent:start", "turn:start", "turn:end", "agent:end"]
 
@@ -234,7 +234,7 @@ async def test_a_stream_of_a_finished_run_sends_it_and_closes_at_once(store: Sto
 async def test_a_stream_ends_when_the_server_stops(store: Store) -> None:
     broker = Broker()
     with broker.subscription("nothing-yet") as subscription:
-        collector = Collector(messages(RunFeed(store, "nothing-yet"), subscription, 0, 0.01))
+        collector = Collector(messages(RunFeed(store, "nothing-yet", 0.01), subscription, 0))
         await asyncio.sleep(0.05)
         broker.close()
         await collector.finish(timeout=2)
@@ -251,7 +251,7 @@ async def test_the_runs_stream_names_the_runs_that_changed(store: Store) -> None
     append_events(store, first.events)
     append_events(store, second.events)
     with broker.subscription() as subscription:
-        stream = messages(RunsFeed(store), subscription, 1, 0.0)
+        stream = messages(RunsFeed(store, 0.0), subscription, 1)
         await anext(stream)
         missed = decoded(await anext(stream))
         await appender.append(third.events, stream="test")

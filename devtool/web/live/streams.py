@@ -47,6 +47,8 @@ PAGE = 1000
 RETRY_MS = 1000
 # How long (s) a stream has to end by itself when the server stops, before it is cancelled.
 SHUTDOWN_GRACE = 2.0
+# The runs list is redrawn whole on each message: once a second is fresh enough for a list.
+RUNS_INTERVAL = 1.0
 
 
 class Feed(Protocol):
@@ -54,6 +56,7 @@ class Feed(Protocol):
 
     store: Store
     trace_id: str | None
+    interval: float  # seconds between messages, at least
 
     def missed(self, after: int) -> AsyncIterator[tuple[ServerSentEvent, int]]:
         """Messages for what the store holds after `after`, in order, each with the last id it covers."""
@@ -69,9 +72,10 @@ class Feed(Protocol):
 class RunFeed:
     """One run's events; over when the run is (its root spans have ended)."""
 
-    def __init__(self, store: Store, trace_id: str) -> None:
+    def __init__(self, store: Store, trace_id: str, interval: float) -> None:
         self.store = store
         self.trace_id: str | None = trace_id
+        self.interval = interval
 
     async def missed(self, after: int) -> AsyncIterator[tuple[ServerSentEvent, int]]:
         while True:
@@ -102,8 +106,9 @@ class RunsFeed:
 
     trace_id: str | None = None
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, interval: float) -> None:
         self.store = store
+        self.interval = interval
 
     async def missed(self, after: int) -> AsyncIterator[tuple[ServerSentEvent, int]]:
         changed = await run_in_threadpool(runs_changed_after, self.store, after)
@@ -123,10 +128,10 @@ class RunsFeed:
 
 
 async def messages(
-    feed: Feed, subscription: Subscription, after: int, interval: float, stopping: anyio.Event | None = None
+    feed: Feed, subscription: Subscription, after: int, stopping: anyio.Event | None = None
 ) -> AsyncIterator[ServerSentEvent]:
     """One client's stream: what the store holds after `after`, then what is published, one message per
-    `interval` at most; `resync` and the store again after an overflow; `close` when the feed is over.
+    `feed.interval` at most; `resync` and the store again after an overflow; `close` when the feed is over.
     It ends without `close` when the broker closes or `stopping` is set (the server is stopping)."""
     stopping = stopping or anyio.Event()
     yield ServerSentEvent(comment="devtool live", retry=RETRY_MS)
@@ -152,7 +157,7 @@ async def messages(
             if subscription.closed or stopping.is_set():
                 return
             # Coalesce: whatever else arrives before the interval is up goes out in the same message.
-            await anyio.sleep(max(0.0, sent_at + interval - time.monotonic()))
+            await anyio.sleep(max(0.0, sent_at + feed.interval - time.monotonic()))
             if subscription.overflowed:
                 break
             fresh = [event for event in subscription.take() if event.event_id > last]
@@ -205,7 +210,7 @@ def _response(request: Request, feed: Feed) -> Response:
 
     async def events() -> AsyncIterator[ServerSentEvent]:
         with live.broker.subscription(feed.trace_id) as subscription:
-            async for message in messages(feed, subscription, start, settings.live_interval, stopping):
+            async for message in messages(feed, subscription, start, stopping):
                 yield message
 
     return EventSourceResponse(
@@ -214,11 +219,14 @@ def _response(request: Request, feed: Feed) -> Response:
 
 
 async def run_live(request: Request) -> Response:
-    return _response(request, RunFeed(request.app.state.store, request.path_params["trace_id"]))
+    settings: Settings = request.app.state.settings
+    feed = RunFeed(request.app.state.store, request.path_params["trace_id"], settings.live_interval)
+    return _response(request, feed)
 
 
 async def runs_live(request: Request) -> Response:
-    return _response(request, RunsFeed(request.app.state.store))
+    settings: Settings = request.app.state.settings
+    return _response(request, RunsFeed(request.app.state.store, max(settings.live_interval, RUNS_INTERVAL)))
 
 
 routes = [
