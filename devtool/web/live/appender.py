@@ -3,8 +3,8 @@
 Every live batch goes through `await appender.append(events, stream=...)`. Batches that arrive while
 an append is running wait and are then stored together, in arrival order, in one transaction
 (`append_events`, in a worker thread: DuckDB never runs on the event loop). An append costs about the
-same for ten events as for a thousand (it re-derives the spans and the run summary it touches), so
-under load this is what keeps up with many agents streaming at once.
+same for ten events as for a thousand (it re-derives the spans and the summary of each run it
+touches, which grows with the run), so under load this is what keeps up with many agents at once.
 
 One flush runs at a time, and it publishes each stored group to the broker before storing the next,
 so subscribers see events in store order (their ids only grow). The flush is a task of its own: a
@@ -48,7 +48,7 @@ class Appender:
         self._flush: asyncio.Task[None] | None = None
 
     async def append(self, events: Sequence[Mapping[str, Any]], *, stream: str) -> list[int]:
-        """Store `events` (validated TraceEvents) and return their ids, in order; `StoreError` if it fails."""
+        """Store `events` (validated TraceEvents) and return their ids, in order; raises what the store raised."""
         if not events:
             return []
         batch = _Batch(events, stream, asyncio.get_running_loop().create_future())
