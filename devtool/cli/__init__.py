@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from devtool import __version__
-from devtool.cli import demo, load, run, serve
+from devtool.cli import demo, export, load, run, serve
 from devtool.cli.errors import CliError
 
-COMMANDS = [serve, load, run, demo]
+COMMANDS = [serve, load, run, demo, export]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,75 @@
+"""`devtool export` as a real process: a run and a snapshot that another DevTool loads as they were."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from devtool.core.debugger import restore_snapshot
+from devtool.store import Store, get_snapshot, load_file, save_snapshot
+from devtool.store.queries import run_events
+from tests.conftest import CORPUS, DevtoolRunner
+
+TRACE = CORPUS / "rejelly" / "nested.trace.jsonl"
+
+
+def stored_run(tmp_path: Path) -> tuple[Path, str, str]:
+    """A store holding the nested trace and a snapshot of it; its path, the trace id, the snapshot id."""
+    db = tmp_path / "mine.duckdb"
+    store = Store(db)
+    trace_id = load_file(store, TRACE).traces[0]
+    snapshot_id = save_snapshot(store, restore_snapshot(run_events(store, trace_id)))
+    store.close()
+    return db, trace_id, snapshot_id
+
+
+def test_an_exported_run_loads_into_another_devtool_event_for_event(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    db, trace_id, _ = stored_run(tmp_path)
+    done = devtool("export", trace_id, "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    exported = tmp_path / f"{trace_id}.trace.jsonl.gz"
+    assert f"wrote {exported.name}" in done.stderr
+    lines = gzip.decompress(exported.read_bytes()).splitlines()
+    assert [json.loads(line) for line in lines] == [json.loads(line) for line in TRACE.read_text().splitlines()]
+    theirs = tmp_path / "theirs.duckdb"
+    loaded = devtool("load", str(exported), "--db", str(theirs))
+    assert loaded.returncode == 0, loaded.stderr
+    store = Store(theirs)
+    try:
+        assert run_events(store, trace_id) == [json.loads(line) for line in lines]
+    finally:
+        store.close()
+
+
+def test_an_exported_snapshot_is_the_document_run_with_takes(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    db, _, snapshot_id = stored_run(tmp_path)
+    out = tmp_path / "snap.json"
+    done = devtool("export", "--snapshot", snapshot_id, "-o", str(out), "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    store = Store(db)
+    try:
+        assert json.loads(out.read_text()) == get_snapshot(store, snapshot_id).snapshot
+    finally:
+        store.close()
+    to_stdout = devtool("export", "--snapshot", snapshot_id, "-o", "-", "--db", str(db))
+    assert to_stdout.stdout == out.read_text()
+
+
+def test_what_export_refuses(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    db, trace_id, _ = stored_run(tmp_path)
+    missing = devtool("export", "no-such-run", "--db", str(db))
+    assert missing.returncode == 2
+    assert "no run 'no-such-run' in the store" in missing.stderr
+    taken = tmp_path / "taken.gz"
+    taken.write_bytes(b"keep me")
+    refused = devtool("export", trace_id, "-o", str(taken), "--db", str(db))
+    assert refused.returncode == 2
+    assert "exists: choose another -o FILE, or pass --force" in refused.stderr
+    assert taken.read_bytes() == b"keep me"
+    forced = devtool("export", trace_id, "-o", str(taken), "--force", "--db", str(db))
+    assert forced.returncode == 0
+    assert gzip.decompress(taken.read_bytes()).count(b"\n") == len(TRACE.read_text().splitlines())
+    both = devtool("export", trace_id, "--snapshot", "x", "--db", str(db))
+    assert both.returncode == 2
+    assert not list(tmp_path.glob(".taken.gz.*"))
