@@ -1,4 +1,4 @@
-"""One span in detail: its row, the events that open and close it, and how many children it has."""
+"""One span in detail: its row, the events that open and close it, and how many children the tree shows."""
 
 from __future__ import annotations
 
@@ -29,11 +29,12 @@ def test_a_span_with_its_start_and_end_events(store: Store) -> None:
     assert detail.end_event == t.events[-1]
     assert detail.duration_ms == 4
     turn_detail = span_detail(store, t.trace_id, turn)
+    # Its one child is an instant (a budget update): the frame tree does not show it.
     assert (turn_detail.error, turn_detail.content_hash, turn_detail.cache, turn_detail.children) == (
         "upstream 503",
         "h1",
         True,
-        1,
+        0,
     )
     assert turn_detail.frame_parent_id == agent
 

@@ -208,6 +208,7 @@ def test_cached_calls_are_marked(client: TestClient, store: Store, tmp_path: Pat
     replay = record(store, tmp_path, lambda: create_agent("a", handler)(None), name="replay", snapshot=box["snapshot"])
     page = html(client.get(f"/runs/{replay}").text)
     cached = [node for node in page.css("#tree .row") if node.css(".badge.cached")]
-    assert [node.css_first(".name").text() for node in cached] == ["lookup"]
+    # The batch (all of its calls served from the journal) and its one call.
+    assert [node.css_first(".kind").text() for node in cached] == ["tools:execute", "tool"]
     (bar,) = page.css("#bars rect.bar.cached")
     assert "from the journal" in bar.attributes["data-title"]

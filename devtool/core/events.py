@@ -2,7 +2,8 @@
 
 The wire format is the TypeScript library's (DESIGN.md, "Wire formats"), so traces load in either
 direction. What we add: `callId` on agent, turn and tool events; on each tool result, `callId` is our
-callId and `toolCallId` the model's id for the call; a result whose output is not JSON carries
+callId and `toolCallId` the model's id for the call; `tools:execute:end` says `cache: true` when
+every call of the batch was served from a snapshot; a result whose output is not JSON carries
 `tombstone: true` (its `output` is a description, never to be replayed); `runWith:end` carries the root
 frame's `memory`.
 """

@@ -104,7 +104,9 @@ def span_view(store: Store, trace_id: str, span_id: str, path: list[PathStep]) -
 
 def _memory(store: Store, trace_id: str, detail: SpanDetail, path: list[PathStep]) -> MemoryView | None:
     """The memory of the agent frame that holds the span (memory is recorded at `generation:end`)."""
-    agent = _enclosing_agent(store, trace_id, detail, path)
+    agent = next((step for step in reversed(path) if step.kind == "agent"), None)
+    if detail.kind == "agent":
+        agent = PathStep(detail.span_id, 0, detail.kind, detail.agent_id)
     if agent is None:
         return None
     memories = generation_memories(store, trace_id, agent.span_id)
@@ -115,13 +117,3 @@ def _memory(store: Store, trace_id: str, detail: SpanDetail, path: list[PathStep
     previous = memories[current - 1].memory if current > 0 else {}
     since = "the previous generation" if current > 0 else "the start of the frame (empty unless restored)"
     return MemoryView(agent.agent_id or "", memories[current].memory, diff(previous, memories[current].memory), since)
-
-
-def _enclosing_agent(store: Store, trace_id: str, detail: SpanDetail, path: list[PathStep]) -> SpanDetail | None:
-    if detail.kind == "agent":
-        return detail
-    for step in reversed(path):
-        candidate = span_detail(store, trace_id, step.span_id) if step.span_id != detail.span_id else detail
-        if candidate.kind == "agent":
-            return candidate
-    return None

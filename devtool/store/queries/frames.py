@@ -144,12 +144,14 @@ def _count_tool_results(cursor: Any, drafts: list[_Draft]) -> None:
     batches = [d for d in drafts if d.node.kind == "tools:execute" and d.end_event_id is not None]
     if not batches:
         return
-    ids = [d.end_event_id for d in batches]
+    ids = [d.end_event_id for d in batches if d.end_event_id is not None]
+    # The range lets DuckDB skip the row groups it cannot hold (zone maps on event_id); the IN list
+    # alone would decompress every event body of the table.
     counts = dict(
         cursor.execute(
             "SELECT event_id, coalesce(json_array_length(body, '$.toolResults'), 0) FROM events "
-            f"WHERE event_id IN ({_placeholders(ids)})",
-            ids,
+            f"WHERE event_id BETWEEN ? AND ? AND event_id IN ({_placeholders(ids)})",
+            [min(ids), max(ids), *ids],
         ).fetchall()
     )
     for d in batches:

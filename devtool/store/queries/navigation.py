@@ -21,10 +21,12 @@ _SHOWN = f"NOT instant AND kind NOT IN {HIDDEN_KINDS}"
 
 @dataclass(frozen=True)
 class PathStep:
-    """A span on the way down to another, and its index among its frame siblings."""
+    """A span on the way down to another: its index among its frame siblings, its kind and agent."""
 
     span_id: str
     index: int
+    kind: str = ""
+    agent_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -52,10 +54,11 @@ def frame_path(store: Store, trace_id: str, span_id: str) -> list[PathStep]:
     """The frame-tree path from a root down to `span_id` (itself last), or to its nearest shown ancestor."""
     rows = store.query(
         f"""
-        WITH RECURSIVE up(span_id, frame_parent_id, shown, hops) AS (
-            SELECT span_id, frame_parent_id, {_SHOWN}, 0 FROM spans WHERE trace_id = $trace AND span_id = $span
+        WITH RECURSIVE up(span_id, frame_parent_id, shown, hops, kind, agent_id) AS (
+            SELECT span_id, frame_parent_id, {_SHOWN}, 0, kind, agent_id
+            FROM spans WHERE trace_id = $trace AND span_id = $span
             UNION ALL
-            SELECT s.span_id, s.frame_parent_id, true, up.hops + 1
+            SELECT s.span_id, s.frame_parent_id, true, up.hops + 1, s.kind, s.agent_id
             FROM spans s JOIN up ON s.trace_id = $trace AND s.span_id = up.frame_parent_id
             WHERE up.hops < 10000
         ),
@@ -66,13 +69,14 @@ def frame_path(store: Store, trace_id: str, span_id: str) -> list[PathStep]:
             WHERE trace_id = $trace AND {_SHOWN}
               AND coalesce(frame_parent_id, '') IN (SELECT coalesce(frame_parent_id, '') FROM up)
         )
-        SELECT up.span_id, ranked.i FROM up JOIN ranked USING (span_id) WHERE up.shown ORDER BY up.hops DESC
+        SELECT up.span_id, ranked.i, up.kind, up.agent_id
+        FROM up JOIN ranked USING (span_id) WHERE up.shown ORDER BY up.hops DESC
         """,
         {"trace": trace_id, "span": span_id},
     )
     if not rows and not store.query("SELECT 1 FROM spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]):
         raise NotFoundError(f"no span {span_id!r} in run {trace_id!r}")
-    return [PathStep(span, int(index)) for span, index in rows]
+    return [PathStep(span, int(index), kind, agent) for span, index, kind, agent in rows]
 
 
 def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> list[SpanHit]:

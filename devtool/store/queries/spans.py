@@ -31,7 +31,7 @@ class SpanDetail:
     content_hash: str | None
     cache: bool | None
     events: int  # events carrying this span id
-    children: int  # spans whose parent it is
+    children: int  # spans the frame tree shows under it
     start_event: dict[str, Any] | None  # an instant span's event is here
     end_event: dict[str, Any] | None
 
@@ -42,24 +42,32 @@ class SpanDetail:
 
 def span_detail(store: Store, trace_id: str, span_id: str) -> SpanDetail:
     """Span `span_id` of run `trace_id`; `NotFoundError` when there is none."""
-    rows = store.query(
-        """
-        SELECT s.trace_id, s.span_id, s.parent_span_id, s.kind, s.name, s.instant, s.agent_id, s.call_id,
-               s.status, s.error, s.start_ts, s.end_ts, s.depth, s.frame_parent_id, s.content_hash, s.cache,
-               s.events,
-               (SELECT count(*) FROM spans c WHERE c.trace_id = s.trace_id AND c.parent_span_id = s.span_id),
-               (SELECT body FROM events WHERE event_id = s.start_event_id),
-               (SELECT body FROM events WHERE event_id = s.end_event_id)
-        FROM spans s WHERE s.trace_id = ? AND s.span_id = ?
-        """,
-        [trace_id, span_id],
-    )
-    if not rows:
-        raise NotFoundError(f"no span {span_id!r} in run {trace_id!r}")
-    *fields, start_body, end_body = rows[0]
+    with store.reader() as cursor:
+        rows = cursor.execute(
+            """
+            SELECT trace_id, span_id, parent_span_id, kind, name, instant, agent_id, call_id, status, error,
+                   start_ts, end_ts, depth, frame_parent_id, content_hash, cache, events, frame_children,
+                   start_event_id, end_event_id
+            FROM spans WHERE trace_id = ? AND span_id = ?
+            """,
+            [trace_id, span_id],
+        ).fetchall()
+        if not rows:
+            raise NotFoundError(f"no span {span_id!r} in run {trace_id!r}")
+        *fields, start_id, end_id = rows[0]
+        # One equality lookup per event: DuckDB pushes `event_id = ?` into the scan and reads the body of
+        # that row only (an IN list, or a correlated subquery, decompresses every body of the table).
+        start_body, end_body = (
+            None if event_id is None else _body(cursor, event_id) for event_id in (start_id, end_id)
+        )
     names = [f.name for f in dataclasses.fields(SpanDetail)]
     return SpanDetail(
         **dict(zip(names, fields, strict=False)),
         start_event=orjson.loads(start_body) if start_body is not None else None,
         end_event=orjson.loads(end_body) if end_body is not None else None,
     )
+
+
+def _body(cursor: Any, event_id: int) -> str | None:
+    rows = cursor.execute("SELECT body FROM events WHERE event_id = ?", [event_id]).fetchall()
+    return rows[0][0] if rows else None
