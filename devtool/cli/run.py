@@ -4,7 +4,9 @@
 with `props` from `--props`. The entrypoint and props are recorded in the `runWith:start` event's
 metadata, which is what the DevTool's Replay button runs again. Events go to the DevTool at `--to`
 (or `$DEVTOOL_URL`) and/or to a JSONL file (`--trace`); `--snapshot` replays from a snapshot file
-or a DevTool snapshot URL. This command needs only the core library.
+or a DevTool snapshot URL. A DevTool with a team token wants it with both (`$DEVTOOL_TOKEN`, or
+`--token`, which other users of the machine can see in `ps`). `--defined-in-module` refuses a FUNC
+that MODULE only imported (what the DevTool's replays use). This command needs only the core library.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from devtool.cli.errors import CliError
-from devtool.core import CoreError, JsonlSink, run_with
+from devtool.core import Agent, CoreError, JsonlSink, run_with
 from devtool.core.http_sink import HttpSink
 from devtool.core.jsonvalue import JSON, describe
 
@@ -33,17 +35,28 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--trace", type=Path, metavar="PATH", help="also append the events to this JSONL file")
     parser.add_argument("--snapshot", metavar="FILE_OR_URL", help="replay from this snapshot")
     parser.add_argument("--metadata", type=_json_arg, default={}, metavar="JSON", help="extra run metadata")
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("DEVTOOL_TOKEN"),
+        help="the DevTool's team token, if it has one (default: $DEVTOOL_TOKEN)",
+    )
+    parser.add_argument(
+        "--defined-in-module",
+        action="store_true",
+        help="refuse a FUNC that MODULE imported from elsewhere (run only the module's own functions)",
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    func = load_entrypoint(args.entrypoint)
+    func = load_entrypoint(args.entrypoint, defined_in_module=args.defined_in_module)
     if not isinstance(args.metadata, dict):
         raise CliError("--metadata must be a JSON object")
-    snapshot = _load_snapshot(args.snapshot) if args.snapshot else None
+    auth = {"Authorization": f"Bearer {args.token}"} if args.token else {}
+    snapshot = _load_snapshot(args.snapshot, auth) if args.snapshot else None
     sinks: list[HttpSink | JsonlSink] = []
     if args.to:
-        sinks.append(HttpSink(args.to.rstrip("/") + "/api/v1/traces"))
+        sinks.append(HttpSink(args.to.rstrip("/") + "/api/v1/traces", token=args.token or ""))
     if args.trace:
         sinks.append(JsonlSink(args.trace))
     metadata: dict[str, JSON] = {**args.metadata, "entrypoint": args.entrypoint, "props": describe(args.props)}
@@ -60,8 +73,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def load_entrypoint(spec: str) -> Any:
-    """The callable named by `module:function` (the current directory is importable)."""
+def load_entrypoint(spec: str, *, defined_in_module: bool = False) -> Any:
+    """The callable named by `module:function` (the current directory is importable); with
+    `defined_in_module`, only one defined in that module's package, not one it imported."""
     module_name, _, attribute = spec.partition(":")
     if (
         not module_name
@@ -81,13 +95,24 @@ def load_entrypoint(spec: str) -> Any:
         target = getattr(target, name)
     if not callable(target):
         raise CliError(f"{spec} is not callable")
+    if defined_in_module and not _defined_in(target, module_name):
+        raise CliError(f"{spec} is not defined in {module_name} (it comes from elsewhere): refusing to run it")
     return target
 
 
-def _load_snapshot(source: str) -> Any:
+def _defined_in(target: Any, module_name: str) -> bool:
+    """Whether `target` (a function, or an agent whose handler is one) was written in `module_name`'s package."""
+    handler = target.handler if isinstance(target, Agent) else target
+    home = getattr(handler, "__module__", None)
+    package = module_name.split(".")[0]
+    return isinstance(home, str) and (home == package or home.startswith(f"{package}."))
+
+
+def _load_snapshot(source: str, headers: dict[str, str]) -> Any:
     try:
         if source.startswith(("http://", "https://")):
-            with urllib.request.urlopen(source, timeout=30) as response:  # noqa: S310 - scheme checked above
+            request = urllib.request.Request(source, headers=headers)  # noqa: S310 - scheme checked above
+            with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
                 return json.load(response)
         return json.loads(Path(source).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

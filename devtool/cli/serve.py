@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import errno
 import ipaddress
+import os
 import socket
 import sys
 import threading
@@ -36,17 +37,35 @@ def register(subparsers: Any) -> None:
         metavar="PATH.jsonl",
         help="tail a trace file an agent is writing, streaming its events live (repeatable)",
     )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("DEVTOOL_TOKEN") or None,
+        help="a team token every request must carry; needed to serve on any address but loopback "
+        "(default: $DEVTOOL_TOKEN, which keeps it out of `ps`)",
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise CliError(f"--port {args.port} is not a port number (0-65535)")
-    if args.get is None and not _is_loopback(args.host):
+    if args.get is None and not _is_loopback(args.host) and not args.token:
         raise CliError(
-            f"refusing to serve on {args.host}: the DevTool shows agent prompts and data, "
-            "so it only listens on loopback (127.0.0.1 or ::1)"
+            f"refusing to serve on {args.host} without a team token (only loopback, 127.0.0.1 or ::1, is "
+            "served without one): the DevTool shows agent prompts and data and runs replays, so anyone who "
+            "can reach that address could too. Make a token with "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(32))'` and start it as "
+            f"`DEVTOOL_TOKEN=<token> devtool serve --host {args.host}` (or pass --token <token>); "
+            "teammates sign in with the token, agents send it as `DEVTOOL_TOKEN` too"
         )
+    token = args.token if args.get is None else None
+    if token is not None:
+        from devtool.web.auth import TokenTooShortError, check_token
+
+        try:
+            check_token(token)
+        except TokenTooShortError as exc:
+            raise CliError(str(exc)) from None
     for path in args.follow:
         if path.exists() and not path.is_file():
             raise CliError(f"--follow {path}: not a file (a trace file an agent writes, one JSON event a line)")
@@ -63,13 +82,15 @@ def run(args: argparse.Namespace) -> int:
     from devtool.web import create_app
     from devtool.web.settings import Settings
 
-    app = create_app(store, Settings(follow=tuple(args.follow)))
+    app = create_app(store, Settings(follow=tuple(args.follow), token=token))
     try:
         if args.get is not None:
             return _print_page(app, args.get)
         sock = _bind(args.host, args.port)
         url = _url(sock)
         print(f"DevTool at {url}", flush=True)
+        if token is not None:
+            print("team token required: open the link and sign in with it", file=sys.stderr, flush=True)
         if args.open:
             threading.Timer(0.5, webbrowser.open, [url]).start()
         _serve(app, sock)

@@ -7,6 +7,9 @@ delivered after a few retries with backoff is spooled, in order, to a local JSON
 `devtool load` accepts, so nothing is lost when the DevTool is down, slow or restarted; a warning
 says where, once. The agent's thread only ever appends to the queue.
 
+A DevTool started with a team token wants it on every batch: `token=` (by default
+`$DEVTOOL_TOKEN`) is sent as `Authorization: Bearer <token>`.
+
 Standard library only: an instrumented agent installs nothing of the web stack.
 """
 
@@ -48,6 +51,7 @@ class HttpSink:
         flush_timeout: float = 5.0,
         spool: str | os.PathLike[str] | None = None,
         headers: dict[str, str] | None = None,
+        token: str | None = None,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"HttpSink needs an http(s) URL, got {url!r}")
@@ -58,7 +62,9 @@ class HttpSink:
         self.retries = retries
         self.flush_timeout = flush_timeout
         self.spool_path = Path(spool) if spool else default_spool_dir() / f"{os.getpid()}-{id(self):x}.jsonl"
-        self.headers = {"Content-Type": "application/json", **(headers or {})}
+        token = token if token is not None else os.environ.get("DEVTOOL_TOKEN") or None
+        bearer = {"Authorization": f"Bearer {token}"} if token else {}
+        self.headers = {"Content-Type": "application/json", **bearer, **(headers or {})}
         self.sent = 0
         self.spooled = 0
         self._queue: deque[TraceEvent] = deque()

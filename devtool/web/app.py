@@ -7,25 +7,34 @@ DuckDB query never holds up the event loop (and the live streams on it).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
 from devtool.store import Store
-from devtool.web import ingest, live
+from devtool.web import auth, ingest, live
 from devtool.web.assets import asset_dir
+from devtool.web.auth import Access, AccessControl
 from devtool.web.errors import EXCEPTION_HANDLERS
+from devtool.web.replay import Replays
 from devtool.web.settings import Settings
 from devtool.web.templating import make_environment
 from devtool.web.timing import ServerTiming
-from devtool.web.views import process, run, runs, upload
+from devtool.web.views import exports, process, process_rewind, replays, run, runs, snapshots, upload
 
 
 def create_app(store: Store, settings: Settings | None = None) -> Starlette:
     routes: list[BaseRoute] = [
+        *auth.routes,
         *runs.routes,
         *upload.routes,
+        *snapshots.routes,
+        *replays.routes,
+        *exports.routes,
+        *process_rewind.routes,
         *process.routes,
         *run.routes,
         *ingest.routes,
@@ -33,15 +42,19 @@ def create_app(store: Store, settings: Settings | None = None) -> Starlette:
         Mount("/static", app=StaticFiles(directory=asset_dir("static")), name="static"),
     ]
     settings = settings or Settings()
+    access = Access(settings.token)
     live_state = live.Live(store, settings)
     app = Starlette(
         routes=routes,
         lifespan=live_state.lifespan,
-        middleware=[Middleware(ServerTiming)],
+        middleware=[Middleware(ServerTiming), Middleware(AccessControl, access=access)],
         exception_handlers=EXCEPTION_HANDLERS,
     )
     app.state.store = store
     app.state.settings = settings
     app.state.live = live_state
     app.state.templates = make_environment()
+    app.state.templates.globals["csrf_token"] = access.csrf
+    app.state.access = access
+    app.state.replays = Replays(root=settings.replay_root or Path.cwd(), token=settings.token)
     return app

@@ -24,3 +24,7 @@ class Settings:
     # Trace files to tail (`devtool serve --follow`), looked at every `follow_interval` s.
     follow: tuple[Path, ...] = ()
     follow_interval: float = 0.1
+    # The team token (`--token`, `DEVTOOL_TOKEN`): with one, every request must carry it (see `auth`).
+    token: str | None = None
+    # Replay runs entrypoints from modules under this folder only (None: where the server started).
+    replay_root: Path | None = None

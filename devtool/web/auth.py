@@ -1,0 +1,290 @@
+"""Who may use a DevTool server, and what protects the requests that change it.
+
+A DevTool shows agent prompts and data and can start replays, so it runs in one of two modes:
+
+- **Loopback, no team token** (the default; `devtool serve` refuses any other address without a
+  token). Whoever reaches 127.0.0.1 is already on the machine, and programs there (agents posting
+  traces, scripts) are trusted like the user: they send no browser headers and pass. A request from a
+  browser (it carries `Origin`, `Sec-Fetch-Site`, `Referer` or a cookie) must name a loopback host, so
+  a web page that rebinds its DNS name to 127.0.0.1 cannot read the DevTool; and when it changes
+  state it must come from the DevTool's own origin and carry the per-server token its pages carry.
+- **Team token** (`--token` or `DEVTOOL_TOKEN`, any address). Every request needs the token: as
+  `Authorization: Bearer <token>` (agents, `devtool run --to`, scripts), or as the session cookie the
+  login page sets. Without it a page request gets the login page (401) and a request that would
+  change something gets 403. A browser's state-changing request also needs the same origin and the
+  per-server token.
+
+The per-server token is random for each server start; pages carry it in `<body hx-headers>` (htmx
+sends it as `X-DevTool-CSRF`) and in forms (`_csrf`). Nothing secret is ever put in a URL: links a
+teammate copies hold ids only. The session cookie holds an HMAC of the team token, not the token,
+and is `HttpOnly` and `SameSite=Strict`.
+
+Who a user is (the actor of a process rewind, who made a snapshot): on loopback, the account the
+server runs as; with a team token, the name given at login.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from devtool.web.templating import render
+
+CSRF_HEADER = "x-devtool-csrf"
+CSRF_FIELD = "_csrf"
+SESSION_COOKIE = "devtool_session"
+USER_COOKIE = "devtool_user"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Reachable without signing in: the login page itself and the app's own CSS and scripts.
+OPEN_PATHS = ("/login", "/static/")
+BROWSER_HEADERS = ("origin", "sec-fetch-site", "referer", "cookie")
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+MIN_TOKEN_LENGTH = 16
+# A state-changing form is read in full to find its `_csrf` field: forms here are small, but a
+# forked frame's memory can be big.
+MAX_FORM_BYTES = 32 << 20
+_NAME = re.compile(r"[^\w .@+-]", re.UNICODE)
+
+
+class TokenTooShortError(ValueError):
+    """A team token too short to resist guessing."""
+
+
+def check_token(token: str) -> None:
+    """`TokenTooShortError` for a team token too short to resist guessing."""
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise TokenTooShortError(
+            f"the team token is {len(token)} characters long; use at least {MIN_TOKEN_LENGTH} "
+            "(make one with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+        )
+
+
+@dataclass(frozen=True)
+class Access:
+    """The access rules of one server: its team token (if any) and its per-server token."""
+
+    token: str | None = None
+    csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+
+    def __post_init__(self) -> None:
+        if self.token is not None:
+            check_token(self.token)
+
+    @property
+    def session(self) -> str:
+        """The session cookie's value: proves the token was given, without being the token."""
+        assert self.token is not None
+        return hmac.new(self.token.encode(), b"devtool session", hashlib.sha256).hexdigest()
+
+    def signed_in(self, request: Request) -> bool:
+        """With a team token: the request carries it (Bearer) or the session cookie. Else always."""
+        if self.token is None:
+            return True
+        return self.bearer(request) or _equal(request.cookies.get(SESSION_COOKIE), self.session)
+
+    def bearer(self, request: Request) -> bool:
+        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+        return self.token is not None and scheme.lower() == "bearer" and _equal(credentials.strip(), self.token)
+
+
+def user_of(request: Request) -> str:
+    """Who is asking: the server's account on loopback, the name given at login with a team token."""
+    access: Access = request.app.state.access
+    if access.token is None:
+        return _server_user()
+    if access.bearer(request):
+        return "api"
+    return clean_name(request.cookies.get(USER_COOKIE, "")) or "teammate"
+
+
+def clean_name(name: str) -> str:
+    """A display name: letters, digits, spaces and `.@+-_`, at most 60 characters."""
+    return _NAME.sub("", name).strip()[:60]
+
+
+def csrf_token(request: Request) -> str:
+    access: Access = request.app.state.access
+    return access.csrf
+
+
+class AccessControl:
+    """ASGI middleware applying `Access` to every HTTP request before any route sees it."""
+
+    def __init__(self, app: ASGIApp, access: Access) -> None:
+        self.app = app
+        self.access = access
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        refusal = self._refusal(request)
+        if refusal is None and self._needs_csrf(request):
+            receive, csrf = await _csrf_of(request, receive)
+            if not _equal(csrf, self.access.csrf):
+                refusal = _refuse(
+                    request,
+                    403,
+                    "this request did not carry the DevTool's page token: reload the page and try again "
+                    "(changes are only taken from the DevTool's own pages)",
+                )
+        await (refusal or self.app)(scope, receive, send)
+
+    def _refusal(self, request: Request) -> Response | None:
+        browser = any(name in request.headers for name in BROWSER_HEADERS)
+        if self.access.token is None and browser and not _loopback_host(request.headers.get("host", "")):
+            return _refuse(request, 403, "this DevTool only answers pages opened at a loopback address (127.0.0.1)")
+        changes = request.method not in SAFE_METHODS
+        if changes and browser and not _same_origin(request.headers):
+            return _refuse(request, 403, "a request that changes something must come from the DevTool's own pages")
+        if request.url.path.startswith(OPEN_PATHS) or self.access.signed_in(request):
+            return None
+        if changes:
+            return _refuse(request, 403, "sign in first: this DevTool needs its team token")
+        return _login_redirect(request)
+
+    def _needs_csrf(self, request: Request) -> bool:
+        if request.method in SAFE_METHODS or self.access.bearer(request):
+            return False
+        browser = any(name in request.headers for name in BROWSER_HEADERS)
+        # Signing in cannot carry a token the browser does not have yet; it is same-origin checked.
+        return browser and request.url.path != "/login"
+
+
+async def _csrf_of(request: Request, receive: Receive) -> tuple[Receive, str | None]:
+    """The per-server token of a request (header, or `_csrf` of a urlencoded form), and a `receive`
+    that still hands the app the whole body when it had to be read."""
+    header = request.headers.get(CSRF_HEADER)
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if header is not None or content_type != "application/x-www-form-urlencoded":
+        return receive, header
+    chunks: list[bytes] = []
+    size = 0
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_FORM_BYTES:
+            return receive, None
+        chunks.append(chunk)
+        more = message.get("more_body", False)
+    body = b"".join(chunks)
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    values = parse_qs(body.decode("latin-1"), max_num_fields=10_000).get(CSRF_FIELD)
+    return replay, values[0] if values else None
+
+
+def _same_origin(headers: Headers) -> bool:
+    """Whether a browser request came from a page of this server (by `Origin`, else `Sec-Fetch-Site`)."""
+    origin = headers.get("origin")
+    if origin is not None:
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and parts.netloc.lower() == headers.get("host", "").lower()
+    site = headers.get("sec-fetch-site")
+    return site is None or site in ("same-origin", "none")
+
+
+def _loopback_host(host: str) -> bool:
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    name = name.strip("[]").lower()
+    return name in LOOPBACK_NAMES or name.endswith(".localhost") or name.startswith("127.")
+
+
+def _equal(given: str | None, expected: str) -> bool:
+    return given is not None and hmac.compare_digest(given.encode(), expected.encode())
+
+
+def _refuse(request: Request, status: int, message: str) -> Response:
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": message}, status_code=status)
+    return HTMLResponse(
+        request.app.state.templates.get_template("error.html").render(
+            request=request, status=status, title="Forbidden", message=message
+        ),
+        status_code=status,
+        headers={"Vary": "HX-Request"},
+    )
+
+
+def _login_redirect(request: Request) -> Response:
+    """The login page, in place, for a page request without the team token."""
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"error": "this DevTool needs its team token (Authorization: Bearer <token>)"}, 401)
+    here = _local_target(f"{request.url.path}?{request.url.query}" if request.url.query else request.url.path)
+    response = _login_page(request, here, None, 401)
+    if request.headers.get("HX-Request") == "true":
+        response.headers["HX-Redirect"] = "/login?" + urlencode({"next": here})
+    return response
+
+
+def _local_target(raw: str) -> str:
+    """Where to go after signing in: a path on this server, never another site."""
+    parts = urlsplit(raw)
+    if parts.scheme or parts.netloc or not parts.path.startswith("/") or parts.path.startswith("//"):
+        return "/"
+    if "\\" in parts.path:
+        return "/"
+    return f"{parts.path}?{parts.query}" if parts.query else parts.path
+
+
+def _login_page(request: Request, target: str, error: str | None, status: int) -> HTMLResponse:
+    return render(request, "login.html", {"next": target, "error": error}, status_code=status)
+
+
+async def login(request: Request) -> Response:
+    access: Access = request.app.state.access
+    if request.method == "GET":
+        target = _local_target(request.query_params.get("next", "/"))
+        if access.token is None or access.signed_in(request):
+            return RedirectResponse(target, 303)
+        return _login_page(request, target, None, 200)
+    async with request.form(max_fields=5) as form:
+        given = str(form.get("token", ""))
+        name = clean_name(str(form.get("name", "")))
+        target = _local_target(str(form.get("next", "/")))
+    if access.token is None:
+        return RedirectResponse(target, 303)
+    if not _equal(given, access.token):
+        # A wrong guess costs the guesser time; a teammate who mistyped barely notices.
+        await asyncio.sleep(0.5)
+        return _login_page(request, target, "That is not this DevTool's team token.", 403)
+    response = RedirectResponse(target, 303)
+    secure = request.url.scheme == "https"
+    response.set_cookie(SESSION_COOKIE, access.session, httponly=True, samesite="strict", secure=secure)
+    if name:
+        response.set_cookie(USER_COOKIE, name, httponly=True, samesite="strict", secure=secure)
+    return response
+
+
+def _server_user() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "local user"
+
+
+routes = [Route("/login", login, methods=["GET", "POST"], name="login")]

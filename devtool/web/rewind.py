@@ -1,0 +1,46 @@
+"""Rewind: a run's snapshot at a span's start or end, made from its stored events and kept by content id.
+
+The store hands `restore_snapshot` only what it reads: the events up to the cut (the span's end for
+`after`, its start for `before`), without the types restore ignores, both left out in DuckDB. The
+snapshot is a pure function of the trace and the cut (its `timestamp` is the cut event's, its
+`processId` the trace id), and its id is the hash of its content: rewinding to the same cut of the
+same trace gives the same id, and the second time it is found rather than stored again.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Literal
+
+from devtool.core import RestoreError
+from devtool.core.debugger import restore_snapshot
+from devtool.core.restore import IGNORED_TYPES, RestoreWarning
+from devtool.store import Store, save_snapshot
+from devtool.store.queries import Cut, run_events
+
+Anchor = Literal["before", "after"]
+ANCHORS: tuple[Anchor, ...] = ("before", "after")
+
+
+class RewindError(Exception):
+    """A rewind that cannot be made (bad anchor, or `restore_snapshot` refused the cut)."""
+
+
+def rewind(store: Store, trace_id: str, span_id: str, anchor: str, *, created_by: str | None = None) -> str:
+    """Store the snapshot of run `trace_id` just before or just after span `span_id`; return its id.
+
+    `NotFoundError` when the run is not in the store; `RewindError` saying why when the cut cannot
+    be restored (the span is not in the run, has no end yet, is the run's first event...).
+    """
+    if anchor not in ANCHORS:
+        raise RewindError(f'anchor must be "before" or "after", not {anchor[:40]!r}')
+    edge: Anchor = "before" if anchor == "before" else "after"
+    events = run_events(store, trace_id, cut=Cut(span_id, edge), skip_types=IGNORED_TYPES)
+    with warnings.catch_warnings():
+        # Malformed events the restore skipped are the loader's business: it already reported them.
+        warnings.simplefilter("ignore", RestoreWarning)
+        try:
+            snapshot = restore_snapshot(events, span_id=span_id, anchor=edge)
+        except RestoreError as exc:
+            raise RewindError(str(exc)) from None
+    return save_snapshot(store, snapshot, created_by=created_by)

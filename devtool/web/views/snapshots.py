@@ -1,0 +1,236 @@
+"""Snapshots: Rewind makes them, their pages show them, uploads and forks add them.
+
+- `POST /runs/<trace_id>/rewind` (form `span_id`, `anchor`): the run's snapshot at that cut, stored
+  under its content id (`rewind.py`) → 303 to `/snapshots/<id>`.
+- `/snapshots`: every stored snapshot, newest first, and the upload form; `POST /snapshots` takes a
+  snapshot file (a form's `file`, or the JSON itself as the body) and refuses a malformed one with a
+  422 naming the first bad field (`snapshot.root.state.status: must be one of ...`).
+- `/snapshots/<id>`: provenance (run, span, anchor, source, when, who, the snapshot it was forked
+  from), metadata, and the frame tree a page at a time (`?frames=<offset>`): each frame's status,
+  output, memory and journal entries, tombstones marked. `/snapshots/<id>.json` is the document
+  itself (the canonical JSON, whose SHA-256 is its id), exactly what `run_with(snapshot=...)` takes.
+- `POST /snapshots/<id>/fork`: the frame tree's form: memory edited as JSON (`memory.<n>` for the
+  frame `call.<n>`) and journal entries to drop (`drop` = `<n>:<kind>:<hash>`) → a new snapshot
+  whose parent is recorded → 303 to it.
+
+A snapshot that a run dumped (`dump_snapshot()`, a `snapshot:dump` event) has a page as soon as its
+run is in the store: the first visit stores it under its id.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData, UploadFile
+from starlette.exceptions import HTTPException
+from starlette.formparsers import MultiPartException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from devtool.store import NotFoundError, Store, StoredSnapshot, StoreError, get_snapshot, list_snapshots, save_snapshot
+from devtool.store.export import export_snapshot
+from devtool.store.queries.run_meta import dumped_snapshot, run_exists
+from devtool.web.auth import user_of
+from devtool.web.fork import Edits, ForkError, fork, parse_memory
+from devtool.web.rewind import RewindError, rewind
+from devtool.web.snapshot_view import FRAMES_PER_PAGE, counts, frame_rows
+from devtool.web.templating import render, wants_fragment
+
+SNAPSHOT_ID = re.compile(r"[0-9a-f]{64}")
+MAX_FORK_FIELDS = 20_000
+
+
+async def rewind_run(request: Request) -> Response:
+    """`POST /runs/<trace_id>/rewind`: snapshot the run at a span's start or end, go to its page."""
+    store: Store = request.app.state.store
+    trace_id = request.path_params["trace_id"]
+    form = await _form(request)
+    # A tool result of a batch is selected as `<span>#<index>`: the cut is the batch's span.
+    span_id = str(form.get("span_id", "")).partition("#")[0]
+    anchor = str(form.get("anchor", ""))
+    if not span_id:
+        raise HTTPException(400, "rewind needs span_id: the span to rewind to")
+    try:
+        snapshot_id = await run_in_threadpool(rewind, store, trace_id, span_id, anchor, created_by=user_of(request))
+    except NotFoundError as exc:
+        raise HTTPException(404, str(exc)) from None
+    except RewindError as exc:
+        raise HTTPException(422, f"cannot rewind to {anchor} span {span_id}: {exc}") from None
+    return RedirectResponse(request.url_for("snapshot", snapshot_id=snapshot_id).path, 303)
+
+
+def snapshots_page(request: Request) -> HTMLResponse:
+    store: Store = request.app.state.store
+    return render(request, "snapshots.html", {"snapshots": list_snapshots(store)[:500], "error": None})
+
+
+async def upload_snapshot(request: Request) -> Response:
+    """`POST /snapshots`: a snapshot file (form field `file`) or the JSON itself as the body."""
+    limit: int = request.app.state.settings.max_upload_bytes
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit + (64 << 10):
+        return await _upload_refused(request, 413, f"the snapshot is over the upload limit of {limit >> 20} MiB")
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "multipart/form-data":
+        try:
+            async with request.form(max_files=1, max_fields=5) as form:
+                upload = form.get("file")
+                if not isinstance(upload, UploadFile) or not upload.filename:
+                    return await _upload_refused(request, 400, "no file in the upload: choose a snapshot file")
+                raw = await upload.read(limit + 1)
+        except MultiPartException as exc:
+            return await _upload_refused(request, 400, f"the upload is not a form with a file: {exc.message}")
+    else:
+        raw = b""
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > limit:
+                break
+    if len(raw) > limit:
+        return await _upload_refused(request, 413, f"the snapshot is over the upload limit of {limit >> 20} MiB")
+    try:
+        document = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return await _upload_refused(request, 422, f"the file is not JSON: {exc}")
+    try:
+        snapshot_id = await run_in_threadpool(
+            save_snapshot, request.app.state.store, document, created_by=user_of(request)
+        )
+    except StoreError as exc:
+        return await _upload_refused(request, 422, f"refused: {exc}")
+    page = request.url_for("snapshot", snapshot_id=snapshot_id).path
+    if wants_fragment(request):
+        # htmx posted the form: have it load the new page as a whole.
+        return Response(status_code=200, headers={"HX-Redirect": page})
+    return RedirectResponse(page, 303)
+
+
+async def _upload_refused(request: Request, status: int, message: str) -> HTMLResponse:
+    snapshots = await run_in_threadpool(list_snapshots, request.app.state.store)
+    context = {"snapshots": snapshots[:500], "error": message}
+    return render(request, "snapshots.html", context, fragment="_snapshot_upload_error.html", status_code=status)
+
+
+def snapshot_page(request: Request) -> Response:
+    store: Store = request.app.state.store
+    stored = find_snapshot(store, request.path_params["snapshot_id"])
+    if stored.info.snapshot_id != request.path_params["snapshot_id"]:
+        return RedirectResponse(request.url_for("snapshot", snapshot_id=stored.info.snapshot_id).path, 308)
+    offset = _offset(request.query_params.get("frames", "0"))
+    return render(request, "snapshot.html", snapshot_context(store, stored, offset))
+
+
+def snapshot_context(store: Store, stored: StoredSnapshot, offset: int, error: str | None = None) -> dict[str, Any]:
+    """What the snapshot page shows (also with a fork's error, above its form)."""
+    snapshot: dict[str, Any] = dict(stored.snapshot)
+    provenance = snapshot.get("provenance", {})
+    trace_id = provenance.get("traceId")
+    in_store = run_exists(store, trace_id) if isinstance(trace_id, str) else False
+    info = stored.info
+    related = list_snapshots(store, trace_id=info.trace_id) if info.trace_id else []
+    total = counts(snapshot)
+    return {
+        "info": info,
+        "snapshot": snapshot,
+        "provenance": provenance,
+        "run_in_store": in_store,
+        "metadata": snapshot.get("metadata"),
+        "counts": total,
+        "rows": frame_rows(snapshot, offset=offset, limit=FRAMES_PER_PAGE),
+        "offset": offset,
+        "page_size": FRAMES_PER_PAGE,
+        "forks": [s for s in related if s.parent_id == info.snapshot_id],
+        "error": error,
+    }
+
+
+def snapshot_json(request: Request) -> Response:
+    store: Store = request.app.state.store
+    snapshot_id = request.path_params["snapshot_id"]
+    stored = find_snapshot(store, snapshot_id)
+    return Response(
+        export_snapshot(store, stored.info.snapshot_id),
+        media_type="application/json",
+        headers={"Content-Disposition": f'attachment; filename="snapshot-{stored.info.snapshot_id[:12]}.json"'},
+    )
+
+
+async def fork_snapshot(request: Request) -> Response:
+    """`POST /snapshots/<id>/fork`: a new snapshot with the form's edits, its parent recorded."""
+    form = await _form(request, max_fields=MAX_FORK_FIELDS)
+    return await run_in_threadpool(_fork, request, form)
+
+
+def _fork(request: Request, form: FormData) -> Response:
+    store: Store = request.app.state.store
+    parent = find_snapshot(store, request.path_params["snapshot_id"])
+    offset = _offset(str(form.get("frames", "0")))
+    try:
+        edits = _edits(form)
+        forked = fork(dict(parent.snapshot), edits, parent_id=parent.info.snapshot_id)
+        fork_id = save_snapshot(store, forked, parent_id=parent.info.snapshot_id, created_by=user_of(request))
+    except (ForkError, StoreError) as exc:
+        context = snapshot_context(store, parent, offset, error=str(exc))
+        return render(request, "snapshot.html", context, status_code=422)
+    return RedirectResponse(request.url_for("snapshot", snapshot_id=fork_id).path, 303)
+
+
+def find_snapshot(store: Store, snapshot_id: str) -> StoredSnapshot:
+    """The stored snapshot `snapshot_id`, or one a run dumped under that id (stored on first sight)."""
+    if not SNAPSHOT_ID.fullmatch(snapshot_id):
+        raise HTTPException(404, f"{snapshot_id[:80]!r} is not a snapshot id (64 hex digits)")
+    try:
+        return get_snapshot(store, snapshot_id)
+    except NotFoundError:
+        dumped = dumped_snapshot(store, snapshot_id)
+        if dumped is None:
+            raise HTTPException(404, f"no snapshot {snapshot_id} in this DevTool") from None
+    try:
+        return get_snapshot(store, save_snapshot(store, dumped, created_by="dump_snapshot()"))
+    except StoreError as exc:
+        raise HTTPException(422, f"the run dumped snapshot {snapshot_id}, but it is malformed: {exc}") from None
+
+
+def _edits(form: FormData) -> Edits:
+    calls = {key.partition(".")[2]: str(value) for key, value in form.multi_items() if key.startswith("call.")}
+    memory = {}
+    for key, value in form.multi_items():
+        if key.startswith("memory.") and str(value).strip():
+            index = key.partition(".")[2]
+            call_id = calls.get(index)
+            if call_id is None:
+                raise ForkError(f"the form's {key} belongs to no frame")
+            memory[call_id] = parse_memory(str(value), call_id)
+    drop = set()
+    for value in form.getlist("drop"):
+        index, kind, digest = str(value).split(":", 2) if str(value).count(":") >= 2 else ("", "", "")
+        if index not in calls:
+            raise ForkError(f"cannot drop {str(value)[:60]!r}: it names no frame of the form")
+        drop.add((calls[index], kind, digest))
+    return Edits(memory=memory, drop=frozenset(drop))
+
+
+async def _form(request: Request, *, max_fields: int = 20) -> FormData:
+    """The form of a POST, or a 400 saying it is not one."""
+    try:
+        return await request.form(max_fields=max_fields, max_files=0)
+    except MultiPartException as exc:
+        raise HTTPException(400, f"not a form: {exc.message}") from None
+
+
+def _offset(raw: str) -> int:
+    return int(raw) if raw.isdigit() and len(raw) < 10 else 0
+
+
+routes = [
+    Route("/runs/{trace_id}/rewind", rewind_run, methods=["POST"], name="rewind"),
+    Route("/snapshots", snapshots_page, name="snapshots"),
+    Route("/snapshots", upload_snapshot, methods=["POST"], name="snapshot_upload"),
+    Route("/snapshots/{snapshot_id}.json", snapshot_json, name="snapshot_json"),
+    Route("/snapshots/{snapshot_id}", snapshot_page, name="snapshot"),
+    Route("/snapshots/{snapshot_id}/fork", fork_snapshot, methods=["POST"], name="snapshot_fork"),
+]
