@@ -77,6 +77,7 @@ def test_invocations_pair_by_trace_id_with_the_run_when_loaded(store: Store, tmp
     assert first.end_ms - first.start_ms == pytest.approx(95.0)
     assert (first.first_ms, first.last_ms) == (first.start_ms, first.end_ms)  # the run lies within its entries
     assert (second.number, second.result_entry_id, second.success, second.run_name) == (2, None, None, None)
+    assert (first.run_spans, second.run_spans) == (1, None)
 
 
 def test_entry_position(store: Store) -> None:

@@ -16,7 +16,8 @@ from starlette.testclient import TestClient
 from devtool.demo import billing
 from devtool.store import Store, load_file
 from devtool.web import create_app
-from devtool.web.process_view import COLUMNS, PAGE_SIZE
+from devtool.web.process_view import COLUMNS, MAX_MARKS, MAX_SPAN_BARS, PAGE_SIZE
+from tests.conftest import Trace
 from tests.web_runs import html, one
 
 HX = {"HX-Request": "true"}
@@ -225,7 +226,7 @@ def test_a_crowded_journal_merges_marks_per_column_and_zooms_on_them(
     load_file(store, write_journal(tmp_path / "crowded.jsonl", types, step_ms=0.5))
     page = html(client.get("/processes/proc").text)
     marks = page.css(".mark")
-    assert len(marks) <= 3 * COLUMNS
+    assert len(marks) <= MAX_MARKS
     counted = sum(int(m.attributes.get("data-count") or 1) for m in marks)
     assert counted == 6000
     merged = page.css(".mark.merged")
@@ -255,3 +256,28 @@ def test_unknown_types_and_runs_not_loaded(client: TestClient, store: Store, tmp
     assert one(row, ".inv-missing").text() == "invocation 1 · run ffffffffffff"
     assert one(row, ".inv-note").text() == "run not loaded"
     assert row.css(".inv-toggle") == []
+
+
+def test_an_opened_run_of_many_spans_stays_within_the_page_budget(
+    client: TestClient, store: Store, tmp_path: Path
+) -> None:
+    run = Trace(start_ms=datetime(2026, 7, 1, tzinfo=UTC).timestamp() * 1000)
+    root = run.start("agent", agentId="crowd")
+    for _ in range(3000):
+        worker = run.start("agent", root, agentId="worker")
+        run.end(run.start("tools:execute", worker, toolNames=["t"]))
+        run.end(worker)
+    run.end(root)
+    load_file(store, run.write(tmp_path / "crowd.jsonl"))
+    entries = ["invocation_start", *["context_update"] * 10, "invocation_result"]
+    path = write_journal(tmp_path / "j.jsonl", entries, step_ms=(run.now - run.events[0]["timestamp"]) / 11)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    for line in (lines[0], lines[-1]):
+        line["data"] = {"invocation": 1, "trace_id": run.trace_id}
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    load_file(store, path)
+    page = html(client.get("/processes/proc", params={"open": run.trace_id}).text)
+    bars = page.css(".pspans a.span-bar")
+    assert len(bars) <= MAX_SPAN_BARS
+    assert sum(int(bar.attributes["data-count"] or 0) for bar in bars) == 1 + 3000 * 2
+    assert any(int(bar.attributes["data-count"] or 0) > 1 for bar in bars)

@@ -4,12 +4,15 @@ invocations opened into their runs' spans on the same axis, and a page of the en
 Everything on the chart is placed in percent of the time window, so it fills any pane width without
 the browser telling the server its size. The store bounds what comes back: the journal answers with
 one mark per entry type and column (`journal_marks`), an opened run with one bar per row and column
-(`timeline_window`, laid out by the run page's `timeline_layout`).
+(`timeline_window`, laid out by the run page's `timeline_layout`); when that is still more than the
+page's budget, the columns get coarser until it fits.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from devtool.store import NotFoundError, Store
 from devtool.store.queries import StoredEntry, journal_entries, timeline_window
@@ -26,6 +29,15 @@ from devtool.web.process_state import ProcessView
 from devtool.web.timeline_layout import format_duration, layout, ticks
 
 COLUMNS = 1000  # of the lane and of an opened run: about a pixel each in a full-width pane
+MIN_COLUMNS = 32
+T = TypeVar("T")
+# The chart's element budget: a crowded journal or run is bucketed coarser until it fits, so the
+# page stays light (a few thousand elements) for a journal or an opened run of any size.
+MAX_MARKS = 1500
+MAX_SPAN_BARS = 1500  # shared by the runs opened at once
+# How many rows a big run's bars fill, to guess the columns that fit its budget in one query: spans
+# nest about this deep (runWith, agent, generation, prompt loop, turn, model call or tool batch).
+ROWS_GUESS = 8
 PAGE_SIZE = 100
 PAD = 0.015  # of the window on each side, so the first and last marks are not cut in half
 
@@ -67,10 +79,14 @@ class SpanBar:
     height: float
     kind: str
     status: str
-    merged: bool
+    count: int  # spans it stands for
     label: str | None
     title: str
     href: str
+
+    @property
+    def merged(self) -> bool:
+        return self.count > 1
 
 
 @dataclass(frozen=True)
@@ -152,18 +168,18 @@ def build_chart(
     store: Store, process_id: str, view: ProcessView, span: JournalSpan, invocations: list[Invocation]
 ) -> Chart:
     start, end = window_of(view, span, invocations)
-    marks = journal_marks(store, process_id, start_ms=start, end_ms=end, buckets=COLUMNS)
+    marks = _within(
+        MAX_MARKS, lambda columns: journal_marks(store, process_id, start_ms=start, end_ms=end, buckets=columns), len
+    )
     by_lane: dict[str, list[Mark]] = {}
     for mark in marks:
         by_lane.setdefault(LANE_OF.get(mark.entry_type, "other"), []).append(
             _mark(mark, process_id, view, span, start, end)
         )
     lanes = tuple(Lane(key, label, tuple(by_lane[key])) for key, label, _ in LANES if key in by_lane)
-    rows = tuple(
-        _invocation_row(store, process_id, view, inv, start, end)
-        for inv in invocations
-        if inv.last_ms >= start and inv.first_ms <= end
-    )
+    shown = [inv for inv in invocations if inv.last_ms >= start and inv.first_ms <= end]
+    budget = MAX_SPAN_BARS // max(1, sum(inv.trace_id in view.open for inv in shown))
+    rows = tuple(_invocation_row(store, process_id, view, inv, start, end, budget) for inv in shown)
     cursor = None
     if view.entry is not None:
         selected = next((m for lane in lanes for m in lane.marks if m.selected), None)
@@ -187,6 +203,17 @@ def build_chart(
     )
 
 
+def _within(limit: int, answer: Callable[[int], T], size: Callable[[T], int], columns: int = COLUMNS) -> T:
+    """`answer(columns)` at the finest columns (from `columns` down) whose answer holds at most `limit` items."""
+    while True:
+        found = answer(columns)
+        items = size(found)
+        if items <= limit or columns <= MIN_COLUMNS:
+            return found
+        # Items grow about as the columns do: aim a little under the budget, at least halving.
+        columns = max(MIN_COLUMNS, min(columns // 2, int(columns * limit / items * 0.9)))
+
+
 def _mark(mark: JournalMark, process_id: str, view: ProcessView, span: JournalSpan, start: float, end: float) -> Mark:
     known = mark.entry_type in KNOWN_TYPES
     x = _percent(mark.start_ms, start, end)
@@ -203,7 +230,7 @@ def _mark(mark: JournalMark, process_id: str, view: ProcessView, span: JournalSp
             title=f"{mark.entry_type} · {offset} · {summary}",
             selected=mark.entry_id == view.entry,
         )
-    room = max((mark.end_ms - mark.start_ms) * 0.1, (end - start) / COLUMNS)
+    room = max((mark.end_ms - mark.start_ms) * 0.1, (end - start) / COLUMNS * 4)
     return Mark(
         x=x,
         entry_type=mark.entry_type,
@@ -217,7 +244,7 @@ def _mark(mark: JournalMark, process_id: str, view: ProcessView, span: JournalSp
 
 
 def _invocation_row(
-    store: Store, process_id: str, view: ProcessView, inv: Invocation, start: float, end: float
+    store: Store, process_id: str, view: ProcessView, inv: Invocation, start: float, end: float, budget: int
 ) -> InvocationRow:
     x0 = max(_percent(inv.first_ms, start, end), 0.0)
     x1 = min(_percent(inv.last_ms, start, end), 100.0)
@@ -229,7 +256,13 @@ def _invocation_row(
     bars: tuple[SpanBar, ...] = ()
     height = 0
     if opened:
-        drawn = layout(timeline_window(store, inv.trace_id, start_ms=start, end_ms=end, width_px=COLUMNS))
+        window = _within(
+            budget,
+            lambda columns: timeline_window(store, inv.trace_id, start_ms=start, end_ms=end, width_px=columns),
+            lambda found: len(found.bars),
+            COLUMNS if (inv.run_spans or 0) <= budget else max(MIN_COLUMNS, min(COLUMNS, budget // ROWS_GUESS)),
+        )
+        drawn = layout(window, width=COLUMNS)
         height = drawn.height
         bars = tuple(
             SpanBar(
@@ -239,7 +272,7 @@ def _invocation_row(
                 height=rect.height,
                 kind=rect.kind,
                 status=rect.status,
-                merged=rect.merged,
+                count=rect.count,
                 label=rect.label,
                 title=rect.title,
                 href=run_url(inv.trace_id, span=rect.span_id)

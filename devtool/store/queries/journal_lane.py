@@ -60,6 +60,7 @@ class Invocation:
     run_status: str | None
     run_start_ms: float | None
     run_end_ms: float | None
+    run_spans: int | None
 
     @property
     def first_ms(self) -> float:
@@ -80,20 +81,25 @@ def journal_span(store: Store, process_id: str) -> JournalSpan:
     return JournalSpan(process_id, start, end, count)
 
 
+# Entries are bucketed without their data; only the marks that are one entry read theirs back.
 _MARKS = """
     WITH placed AS (
-        SELECT entry_type, entry_id, entry_seq, ts_ms, data,
+        SELECT entry_type, entry_seq, ts_ms,
                least(greatest(floor((ts_ms - $start) * $scale), 0), $buckets - 1)::INTEGER AS col
         FROM journal_entries
         WHERE process_id = $process AND ts_ms BETWEEN $start AND $end
+    ),
+    marks AS (
+        SELECT entry_type, col, min(ts_ms) AS first, max(ts_ms) AS last, count(*) AS n, min(entry_seq) AS seq
+        FROM placed
+        GROUP BY entry_type, col
+        ORDER BY seq
+        LIMIT $limit
     )
-    SELECT entry_type, col, min(ts_ms), max(ts_ms), count(*),
-           CASE WHEN count(*) = 1 THEN any_value(entry_id) END,
-           CASE WHEN count(*) = 1 THEN any_value(data) END
-    FROM placed
-    GROUP BY entry_type, col
-    ORDER BY min(entry_seq)
-    LIMIT $limit
+    SELECT m.entry_type, m.col, m.first, m.last, m.n, j.entry_id, j.data
+    FROM marks m
+    LEFT JOIN journal_entries j ON m.n = 1 AND j.process_id = $process AND j.entry_seq = m.seq
+    ORDER BY m.seq
 """
 
 
@@ -127,7 +133,7 @@ _INVOCATIONS = """
            arg_max(j.entry_id, j.entry_seq) FILTER (WHERE j.entry_type = 'invocation_result'),
            arg_max(TRY_CAST(j.data->>'success' AS BOOLEAN), j.entry_seq)
                FILTER (WHERE j.entry_type = 'invocation_result'),
-           any_value(r.name), any_value(r.status), any_value(r.started_ts), any_value(r.ended_ts)
+           any_value(r.name), any_value(r.status), any_value(r.started_ts), any_value(r.ended_ts), any_value(r.spans)
     FROM journal_entries j
     LEFT JOIN runs r ON r.trace_id = j.trace_id
     WHERE j.process_id = ? AND j.trace_id IS NOT NULL
