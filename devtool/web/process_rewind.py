@@ -61,11 +61,14 @@ class Applied:
 
 def plan_rewind(store: Store, process_id: str, entry_id: str, mode: str = "both") -> RewindPlan:
     """What rewinding `process_id` to just before `entry_id` would undo; nothing is written."""
-    journal = _stored_journal(store, process_id)
+    chosen = _mode(mode)
+
+    async def plan() -> RewindPlan:
+        journal = await _stored_journal(store, process_id)
+        return await RewindEngine(journal).plan(process_id=process_id, target_entry_id=entry_id, mode=chosen)
+
     try:
-        return asyncio.run(
-            RewindEngine(journal).plan(process_id=process_id, target_entry_id=entry_id, mode=_mode(mode))
-        )
+        return asyncio.run(plan())
     except JournalError as exc:
         raise ProcessRewindError(str(exc)) from None
 
@@ -101,7 +104,7 @@ async def _apply_to_file(path: Path, process_id: str, entry_id: str, mode: Rewin
 async def _apply_to_copy(
     store: Store, process_id: str, entry_id: str, mode: RewindMode, actor: str, rewinds_dir: Path
 ) -> tuple[RewindResult, Path]:
-    journal = _stored_journal(store, process_id)
+    journal = await _stored_journal(store, process_id)
     stored = await journal.read(process_id)
     checkpoints = [e for e in stored if e.entry_type == "checkpoint"]
     base = _checkpoint_state(checkpoints[-1]) if checkpoints else {}
@@ -116,28 +119,21 @@ async def _apply_to_copy(
     return result, target
 
 
-def _stored_journal(store: Store, process_id: str) -> InMemoryJournal:
+async def _stored_journal(store: Store, process_id: str) -> InMemoryJournal:
     """The process's journal as the store holds it, in an `InMemoryJournal` the engines can read."""
     entries = journal_entries(store, process_id, limit=ALL_ENTRIES)
     if not entries:
         raise ProcessRewindError(f"no process journal {process_id!r} in the store")
     journal = InMemoryJournal()
-
-    async def fill() -> None:
-        for entry in entries:
-            record = {
-                "entry_id": entry.entry_id,
-                "process_id": entry.process_id,
-                "timestamp": entry.timestamp,
-                "entry_type": entry.entry_type,
-                "data": entry.data,
-            }
-            await journal.append(JournalEntry.from_dict(record))
-
-    try:
-        asyncio.run(fill())
-    except JournalError as exc:
-        raise ProcessRewindError(f"process journal {process_id!r}: {exc}") from None
+    for entry in entries:
+        record = {
+            "entry_id": entry.entry_id,
+            "process_id": entry.process_id,
+            "timestamp": entry.timestamp,
+            "entry_type": entry.entry_type,
+            "data": entry.data,
+        }
+        await journal.append(JournalEntry.from_dict(record))
     return journal
 
 

@@ -23,3 +23,15 @@ def journal_files(store: Store, process_id: str) -> list[Path]:
         [process_id],
     )
     return [Path(row[0]) for row in rows]
+
+
+def entry_source(store: Store, process_id: str, entry_id: str) -> Path | None:
+    """The file entry `entry_id` of `process_id` was loaded from (None for one that is not in a file)."""
+    rows = store.query(
+        """
+        SELECT s.path FROM journal_entries j JOIN sources s USING (source_id)
+        WHERE j.process_id = ? AND j.entry_id = ? AND s.kind = 'journal-jsonl'
+        """,
+        [process_id, entry_id],
+    )
+    return Path(rows[0][0]) if rows else None

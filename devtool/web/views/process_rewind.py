@@ -11,6 +11,7 @@ to the process page with the new `rewind` entry selected. (Query parameters, not
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -22,6 +23,7 @@ from starlette.routing import Route
 from devtool.journal import RewindMode
 from devtool.store import Store
 from devtool.store.queries import StoredEntry, journal_entries
+from devtool.store.queries.journal_files import entry_source
 from devtool.web.auth import user_of
 from devtool.web.links import process_url
 from devtool.web.process_rewind import ProcessRewindError, apply_rewind_here, plan_rewind
@@ -39,7 +41,13 @@ def rewind_panel(request: Request) -> HTMLResponse:
     store: Store = request.app.state.store
     process_id, entry_id = _ids(request.query_params.get("process"), request.query_params.get("entry"))
     mode = request.query_params.get("mode") or RewindMode.BOTH.value
-    context: dict[str, Any] = {"process_id": process_id, "entry_id": entry_id, "mode": mode, "modes": MODE_WORDS}
+    context: dict[str, Any] = {
+        "process_id": process_id,
+        "entry_id": entry_id,
+        "mode": mode,
+        "modes": MODE_WORDS,
+        "error": None,
+    }
     entries = journal_entries(store, process_id, limit=1 << 62)
     entry = next((e for e in entries if e.entry_id == entry_id), None)
     if entry is None:
@@ -47,6 +55,9 @@ def rewind_panel(request: Request) -> HTMLResponse:
     context["entry"] = entry
     if entry.entry_type == "rewind":
         context["rewound"] = _state_after(entries, entry)
+        recorded_in = entry_source(store, process_id, entry_id)
+        context["recorded_in"] = recorded_in
+        context["devtool_only"] = recorded_in is not None and recorded_in.parent == rewinds_dir(store)
         return render(request, "_process_rewind.html", context)
     try:
         context["plan"] = plan_rewind(store, process_id, entry_id, mode)
@@ -60,14 +71,18 @@ async def apply(request: Request) -> Response:
         process_id, entry_id = _ids(form.get("process"), form.get("entry"))
         mode = str(form.get("mode", ""))
     store: Store = request.app.state.store
-    rewinds_dir = store.path.parent / f"{store.path.stem}-rewinds"
     try:
         applied = await run_in_threadpool(
-            apply_rewind_here, store, process_id, entry_id, mode, actor=user_of(request), rewinds_dir=rewinds_dir
+            apply_rewind_here, store, process_id, entry_id, mode, actor=user_of(request), rewinds_dir=rewinds_dir(store)
         )
     except ProcessRewindError as exc:
         raise HTTPException(422, f"cannot rewind {process_id} to {entry_id}: {exc}") from None
     return RedirectResponse(process_url(process_id, entry=applied.result.rewind_entry_id), 303)
+
+
+def rewinds_dir(store: Store) -> Path:
+    """Where rewinds the DevTool records on its own (see `process_rewind.py`): beside its database."""
+    return store.path.parent / f"{store.path.stem}-rewinds"
 
 
 def _state_after(entries: list[StoredEntry], rewind: StoredEntry) -> dict[str, Any] | None:

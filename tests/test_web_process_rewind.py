@@ -1,0 +1,142 @@
+"""Process rewind from the DevTool: the plan for an entry, Apply into the process's own journal file
+(or into the DevTool's copy when that file cannot be written), and the journal never edited."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from starlette.testclient import TestClient
+
+from devtool.demo import billing
+from devtool.journal import FileJournal, ReplayEngine
+from devtool.store import Store, load_file
+from devtool.store.queries import journal_entries
+from devtool.web import create_app
+from tests.web_runs import html, one
+
+
+@pytest.fixture
+def incident(tmp_path: Path) -> Path:
+    """The billing-ops incident's journal file, as the demo records it."""
+    folder = tmp_path / "journal"
+    journal, _ = asyncio.run(billing.run_incident(folder))
+    return journal
+
+
+@pytest.fixture
+def client(store: Store) -> Iterator[TestClient]:
+    with TestClient(create_app(store), follow_redirects=False) as client:
+        yield client
+
+
+def hold_entry(store: Store) -> str:
+    (entry,) = [e for e in journal_entries(store, billing.PROCESS_ID) if e.data.get("tool") == "apply_account_hold"]
+    return entry.entry_id
+
+
+def panel(client: TestClient, entry_id: str, mode: str = "both") -> str:
+    query = {"process": billing.PROCESS_ID, "entry": entry_id, "mode": mode}
+    response = client.get("/process-rewind", params=query)
+    assert response.status_code == 200, response.text
+    return response.text
+
+
+def test_the_plan_at_the_account_hold_counts_two_entries(client: TestClient, store: Store, incident: Path) -> None:
+    load_file(store, incident)
+    page = html(panel(client, hold_entry(store)))
+    assert one(page, "#plan-affected").text() == "2"
+    form = one(page, "form.rewind-apply")
+    assert form.attributes["action"] == "/process-rewind"
+    assert [o.attributes["value"] for o in form.css("#rewind-mode option")] == [
+        "both",
+        "conversation_only",
+        "code_only",
+        "summarize",
+    ]
+    detail = html(client.get(f"/processes/{billing.PROCESS_ID}", params={"entry": hold_entry(store)}).text)
+    assert one(detail, "#entry-actions").attributes["hx-get"].startswith("/process-rewind?process=billing-ops&entry=")
+
+
+def apply(client: TestClient, entry_id: str, mode: str) -> str:
+    response = client.post("/process-rewind", data={"process": billing.PROCESS_ID, "entry": entry_id, "mode": mode})
+    assert response.status_code == 303, response.text
+    location = urlsplit(response.headers["location"])
+    assert location.path == f"/processes/{billing.PROCESS_ID}"
+    (rewind_id,) = parse_qs(location.query)["entry"]
+    return rewind_id
+
+
+def test_apply_records_the_rewind_in_the_process_journal_and_never_edits_it(
+    client: TestClient, store: Store, incident: Path
+) -> None:
+    load_file(store, incident)
+    before = incident.read_bytes()
+    rewind_id = apply(client, hold_entry(store), "code_only")
+    after = incident.read_bytes()
+    assert after.startswith(before)  # appended to, never edited
+    entries = journal_entries(store, billing.PROCESS_ID)
+    assert [e.entry_type for e in entries][-2:] == ["rewind", "checkpoint"]
+    rewind = entries[-2]
+    assert rewind.entry_id == rewind_id
+    assert rewind.data["actor"] == getpass.getuser()
+    assert rewind.data["mode"] == "code_only"
+    assert rewind.data["entries_affected"] == 2
+    # The process itself resumes from the state just before the hold (code_only keeps the conversation).
+    recovered = asyncio.run(_recover(incident.parent))
+    assert recovered["context_state"] == {"invoice_state": "reconciling", "account_status": "delinquent"}
+    page = html(panel(client, rewind_id))
+    assert "rewound the process to just before" in one(page, ".rewind-did").text()
+    assert "account_hold_applied" not in one(page, "#rewound-state").text()
+    assert "delinquent" in one(page, "#rewound-state").text()
+    assert "Recorded in the process's journal" in one(page, "#rewind-where").text()
+    lane = html(client.get(f"/processes/{billing.PROCESS_ID}", params={"entry": rewind_id}).text)
+    assert lane.css(".t-rewind")
+
+
+async def _recover(folder: Path) -> dict[str, object]:
+    async with FileJournal(folder) as journal:
+        return await ReplayEngine(journal).recover(billing.PROCESS_ID)
+
+
+def test_a_journal_the_devtool_cannot_write_gets_the_rewind_in_the_devtool_only(
+    client: TestClient, store: Store, incident: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "elsewhere" / "copy-of-billing.jsonl"
+    copy.parent.mkdir()
+    shutil.copy(incident, copy)
+    load_file(store, copy)
+    copy.unlink()
+    rewind_id = apply(client, hold_entry(store), "both")
+    assert not copy.exists()
+    assert incident.read_bytes().count(b'"rewind"') == 0
+    (written,) = (store.path.parent / f"{store.path.stem}-rewinds").glob("*.jsonl")
+    assert b'"entry_type":"rewind"' in written.read_bytes()
+    page = html(panel(client, rewind_id))
+    assert "Recorded in this DevTool only" in one(page, "#rewind-where").text()
+
+
+@pytest.mark.parametrize(
+    ("form", "status", "message"),
+    [
+        ({"entry": "no-such-entry", "mode": "both"}, 422, "no-such-entry"),
+        ({"mode": "cancel"}, 422, "cancel applies nothing"),
+        ({"mode": "everything"}, 422, "mode must be one of"),
+        ({"process": "", "mode": "both"}, 400, "needs `process`"),
+    ],
+)
+def test_what_apply_refuses(
+    client: TestClient, store: Store, incident: Path, form: dict[str, str], status: int, message: str
+) -> None:
+    load_file(store, incident)
+    before = incident.read_bytes()
+    data = {"process": billing.PROCESS_ID, "entry": hold_entry(store), **form}
+    response = client.post("/process-rewind", data=data)
+    assert response.status_code == status
+    assert message in one(html(response.text), ".error-detail").text()
+    assert incident.read_bytes() == before
