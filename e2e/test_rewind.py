@@ -1,0 +1,160 @@
+"""Rewind, Replay, Fork and process rewind in a real Chromium over `devtool demo`.
+
+The replays are real child processes the server starts (`python -m devtool run ...`), streaming
+their runs back into it over HTTP; nothing is mocked but the model (the demo's ScriptedModel).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+from e2e.conftest import Server
+from e2e.demo_server import running_demo
+
+WRITER = "root/agent:research-lead:0/agent:writer:0"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str]]:
+    """`devtool demo`, and the trace id of its research run."""
+    home = tmp_path_factory.mktemp("demo-home")
+    with running_demo(home) as server:
+        research = home / "devtool" / "demo-data" / "research.trace.jsonl"
+        yield server, json.loads(research.read_text().splitlines()[0])["trace"]["traceId"]
+
+
+def select_span(page: Page, kind: str, name: str) -> str:
+    """Find a span with the search box and select it; its callId, as the detail panel shows it."""
+    page.keyboard.press("/")
+    page.locator("#span-search").fill(name)
+    hit = page.locator("#search-results a.select").filter(has=page.locator(".kind", has_text=re.compile(f"^{kind}$")))
+    hit = hit.filter(has=page.locator(".name", has_text=name)).first
+    call_id = hit.locator(".call").inner_text()
+    hit.click()
+    expect(page.locator("#detail article .kind")).to_have_text(kind)
+    return call_id
+
+
+def replay(page: Page) -> str:
+    """From a snapshot page: confirm the replay, follow it into its run, wait until it completes."""
+    page.locator("#replay-button").click()
+    expect(page.locator("#replay-entrypoint")).to_have_text("devtool.demo.research:main")
+    expect(page.locator("#replay-argv")).to_contain_text("--snapshot=")
+    page.locator("#replay-run").click()
+    page.wait_for_url(re.compile(r".*/runs/[0-9a-f]{32}$"), timeout=30_000)
+    expect(page.locator("#run-header .status-badge")).to_have_text("completed", timeout=30_000)
+    expect(page.locator("#replay-of")).to_be_visible()
+    return page.url.rsplit("/", 1)[1]
+
+
+def badges(row: Locator) -> tuple[int, int]:
+    cached = int(row.locator("td.side").last.locator(".badge.cached").inner_text().split()[0])
+    live = int(row.locator("td.side").last.locator(".badge.live").inner_text().split()[0])
+    return cached, live
+
+
+def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
+    page: Page, demo: tuple[Server, str], screenshot_path: Callable[[str], Path]
+) -> None:
+    server, trace_id = demo
+    page.goto(f"{server.url}runs/{trace_id}")
+    call_id = select_span(page, "tools:execute", "fetch_page")
+    # A batch of one tool call carries that call's callId; a batch of several, its agent's.
+    agent = call_id.rsplit("/", 1)[0] if call_id.rsplit("/", 1)[-1].startswith("tool:") else call_id
+    page.locator("#rewind-before").click()
+    page.wait_for_url(re.compile(r".*/snapshots/[0-9a-f]{64}$"))
+    snapshot_url = page.url
+    expect(page.locator(".provenance .anchor")).to_have_text("before")
+    expect(page.locator("#snapshot-run")).to_have_attribute("href", re.compile(f"/runs/{trace_id}\\?span="))
+    frame = page.locator(f'#frames li[data-call-id="{agent}"]')
+    expect(frame.locator(".status-badge").first).to_have_text("running")
+    page.screenshot(path=screenshot_path("snapshot"), full_page=True)
+
+    # The same cut again is the same snapshot: same link.
+    page.go_back()
+    page.locator("#rewind-before").click()
+    page.wait_for_url(snapshot_url)
+
+    replay_id = replay(page)
+    # On the replay's run: the agent's web search (before the cut) came from the journal, the fetch
+    # it was rewound to before ran live.
+    select_span(page, "tools:execute", "web_search")
+    expect(page.locator("#detail header .badge.cached")).to_be_visible()
+    select_span(page, "tools:execute", "fetch_page")
+    expect(page.locator("#detail header .badge.cached")).to_have_count(0)
+
+    page.locator("#compare-original").click()
+    page.wait_for_url(f"**/runs/{replay_id}/compare")
+    expect(page.locator("#compare-summary")).to_contain_text("0 frames differ")
+    cached, live = badges(page.locator(f'tr.compare-row[data-call-id="{agent}"]'))
+    assert cached >= 3  # its first turn, its search and its second turn
+    assert live >= 3  # the fetches and the turn after them
+    page.screenshot(path=screenshot_path("compare"), full_page=True)
+
+
+def test_fork_by_editing_memory_replay_and_see_the_changed_output(
+    page: Page, demo: tuple[Server, str], screenshot_path: Callable[[str], Path]
+) -> None:
+    server, trace_id = demo
+    page.goto(f"{server.url}runs/{trace_id}")
+    select_span(page, "agent", "writer")
+    page.locator("#rewind-after").click()
+    page.wait_for_url(re.compile(r".*/snapshots/[0-9a-f]{64}$"))
+    parent = page.url.rsplit("/", 1)[1]
+
+    frame = page.locator(f'#frames li[data-call-id="{WRITER}"]')
+    if frame.locator("details.frame-box").get_attribute("open") is None:
+        frame.locator("details.frame-box > summary").click()
+    frame.locator(".memory-edit > summary").click()
+    editor = frame.locator("textarea.json-editor")
+    expect(editor).to_contain_text('"style": "brief"')
+    editor.fill('{"style": "detailed", "findings": }')
+    expect(frame.locator(".json-error")).not_to_be_empty()
+    expect(page.locator("#save-fork")).to_be_disabled()
+    editor.fill('{"style": "detailed", "findings": 3}')
+    expect(frame.locator(".json-error")).to_be_empty()
+    page.locator("#save-fork").click()
+    page.wait_for_url(re.compile(r".*/snapshots/[0-9a-f]{64}$"))
+    assert not page.url.endswith(parent)
+    expect(page.locator(".fork-badge")).to_be_visible()
+    expect(page.locator("#snapshot-parent")).to_have_attribute("href", f"/snapshots/{parent}")
+    expect(page.locator(".snap-metadata")).to_contain_text("fork")
+
+    replay(page)
+    page.locator("#compare-original").click()
+    writer = page.locator(f'tr.compare-row[data-call-id="{WRITER}"]')
+    expect(writer).to_have_class(re.compile(r"\bdiffers\b"))
+    expect(writer.locator("td.side").last.locator(".side-output")).to_contain_text("In detail")
+    expect(writer.locator("td.side").first.locator(".side-output")).not_to_contain_text("In detail")
+    expect(writer.locator(".side-output.differs").first).to_be_visible()
+    lead = page.locator('tr.compare-row[data-call-id="root/agent:research-lead:0"]')
+    expect(lead).to_have_class(re.compile(r"\bdiffers\b"))
+    page.screenshot(path=screenshot_path("compare-fork"), full_page=True)
+
+
+def test_billing_ops_rewind_at_the_account_hold(
+    page: Page, demo: tuple[Server, str], screenshot_path: Callable[[str], Path]
+) -> None:
+    server, _ = demo
+    page.goto(f"{server.url}processes/billing-ops")
+    page.locator(".mark[title*=apply_account_hold]").first.click()
+    expect(page.locator(".pdetail-type")).to_have_text("tool_call")
+    expect(page.locator("#plan-affected")).to_have_text("2")
+    expect(page.locator(".lane .mark.t-rewind, .mark.t-rewind")).to_have_count(0)
+    page.locator("#rewind-mode").select_option("code_only")
+    page.locator("#rewind-apply").click()
+    page.wait_for_url(re.compile(r".*/processes/billing-ops\?entry=rewind-[0-9a-f]+"))
+    expect(page.locator(".pdetail-type")).to_have_text("rewind")
+    expect(page.locator(".mark.t-rewind")).to_have_count(1)
+    expect(page.locator(".rewind-did")).to_contain_text("code_only")
+    state = page.locator("#rewound-state")
+    expect(state).to_contain_text("delinquent")
+    expect(state).not_to_contain_text("account_hold_applied")
+    expect(page.locator("#rewind-where")).to_contain_text("Recorded in the process's journal")
+    page.screenshot(path=screenshot_path("process-rewind"), full_page=True)
