@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -107,6 +108,8 @@ def _wait_for(url: str, timeout: float = 20) -> None:
         try:
             with urllib.request.urlopen(url, timeout=2):
                 return
+        except urllib.error.HTTPError:
+            return  # it answers HTTP (a DevTool with a team token answers 401 with its login page)
         except OSError:
             if time.monotonic() > deadline:
                 raise
