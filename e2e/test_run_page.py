@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from devtool.core import JsonlSink, create_agent, create_tool, run_with
 from devtool.demo.generate import generate
 from e2e.conftest import Server, ServerFactory
 
@@ -83,12 +84,24 @@ def test_zoom_pan_select_and_a_copied_link_restores_the_view(
     page.locator("#tree a.select", has_text="researcher").first.click()
     expect(page.locator("#detail h2")).to_contain_text("agent researcher")
     selected = page.locator("#tree .row.selected a.select").get_attribute("data-span")
-    assert selected and f"span={selected}" in page.url
+    assert selected
+    assert f"span={selected}" in page.url
     expect(page.locator("#detail .memory")).to_contain_text("topic")
 
-    # Keys move through the tree.
+    # Keys move through the tree: down to the next row, right to open the selected node.
+    rows = page.locator("#tree .row a.select")
+    spans = [rows.nth(i).get_attribute("data-span") for i in range(rows.count())]
+    following = spans[spans.index(selected) + 1]
     page.keyboard.press("ArrowDown")
-    expect(page.locator("#detail h2")).to_contain_text("generation", timeout=5000)
+    expect(page.locator("#tree .row.pending a.select, #tree .row.selected a.select").last).to_have_attribute(
+        "data-span", following
+    )
+    expect(page.locator("#detail article")).to_have_attribute("data-span", following)
+    page.wait_for_url(f"**span={following}**")
+    page.keyboard.press("ArrowRight")
+    opened = page.locator(f'#tree li.node[data-span="{following}"]')
+    expect(opened).to_have_attribute("aria-expanded", "true")
+    expect(opened.locator("ul.children li.node").first).to_be_visible()
 
     # The timeline never holds more than 5,000 elements.
     assert page.locator("#timeline *").count() < 5000
@@ -103,15 +116,40 @@ def test_zoom_pan_select_and_a_copied_link_restores_the_view(
     assert window(other) == pytest.approx(state[1])
     other.close()
     page.go_back()
-    expect(page.locator("#detail h2")).to_contain_text("agent researcher")
+    page.wait_for_url(f"**span={selected}**")
+    expect(page.locator("#tree .row.selected a.select")).to_have_attribute("data-span", selected)
 
 
-def test_a_merged_bar_zooms_in_and_the_overview_pans(page: Page, demo: tuple[Server, str]) -> None:
-    server, trace_id = demo
-    page.set_viewport_size({"width": 700, "height": 800})
+async def busy_run() -> None:
+    """Four hundred quick tool calls, then a pause: at a page's width most calls are under a pixel."""
+    tool = create_tool("tick", lambda i: i)
+
+    async def handler(props: object) -> None:
+        for i in range(400):
+            await tool(i=i)
+        await asyncio.sleep(0.05)
+
+    await create_agent("ticker", handler)(None)
+
+
+@pytest.fixture
+def busy(tmp_path: Path, serve: ServerFactory) -> tuple[Server, str]:
+    path = tmp_path / "busy.jsonl"
+
+    def record() -> None:
+        with JsonlSink(path) as sink:
+            asyncio.run(run_with(busy_run, sinks=[sink]))
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(record).result()
+    return serve(str(path)), json.loads(path.read_text().splitlines()[0])["trace"]["traceId"]
+
+
+def test_a_merged_bar_zooms_in_and_the_overview_pans(page: Page, busy: tuple[Server, str]) -> None:
+    server, trace_id = busy
     page.goto(f"{server.url}runs/{trace_id}")
     whole = window(page)
-    # At this width, spans that start in the same pixel of a row share a counted bar.
+    # Calls under a pixel that start and end in the same pixels of a row share one counted bar.
     merged = page.locator("#bars rect.bar.merged").first
     count = int(merged.get_attribute("data-count") or 0)
     assert count >= 2

@@ -45,12 +45,25 @@
     return [start, end];
   }
 
+  // Zoom steps come fast (keys, wheel, a width fix at load): only the answer to the latest is drawn.
+  let timelineRequest = 0;
   function zoomTo(start, end) {
     const [s, e] = clampWindow(start, end);
     const trace = workspace().dataset.trace;
     const url = `/runs/${encodeURIComponent(trace)}/timeline?${query(workspace().dataset.span, s, e, { w: paneWidth() })}`;
-    htmx.ajax("GET", url, { target: "#timeline", swap: "outerHTML" });
+    timelineRequest += 1;
+    htmx.ajax("GET", url, { target: "#timeline", swap: "outerHTML", headers: { "X-Timeline-Request": String(timelineRequest) } });
   }
+
+  // A history entry keeps the page as its URL says: no half-made keyboard move in it.
+  document.addEventListener("htmx:beforeHistorySave", () => {
+    document.querySelectorAll("#tree .row.pending").forEach((row) => row.classList.remove("pending"));
+  });
+
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    const sent = event.detail.requestConfig && event.detail.requestConfig.headers["X-Timeline-Request"];
+    if (sent && Number(sent) !== timelineRequest) event.detail.shouldSwap = false;
+  });
 
   function zoomBy(factor, centerMs) {
     const { start, end } = currentWindow();
@@ -62,8 +75,18 @@
     const { start, end, runStart, runEnd } = currentWindow();
     const whole = start <= runStart && end >= runEnd;
     const trace = workspace().dataset.trace;
-    const url = `/runs/${encodeURIComponent(trace)}?${query(span, whole ? null : start, whole ? null : end)}`;
-    htmx.ajax("GET", url, { target: "#workspace", swap: "outerHTML" });
+    const url = `/runs/${encodeURIComponent(trace)}/select?${query(span, whole ? null : start, whole ? null : end)}`;
+    // The timeline stays: only the tree and the detail are asked for; the bar is marked when they
+    // arrive (marking it now would put the new selection in the history entry of the old one).
+    htmx.ajax("GET", url, { target: "#selection", swap: "outerHTML" });
+  }
+
+  function markSelectedBar() {
+    const selection = $("#selection");
+    if (selection) workspace().dataset.span = selection.dataset.span;
+    const span = workspace().dataset.span;
+    document.querySelectorAll("#bars rect.selected").forEach((bar) => bar.classList.remove("selected"));
+    if (span) document.querySelectorAll(`#bars rect[data-span="${CSS.escape(span)}"]`).forEach((bar) => bar.classList.add("selected"));
   }
 
   // -- timeline: click, brush, wheel -------------------------------------------------------------
@@ -189,8 +212,8 @@
 
   let pending = null;
   function moveSelection(link) {
-    document.querySelectorAll("#tree .row.selected").forEach((row) => row.classList.remove("selected"));
-    link.closest(".row").classList.add("selected");
+    document.querySelectorAll("#tree .row.pending").forEach((row) => row.classList.remove("pending"));
+    link.closest(".row").classList.add("pending");
     link.scrollIntoView({ block: "nearest" });
     clearTimeout(pending);
     pending = setTimeout(() => select(link.dataset.span), 180);
@@ -208,7 +231,8 @@
     if (event.key === "]") { zoomBy(ZOOM_STEP); return; }
     const links = [...document.querySelectorAll("#tree .row a.select")].filter((a) => a.offsetParent !== null);
     if (!links.length) return;
-    const current = links.findIndex((a) => a.closest(".row").classList.contains("selected"));
+    const pending = links.findIndex((a) => a.closest(".row").classList.contains("pending"));
+    const current = pending >= 0 ? pending : links.findIndex((a) => a.closest(".row").classList.contains("selected"));
     const node = current >= 0 ? links[current].closest("li.node") : null;
     if (event.key === "ArrowDown" || event.key === "ArrowUp") {
       event.preventDefault();
@@ -248,7 +272,8 @@
 
   document.addEventListener("htmx:afterSettle", (event) => {
     settle();
-    if (event.detail.target && event.detail.target.id === "workspace") {
+    markSelectedBar();
+    if (event.detail.target && ["workspace", "selection"].includes(event.detail.target.id)) {
       const selected = $("#tree .row.selected");
       if (selected) selected.scrollIntoView({ block: "nearest" });
     }

@@ -71,6 +71,19 @@ def test_an_htmx_selection_gets_the_workspace_and_pushes_the_url(
     assert "<html" in restore.text
 
 
+def test_selecting_swaps_tree_and_detail_and_keeps_the_timeline(
+    client: TestClient, store: Store, research_run: str
+) -> None:
+    turn = span_of(store, research_run, "turn 1", "turn")
+    response = client.get(f"/runs/{research_run}/select?span={turn}&start=1&end=2", headers={"HX-Request": "true"})
+    assert response.headers["HX-Push-Url"] == f"/runs/{research_run}?span={turn}&start=1&end=2"
+    page = html(response.text)
+    assert one(page, "#selection").tag == "div"
+    assert not page.css("#timeline")
+    assert one(page, "#tree .row.selected a.select").attributes["data-span"] == turn
+    assert "turn 1" in one(page, "#detail h2").text()
+
+
 def test_a_turn_shows_messages_by_role_the_answer_tokens_and_memory(
     client: TestClient, store: Store, research_run: str
 ) -> None:
@@ -208,7 +221,7 @@ def test_cached_calls_are_marked(client: TestClient, store: Store, tmp_path: Pat
     replay = record(store, tmp_path, lambda: create_agent("a", handler)(None), name="replay", snapshot=box["snapshot"])
     page = html(client.get(f"/runs/{replay}").text)
     cached = [node for node in page.css("#tree .row") if node.css(".badge.cached")]
-    # The batch (all of its calls served from the journal) and its one call.
-    assert [node.css_first(".kind").text() for node in cached] == ["tools:execute", "tool"]
+    # The batch: all of its calls were served from the journal.
+    assert [node.css_first(".kind").text() for node in cached] == ["tools:execute"]
     (bar,) = page.css("#bars rect.bar.cached")
     assert "from the journal" in bar.attributes["data-title"]

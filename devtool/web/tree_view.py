@@ -16,7 +16,7 @@ from devtool.store.queries import FrameNode, FrameTree, frame_tree
 from devtool.store.queries.navigation import PathStep, frame_path
 
 PAGE_SIZE = 50
-OPEN_DEPTH = 4
+OPEN_DEPTH = 3
 
 
 def run_tree(store: Store, trace_id: str, selected: str | None = None) -> tuple[FrameTree, list[PathStep]]:

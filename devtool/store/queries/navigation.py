@@ -54,23 +54,25 @@ def frame_path(store: Store, trace_id: str, span_id: str) -> list[PathStep]:
     """The frame-tree path from a root down to `span_id` (itself last), or to its nearest shown ancestor."""
     rows = store.query(
         f"""
-        WITH RECURSIVE up(span_id, frame_parent_id, shown, hops, kind, agent_id) AS (
-            SELECT span_id, frame_parent_id, {_SHOWN}, 0, kind, agent_id
+        WITH RECURSIVE up(span_id, frame_parent_id, shown, hops, kind, agent_id, start_ts, start_event_id) AS (
+            SELECT span_id, frame_parent_id, {_SHOWN}, 0, kind, agent_id, start_ts, start_event_id
             FROM spans WHERE trace_id = $trace AND span_id = $span
             UNION ALL
-            SELECT s.span_id, s.frame_parent_id, true, up.hops + 1, s.kind, s.agent_id
+            SELECT s.span_id, s.frame_parent_id, true, up.hops + 1, s.kind, s.agent_id, s.start_ts, s.start_event_id
             FROM spans s JOIN up ON s.trace_id = $trace AND s.span_id = up.frame_parent_id
             WHERE up.hops < 10000
-        ),
-        ranked AS (
-            SELECT span_id, row_number() OVER (
-                PARTITION BY frame_parent_id ORDER BY start_ts, start_event_id) - 1 AS i
-            FROM spans
-            WHERE trace_id = $trace AND {_SHOWN}
-              AND coalesce(frame_parent_id, '') IN (SELECT coalesce(frame_parent_id, '') FROM up)
         )
-        SELECT up.span_id, ranked.i, up.kind, up.agent_id
-        FROM up JOIN ranked USING (span_id) WHERE up.shown ORDER BY up.hops DESC
+        -- A step's index among its siblings is how many come before it in the tree's order: counted
+        -- with one join, not by numbering every sibling (a parent can have tens of thousands).
+        SELECT up.span_id, count(sibling.span_id), any_value(up.kind), any_value(up.agent_id)
+        FROM up LEFT JOIN spans sibling
+          ON sibling.trace_id = $trace AND NOT sibling.instant AND sibling.kind NOT IN {HIDDEN_KINDS}
+         AND coalesce(sibling.frame_parent_id, '') = coalesce(up.frame_parent_id, '')
+         AND (sibling.start_ts < up.start_ts
+              OR (sibling.start_ts = up.start_ts AND sibling.start_event_id < up.start_event_id))
+        WHERE up.shown
+        GROUP BY up.span_id, up.hops
+        ORDER BY up.hops DESC
         """,
         {"trace": trace_id, "span": span_id},
     )

@@ -98,8 +98,13 @@ def timeline_window(
     end_ms: float | None = None,
     width_px: int = 1600,
     instants: bool = False,
+    max_bars: int | None = None,
 ) -> TimelineWindow:
-    """The bars of run `trace_id` between `start_ms` and `end_ms` (default: the whole run) at `width_px`."""
+    """The bars of run `trace_id` between `start_ms` and `end_ms` (default: the whole run) at `width_px`.
+
+    With `max_bars`, the window is bucketed into fewer columns when rows × width would pass it (the
+    answer's `width_px` says how many): a drawing with an element budget asks once, whatever the run.
+    """
     if not 1 <= width_px <= MAX_WIDTH:
         raise ValueError(f"width_px must be between 1 and {MAX_WIDTH}, not {width_px}")
     with store.reader() as cursor:
@@ -112,6 +117,11 @@ def timeline_window(
         if end < start:
             raise ValueError(f"the window ends ({end}) before it starts ({start})")
         span = max(end - start, 1e-3)  # a run of one instant still gets a window
+        deepest_in_run = cursor.execute(
+            "SELECT coalesce(max(depth), 0) FROM spans WHERE trace_id = ?", [trace_id]
+        ).fetchall()[0][0]
+        if max_bars is not None:
+            width_px = max(1, min(width_px, max_bars // (deepest_in_run + 1)))
         params = {
             "trace": trace_id,
             "start": start,
@@ -120,9 +130,6 @@ def timeline_window(
             "scale": width_px / span,
             "width": width_px,
         }
-        deepest_in_run = cursor.execute(
-            "SELECT coalesce(max(depth), 0) FROM spans WHERE trace_id = ?", [trace_id]
-        ).fetchall()[0][0]
         sql = _BARS.format(instants="" if instants else "AND NOT instant", end_px="{end_px}")
         limit = (deepest_in_run + 1) * width_px + 1
         rows = cursor.execute(sql.format(end_px=_APART), {**params, "limit": limit}).fetchall()

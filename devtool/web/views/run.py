@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from devtool.store import NotFoundError, Store
-from devtool.store.queries import RunSummary, get_run, last_event_id, timeline_window
+from devtool.store.queries import RunSummary, TimelineWindow, get_run, last_event_id, timeline_window
 from devtool.store.queries.navigation import search_spans
 from devtool.web.run_state import BadViewState, RunView
 from devtool.web.span_view import span_view
@@ -27,9 +27,9 @@ from devtool.web.tree_view import children_page, run_tree
 
 DEFAULT_WIDTH = 1200
 WIDTH_COOKIE = "devtool_timeline_width"
-# The timeline's element budget: every bar is one <rect> (and a label when it is wide), so keeping
-# bars under this keeps the page's SVG well under 5,000 elements at any zoom of any run.
-MAX_BARS = 2000
+# The timeline's element budget: every bar is one <rect> (a label only when it is wide enough to
+# hold one, so few), and the axis a line and a label a tick: under 5,000 elements at any zoom.
+MAX_BARS = 4000
 OVERVIEW_WIDTH = 240
 LIVE_WITHIN_MS = 10 * 60 * 1000
 
@@ -43,11 +43,12 @@ def run_page(request: Request) -> HTMLResponse:
     if run.kind != "trace":
         raise HTTPException(404, f"{trace_id} is a process journal: see /processes/{trace_id}")
     tree, path = run_tree(store, trace_id, view.span)
+    drawn, window = _timeline(store, run, view, _width(request))
     context: dict[str, Any] = {
         "run": run,
         "view": view,
-        "timeline": _timeline(store, run, view, _width(request)),
-        "overview": _overview(store, trace_id),
+        "timeline": drawn,
+        "overview": _overview(store, run, window),
         "tree": tree,
         "path": {step.span_id for step in path},
         "detail": _or_404(span_view, store, trace_id, view.span, path) if view.span else None,
@@ -59,11 +60,29 @@ def run_page(request: Request) -> HTMLResponse:
     return response
 
 
+def selection(request: Request) -> HTMLResponse:
+    """The tree and the detail for a newly selected span; the page keeps its timeline (and marks the span)."""
+    store: Store = request.app.state.store
+    trace_id, view = _trace_and_view(request)
+    run = _or_404(get_run, store, trace_id)
+    tree, path = run_tree(store, trace_id, view.span)
+    context: dict[str, Any] = {
+        "run": run,
+        "view": view,
+        "tree": tree,
+        "path": {step.span_id for step in path},
+        "detail": _or_404(span_view, store, trace_id, view.span, path) if view.span else None,
+    }
+    response = render(request, "_selection.html", context)
+    response.headers["HX-Push-Url"] = view.url(trace_id)
+    return response
+
+
 def timeline_fragment(request: Request) -> HTMLResponse:
     store: Store = request.app.state.store
     trace_id, view = _trace_and_view(request)
     run = _or_404(get_run, store, trace_id)
-    context = {"view": view, "run": run, "timeline": _timeline(store, run, view, _width(request))}
+    context = {"view": view, "run": run, "timeline": _timeline(store, run, view, _width(request))[0]}
     response = render(request, "_timeline.html", context)
     response.headers["HX-Replace-Url"] = view.url(trace_id)
     return response
@@ -101,28 +120,33 @@ def span_search(request: Request) -> HTMLResponse:
     return render(request, "_span_search.html", {"run_id": trace_id, "view": view, "hits": hits, "q": text})
 
 
-def _timeline(store: Store, run: RunSummary, view: RunView, width: int) -> TimelineLayout:
-    # Coarser buckets until the bars fit the element budget; the store bounds bars by rows × pixels.
-    columns = width
-    while True:
-        window = _or_404(timeline_window, store, run.id, start_ms=view.start, end_ms=view.end, width_px=columns)
-        if len(window.bars) <= MAX_BARS or columns <= 64:
-            break
-        columns //= 2
+def _timeline(store: Store, run: RunSummary, view: RunView, width: int) -> tuple[TimelineLayout, TimelineWindow]:
+    # One query, bounded by the element budget: the store buckets coarser than the pane when rows ×
+    # pixels would pass it, and the layout draws the bars at the pane's width.
+    window = _or_404(
+        timeline_window, store, run.id, start_ms=view.start, end_ms=view.end, width_px=width, max_bars=MAX_BARS
+    )
     now = time.time() * 1000
     # Running spans of a live run grow to now; those of a run that stopped long ago stop at its last event.
     live = run.status == "running" and now - run.ended_ms < LIVE_WITHIN_MS
-    return layout(window, width=width, now_ms=now if live else None)
+    return layout(window, width=width, now_ms=now if live else None), window
 
 
-def _overview(store: Store, trace_id: str) -> dict[str, Any]:
-    """The whole run as a density strip: spans per column, for the overview above the timeline."""
-    window = timeline_window(store, trace_id, width_px=OVERVIEW_WIDTH)
+def _overview(store: Store, run: RunSummary, shown: TimelineWindow) -> dict[str, Any]:
+    """The whole run as a density strip: spans per column, for the overview above the timeline.
+
+    When the page shows the whole run, its bars already say where the spans are; only a page opened
+    on a zoomed window asks the store again.
+    """
+    whole = shown.start_ms <= run.started_ms and shown.end_ms >= run.ended_ms
+    window = shown if whole else timeline_window(store, run.id, width_px=OVERVIEW_WIDTH)
     counts = [0] * OVERVIEW_WIDTH
     failed = [0] * OVERVIEW_WIDTH
+    total = max(window.run_end_ms - window.run_start_ms, 1e-9)
     for bar in window.bars:
-        counts[bar.px] += bar.count
-        failed[bar.px] += bar.failed
+        column = min(OVERVIEW_WIDTH - 1, int((bar.start_ms - window.run_start_ms) / total * OVERVIEW_WIDTH))
+        counts[column] += bar.count
+        failed[column] += bar.failed
     peak = max(counts, default=0) or 1
     return {"width": OVERVIEW_WIDTH, "columns": list(enumerate(zip(counts, failed, strict=True))), "peak": peak}
 
@@ -157,6 +181,7 @@ def _or_404(query: Any, *args: Any, **kwargs: Any) -> Any:
 
 routes = [
     Route("/runs/{trace_id}", run_page, name="run"),
+    Route("/runs/{trace_id}/select", selection, name="run_select"),
     Route("/runs/{trace_id}/timeline", timeline_fragment, name="run_timeline"),
     Route("/runs/{trace_id}/header", run_header, name="run_header"),
     Route("/runs/{trace_id}/tree", tree_fragment, name="run_tree"),
