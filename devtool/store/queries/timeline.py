@@ -10,7 +10,7 @@ apart as soon as their ends differ by a pixel, so zooming in always separates th
 
 The answer never holds more than rows × width bars, for a run of a hundred events or of a million:
 when keeping ends apart would give more (a dense run seen whole), the bars merge by start pixel
-alone. DuckDB does the bucketing; only the bars leave it.
+alone. DuckDB does the bucketing, in one scan of the spans; only the bars leave it.
 
 Instant events (budget updates, logs) are left out unless asked for. A running span (no end yet)
 reaches the run's last event.
@@ -57,37 +57,43 @@ class TimelineWindow:
     bars: tuple[TimelineBar, ...]
 
 
+# One scan: spans grouped by (row, start pixel, end pixel); if that gives more than rows × width bars
+# (a dense run seen whole), the groups (not the spans again) merge by (row, start pixel) alone.
 _BARS = """
     WITH visible AS (
         SELECT span_id, depth, kind, name, status, cache, start_ts, coalesce(end_ts, $run_end) AS end_ts
         FROM spans
         WHERE trace_id = $trace AND start_ts <= $end AND coalesce(end_ts, $run_end) >= $start {instants}
     ),
-    placed AS (
-        SELECT *, least(greatest(floor((start_ts - $start) * $scale), 0), $width - 1)::INTEGER AS px,
-               {end_px} AS end_px
-        FROM visible
-    )
-    SELECT depth, px, first, last, n, span_id, kind, name,
-           CASE WHEN failed > 0 THEN 'failed' WHEN running > 0 THEN 'running' ELSE 'completed' END,
-           failed, running, cached
-    FROM (
-        SELECT depth, px, min(start_ts) AS first, max(end_ts) AS last, count(*) AS n,
-               CASE WHEN count(*) = 1 THEN any_value(span_id) END AS span_id,
-               min(kind) AS kind,
-               CASE WHEN count(*) = 1 THEN any_value(name) END AS name,
+    fine AS (
+        SELECT depth,
+               least(greatest(floor((start_ts - $start) * $scale), 0), $width - 1)::INTEGER AS px,
+               least(greatest(floor((end_ts - $start) * $scale), 0), $width - 1)::INTEGER AS end_px,
+               min(start_ts) AS first, max(end_ts) AS last, count(*) AS n,
+               any_value(span_id) AS span_id, min(kind) AS kind, any_value(name) AS name,
                count(*) FILTER (WHERE status = 'failed') AS failed,
                count(*) FILTER (WHERE status = 'running') AS running,
                count(*) FILTER (WHERE cache) AS cached
-        FROM placed
-        GROUP BY depth, px, end_px
+        FROM visible
+        GROUP BY ALL
+    ),
+    crowded AS (SELECT count(*) > (max(depth) + 1) * $width AS yes FROM fine),
+    bars AS (
+        SELECT depth, px, first, last, n, span_id, kind, name, failed, running, cached
+        FROM fine WHERE NOT (SELECT yes FROM crowded)
+        UNION ALL
+        SELECT depth, px, min(first), max(last), sum(n)::BIGINT, any_value(span_id), min(kind), any_value(name),
+               sum(failed)::BIGINT, sum(running)::BIGINT, sum(cached)::BIGINT
+        FROM fine WHERE (SELECT yes FROM crowded)
+        GROUP BY depth, px
     )
+    SELECT depth, px, first, last, n,
+           CASE WHEN n = 1 THEN span_id END, kind, CASE WHEN n = 1 THEN name END,
+           CASE WHEN failed > 0 THEN 'failed' WHEN running > 0 THEN 'running' ELSE 'completed' END,
+           failed, running, cached
+    FROM bars
     ORDER BY depth, px, first
-    LIMIT $limit
 """
-# Ends kept apart (faithful), or merged by start pixel alone (the bound's fallback).
-_APART = "least(greatest(floor((end_ts - $start) * $scale), 0), $width - 1)::INTEGER"
-_TOGETHER = "0"
 
 
 def timeline_window(
@@ -117,10 +123,10 @@ def timeline_window(
         if end < start:
             raise ValueError(f"the window ends ({end}) before it starts ({start})")
         span = max(end - start, 1e-3)  # a run of one instant still gets a window
-        deepest_in_run = cursor.execute(
-            "SELECT coalesce(max(depth), 0) FROM spans WHERE trace_id = ?", [trace_id]
-        ).fetchall()[0][0]
         if max_bars is not None:
+            deepest_in_run = cursor.execute(
+                "SELECT coalesce(max(depth), 0) FROM spans WHERE trace_id = ?", [trace_id]
+            ).fetchall()[0][0]
             width_px = max(1, min(width_px, max_bars // (deepest_in_run + 1)))
         params = {
             "trace": trace_id,
@@ -130,12 +136,7 @@ def timeline_window(
             "scale": width_px / span,
             "width": width_px,
         }
-        sql = _BARS.format(instants="" if instants else "AND NOT instant", end_px="{end_px}")
-        limit = (deepest_in_run + 1) * width_px + 1
-        rows = cursor.execute(sql.format(end_px=_APART), {**params, "limit": limit}).fetchall()
-        deepest = max((row[0] for row in rows), default=-1)
-        if len(rows) > (deepest + 1) * width_px:
-            rows = cursor.execute(sql.format(end_px=_TOGETHER), {**params, "limit": limit}).fetchall()
+        rows = cursor.execute(_BARS.format(instants="" if instants else "AND NOT instant"), params).fetchall()
     bars = tuple(TimelineBar(*row) for row in rows)
     return TimelineWindow(
         trace_id,
