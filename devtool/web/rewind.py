@@ -1,7 +1,9 @@
 """Rewind: a run's snapshot at a span's start or end, made from its stored events and kept by content id.
 
 The store hands `restore_snapshot` only what it reads: the events up to the cut (the span's end for
-`after`, its start for `before`), without the types restore ignores, both left out in DuckDB. The
+`after`, its start for `before`), without the types restore ignores, both left out in DuckDB. What
+restore makes from parsed JSON is a well-formed snapshot of JSON values, so it is stored without the
+checks an uploaded snapshot gets. The
 snapshot is a pure function of the trace and the cut (its `timestamp` is the cut event's, its
 `processId` the trace id), and its id is the hash of its content: rewinding to the same cut of the
 same trace gives the same id, and the second time it is found rather than stored again.
@@ -17,6 +19,7 @@ from devtool.core.debugger import restore_snapshot
 from devtool.core.restore import IGNORED_TYPES, RestoreWarning
 from devtool.store import Store, save_snapshot
 from devtool.store.queries import Cut, run_events
+from devtool.store.queries.events import collector_paused
 
 Anchor = Literal["before", "after"]
 ANCHORS: tuple[Anchor, ...] = ("before", "after")
@@ -35,12 +38,15 @@ def rewind(store: Store, trace_id: str, span_id: str, anchor: str, *, created_by
     if anchor not in ANCHORS:
         raise RewindError(f'anchor must be "before" or "after", not {anchor[:40]!r}')
     edge: Anchor = "before" if anchor == "before" else "after"
-    events = run_events(store, trace_id, cut=Cut(span_id, edge), skip_types=IGNORED_TYPES)
-    with warnings.catch_warnings():
+    # A big run's cut is hundreds of thousands of dicts: with the cycle collector on, it would walk
+    # them again and again while they are made (several times the cost of the restore itself).
+    with collector_paused(), warnings.catch_warnings():
+        events = run_events(store, trace_id, cut=Cut(span_id, edge), skip_types=IGNORED_TYPES)
         # Malformed events the restore skipped are the loader's business: it already reported them.
         warnings.simplefilter("ignore", RestoreWarning)
         try:
             snapshot = restore_snapshot(events, span_id=span_id, anchor=edge)
         except RestoreError as exc:
             raise RewindError(str(exc)) from None
-    return save_snapshot(store, snapshot, created_by=created_by)
+        del events
+        return save_snapshot(store, snapshot, created_by=created_by, trusted=True)

@@ -75,7 +75,7 @@ def run_events(
     A cut at a span or anchor the run does not have cuts nothing: `restore_snapshot` then says what is
     missing in its own words.
     """
-    with _collector_paused():
+    with collector_paused():
         return list(iter_run_events(store, trace_id, cut=cut, types=types, skip_types=skip_types))
 
 
@@ -115,7 +115,7 @@ def iter_run_events(
             where.append(f"({keep} OR event_id = $cut_id)" if "cut_id" in params else keep)
         result = cursor.execute(f"SELECT body FROM events WHERE {' AND '.join(where)} ORDER BY ts, event_id", params)
         while rows := result.fetchmany(BATCH):
-            with _collector_paused():
+            with collector_paused():
                 batch = [orjson.loads(body) for (body,) in rows]
             yield from batch
 
@@ -136,7 +136,7 @@ def last_event_id(store: Store) -> int:
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Python's cycle collector off while events become dicts: a million of them made with it on
     trigger collection after collection over everything made so far (5x slower, measured)."""
     was_enabled = gc.isenabled()
