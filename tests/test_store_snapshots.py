@@ -49,6 +49,14 @@ def test_the_document_keeps_its_key_order_and_the_first_creator(store: Store) ->
     assert get_snapshot(store, snapshot_id).info.created_by == "ana"
 
 
+def test_a_trusted_restore_is_stored_under_the_same_id_as_a_checked_one(store: Store) -> None:
+    snapshot = restored("zombie")
+    trusted = save_snapshot(store, snapshot, trusted=True)
+    assert trusted == content_hash(snapshot)
+    assert get_snapshot(store, trusted).snapshot == snapshot
+    assert save_snapshot(store, copy.deepcopy(snapshot)) == trusted
+
+
 def test_a_value_that_is_not_json_is_refused(store: Store) -> None:
     snapshot = restored()
     snapshot["root"]["memory"] = {"ratio": float("nan")}  # type: ignore[index]

@@ -297,6 +297,9 @@ def test_a_dumped_snapshot_appears_on_its_run_at_the_moment_it_was_taken(
     listed = one(actions, "#run-dumps .dump-snapshot")
     assert listed.attributes["href"] == f"/snapshots/{reported}"
     assert one(actions, "#run-dumps a.select").attributes["data-span"] == dump_span
+    mark = one(actions, "#dump-strip .dump-mark")
+    assert mark.attributes["href"] == f"/snapshots/{reported}"
+    assert 0 < float(str(mark.attributes["style"]).split("left: ")[1].rstrip("%")) < 100  # taken mid-run
     detail = html(client.get(f"/runs/{trace_id}?span={dump_span}").text)
     assert one(detail, "#open-dump").attributes["href"] == f"/snapshots/{reported}"
     page = client.get(f"/snapshots/{reported}")

@@ -80,9 +80,11 @@ def run_actions(request: Request) -> HTMLResponse:
         raise HTTPException(404, str(exc)) from None
     replay = metadata.get("replay") if isinstance(metadata.get("replay"), dict) else None
     original = replay.get("originalTraceId") if replay else None
+    run = get_run(store, trace_id)
     context: dict[str, Any] = {
         "trace_id": trace_id,
-        "started_ms": get_run(store, trace_id).started_ms,
+        "started_ms": run.started_ms,
+        "ended_ms": run.ended_ms,
         "entrypoint": metadata.get("entrypoint") if isinstance(metadata.get("entrypoint"), str) else None,
         "replay": replay,
         "original": original if isinstance(original, str) and run_exists(store, original) else None,
