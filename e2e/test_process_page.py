@@ -49,6 +49,7 @@ def test_select_an_entry_open_the_run_and_share_the_view(
     expect(flip.locator("td").nth(2)).to_have_text('"delinquent"')
     page.keyboard.press("ArrowUp")
     page.wait_for_url(f"**/processes/billing-ops?entry={entry_id}")
+    expect(page.locator(f'#entries tr.selected[data-entry-id="{entry_id}"]')).to_be_visible()
 
     # Open the invocation: its run's spans appear on the same axis, the webhook inside the agent call.
     page.locator(".inv-toggle").click()
