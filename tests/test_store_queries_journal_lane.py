@@ -37,7 +37,7 @@ def test_marks_are_one_per_type_and_column(store: Store, tmp_path: Path) -> None
     ]
     load_file(store, write(tmp_path / "j.jsonl", entries))
     span = journal_span(store, "p")
-    assert (span.entries, span.end_ms - span.start_ms) == (1000, 999.0)
+    assert (span.entries, span.types, span.end_ms - span.start_ms) == (1000, 2, 999.0)
     marks = journal_marks(store, "p", start_ms=span.start_ms, end_ms=span.end_ms, buckets=10)
     assert len(marks) == 20
     assert sum(m.count for m in marks) == 1000

@@ -168,8 +168,13 @@ def build_chart(
     store: Store, process_id: str, view: ProcessView, span: JournalSpan, invocations: list[Invocation]
 ) -> Chart:
     start, end = window_of(view, span, invocations)
+    # Marks are at most entries, and at most types × columns: the finest columns that surely fit.
+    fits = COLUMNS if span.entries <= MAX_MARKS else max(MIN_COLUMNS, min(COLUMNS, MAX_MARKS // max(span.types, 1)))
     marks = _within(
-        MAX_MARKS, lambda columns: journal_marks(store, process_id, start_ms=start, end_ms=end, buckets=columns), len
+        MAX_MARKS,
+        lambda columns: journal_marks(store, process_id, start_ms=start, end_ms=end, buckets=columns),
+        len,
+        fits,
     )
     by_lane: dict[str, list[Mark]] = {}
     for mark in marks:

@@ -37,12 +37,13 @@ class JournalMark:
 
 @dataclass(frozen=True, slots=True)
 class JournalSpan:
-    """A journal's first and last entry times and its entry count."""
+    """A journal's first and last entry times, its entry count and how many entry types it has."""
 
     process_id: str
     start_ms: float
     end_ms: float
     entries: int
+    types: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +74,13 @@ class Invocation:
 
 def journal_span(store: Store, process_id: str) -> JournalSpan:
     rows = store.query(
-        "SELECT min(ts_ms), max(ts_ms), count(*) FROM journal_entries WHERE process_id = ?", [process_id]
+        "SELECT min(ts_ms), max(ts_ms), count(*), count(DISTINCT entry_type) FROM journal_entries WHERE process_id = ?",
+        [process_id],
     )
-    start, end, count = rows[0]
+    start, end, count, types = rows[0]
     if not count:
         raise NotFoundError(f"no process journal {process_id!r} in the store")
-    return JournalSpan(process_id, start, end, count)
+    return JournalSpan(process_id, start, end, count, types)
 
 
 # Entries are bucketed without their data; only the marks that are one entry read theirs back.
