@@ -74,9 +74,10 @@ def counts(snapshot: dict[str, Any]) -> SnapshotCounts:
     for _, frame in walk(snapshot):
         frames += 1
         journal = frame.get("journal", {})
-        prompts += len(journal.get("prompt", {}))
-        tools += len(journal.get("tool", {}))
-        tombstones += sum(1 for kind in ("prompt", "tool") for e in journal.get(kind, {}).values() if _tombstone(e))
+        prompt, tool = journal.get("prompt", {}), journal.get("tool", {})
+        prompts += len(prompt)
+        tools += len(tool)
+        tombstones += sum(map(_tombstone, prompt.values())) + sum(map(_tombstone, tool.values()))
     return SnapshotCounts(frames, prompts, tools, tombstones)
 
 

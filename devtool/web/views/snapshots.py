@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from devtool.store import NotFoundError, Store, StoredSnapshot, StoreError, get_snapshot, list_snapshots, save_snapshot
 from devtool.store.export import export_snapshot
+from devtool.store.queries.events import collector_paused
 from devtool.store.queries.run_meta import dumped_snapshot, run_exists
 from devtool.web.auth import user_of
 from devtool.web.fork import Edits, ForkError, fork, parse_memory
@@ -117,11 +118,13 @@ async def _upload_refused(request: Request, status: int, message: str) -> HTMLRe
 
 def snapshot_page(request: Request) -> Response:
     store: Store = request.app.state.store
-    stored = find_snapshot(store, request.path_params["snapshot_id"])
-    if stored.info.snapshot_id != request.path_params["snapshot_id"]:
-        return RedirectResponse(request.url_for("snapshot", snapshot_id=stored.info.snapshot_id).path, 308)
-    offset = _offset(request.query_params.get("frames", "0"))
-    return render(request, "snapshot.html", snapshot_context(store, stored, offset))
+    # A big run's snapshot is a million objects: the cycle collector would walk them all, for nothing.
+    with collector_paused():
+        stored = find_snapshot(store, request.path_params["snapshot_id"])
+        if stored.info.snapshot_id != request.path_params["snapshot_id"]:
+            return RedirectResponse(request.url_for("snapshot", snapshot_id=stored.info.snapshot_id).path, 308)
+        offset = _offset(request.query_params.get("frames", "0"))
+        return render(request, "snapshot.html", snapshot_context(store, stored, offset))
 
 
 def snapshot_context(store: Store, stored: StoredSnapshot, offset: int, error: str | None = None) -> dict[str, Any]:
