@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from httpx2 import Response
@@ -277,6 +278,43 @@ def test_a_served_devtool_with_a_token_takes_requests_and_agents_that_carry_it(
     runs = urllib.request.Request(serve_with_token.url + "/?q=tiny", headers={"Authorization": f"Bearer {TOKEN}"})
     with urllib.request.urlopen(runs, timeout=10) as page:
         assert b"tiny" in page.read()
+    # A replay from a snapshot on that DevTool: fetched with the token too.
+    snapshot = {
+        "processId": "p",
+        "timestamp": 1,
+        "version": 1,
+        "provenance": {"traceId": "t"},
+        "root": {
+            "callId": "root",
+            "agentId": "",
+            "memory": {},
+            "journal": {"prompt": {}, "tool": {}},
+            "children": {},
+            "state": {"status": "completed"},
+        },
+    }
+    upload = urllib.request.Request(
+        serve_with_token.url + "/snapshots",
+        data=json.dumps(snapshot).encode(),
+        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(upload, timeout=10) as landed:  # the 303 to the snapshot's page, followed
+        location = urlsplit(landed.url).path
+    assert location.startswith("/snapshots/")
+    replayed = devtool(
+        "run",
+        "tiny_agent:main",
+        "--props",
+        '{"n": 2}',
+        "--snapshot",
+        f"{serve_with_token.url}{location}.json",
+        "--to",
+        serve_with_token.url,
+        "--token",
+        TOKEN,
+    )
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout.strip() == "4"
     refused = devtool("run", "tiny_agent:main", "--props", '{"n": 1}', "--to", serve_with_token.url)
     assert refused.returncode == 0  # the agent never fails because the DevTool refused its events...
     assert "refused part of a batch: 403" in refused.stderr  # ...and says why they did not arrive
