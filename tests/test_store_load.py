@@ -236,6 +236,18 @@ def test_a_line_of_tens_of_megabytes_loads_whole(store: Store, tmp_path: Path) -
     assert length == len(output)
 
 
+def test_a_file_of_one_event_longer_than_the_sniffed_head_loads(store: Store, tmp_path: Path) -> None:
+    # The whole file is one JSON object on one line, longer than what detection reads first: it is
+    # still one event (a run cut short after its first, large, event), not "a single JSON object".
+    trace = small_run()
+    first = {**trace.events[0], "props": {"prompt": "x" * (200 << 10)}}
+    path = tmp_path / "one-event.jsonl"
+    path.write_bytes(lines(first))
+    result = load_file(store, path)
+    assert result.events == 1
+    assert result.traces == (trace.trace_id,)
+
+
 def test_a_line_over_the_limit_is_named_without_being_held(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

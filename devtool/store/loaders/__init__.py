@@ -61,9 +61,13 @@ def detect(source: SourceFile) -> Loader:
             f"is neither a trace nor a journal: its first object has keys {keys} (a TraceEvent has type, "
             "timestamp, trace; a journal entry has entry_id, process_id, timestamp, entry_type)",
         )
-    single = _single_object(source)
-    if single is not None:
-        raise LoadError(source.path, single)
+    whole_object = _whole_object(source)
+    if whole_object is not None:
+        # One long line (longer than the head read to sniff) can still be one event or one entry.
+        for loader in LOADERS:
+            if loader.claims(Sample(b"{", whole_object)):
+                return loader
+        raise LoadError(source.path, _single_object(whole_object))
     return FALLBACK
 
 
@@ -97,16 +101,19 @@ def _first_object(text: bytes, whole: bool) -> dict[str, Any] | None:
     return None
 
 
-def _single_object(source: SourceFile) -> str | None:
-    """What to say when the file is one (pretty-printed) JSON object rather than events."""
+def _whole_object(source: SourceFile) -> dict[str, Any] | None:
+    """The file's content when all of it is one JSON object (on one line or pretty-printed)."""
     if source.size > _WHOLE_OBJECT_LIMIT or not source.head.removeprefix(BOM).lstrip(JSON_SPACE).startswith(b"{"):
         return None
     try:
         value = orjson.loads(source.read_all().removeprefix(BOM))
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(value, dict):
-        return None
+    return value if isinstance(value, dict) else None
+
+
+def _single_object(value: dict[str, Any]) -> str:
+    """What to say when the file is one JSON object that is neither an event nor an entry."""
     if {"processId", "root", "provenance"} <= value.keys():
         return "is an AgentSnapshot, not a trace: load the trace it was made from"
     keys = ", ".join(sorted(value)[:8])
