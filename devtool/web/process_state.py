@@ -7,13 +7,12 @@ run page's), and the page of the entries table. A reload or a copied link shows 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from starlette.datastructures import QueryParams
 
 from devtool.web.links import QueryValue, process_url
-from devtool.web.run_state import BadViewState
+from devtool.web.run_state import BadViewState, short_ms, time_param
 
 MAX_ID = 500
 MAX_OPEN = 20
@@ -36,7 +35,7 @@ class ProcessView:
         opened = tuple(dict.fromkeys(value for value in query.getlist("open") if value))
         if len(opened) > MAX_OPEN or any(len(value) > MAX_ID for value in opened):
             raise BadViewState(f"open takes up to {MAX_OPEN} trace ids")
-        start, end = _number(query, "start"), _number(query, "end")
+        start, end = time_param(query, "start"), time_param(query, "end")
         if (start is None) != (end is None):
             raise BadViewState("a window needs both start and end")
         if start is not None and end is not None and end <= start:
@@ -68,25 +67,8 @@ class ProcessView:
         query: dict[str, QueryValue] = {
             "entry": self.entry,
             "open": self.open,
-            "start": _short(self.start),
-            "end": _short(self.end),
+            "start": short_ms(self.start),
+            "end": short_ms(self.end),
             "page": self.page,
         }
         return process_url(process_id, **query)
-
-
-def _number(query: QueryParams, name: str) -> float | None:
-    raw = query.get(name)
-    if raw in (None, ""):
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise BadViewState(f"{name} must be a time in ms since the epoch, not {raw[:40]!r}") from None
-    if not math.isfinite(value):
-        raise BadViewState(f"{name} must be a finite number, not {raw[:40]!r}")
-    return value
-
-
-def _short(value: float | None) -> str | None:
-    return None if value is None else f"{value:.3f}".rstrip("0").rstrip(".")

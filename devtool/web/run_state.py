@@ -27,7 +27,7 @@ class RunView:
 
     @classmethod
     def from_query(cls, query: QueryParams) -> RunView:
-        start, end = _number(query, "start"), _number(query, "end")
+        start, end = time_param(query, "start"), time_param(query, "end")
         if start is not None and end is not None and end - start < MIN_WINDOW_MS:
             raise BadViewState(f"the window must be at least {MIN_WINDOW_MS} ms wide (start={start}, end={end})")
         span = query.get("span") or None
@@ -39,7 +39,7 @@ class RunView:
         return replace(self, span=span)
 
     def query(self, **extra: object) -> str:
-        params = {"span": self.span, "start": _short(self.start), "end": _short(self.end), **extra}
+        params = {"span": self.span, "start": short_ms(self.start), "end": short_ms(self.end), **extra}
         return urlencode({key: value for key, value in params.items() if value is not None})
 
     def url(self, trace_id: str, path: str = "") -> str:
@@ -47,7 +47,8 @@ class RunView:
         return f"/runs/{trace_id}{path}" + (f"?{query}" if query else "")
 
 
-def _number(query: QueryParams, name: str) -> float | None:
+def time_param(query: QueryParams, name: str) -> float | None:
+    """Query parameter `name` as a time in ms since the epoch (None when absent), or `BadViewState`."""
     raw = query.get(name)
     if raw in (None, ""):
         return None
@@ -60,6 +61,6 @@ def _number(query: QueryParams, name: str) -> float | None:
     return value
 
 
-def _short(value: float | None) -> str | None:
+def short_ms(value: float | None) -> str | None:
     # Microseconds are the finest resolution events have; more digits only make links longer.
     return None if value is None else f"{value:.3f}".rstrip("0").rstrip(".")

@@ -42,16 +42,11 @@ def run_page(request: Request) -> HTMLResponse:
     run = _or_404(get_run, store, trace_id)
     if run.kind != "trace":
         raise HTTPException(404, f"{trace_id} is a process journal: see /processes/{trace_id}")
-    tree, path = run_tree(store, trace_id, view.span)
     drawn, window = _timeline(store, run, view, _width(request))
-    context: dict[str, Any] = {
-        "run": run,
-        "view": view,
+    context = {
+        **_selection(store, run, view),
         "timeline": drawn,
         "overview": _overview(store, run, window),
-        "tree": tree,
-        "path": {step.span_id for step in path},
-        "detail": _or_404(span_view, store, trace_id, view.span, path) if view.span else None,
         "live_after": live_after,
     }
     response = render(request, "run.html", context, fragment="_workspace.html")
@@ -65,15 +60,7 @@ def selection(request: Request) -> HTMLResponse:
     store: Store = request.app.state.store
     trace_id, view = _trace_and_view(request)
     run = _or_404(get_run, store, trace_id)
-    tree, path = run_tree(store, trace_id, view.span)
-    context: dict[str, Any] = {
-        "run": run,
-        "view": view,
-        "tree": tree,
-        "path": {step.span_id for step in path},
-        "detail": _or_404(span_view, store, trace_id, view.span, path) if view.span else None,
-    }
-    response = render(request, "_selection.html", context)
+    response = render(request, "_selection.html", _selection(store, run, view))
     response.headers["HX-Push-Url"] = view.url(trace_id)
     return response
 
@@ -118,6 +105,18 @@ def span_search(request: Request) -> HTMLResponse:
     text = request.query_params.get("q", "").strip()[:200]
     hits = search_spans(store, trace_id, text) if text else []
     return render(request, "_span_search.html", {"run_id": trace_id, "view": view, "hits": hits, "q": text})
+
+
+def _selection(store: Store, run: RunSummary, view: RunView) -> dict[str, Any]:
+    """What the tree and the detail pane show: the tree opened down to the selected span, and its detail."""
+    tree, path = run_tree(store, run.id, view.span)
+    return {
+        "run": run,
+        "view": view,
+        "tree": tree,
+        "path": {step.span_id for step in path},
+        "detail": _or_404(span_view, store, run.id, view.span, path) if view.span else None,
+    }
 
 
 def _timeline(store: Store, run: RunSummary, view: RunView, width: int) -> tuple[TimelineLayout, TimelineWindow]:
