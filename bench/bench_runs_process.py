@@ -22,16 +22,14 @@ import platform
 import random
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.gen_trace import GeneratedTrace, generate
+from bench.server import get, serve
 
 PROCESS = "bench-process"
 TYPES = [
@@ -73,31 +71,6 @@ def write_journal(path: Path, trace: GeneratedTrace, entries: int, seed: int = 1
                 data = {"key": f"k{rng.randrange(500)}", "value": rng.random(), "n": index}
             entry = {"entry_id": f"e{index:07d}", "process_id": PROCESS, "timestamp": iso(at), "entry_type": kind}
             out.write(json.dumps({**entry, "data": data}) + "\n")
-
-
-def serve(db: Path, files: list[Path]) -> tuple[subprocess.Popen[str], str, float]:
-    began = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "devtool", "serve", "--port", "0", "--db", str(db), *map(str, files)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    first = process.stdout.readline()
-    if not first.startswith("DevTool at "):
-        raise SystemExit(f"devtool serve did not start: {first}{process.stderr.read() if process.stderr else ''}")
-    return process, first.removeprefix("DevTool at ").strip(), time.perf_counter() - began
-
-
-def get(url: str) -> tuple[float, bytes]:
-    with urllib.request.urlopen(url, timeout=120) as response:
-        timing = response.headers.get("Server-Timing", "")
-        body = response.read()
-    found = re.search(r"dur=([0-9.]+)", timing)
-    if found is None:
-        raise SystemExit(f"{url}: no Server-Timing header")
-    return float(found.group(1)), body
 
 
 def main() -> None:
