@@ -13,10 +13,12 @@ from starlette.testclient import TestClient
 
 from devtool.core import create_agent, create_tool
 from devtool.demo import failing, research
-from devtool.store import Store
+from devtool.store import Store, append_events
 from devtool.store.queries.navigation import search_spans
 from devtool.web import create_app
+from devtool.web.links import run_url
 from devtool.web.views.run import MAX_BARS
+from tests.conftest import Trace
 from tests.web_runs import html, one, record
 
 
@@ -162,6 +164,26 @@ def test_bad_view_state_is_a_clear_error(
     response = client.get(f"/runs/{research_run}?{query}")
     assert response.status_code == status
     assert message in one(html(response.text), ".error-page .error-detail").text()
+
+
+def test_a_run_whose_id_holds_separators_has_working_links(client: TestClient, store: Store) -> None:
+    # (A "%" is left out: the test client decodes it twice; a real server does not.)
+    t = Trace("team run 1?x#y&z")
+    agent = t.start("agent", agentId="a")
+    worker = t.start("agent", agent, agentId="w")
+    t.end(t.start("turn", worker, step=0), success=True)
+    t.end(worker, success=True)
+    t.end(agent, success=True)
+    append_events(store, t.events)
+    page = html(client.get(run_url(t.trace_id)).text)
+    assert one(page, "#workspace").attributes["data-trace"] == t.trace_id
+    link = page.css("#tree a.select")[-1].attributes["href"]
+    assert link.startswith("/runs/team%20run%201%3Fx%23y%26z?span=")
+    selected = html(client.get(link).text)
+    children = one(selected, "#tree .row.selected").parent
+    assert children is not None
+    for toggle in page.css("#tree button.toggle"):
+        assert client.get(toggle.attributes["data-children"]).status_code == 200
 
 
 def test_unknown_run_is_404(client: TestClient) -> None:

@@ -31,9 +31,9 @@ def segment(value: str) -> str:
     return quote(value, safe="")
 
 
-def run_url(trace_id: str, **query: QueryValue) -> str:
-    """The run page of `trace_id` (`span=`, `start=`, `end=` select within it)."""
-    return with_query(f"/runs/{segment(trace_id)}", query)
+def run_url(trace_id: str, *path: str, **query: QueryValue) -> str:
+    """The run page of `trace_id` (`span=`, `start=`, `end=` select within it), or a part of it (`path`)."""
+    return with_query("/".join(["/runs", segment(trace_id), *map(segment, path)]), query)
 
 
 def process_url(process_id: str, **query: QueryValue) -> str:

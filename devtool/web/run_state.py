@@ -12,6 +12,8 @@ from urllib.parse import urlencode
 
 from starlette.datastructures import QueryParams
 
+from devtool.web.links import QueryValue, run_url
+
 MIN_WINDOW_MS = 0.001  # one microsecond: the finest zoom that still means something
 
 
@@ -38,13 +40,15 @@ class RunView:
     def with_span(self, span: str | None) -> RunView:
         return replace(self, span=span)
 
-    def query(self, **extra: object) -> str:
-        params = {"span": self.span, "start": short_ms(self.start), "end": short_ms(self.end), **extra}
-        return urlencode({key: value for key, value in params.items() if value is not None})
+    def query(self, **extra: QueryValue) -> str:
+        return urlencode({key: value for key, value in self._params(extra).items() if value is not None})
 
-    def url(self, trace_id: str, path: str = "") -> str:
-        query = self.query()
-        return f"/runs/{trace_id}{path}" + (f"?{query}" if query else "")
+    def url(self, trace_id: str, *path: str, **extra: QueryValue) -> str:
+        """This view of run `trace_id` (or of a part of its page, `path`), ids encoded as path segments."""
+        return run_url(trace_id, *path, **self._params(extra))
+
+    def _params(self, extra: dict[str, QueryValue]) -> dict[str, QueryValue]:
+        return {"span": self.span, "start": short_ms(self.start), "end": short_ms(self.end), **extra}
 
 
 def time_param(query: QueryParams, name: str) -> float | None:

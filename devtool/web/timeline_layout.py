@@ -18,6 +18,8 @@ LANE_HEIGHT = 18
 ROW_GAP = 4
 MAX_LANES = 6
 LABEL_MIN_PX = 48
+# Labels are elements too: with them capped, a drawing holds at most its bars + MAX_LABELS + the axis.
+MAX_LABELS = 800
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class Rect:
     end_ms: float
     name: str | None
     cached: bool = False
+    labelled: bool = False  # wide enough for a label, and within the drawing's label budget
 
     @property
     def merged(self) -> bool:
@@ -44,7 +47,7 @@ class Rect:
     @property
     def label(self) -> str | None:
         """Text to write in the bar, when it is wide enough to hold some."""
-        if self.width < LABEL_MIN_PX:
+        if not self.labelled:
             return None
         return f"{self.count} spans" if self.merged else self.name
 
@@ -92,6 +95,7 @@ def layout(window: TimelineWindow, *, width: int | None = None, now_ms: float | 
     width = width or window.width_px
     scale = width / max(window.end_ms - window.start_ms, 1e-9)
     rects: list[Rect] = []
+    labels = 0
     y = 0.0
     for row in _rows(window.bars):
         lanes: list[float] = []  # right edge of the last bar in each lane
@@ -109,6 +113,8 @@ def layout(window: TimelineWindow, *, width: int | None = None, now_ms: float | 
             lanes[lane] = max(lanes[lane], x1)
             placed.append((lane, bar, x0, x1))
         for lane, bar, x0, x1 in placed:
+            labelled = x1 - x0 >= LABEL_MIN_PX and labels < MAX_LABELS
+            labels += labelled
             rects.append(
                 Rect(
                     x=round(x0, 1),
@@ -123,6 +129,7 @@ def layout(window: TimelineWindow, *, width: int | None = None, now_ms: float | 
                     end_ms=bar.end_ms,
                     name=bar.name,
                     cached=bar.cached > 0,
+                    labelled=labelled,
                 )
             )
         y += len(lanes) * LANE_HEIGHT + ROW_GAP

@@ -29,7 +29,7 @@ DEFAULT_WIDTH = 1200
 WIDTH_COOKIE = "devtool_timeline_width"
 # The timeline's element budget: every bar is one <rect> (a label only when it is wide enough to
 # hold one, so few), and the axis a line and a label a tick: under 5,000 elements at any zoom.
-MAX_BARS = 4000
+MAX_BARS = 3800  # + MAX_LABELS (800) + the axis: under 5,000
 OVERVIEW_WIDTH = 240
 LIVE_WITHIN_MS = 10 * 60 * 1000
 
