@@ -167,8 +167,7 @@ def test_bad_view_state_is_a_clear_error(
 
 
 def test_a_run_whose_id_holds_separators_has_working_links(client: TestClient, store: Store) -> None:
-    # (A "%" is left out: the test client decodes it twice; a real server does not.)
-    t = Trace("team run 1?x#y&z")
+    t = Trace("team/run 1?x#y&z")
     agent = t.start("agent", agentId="a")
     worker = t.start("agent", agent, agentId="w")
     t.end(t.start("turn", worker, step=0), success=True)
@@ -178,7 +177,7 @@ def test_a_run_whose_id_holds_separators_has_working_links(client: TestClient, s
     page = html(client.get(run_url(t.trace_id)).text)
     assert one(page, "#workspace").attributes["data-trace"] == t.trace_id
     link = page.css("#tree a.select")[-1].attributes["href"]
-    assert link.startswith("/runs/team%20run%201%3Fx%23y%26z?span=")
+    assert link.startswith("/runs/team%2Frun%201%3Fx%23y%26z?span=")
     selected = html(client.get(link).text)
     children = one(selected, "#tree .row.selected").parent
     assert children is not None

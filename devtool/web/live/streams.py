@@ -230,6 +230,6 @@ async def runs_live(request: Request) -> Response:
 
 
 routes = [
-    Route("/runs/{trace_id}/live", run_live, name="run_live"),
+    Route("/runs/{trace_id:id}/live", run_live, name="run_live"),
     Route("/live/runs", runs_live, name="runs_live"),
 ]

@@ -29,4 +29,4 @@ async def run_export(request: Request) -> Response:
     )
 
 
-routes = [Route("/runs/{trace_id}/export.jsonl.gz", run_export, name="run_export")]
+routes = [Route("/runs/{trace_id:id}/export.jsonl.gz", run_export, name="run_export")]

@@ -174,6 +174,6 @@ routes = [
     Route("/snapshots/{snapshot_id}/replay", replay_confirm, name="replay_confirm"),
     Route("/snapshots/{snapshot_id}/replay", replay_start, methods=["POST"], name="replay_start"),
     Route("/replays/{replay_id}", replay_page, name="replay"),
-    Route("/runs/{trace_id}/actions", run_actions, name="run_actions"),
-    Route("/runs/{trace_id}/compare", compare_page, name="run_compare"),
+    Route("/runs/{trace_id:id}/actions", run_actions, name="run_actions"),
+    Route("/runs/{trace_id:id}/compare", compare_page, name="run_compare"),
 ]

@@ -179,11 +179,11 @@ def _or_404(query: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 routes = [
-    Route("/runs/{trace_id}", run_page, name="run"),
-    Route("/runs/{trace_id}/select", selection, name="run_select"),
-    Route("/runs/{trace_id}/timeline", timeline_fragment, name="run_timeline"),
-    Route("/runs/{trace_id}/header", run_header, name="run_header"),
-    Route("/runs/{trace_id}/tree", tree_fragment, name="run_tree"),
-    Route("/runs/{trace_id}/tree/{span_id}/children", tree_children, name="run_tree_children"),
-    Route("/runs/{trace_id}/search", span_search, name="run_search"),
+    Route("/runs/{trace_id:id}", run_page, name="run"),
+    Route("/runs/{trace_id:id}/select", selection, name="run_select"),
+    Route("/runs/{trace_id:id}/timeline", timeline_fragment, name="run_timeline"),
+    Route("/runs/{trace_id:id}/header", run_header, name="run_header"),
+    Route("/runs/{trace_id:id}/tree", tree_fragment, name="run_tree"),
+    Route("/runs/{trace_id:id}/tree/{span_id}/children", tree_children, name="run_tree_children"),
+    Route("/runs/{trace_id:id}/search", span_search, name="run_search"),
 ]

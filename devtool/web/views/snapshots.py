@@ -230,7 +230,7 @@ def _offset(raw: str) -> int:
 
 
 routes = [
-    Route("/runs/{trace_id}/rewind", rewind_run, methods=["POST"], name="rewind"),
+    Route("/runs/{trace_id:id}/rewind", rewind_run, methods=["POST"], name="rewind"),
     Route("/snapshots", snapshots_page, name="snapshots"),
     Route("/snapshots", upload_snapshot, methods=["POST"], name="snapshot_upload"),
     Route("/snapshots/{snapshot_id}.json", snapshot_json, name="snapshot_json"),
