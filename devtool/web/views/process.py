@@ -60,4 +60,4 @@ def process_page(request: Request) -> HTMLResponse:
     return render(request, "process.html", context, fragment="_process_workspace.html")
 
 
-routes = [Route("/processes/{process_id:path}", process_page, name="process")]
+routes = [Route("/processes/{process_id:id}", process_page, name="process")]
