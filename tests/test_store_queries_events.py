@@ -9,7 +9,7 @@ import pytest
 
 from devtool.core import RestoreError
 from devtool.core.debugger import restore_snapshot
-from devtool.core.restore import IGNORED_TYPES
+from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS
 from devtool.store import NotFoundError, Store, append_events, load_file
 from devtool.store.queries import Cut, events_after, iter_run_events, last_event_id, run_events, span_events
 from tests.conftest import CORPUS, Trace
@@ -88,7 +88,7 @@ def test_skipped_types_are_left_out_but_never_the_cut_event(store: Store) -> Non
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_a_restore_without_the_types_it_ignores_is_the_same(store: Store, scenario: str) -> None:
+def test_a_restore_without_the_types_and_fields_it_ignores_is_the_same(store: Store, scenario: str) -> None:
     path = CORPUS / "rejelly" / f"{scenario}.trace.jsonl"
     load_file(store, path)
     events = [json.loads(line) for line in path.read_text().splitlines()]
@@ -102,7 +102,8 @@ def test_a_restore_without_the_types_it_ignores_is_the_same(store: Store, scenar
                 expected = restore_snapshot(events, span_id=span_id, anchor=anchor)
             except RestoreError:
                 continue
-            slim = run_events(store, trace_id, cut=cut, skip_types=IGNORED_TYPES)
+            slim = run_events(store, trace_id, cut=cut, skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS)
+            assert not any(UNREAD_FIELDS & event.keys() for event in slim)
             assert restore_snapshot(slim, span_id=span_id, anchor=anchor) == expected, (span_id, anchor)
             checked += 1
     assert checked > 0

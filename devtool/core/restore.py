@@ -70,6 +70,9 @@ _LEAVES: Final = (
 # filtering in its query): the walk reads nothing from these types. The span's own start or end event
 # must stay, and a restore without span_id needs them all (its cut is the last event of any type).
 IGNORED_TYPES: Final = frozenset(_LEAVES)
+# Top-level fields of an event that restore never reads, and that can be large (a turn's whole
+# conversation, tool schemas, props): a store may leave them out of the events it hands over.
+UNREAD_FIELDS: Final = frozenset({"messages", "toolConfig", "schema", "props", "config", "scopeLayers", "resourceKeys"})
 # Spans that parent others (generation, prompt loop, tool batch, custom spans): only remembered.
 _PARENTS: Final = (
     EVENTS.GENERATION_START,

@@ -16,7 +16,7 @@ from typing import Literal
 
 from devtool.core import RestoreError
 from devtool.core.debugger import restore_snapshot
-from devtool.core.restore import IGNORED_TYPES, RestoreWarning
+from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS, RestoreWarning
 from devtool.store import Store, save_snapshot
 from devtool.store.queries import Cut, run_events
 from devtool.store.queries.events import collector_paused
@@ -41,7 +41,9 @@ def rewind(store: Store, trace_id: str, span_id: str, anchor: str, *, created_by
     # A big run's cut is hundreds of thousands of dicts: with the cycle collector on, it would walk
     # them again and again while they are made (several times the cost of the restore itself).
     with collector_paused(), warnings.catch_warnings():
-        events = run_events(store, trace_id, cut=Cut(span_id, edge), skip_types=IGNORED_TYPES)
+        events = run_events(
+            store, trace_id, cut=Cut(span_id, edge), skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS
+        )
         # Malformed events the restore skipped are the loader's business: it already reported them.
         warnings.simplefilter("ignore", RestoreWarning)
         try:

@@ -68,15 +68,20 @@ def run_events(
     cut: Cut | None = None,
     types: Collection[str] | None = None,
     skip_types: Collection[str] | None = None,
+    drop_fields: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """Run `trace_id`'s events as dicts, by timestamp then load order, up to `cut`, of `types` only
-    and none of `skip_types`; the cut's own event is kept whatever its type.
+    and none of `skip_types`; the cut's own event is kept whatever its type. `drop_fields` leaves
+    those top-level keys out (in DuckDB, before anything is parsed): a reader that never looks at a
+    turn's whole conversation need not pay for it.
 
     A cut at a span or anchor the run does not have cuts nothing: `restore_snapshot` then says what is
     missing in its own words.
     """
     with collector_paused():
-        return list(iter_run_events(store, trace_id, cut=cut, types=types, skip_types=skip_types))
+        return list(
+            iter_run_events(store, trace_id, cut=cut, types=types, skip_types=skip_types, drop_fields=drop_fields)
+        )
 
 
 def iter_run_events(
@@ -86,6 +91,7 @@ def iter_run_events(
     cut: Cut | None = None,
     types: Collection[str] | None = None,
     skip_types: Collection[str] | None = None,
+    drop_fields: Collection[str] = (),
 ) -> Iterator[dict[str, Any]]:
     """`run_events`, a batch at a time (a run of a million events need not sit in memory twice)."""
     where: list[str] = ["trace_id = $trace"]
@@ -113,7 +119,12 @@ def iter_run_events(
         if kinds:
             keep = " AND ".join(kinds)
             where.append(f"({keep} OR event_id = $cut_id)" if "cut_id" in params else keep)
-        result = cursor.execute(f"SELECT body FROM events WHERE {' AND '.join(where)} ORDER BY ts, event_id", params)
+        body = "body"
+        if drop_fields:
+            # A JSON merge patch that sets a key to null removes it (RFC 7396).
+            body = "json_merge_patch(body, $drop)"
+            params["drop"] = orjson.dumps(dict.fromkeys(drop_fields)).decode()
+        result = cursor.execute(f"SELECT {body} FROM events WHERE {' AND '.join(where)} ORDER BY ts, event_id", params)
         while rows := result.fetchmany(BATCH):
             with collector_paused():
                 batch = [orjson.loads(body) for (body,) in rows]
