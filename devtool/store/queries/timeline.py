@@ -1,12 +1,13 @@
 """The timeline window: what to draw of a run between two instants at a given width, whatever its size.
 
 Rows are nesting depths (`spans.depth`); columns are the window's pixels. A span falls in the pixel
-where it starts (spans that start before the window in pixel 0) and the pixel where it ends, and
-the spans of a row that share both become one bar: the span itself when it is alone there, else
-one counted bar from the earliest start to the latest end of the spans it holds. Spans narrower
-than a pixel thus merge per row and pixel (level of detail, as Perfetto does), while spans that
-merely start together (parallel sub-agents fanned out at once, or begun before the window) stay
-apart as soon as their ends differ by a pixel, so zooming in always separates them.
+where it starts and the pixel where it ends, counted on the window's scale even outside it, and the
+spans of a row that share both become one bar: the span itself when it is alone there, else one
+counted bar from the earliest start to the latest end of the spans it holds (drawn from pixel 0
+when it began before the window). Spans narrower than a pixel thus merge per row and pixel (level
+of detail, as Perfetto does), while spans that merely start together (parallel sub-agents fanned out
+at once) or that cover the whole window stay apart as soon as a pixel tells them apart, so zooming
+in always separates them.
 
 The answer never holds more than rows × width bars, for a run of a hundred events or of a million:
 when keeping ends apart would give more (a dense run seen whole), the bars merge by start pixel
@@ -66,9 +67,11 @@ _BARS = """
         WHERE trace_id = $trace AND start_ts <= $end AND coalesce(end_ts, $run_end) >= $start {instants}
     ),
     fine AS (
+        -- Pixels on the window's scale but not clipped to it: spans that began before the window
+        -- (or end after it) at different times stay apart, as they would be drawn zoomed out.
         SELECT depth,
-               least(greatest(floor((start_ts - $start) * $scale), 0), $width - 1)::INTEGER AS px,
-               least(greatest(floor((end_ts - $start) * $scale), 0), $width - 1)::INTEGER AS end_px,
+               floor((start_ts - $start) * $scale)::BIGINT AS start_px,
+               floor((end_ts - $start) * $scale)::BIGINT AS end_px,
                min(start_ts) AS first, max(end_ts) AS last, count(*) AS n,
                any_value(span_id) AS span_id, min(kind) AS kind, any_value(name) AS name,
                count(*) FILTER (WHERE status = 'failed') AS failed,
@@ -77,14 +80,15 @@ _BARS = """
         FROM visible
         GROUP BY ALL
     ),
+    placed AS (SELECT *, least(greatest(start_px, 0), $width - 1)::INTEGER AS px FROM fine),
     crowded AS (SELECT count(*) > (max(depth) + 1) * $width AS yes FROM fine),
     bars AS (
         SELECT depth, px, first, last, n, span_id, kind, name, failed, running, cached
-        FROM fine WHERE NOT (SELECT yes FROM crowded)
+        FROM placed WHERE NOT (SELECT yes FROM crowded)
         UNION ALL
         SELECT depth, px, min(first), max(last), sum(n)::BIGINT, any_value(span_id), min(kind), any_value(name),
                sum(failed)::BIGINT, sum(running)::BIGINT, sum(cached)::BIGINT
-        FROM fine WHERE (SELECT yes FROM crowded)
+        FROM placed WHERE (SELECT yes FROM crowded)
         GROUP BY depth, px
     )
     SELECT depth, px, first, last, n,
