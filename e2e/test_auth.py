@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 from e2e.conftest import ServerFactory
 
 TOKEN = "e2e-team-token-7f3a9c2d41b8"
-TRACE = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus" / "rejelly" / "nested.trace.jsonl"
+TRACE = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "rejelly" / "nested.trace.jsonl"
 
 
 def trace_id() -> str:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from devtool.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS = REPO / "tests" / "corpus"
 
 DevtoolRunner = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -1,6 +1,6 @@
 """restore_snapshot on the traces the TypeScript library wrote, against what its own restore answered.
 
-For every restore recorded in `../shared/corpus/rejelly/` (latest, and before/after chosen spans) our
+For every restore recorded in `tests/corpus/rejelly/` (latest, and before/after chosen spans) our
 snapshot has the same frames, callIds, statuses, outputs, errors, memory and journal entries, once
 theirs is rooted as ours is (`snapshot.normalize`). Where that library is wrong (its README measures
 it) we differ on purpose, and the tests say how: the zombie scenario (memory attributed by span, a

@@ -1,6 +1,6 @@
 """Our journal engines against what the published `promptise` 1.10.1 answered for the same journals.
 
-`../shared/corpus/promptise/` holds seven journals as that library wrote them and its answers for
+`tests/corpus/promptise/` holds seven journals as that library wrote them and its answers for
 `read` (with every filter), `last_checkpoint`, `recover`, `plan`, and `apply` with `record=False` and
 `record=True` in every mode. Each test copies a journal into a fresh directory under the process-id
 file names and asks our `FileJournal` (and, for the read filters, `InMemoryJournal`) the same.

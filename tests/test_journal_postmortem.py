@@ -1,7 +1,7 @@
 """The postmortem script of the published post runs on `devtool.journal` and prints what the post shows.
 
 `examples/postmortem.py` is the post's script with only its import line changed; both facts are
-checked against the post itself (`../shared/seeds/004_cdd3d3b1962c038d.txt`), and the script runs
+checked against the post itself (`tests/corpus/seeds/004_cdd3d3b1962c038d.txt`), and the script runs
 as a real child process.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from tests.conftest import REPO
+from tests.conftest import CORPUS, REPO
 
-POST = REPO.parent / "shared" / "seeds" / "004_cdd3d3b1962c038d.txt"
+POST = CORPUS / "seeds" / "004_cdd3d3b1962c038d.txt"
 SCRIPT = REPO / "examples" / "postmortem.py"
 
 
