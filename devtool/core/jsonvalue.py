@@ -74,6 +74,11 @@ def content_hash(value: Any) -> str:
     return hashlib.sha256(canonical_json(value)).hexdigest()
 
 
+def content_hash_of_json(value: JSON) -> str:
+    """`content_hash` of a value already known to be JSON (a `json_copy`), without checking it again."""
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
 def _short_repr(value: Any, limit: int = 200) -> str:
     try:
         text = repr(value)

@@ -20,7 +20,7 @@ from devtool.core.errors import CoreError, ToolError
 from devtool.core.events import EVENTS, ErrorInfo, ToolResult, error_info, trace_event
 from devtool.core.frame import Frame, current_frame
 from devtool.core.ids import new_span_id
-from devtool.core.jsonvalue import JSON, NotJSONError, content_hash, describe, json_copy
+from devtool.core.jsonvalue import JSON, NotJSONError, content_hash_of_json, describe, json_copy
 from devtool.core.model import ToolDefinition
 from devtool.core.schema import InvalidSchemaError, SchemaViolation, validator
 
@@ -158,18 +158,25 @@ async def _call_directly(frame: Frame, call: PlannedCall) -> Any:
 
 async def _execute(frame: Frame, planned: PlannedCall) -> Outcome:
     started = time.perf_counter()
+    # One JSON copy of the input serves the event and the hash; an input that is not JSON is described
+    # in the event and never journaled (the call always runs).
+    try:
+        input_json: JSON = json_copy(planned.input)
+        hashable = True
+    except NotJSONError:
+        input_json, hashable = describe(planned.input), False
     result: ToolResult = {
         "callId": planned.call_id,
         "toolCallId": planned.tool_call_id,
         "toolName": _name(planned),
-        "input": describe(planned.input),
+        "input": input_json,
         "success": False,
         "cache": False,
         "contentHash": None,
     }
     try:
         tool, call_input = _checked(planned)
-        digest = _input_hash(tool.name, call_input)
+        digest = content_hash_of_json({"name": tool.name, "input": input_json}) if hashable else None
         result["contentHash"] = digest
         call = ToolCall(tool, call_input, planned.call_id, digest, planned.tool_call_id)
         served_from_journal = False
@@ -201,13 +208,6 @@ def _checked(planned: PlannedCall) -> tuple[Tool, dict[str, Any]]:
     if planned.tool is None:
         raise ToolError(f"there is no tool named {planned.name!r}")
     return planned.tool, planned.tool.check_input(planned.input)
-
-
-def _input_hash(name: str, call_input: dict[str, Any]) -> str | None:
-    try:
-        return content_hash({"name": name, "input": call_input})
-    except NotJSONError:
-        return None  # an input that is not JSON cannot be journaled: the call always runs
 
 
 def _onion(middleware: Sequence[Middleware], innermost: Next) -> Next:
