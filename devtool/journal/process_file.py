@@ -30,9 +30,8 @@ from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from devtool.journal.disk import datasync, exclusive_lock, fsync_directory, replace_atomically, same_file, write_all
+from devtool.journal.checkpoint_file import read_checkpoint, write_checkpoint
+from devtool.journal.disk import datasync, exclusive_lock, fsync_directory, same_file, write_all
 from devtool.journal.entries import JournalEntry, decode_line, encode_entry
 from devtool.journal.errors import (
     BadLineWarning,
@@ -142,7 +141,7 @@ class ProcessFile:
             fd = self._open(create=True)
             with exclusive_lock(fd):
                 self._sync(repair=True)
-                self._replace_checkpoint(state)
+                write_checkpoint(self.checkpoint_path, state)
                 self._write(fd, [entry])
 
     def pread(self, size: int, offset: int) -> bytes:
@@ -372,28 +371,13 @@ class ProcessFile:
         if self._index:
             self._index.store(self._columns, first)
 
-    def _replace_checkpoint(self, state: bytes) -> None:
-        try:
-            replace_atomically(self.checkpoint_path, state)
-        except OSError as exc:
-            raise JournalError(f"could not write the checkpoint {self.checkpoint_path}: {exc.strerror}") from exc
-
     # -- reading the checkpoint ----------------------------------------------------------------
 
     def _read_checkpoint(self, fd: int) -> dict[str, Any] | None:
         """The checkpoint file; if it is unreadable or gone, the last checkpoint entry's state."""
-        problem: str | None = None
-        try:
-            state = orjson.loads(self.checkpoint_path.read_bytes())
-        except FileNotFoundError:
-            state, problem = None, "is missing"
-        except (OSError, orjson.JSONDecodeError) as exc:
-            state, problem = None, f"cannot be read ({exc})"
-        else:
-            if not isinstance(state, dict):
-                state, problem = None, "does not hold a JSON object"
+        state, problem = read_checkpoint(self.checkpoint_path)
         if problem is None:
-            return state  # type: ignore[no-any-return]
+            return state
         fallback = self._last_checkpoint_entry(fd)
         if fallback is not None:
             self._warn(
