@@ -63,6 +63,23 @@ def describe(value: Any) -> JSON:
         return {"$notJson": str(exc), "$repr": _short_repr(value)}
 
 
+def kind_of(value: Any) -> str:
+    """How a JSON value is called in a message: `a string`, `an array`, `null`, ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
 def canonical_json(value: Any) -> bytes:
     """Keys sorted at every level, no whitespace, UTF-8. Raises `NotJSONError` for non-JSON."""
     json_copy(value)

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from devtool.core.jsonvalue import kind_of
 from devtool.journal.errors import MalformedEntryError
 
 
@@ -147,23 +148,23 @@ class JournalEntry:
     def from_dict(cls, obj: object) -> JournalEntry:
         """Read the JSON form; raise `MalformedEntryError` naming the field when it is not an entry."""
         if not isinstance(obj, dict):
-            raise MalformedEntryError(f"not a JSON object but {_kind(obj)}")
+            raise MalformedEntryError(f"not a JSON object but {kind_of(obj)}")
         process_id = obj.get("process_id", "")
         entry_type = obj.get("entry_type", "")
         data = obj.get("data", {})
         if not isinstance(process_id, str):
-            raise MalformedEntryError(f"process_id is {_kind(process_id)}, not a string")
+            raise MalformedEntryError(f"process_id is {kind_of(process_id)}, not a string")
         if not isinstance(entry_type, str):
-            raise MalformedEntryError(f"entry_type is {_kind(entry_type)}, not a string")
+            raise MalformedEntryError(f"entry_type is {kind_of(entry_type)}, not a string")
         if not isinstance(data, dict):
-            raise MalformedEntryError(f"data is {_kind(data)}, not an object")
+            raise MalformedEntryError(f"data is {kind_of(data)}, not an object")
         raw_id = obj.get("entry_id")
         if raw_id is None or raw_id == "":
             entry_id = derived_entry_id(obj)
         elif isinstance(raw_id, str):
             entry_id = raw_id
         else:
-            raise MalformedEntryError(f"entry_id is {_kind(raw_id)}, not a string")
+            raise MalformedEntryError(f"entry_id is {kind_of(raw_id)}, not a string")
         return cls(entry_id, process_id, parse_timestamp(obj.get("timestamp")), entry_type, data)
 
 
@@ -181,7 +182,7 @@ def derived_entry_id(obj: dict[str, Any]) -> str:
 def parse_timestamp(value: object) -> datetime:
     """An ISO 8601 timestamp as an aware datetime (naive ones are UTC)."""
     if not isinstance(value, str):
-        raise MalformedEntryError("timestamp is missing" if value is None else f"timestamp is {_kind(value)}")
+        raise MalformedEntryError("timestamp is missing" if value is None else f"timestamp is {kind_of(value)}")
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
@@ -240,17 +241,3 @@ def _json_problem(line: bytes, exc: orjson.JSONDecodeError) -> str:
     except UnicodeDecodeError as bad:
         return f"invalid UTF-8 at byte {bad.start}"
     return f"not JSON ({exc.msg} at column {exc.pos + 1})"
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return type(value).__name__

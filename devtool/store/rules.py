@@ -18,28 +18,13 @@ import re
 from datetime import datetime
 from typing import Any
 
+from devtool.core.jsonvalue import kind_of
+
 SCHEMA_VERSION = 1
 
 # The ISO 8601 shapes both DuckDB and `datetime.fromisoformat` read the same way.
 ISO_TIMESTAMP = r"\d{4}-\d{2}-\d{2}([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,9})?)?)?(Z|[+-]\d{2}:?\d{2})?"
 _ISO = re.compile(ISO_TIMESTAMP)
-
-
-def kind_of(value: Any) -> str:
-    """How a JSON value is called in a message: `a string`, `an array`, `null`, ..."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
 
 
 def _shown(value: Any) -> str:

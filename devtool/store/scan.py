@@ -14,8 +14,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from devtool.core.jsonvalue import kind_of
 from devtool.store.errors import LineProblem
-from devtool.store.rules import kind_of
 
 CHUNK = 1 << 20
 MAX_LINE = 512 << 20  # no event or entry is that large; a line this long is a broken file

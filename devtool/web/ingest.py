@@ -33,7 +33,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from devtool.store.rules import kind_of, trace_event_problem
+from devtool.core.jsonvalue import kind_of
+from devtool.store.rules import trace_event_problem
 from devtool.web.settings import Settings
 
 # The stream (the store's `sources` row) that events posted here are recorded under.
