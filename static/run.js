@@ -254,10 +254,11 @@
 
   // -- after each swap: the overview's window, the drawn width, the selected node in view --------------
 
+  // After any swap: the overview's window box, and the pane's width remembered for the next page.
   function settle() {
     const t = timeline();
     if (!t) return;
-    const { start, end, runStart, runEnd, width } = currentWindow();
+    const { start, end, runStart, runEnd } = currentWindow();
     const box = $("#overview-window");
     if (box) {
       const total = Math.max(runEnd - runStart, 1e-9), strip = +$("#overview").getAttribute("width");
@@ -265,9 +266,17 @@
       box.setAttribute("x", x.toFixed(1));
       box.setAttribute("width", Math.max(2, ((Math.min(end, runEnd) - Math.max(start, runStart)) / total) * strip).toFixed(1));
     }
-    const pane = paneWidth();
-    document.cookie = `${WIDTH_COOKIE}=${pane}; path=/; SameSite=Lax; max-age=31536000`;
-    if (Math.abs(pane - width) > 8) zoomTo(start, end);
+    document.cookie = `${WIDTH_COOKIE}=${paneWidth()}; path=/; SameSite=Lax; max-age=31536000`;
+  }
+
+  // On load and on resize only: a timeline drawn for another width is asked for again at this one.
+  // (Never after a swap: a zoom already asked at the pane's width, and a second request would race it.)
+  function fitWidth() {
+    const t = timeline();
+    if (!t || timelineRequest > 0 && !resized) return;
+    resized = false;
+    const { start, end, width } = currentWindow();
+    if (Math.abs(paneWidth() - width) > 8) zoomTo(start, end);
   }
 
   document.addEventListener("htmx:afterSettle", (event) => {
@@ -280,9 +289,14 @@
   });
   document.addEventListener("DOMContentLoaded", () => {
     settle();
+    fitWidth();
     const selected = $("#tree .row.selected");
     if (selected) selected.scrollIntoView({ block: "center" });
   });
   let resizing = null;
-  window.addEventListener("resize", () => { clearTimeout(resizing); resizing = setTimeout(settle, 250); });
+  let resized = false;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizing);
+    resizing = setTimeout(() => { resized = true; fitWidth(); settle(); }, 250);
+  });
 })();
