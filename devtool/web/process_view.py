@@ -35,9 +35,6 @@ T = TypeVar("T")
 # page stays light (a few thousand elements) for a journal or an opened run of any size.
 MAX_MARKS = 1500
 MAX_SPAN_BARS = 1500  # shared by the runs opened at once
-# How many rows a big run's bars fill, to guess the columns that fit its budget in one query: spans
-# nest about this deep (runWith, agent, generation, prompt loop, turn, model call or tool batch).
-ROWS_GUESS = 8
 PAGE_SIZE = 100
 PAD = 0.015  # of the window on each side, so the first and last marks are not cut in half
 
@@ -261,12 +258,8 @@ def _invocation_row(
     bars: tuple[SpanBar, ...] = ()
     height = 0
     if opened:
-        window = _within(
-            budget,
-            lambda columns: timeline_window(store, inv.trace_id, start_ms=start, end_ms=end, width_px=columns),
-            lambda found: len(found.bars),
-            COLUMNS if (inv.run_spans or 0) <= budget else max(MIN_COLUMNS, min(COLUMNS, budget // ROWS_GUESS)),
-        )
+        # The store buckets coarser when the run's rows × columns would pass the budget: one query.
+        window = timeline_window(store, inv.trace_id, start_ms=start, end_ms=end, width_px=COLUMNS, max_bars=budget)
         drawn = layout(window, width=COLUMNS)
         height = drawn.height
         bars = tuple(
