@@ -74,10 +74,7 @@ def run_actions(request: Request) -> HTMLResponse:
     """The run header's actions fragment."""
     store: Store = request.app.state.store
     trace_id = request.path_params["trace_id"]
-    try:
-        metadata = run_metadata(store, trace_id)
-    except NotFoundError as exc:
-        raise HTTPException(404, str(exc)) from None
+    metadata = _metadata(store, trace_id)
     replay = metadata.get("replay") if isinstance(metadata.get("replay"), dict) else None
     original = replay.get("originalTraceId") if replay else None
     run = get_run(store, trace_id)
@@ -94,13 +91,18 @@ def run_actions(request: Request) -> HTMLResponse:
     return render(request, "_run_actions.html", context)
 
 
+def _metadata(store: Store, trace_id: str) -> dict[str, Any]:
+    """What the run recorded in `runWith:start` (entrypoint, replay of...); a 404 when there is no such run."""
+    try:
+        return run_metadata(store, trace_id)
+    except NotFoundError as exc:
+        raise HTTPException(404, str(exc)) from None
+
+
 def compare_page(request: Request) -> HTMLResponse:
     store: Store = request.app.state.store
     trace_id = request.path_params["trace_id"]
-    try:
-        metadata = run_metadata(store, trace_id)
-    except NotFoundError as exc:
-        raise HTTPException(404, str(exc)) from None
+    metadata = _metadata(store, trace_id)
     replay = metadata.get("replay") if isinstance(metadata.get("replay"), dict) else {}
     original = request.query_params.get("with") or (replay or {}).get("originalTraceId")
     if not isinstance(original, str) or not original:
