@@ -22,7 +22,7 @@ from devtool.core.restore_index import NotIndexable, index_run
 from devtool.core.snapshot_tree import assemble, node_id, snapshot_id
 from devtool.store import Store, get_snapshot, load_file
 from devtool.store.rewind_index import build_index, index_state, restore_at, runs_to_index
-from devtool.store.snapshots import read_nodes, save_tree
+from devtool.store.snapshots import read_nodes, save_tree, snapshot_counts
 from tests.conftest import CORPUS, Trace
 
 CORPUS_TRACES = sorted((CORPUS / "rejelly").glob("*.trace.jsonl"))
@@ -125,20 +125,25 @@ def test_a_run_without_run_frame_events_has_a_synthetic_root(store: Store, tmp_p
 
 
 def test_a_rewind_stored_from_the_index_reads_back_whole(store: Store, tmp_path: Path) -> None:
-    trace = generate(tmp_path / "gen.jsonl", events=2000, seed=5, concurrency=4)
+    trace = generate(tmp_path / "gen.jsonl", events=3000, seed=5, concurrency=4)
     load_file(store, trace.path)
     build_index(store, trace.trace_id)
     span = store.query(
         "SELECT span_id FROM spans WHERE trace_id = ? AND agent_id = 'worker' AND kind = 'agent' ORDER BY start_ts "
-        "LIMIT 1 OFFSET 20",
+        "LIMIT 1 OFFSET 80",
         [trace.trace_id],
     )[0][0]
     tree = restore_at(store, trace.trace_id, span, "after")
     assert tree is not None
+    nodes = store.query("SELECT count(*) FROM snapshot_nodes")[0][0]
     stored_id = save_tree(store, tree.top, tree.nodes)
     expected = restore_snapshot(_events(trace.path), span_id=span, anchor="after")
     assert stored_id == snapshot_id(expected)
-    assert get_snapshot(store, stored_id).snapshot == expected
+    stored = get_snapshot(store, stored_id)
+    assert stored.snapshot == expected
+    # Only the open frames were new: the sealed ones are the index's nodes, shared.
+    added = store.query("SELECT count(*) FROM snapshot_nodes")[0][0] - nodes
+    assert 0 < added <= len(tree.nodes) < snapshot_counts(store, stored).frames / 4
 
 
 def test_an_index_is_used_only_while_the_run_has_not_grown(store: Store, tmp_path: Path) -> None:

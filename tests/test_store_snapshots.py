@@ -88,6 +88,11 @@ def test_what_cannot_be_saved(store: Store) -> None:
         save_snapshot(store, restored(), parent_id="nope")
     with pytest.raises(NotFoundError, match="no snapshot 'nope'"):
         get_snapshot(store, "nope")
+    deep = restored()
+    for depth in range(5000):
+        deep["root"] = {**deep["root"], "callId": f"c{depth}", "children": {deep["root"]["callId"]: deep["root"]}}
+    with pytest.raises(StoreError, match="not an AgentSnapshot: its frames are nested too deep to be stored"):
+        save_snapshot(store, deep)
     assert store.query("SELECT count(*) FROM snapshots") == [(0,)]
 
 

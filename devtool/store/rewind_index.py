@@ -114,6 +114,8 @@ def restore_at(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Ope
     """The run's snapshot at the cut, from its index; None when the run has no fresh index or this
     cut is one the index does not make (then `restore_snapshot` over the run's events does)."""
     with collector_paused(), store.reader() as cursor:
+        # One read transaction: an index rebuilt meanwhile is seen whole or not at all.
+        cursor.execute("BEGIN TRANSACTION")
         fresh = cursor.execute(
             """
             SELECT 1 FROM rewind_runs i JOIN runs r USING (trace_id)

@@ -83,7 +83,7 @@ class StoredSnapshot:
 
 def snapshot_id(snapshot: AgentSnapshot | dict[str, Any]) -> str:
     """The id `snapshot` is stored under (`devtool.core.snapshot_tree.snapshot_id`), once checked."""
-    top, _ = split(_checked(snapshot))
+    top, _ = _split(snapshot, trusted=False)
     return node_id(top)
 
 
@@ -102,7 +102,7 @@ def save_snapshot(
     well-formed JSON by construction and is not checked again (on a million-event run the checks
     cost more than the restore). Never pass it for a snapshot from a user or a file.
     """
-    top, nodes = split(snapshot if trusted else _checked(snapshot))
+    top, nodes = _split(snapshot, trusted=trusted)
     return save_tree(store, top, nodes, parent_id=parent_id, created_by=created_by)
 
 
@@ -261,6 +261,13 @@ def frame_page(store: Store, stored: StoredSnapshot, *, offset: int, limit: int)
 def is_tombstone(entry: Mapping[str, Any]) -> bool:
     """A journal entry a replay never serves (an output that was not JSON): `output` null, `error` set."""
     return entry.get("output") is None and entry.get("error") is not None
+
+
+def _split(snapshot: Any, *, trusted: bool) -> tuple[dict[str, Any], dict[str, Node]]:
+    try:
+        return split(snapshot if trusted else _checked(snapshot))
+    except RecursionError:
+        raise StoreError("not an AgentSnapshot: its frames are nested too deep to be stored") from None
 
 
 def _checked(snapshot: Any) -> AgentSnapshot:
