@@ -45,23 +45,32 @@ class RewindIndexer:
 
     def _run(self) -> None:
         seen: dict[str, int] = {}
+        failed: dict[str, int] = {}  # runs whose index could not be built, tried again once they grow
         while not self._stopping.is_set():
             try:
                 due = runs_to_index(self.store, min_events=self.min_events)
-                for trace_id, last_event_id in due.items():
-                    if self._stopping.is_set():
-                        return
-                    if seen.get(trace_id) == last_event_id:
-                        state = build_index(self.store, trace_id)
-                        logger.info(
-                            "devtool: rewind index of run %s: %s in %.1f s",
-                            trace_id,
-                            f"{state.frames} frames" if state.indexed else f"not indexed ({state.reason})",
-                            state.seconds,
-                        )
-                seen = due
             except (StoreError, duckdb.Error) as exc:
+                logger.warning("devtool: rewind indexer: %s", exc)
+                due = {}
+            for trace_id, last_event_id in due.items():
                 if self._stopping.is_set():
                     return
-                logger.warning("devtool: rewind indexer: %s", exc)
+                if seen.get(trace_id) == last_event_id and failed.get(trace_id) != last_event_id:
+                    self._index(trace_id, last_event_id, failed)
+            seen = due
             self._stopping.wait(self.interval)
+
+    def _index(self, trace_id: str, last_event_id: int, failed: dict[str, int]) -> None:
+        try:
+            state = build_index(self.store, trace_id)
+        except Exception:  # a bug or a store error here must stop neither the server nor other runs
+            failed[trace_id] = last_event_id
+            if not self._stopping.is_set():
+                logger.exception("devtool: rewind index of run %s failed", trace_id)
+            return
+        logger.info(
+            "devtool: rewind index of run %s: %s in %.1f s",
+            trace_id,
+            f"{state.frames} frames" if state.indexed else f"not indexed ({state.reason})",
+            state.seconds,
+        )
