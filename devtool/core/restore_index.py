@@ -74,16 +74,20 @@ class RunIndex:
     events: int  # events walked
 
 
-@dataclass(frozen=True, slots=True)
-class SealedChild:
-    """A frame the cut includes whole, to be placed under its open parent: only what placing needs."""
+class SealedChild(RestoredFrame):
+    """A frame the cut includes whole, placed under its open parent as its node id. Of a frame it
+    has only what placing it needs: the root's status may depend on its children's status and error.
 
-    parent: int
-    created: int
-    call_id: str
-    node: str
-    status: Status
-    error: JSON
+    A cut in the middle of a big run has tens of thousands of these, so they are made straight from
+    the index's rows, without the journals and children a walked frame starts with.
+    """
+
+    __slots__ = ("created", "node", "parent")
+
+    def __init__(self, parent: int, created: int, call_id: str, node: str, status: Status, error: JSON) -> None:
+        # No RestoredFrame.__init__: its empty memory, journals and children would never be read.
+        self.parent, self.created, self.call_id, self.node = parent, created, call_id, node
+        self.status, self.error = status, error
 
 
 @dataclass(frozen=True)
@@ -160,16 +164,6 @@ def restore_open(
     nodes: dict[str, Node] = {}
     root_id = _node(walk.settled_root(cut), nodes)
     return OpenTree(walk.envelope(cut, anchor, root_id), nodes)
-
-
-class _Sealed(RestoredFrame):
-    """A sealed child standing in the open tree: its status (the root's may depend on it), its node."""
-
-    __slots__ = ("node",)
-
-    def __init__(self, child: SealedChild) -> None:
-        super().__init__(child.call_id, "")
-        self.status, self.error, self.node = child.status, child.error, child.node
 
 
 class _Tracked(RestoredFrame):
@@ -293,14 +287,14 @@ def _place_children(
         if frame.index != ROOT:
             placed[frame.parent].append((frame.created, frames[frame.index]))
     for child in sealed:
-        placed[child.parent].append((child.created, _Sealed(child)))
+        placed[child.parent].append((child.created, child))
     for index, children in placed.items():
         children.sort(key=lambda pair: pair[0])
         frames[index].children = {child.call_id: child for _, child in children}
 
 
 def _node(frame: RestoredFrame, nodes: dict[str, Node]) -> str:
-    if isinstance(frame, _Sealed):
+    if isinstance(frame, SealedChild):
         return frame.node
     children = {call_id: _node(child, nodes) for call_id, child in frame.children.items()}
     node = dict(frame.shaped(children))
