@@ -147,13 +147,10 @@ def save_tree(
 def write_nodes(conn: duckdb.DuckDBPyConnection, nodes: Mapping[str, Node]) -> None:
     """Insert `nodes` (children before parents) with their subtrees' counts, inside the caller's
     transaction; nodes stored already are kept as they are."""
-    missing = {child for node in nodes.values() for child in node["children"].values() if child not in nodes}
-    counts = _stored_counts(conn, missing)
-    if len(counts) != len(missing):
-        raise StoreError(f"cannot store the snapshot: {len(missing) - len(counts)} of its frames are not in the store")
+    counts: dict[str, SnapshotCounts] = {}
     rows: list[tuple[str, str, SnapshotCounts]] = []
     for key, node in nodes.items():
-        counted = counts[key] = _count(node, counts)
+        counted = counts[key] = _count(conn, node, counts)
         rows.append((key, orjson.dumps(node).decode(), counted))
     for start in range(0, len(rows), _BATCH):
         batch = rows[start : start + _BATCH]
@@ -279,30 +276,37 @@ def _checked(snapshot: Any) -> AgentSnapshot:
     return checked
 
 
-def _count(node: Node, known: Mapping[str, SnapshotCounts]) -> SnapshotCounts:
+def _count(conn: duckdb.DuckDBPyConnection, node: Node, known: Mapping[str, SnapshotCounts]) -> SnapshotCounts:
+    """The counts of a node's subtree: its own entries, its new children's (`known`), and the sum of
+    its stored children's, added up in DuckDB (a rewind's open frame may have tens of thousands)."""
     journal = node.get("journal", {})
     prompt, tool = journal.get("prompt", {}), journal.get("tool", {})
-    frames, prompts, tools = 1, len(prompt), len(tool)
-    tombstones = sum(map(is_tombstone, prompt.values())) + sum(map(is_tombstone, tool.values()))
+    totals = [
+        1,
+        len(prompt),
+        len(tool),
+        sum(map(is_tombstone, prompt.values())) + sum(map(is_tombstone, tool.values())),
+    ]
+    stored = []
     for child in node["children"].values():
-        counted = known[child]
-        frames += counted.frames
-        prompts += counted.prompts
-        tools += counted.tools
-        tombstones += counted.tombstones
-    return SnapshotCounts(frames, prompts, tools, tombstones)
-
-
-def _stored_counts(conn: duckdb.DuckDBPyConnection, ids: set[str]) -> dict[str, SnapshotCounts]:
-    found: dict[str, SnapshotCounts] = {}
-    wanted = list(ids)
-    for start in range(0, len(wanted), _BATCH):
-        rows = conn.execute(
-            "SELECT node_id, frames, prompts, tools, tombstones FROM snapshot_nodes WHERE node_id = ANY($ids)",
-            {"ids": wanted[start : start + _BATCH]},
-        ).fetchall()
-        found.update((key, SnapshotCounts(*counts)) for key, *counts in rows)
-    return found
+        counted = known.get(child)
+        if counted is None:
+            stored.append(child)
+            continue
+        totals[0] += counted.frames
+        totals[1] += counted.prompts
+        totals[2] += counted.tools
+        totals[3] += counted.tombstones
+    if stored:
+        found, *sums = conn.execute(
+            "SELECT count(*), sum(frames), sum(prompts), sum(tools), sum(tombstones) FROM snapshot_nodes "
+            "WHERE node_id = ANY($ids)",
+            {"ids": stored},
+        ).fetchall()[0]
+        if found != len(stored):
+            raise StoreError(f"cannot store the snapshot: {len(stored) - found} of its frames are not in the store")
+        totals = [total + int(value) for total, value in zip(totals, sums, strict=True)]
+    return SnapshotCounts(*totals)
 
 
 def _sizes(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, int]:
