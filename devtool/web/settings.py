@@ -31,4 +31,4 @@ class Settings:
     # Runs of at least this many events get a rewind index in the background (`rewind_indexer`),
     # once they have not grown for `rewind_index_interval` s; smaller runs rewind fast enough without.
     rewind_index_events: int = 50_000
-    rewind_index_interval: float = 2.0
+    rewind_index_interval: float = 5.0
