@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from devtool.core.errors import RestoreError
 from devtool.core.events import EVENTS, SCHEMA_VERSION
@@ -110,7 +110,7 @@ def restore_snapshot(events: Iterable[Any], *, span_id: str | None = None, ancho
     walk = Walk(skipped)
     cut = walk.run(timeline(events, skipped), span_id or None, anchor)
     root = walk.settled_root(cut)
-    snapshot: AgentSnapshot = walk.envelope(cut, anchor, root.to_snapshot())  # type: ignore[assignment]
+    snapshot = cast(AgentSnapshot, walk.envelope(cut, anchor, root.to_snapshot()))
     if skipped.count:
         warnings.warn(RestoreWarning(skipped.explain("restore_snapshot skipped ")), stacklevel=2)
     return snapshot
