@@ -18,7 +18,6 @@ import pytest
 from bench.gen_trace import generate
 from devtool.core.debugger import restore_snapshot
 from devtool.core.errors import RestoreError
-from devtool.core.restore_index import NotIndexable, index_run
 from devtool.core.snapshot_tree import assemble, node_id, snapshot_id
 from devtool.store import Store, get_snapshot, load_file
 from devtool.store.rewind_index import build_index, index_state, restore_at, runs_to_index
@@ -179,8 +178,17 @@ def test_what_is_not_indexed_says_why(store: Store, tmp_path: Path) -> None:
     assert (state.indexed, state.fresh) == (False, True)
     assert state.reason == "callId 'same' is used by two agents of one parent"
     assert restore_at(store, run.trace_id, first, "after") is None
-    with pytest.raises(NotIndexable, match="not stored in time order"):
-        index_run([(2, run.events[0]), (1, run.events[1])])
-    broken = dict(run.events[1], schemaVersion=None)
-    with pytest.raises(NotIndexable, match="event 2 is not one restore reads"):
-        index_run([(1, run.events[0]), (2, broken)])
+    assert runs_to_index(store, min_events=0) == {}  # not tried again until the run grows
+
+
+def test_a_run_stored_out_of_time_order_is_not_indexed(store: Store, tmp_path: Path) -> None:
+    run = Trace()
+    root = run.start("runWith", agentId="")
+    agent = run.start("agent", root, agentId="a", callId="root/agent:a:0", at=run.now + 10)
+    run.end(agent, success=True, result=1)
+    late = Trace(run.trace_id, start_ms=run.now - 5)  # a second file, with earlier timestamps
+    late.point("sys:log", root, agentId="")
+    load_file(store, run.write(tmp_path / "first.jsonl"))
+    load_file(store, late.write(tmp_path / "late.jsonl"))
+    state = build_index(store, run.trace_id)
+    assert (state.indexed, state.reason) == (False, "its events are not stored in time order (1 after later ones)")

@@ -26,8 +26,8 @@ A run is indexed only when this reasoning holds plainly (`NotIndexable` says why
 well-formed (restore skips nothing), stored in time order, no span id or callId used by two agents
 (a later one would replace the first where the short walk could not know). Other runs, and any cut
 `restore_open` cannot make (it raises `RestoreError`), are rewound by `restore_snapshot` over their
-events: slower, the same snapshot. tests/test_core_restore_index.py checks the two are equal for
-every cut of the corpus and of a generated run.
+events: slower, the same snapshot. tests/test_store_rewind_index.py checks the two are equal at
+every cut of the corpus traces, of a generated run and of runs with restore's repairs.
 """
 
 from __future__ import annotations

@@ -191,7 +191,7 @@ def _check_time_order(store: Store, trace_id: str) -> None:
         [trace_id],
     )
     if rows[0][0]:
-        raise NotIndexable(f"{rows[0][0]} of its events were stored after later ones (not in time order)")
+        raise NotIndexable(f"its events are not stored in time order ({rows[0][0]} after later ones)")
 
 
 def _write_frames(conn: Any, trace_id: str, frames: list[IndexedFrame]) -> None:
