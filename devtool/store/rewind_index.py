@@ -106,7 +106,8 @@ def build_index(store: Store, trace_id: str) -> IndexState:
                 ],
             )
     state = index_state(store, trace_id)
-    assert state is not None
+    if state is None:
+        raise NotFoundError(f"no run {trace_id!r} in the store")
     return state
 
 
