@@ -4,8 +4,8 @@
 `restore_snapshot` makes. This module keeps it: each frame's row in `rewind_frames`, each frame's
 node (as the run ends) in `snapshot_nodes`, where snapshots find them, and a row per run in
 `rewind_runs` that says whether the run could be indexed and up to which event. An index is used
-only while the run has no event newer than that: a run that grows (a live run) is rewound from its
-events until it is indexed again.
+only while the run has no event newer than that (in `events`: a live run's summary in `runs` may lag
+its events): a run that grows is rewound from its events until it is indexed again.
 
 A rewind at a cut (`restore_at`) reads, all in DuckDB: the cut event, the frames the cut leaves open
 (made before it, changed after it; few), the sealed children of those (one row each: call id, node
@@ -47,11 +47,11 @@ class IndexState:
 def index_state(store: Store, trace_id: str) -> IndexState | None:
     """The run's index, or None when it has none."""
     rows = store.query(
-        """
-        SELECT i.indexed, i.last_event_id = r.last_event_id, i.reason, i.events, i.frames, i.seconds
-        FROM rewind_runs i JOIN runs r USING (trace_id) WHERE trace_id = ?
+        f"""
+        SELECT indexed, last_event_id = ({_LAST_EVENT}), reason, events, frames, seconds
+        FROM rewind_runs WHERE trace_id = $trace
         """,
-        [trace_id],
+        {"trace": trace_id},
     )
     return IndexState(trace_id, *rows[0]) if rows else None
 
@@ -74,10 +74,9 @@ def build_index(store: Store, trace_id: str) -> IndexState:
     """Index run `trace_id` as it is now (replacing an older index); `NotFoundError` if no such run.
     A run that cannot be indexed gets a row saying why, so it is not tried again until it grows."""
     began = time.perf_counter()
-    rows = store.query("SELECT last_event_id FROM runs WHERE trace_id = ?", [trace_id])
-    if not rows:
+    last_event_id = store.query(_LAST_EVENT, {"trace": trace_id})[0][0]
+    if last_event_id is None:
         raise NotFoundError(f"no run {trace_id!r} in the store")
-    last_event_id = rows[0][0]
     reason: str | None = None
     with collector_paused():
         try:
@@ -118,11 +117,8 @@ def restore_at(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Ope
         # One read transaction: an index rebuilt meanwhile is seen whole or not at all.
         cursor.execute("BEGIN TRANSACTION")
         fresh = cursor.execute(
-            """
-            SELECT 1 FROM rewind_runs i JOIN runs r USING (trace_id)
-            WHERE trace_id = ? AND i.indexed AND i.last_event_id = r.last_event_id
-            """,
-            [trace_id],
+            f"SELECT 1 FROM rewind_runs WHERE trace_id = $trace AND indexed AND last_event_id = ({_LAST_EVENT})",
+            {"trace": trace_id},
         ).fetchall()
         if not fresh:
             return None
@@ -179,6 +175,11 @@ def restore_at(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Ope
         return restore_open(rows, span_id=span_id, anchor=anchor, open_frames=open_frames, sealed=sealed_children)
     except RestoreError:
         return None
+
+
+# A run's last stored event, from the events themselves: a live append stores its events before the
+# run's summary (`runs`) is derived, and an index must not be taken as covering events it has not seen.
+_LAST_EVENT = "SELECT max(event_id) FROM events WHERE trace_id = $trace"
 
 
 def _check_time_order(store: Store, trace_id: str) -> None:
