@@ -15,8 +15,8 @@ import pytest
 from sse_starlette import ServerSentEvent
 from starlette.testclient import TestClient
 
-from devtool.store import Store, append_events, load_file
-from devtool.store.queries import last_event_id
+from devtool.store import Store, append_events, derive, load_file
+from devtool.store.queries import get_run, last_event_id
 from devtool.web import create_app
 from devtool.web.live import Appender, Broker, LiveEvent
 from devtool.web.live.streams import RunFeed, RunsFeed, messages
@@ -138,9 +138,16 @@ async def test_a_stream_sends_what_it_missed_from_the_store_then_follows_and_clo
         await appender.append(t.events[-1:], stream="test")
         await collector.finish()
     assert collector.event_ids() == list(range(3, len(t.events) + 1))
-    for message in collector.messages[:-1]:
-        assert message.id == str(message.json()["events"][-1]["id"])
-    assert collector.messages[-1].event == "close"
+    kinds = [m.event for m in collector.messages]
+    assert set(kinds[:-2]) == {"events", "spans"}
+    for message in collector.messages:
+        if message.event == "events":
+            assert message.id == str(message.json()["events"][-1]["id"])
+        else:
+            assert message.id is None  # a reconnecting browser resumes from the events it got
+    # The run is over when its summary says so: after the derive that covers its root's end.
+    assert kinds[-2:] == ["spans", "close"]
+    assert collector.messages[-2].json() == {"through": len(t.events)}
 
 
 @pytest.mark.anyio
@@ -339,7 +346,8 @@ def test_a_running_runs_page_has_one_listener_and_refreshing_panes(client: TestC
     assert listener.attributes["hx-ext"] == "sse"
     for selector in ("#run-header", "#timeline", "#tree"):
         pane = one(listener, selector)
-        assert "sse:events" in (pane.attributes["hx-trigger"] or ""), selector
+        # On `spans`, not `events`: the panes show spans, derived a moment after the events are stored.
+        assert "sse:spans" in (pane.attributes["hx-trigger"] or ""), selector
     # They refresh the view the page shows: the selected span stays selected.
     assert one(page, "#timeline").attributes["hx-get"] == f"/runs/{t.trace_id}/timeline?span={root}"
     assert one(page, "#tree").attributes["hx-get"] == f"/runs/{t.trace_id}/tree?span={root}"
@@ -386,3 +394,35 @@ def test_the_runs_page_listens_once_and_badges_live_runs(client: TestClient, sto
     assert (results.attributes["hx-trigger"], results.attributes["hx-include"]) == ("sse:runs", "#runs-filter")
     badged = [row.attributes["data-trace-id"] for row in page.css("tr.run-row") if row.css(".live-badge")]
     assert badged == [streaming.trace_id]
+
+
+@pytest.mark.anyio
+async def test_an_append_is_stored_and_published_while_a_slow_derive_runs(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = Broker()
+    appender = Appender(store, broker)
+    t, root = long_run(1)
+    await appender.append(t.events, stream="test")
+    await appender.settle()
+    slow = derive.refresh
+
+    def slow_refresh(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(1.0)  # a derive of a big run, holding the derive lock
+        return slow(*args, **kwargs)
+
+    monkeypatch.setattr(derive, "refresh", slow_refresh)
+    with broker.subscription(t.trace_id) as subscription:
+        t.end(t.start("turn", root))
+        await appender.append(t.events[-2:], stream="test")  # starts the (slow) derive behind it
+        started = time.monotonic()
+        t.end(t.start("turn", root))
+        ids = await appender.append(t.events[-2:], stream="test")
+        answered = time.monotonic() - started
+        published = [event.event_id for event in subscription.take()]
+        assert answered < 0.5
+        assert published == [4, 5, *ids]
+        assert subscription.take_derived() == (0, [])
+        await appender.drain()
+        assert subscription.take_derived() == (len(t.events), [t.trace_id])
+    assert get_run(store, t.trace_id).events == len(t.events)

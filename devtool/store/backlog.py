@@ -40,7 +40,8 @@ class Backlog:
         self._lock = threading.Lock()
 
     def __bool__(self) -> bool:
-        return bool(self._pending)
+        """Whether anything stored is not derived yet (pending, or being derived)."""
+        return bool(self._pending or self._in_flight)
 
     def add(self, firsts: Iterable[tuple[str, int]]) -> None:
         """Record appended events: `(trace_id, first event id)` pairs."""

@@ -103,7 +103,7 @@ class Store:
     def derive_backlog(self) -> tuple[int, tuple[str, ...]] | None:
         """Derive the spans and run summaries of what live appends left in the backlog, in one
         transaction; return the id up to which every stored event is now derived and the traces
-        derived, or None when there was nothing to do."""
+        derived, or None when there was nothing left to do (a derive in flight is waited for)."""
         if not self.backlog:
             return None
         with self._derive_lock, closing(self._conn.cursor()) as conn:
@@ -138,7 +138,9 @@ class Store:
             return cursor.execute(sql, params if params is not None else []).fetchall()
 
     def close(self) -> None:
-        self._conn.close()
+        """Close the file, after the derive or write in flight (what is left pending, opening derives)."""
+        with self._derive_lock, self._write_lock:
+            self._conn.close()
 
 
 def _first_line(exc: BaseException) -> str:
