@@ -10,8 +10,10 @@
    stamped with the wall clock when emitted; then it ends the root span, which ends the streams.
 4. Reports, per client, the events it received (target: all of them, each once) and, over every event
    of every client, the latency from emit (the event's timestamp) to receipt (the wall clock when its
-   message was read): p50, p95 (target ≤ 250 ms), p99, max. And the server's CPU time (user + system,
-   from /proc) over the run, per second and per 1,000 events: what ingest and fan-out cost.
+   message was read): p50, p95 (target ≤ 250 ms), p99, max; and from emit to the `spans` message that
+   says the event's spans are derived (what the run page redraws on). And the server's CPU time
+   (user + system, from /proc) over the run, per second and per 1,000 events: what ingest and
+   fan-out cost.
 
 The processes share the machine: on 2 cores, producer, clients and server compete for CPU, so the
 figures are what a laptop running agent, DevTool and browser at once would see.
@@ -30,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -102,6 +105,9 @@ def listen(url: str, trace_id: str, clients: int, ready: Any, done: Any) -> None
         stream = SseStream(f"{url}runs/{trace_id}/live?after=0", timeout=120)
         ids: list[int] = []
         latencies: list[float] = []
+        # Events received whose spans are not derived yet (id, emitted at), and when they were.
+        underived: deque[tuple[int, float]] = deque()
+        derived: list[float] = []
         messages = 0
         ready.put(index)
         closed = False
@@ -109,15 +115,27 @@ def listen(url: str, trace_id: str, clients: int, ready: Any, done: Any) -> None
             if message.event == "close":
                 closed = True
                 break
+            now = time.time() * 1000
+            if message.event == "spans":
+                through = message.json()["through"]
+                while underived and underived[0][0] <= through:
+                    derived.append(now - underived.popleft()[1])
+                continue
             if message.event != "events":
                 continue
-            now = time.time() * 1000
             messages += 1
             for item in message.json()["events"]:
                 ids.append(item["id"])
                 latencies.append(now - item["timestamp"])
+                underived.append((item["id"], item["timestamp"]))
         stream.close()
-        results[index] = {"ids": ids, "latencies": latencies, "messages": messages, "closed": closed}
+        results[index] = {
+            "ids": ids,
+            "latencies": latencies,
+            "derived": derived,
+            "messages": messages,
+            "closed": closed,
+        }
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
     for thread in threads:
@@ -199,6 +217,12 @@ def main() -> None:
         f"Latency emit→receipt over {len(latencies):,} receipts: p50 {percentile(latencies, 0.50):.0f} ms, "
         f"p95 {percentile(latencies, 0.95):.0f} ms, p99 {percentile(latencies, 0.99):.0f} ms, "
         f"max {max(latencies):.0f} ms, mean {statistics.fmean(latencies):.0f} ms"
+    )
+    derived = [latency for result in results for latency in result["derived"]]
+    print(
+        f"Latency emit→spans derived (the page redraws) over {len(derived):,} events: "
+        f"p50 {percentile(derived, 0.50):.0f} ms, p95 {percentile(derived, 0.95):.0f} ms, "
+        f"p99 {percentile(derived, 0.99):.0f} ms, max {max(derived):.0f} ms"
     )
     print(
         f"Server CPU: {cpu:.1f} s over {wall:.1f} s ({cpu / wall:.2f} cores), "

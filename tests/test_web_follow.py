@@ -172,6 +172,7 @@ async def test_followed_events_are_stored_and_published(store: Store, tmp_path: 
         assert [e.event_id for e in subscription.take()] == [6]
     assert await tail.step() is False
     assert [e.event for e in events_after(store, 0)] == events
+    await tail.appender.settle()  # spans follow the events: what a page request waits for
     assert get_run(store, events[0]["trace"]["traceId"]).status == "completed"
     assert store.query("SELECT kind, path, events FROM sources") == [("live", str(path.resolve()), 6)]
 

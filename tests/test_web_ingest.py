@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from devtool.store import Store, load_file
-from devtool.store.queries import events_after, get_run, run_events
+from devtool.store.queries import RunSummary, events_after, get_run, run_events
 from devtool.web import create_app
 from devtool.web.settings import Settings
 from tests.conftest import CORPUS, Trace
@@ -40,6 +40,12 @@ def stored(store: Store) -> list[dict[str, Any]]:
     return [event.event for event in events_after(store, 0, limit=100_000)]
 
 
+async def summary(client: httpx2.AsyncClient, store: Store, trace_id: str) -> RunSummary:
+    """The run's summary as a reader sees it: a page request first derives what ingest left pending."""
+    assert (await client.get("/")).status_code == 200
+    return get_run(store, trace_id)
+
+
 def agent_run(spans: int = 2) -> Trace:
     t = Trace()
     root = t.start("agent", agentId="poster")
@@ -62,7 +68,7 @@ async def test_a_batch_is_stored_and_answered_with_its_ids(client: httpx2.AsyncC
     assert response.status_code == 200
     assert response.json() == {"accepted": 6, "ids": [1, 2, 3, 4, 5, 6], "rejected": []}
     assert stored(store) == t.events
-    assert get_run(store, t.trace_id).status == "completed"
+    assert (await summary(client, store, t.trace_id)).status == "completed"
 
 
 @pytest.mark.anyio
@@ -184,7 +190,7 @@ async def test_equal_timestamps_are_stored_in_seq_order(client: httpx2.AsyncClie
     assert stored(store) == posted
     # The ids answered follow the posted order: posted[2] is the third event stored.
     assert response.json()["ids"] == [3, 1, 4, 2]
-    assert get_run(store, t.trace_id).status == "completed"
+    assert (await summary(client, store, t.trace_id)).status == "completed"
 
 
 @pytest.mark.anyio
@@ -200,8 +206,8 @@ async def test_the_typescript_exporters_batches_store_what_loading_its_file_stor
     try:
         load_file(other, CORPUS / "rejelly" / "nested.trace.jsonl")
         assert live == run_events(other, trace_id)
-        summary, loaded = get_run(store, trace_id), get_run(other, trace_id)
-        assert (summary.name, summary.status, summary.spans, summary.agents, summary.failed) == (
+        live_run, loaded = await summary(client, store, trace_id), get_run(other, trace_id)
+        assert (live_run.name, live_run.status, live_run.spans, live_run.agents, live_run.failed) == (
             loaded.name,
             loaded.status,
             loaded.spans,
@@ -230,11 +236,12 @@ async def test_concurrent_batches_are_stored_together_each_answered_with_its_own
     runs = [agent_run(3) for _ in range(20)]
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:
         responses = await asyncio.gather(*(client.post(URL, json=t.events) for t in runs))
+        summaries = [await summary(client, store, t.trace_id) for t in runs]
     by_id = {event.event_id: event.event for event in events_after(store, 0, limit=1000)}
     assert len(by_id) == 20 * 8
-    for t, response in zip(runs, responses, strict=True):
+    for t, response, run in zip(runs, responses, summaries, strict=True):
         assert [by_id[i] for i in response.json()["ids"]] == t.events
-        assert get_run(store, t.trace_id).status == "completed"
+        assert run.status == "completed"
     # Grouped: batches that waited for a running append were stored with the next one.
     assert app.state.live.appender.appends < 20
 

@@ -15,8 +15,8 @@ import pytest
 from sse_starlette import ServerSentEvent
 from starlette.testclient import TestClient
 
-from devtool.store import Store, append_events, load_file
-from devtool.store.queries import last_event_id
+from devtool.store import Store, append_events, derive, load_file
+from devtool.store.queries import get_run, last_event_id
 from devtool.web import create_app
 from devtool.web.live import Appender, Broker, LiveEvent
 from devtool.web.live.streams import RunFeed, RunsFeed, messages
@@ -138,9 +138,17 @@ async def test_a_stream_sends_what_it_missed_from_the_store_then_follows_and_clo
         await appender.append(t.events[-1:], stream="test")
         await collector.finish()
     assert collector.event_ids() == list(range(3, len(t.events) + 1))
-    for message in collector.messages[:-1]:
-        assert message.id == str(message.json()["events"][-1]["id"])
-    assert collector.messages[-1].event == "close"
+    *sent, close = collector.messages
+    assert close.event == "close"
+    assert {m.event for m in sent} == {"events", "spans"}
+    for message in sent:
+        if message.event == "events":
+            assert message.id == str(message.json()["events"][-1]["id"])
+        else:
+            assert message.id is None  # a reconnecting browser resumes from the events it got
+    throughs = [m.json()["through"] for m in sent if m.event == "spans"]
+    assert throughs == sorted(throughs)
+    assert throughs[-1] <= len(t.events)
 
 
 @pytest.mark.anyio
@@ -194,6 +202,7 @@ async def test_a_slow_client_is_told_to_resync_and_still_gets_every_event_once(s
     appender = Appender(store, broker)
     t, root = long_run(0)
     await appender.append(t.events, stream="test")
+    await appender.drain()
     received: list[Message] = []
     with broker.subscription(t.trace_id) as subscription:
         stream = messages(RunFeed(store, t.trace_id, 0.0), subscription, 0)
@@ -204,6 +213,7 @@ async def test_a_slow_client_is_told_to_resync_and_still_gets_every_event_once(s
         t.end(t.start("turn", root))
         await appender.append(t.events[-2:], stream="test")
         received.append(decoded(await waiting))
+        assert received[-1].event == "events"  # published when stored, before its derive
         # ...and then the client reads nothing while 100 events arrive: its queue of 10 overflows.
         for _ in range(50):
             before = len(t.events)
@@ -213,7 +223,8 @@ async def test_a_slow_client_is_told_to_resync_and_still_gets_every_event_once(s
         t.end(root)
         await appender.append(t.events[-1:], stream="test")
         received.extend([decoded(m) async for m in stream])
-    kinds = [m.event for m in received]
+    # `spans` messages follow the derives, which run beside the appends: where they fall varies.
+    kinds = [m.event for m in received if m.event != "spans"]
     assert kinds[:4] == ["events", "events", "resync", "events"]
     assert kinds[-1] == "close"
     ids = [e["id"] for m in received if m.event == "events" for e in m.json()["events"]]
@@ -339,7 +350,8 @@ def test_a_running_runs_page_has_one_listener_and_refreshing_panes(client: TestC
     assert listener.attributes["hx-ext"] == "sse"
     for selector in ("#run-header", "#timeline", "#tree"):
         pane = one(listener, selector)
-        assert "sse:events" in (pane.attributes["hx-trigger"] or ""), selector
+        # On `spans`, not `events`: the panes show spans, derived a moment after the events are stored.
+        assert "sse:spans" in (pane.attributes["hx-trigger"] or ""), selector
     # They refresh the view the page shows: the selected span stays selected.
     assert one(page, "#timeline").attributes["hx-get"] == f"/runs/{t.trace_id}/timeline?span={root}"
     assert one(page, "#tree").attributes["hx-get"] == f"/runs/{t.trace_id}/tree?span={root}"
@@ -386,3 +398,35 @@ def test_the_runs_page_listens_once_and_badges_live_runs(client: TestClient, sto
     assert (results.attributes["hx-trigger"], results.attributes["hx-include"]) == ("sse:runs", "#runs-filter")
     badged = [row.attributes["data-trace-id"] for row in page.css("tr.run-row") if row.css(".live-badge")]
     assert badged == [streaming.trace_id]
+
+
+@pytest.mark.anyio
+async def test_an_append_is_stored_and_published_while_a_slow_derive_runs(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = Broker()
+    appender = Appender(store, broker)
+    t, root = long_run(1)
+    await appender.append(t.events, stream="test")
+    await appender.drain()
+    slow = derive.refresh
+
+    def slow_refresh(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(1.0)  # a derive of a big run, holding the derive lock
+        return slow(*args, **kwargs)
+
+    monkeypatch.setattr(derive, "refresh", slow_refresh)
+    with broker.subscription(t.trace_id) as subscription:
+        t.end(t.start("turn", root))
+        await appender.append(t.events[-2:], stream="test")  # starts the (slow) derive behind it
+        started = time.monotonic()
+        t.end(t.start("turn", root))
+        ids = await appender.append(t.events[-2:], stream="test")
+        answered = time.monotonic() - started
+        published = [event.event_id for event in subscription.take()]
+        assert answered < 0.5
+        assert published == [4, 5, *ids]
+        assert subscription.take_derived() == (0, [])
+        await appender.drain()
+        assert subscription.take_derived() == (len(t.events), [t.trace_id])
+    assert get_run(store, t.trace_id).events == len(t.events)

@@ -4,10 +4,16 @@ DuckDB lets one process open a file for writing. Inside that process, `Store` ke
 for writes, handed to one caller at a time (`writer()`, `transaction()`), and gives every reader a
 cursor of its own (`reader()`, `query()`): DuckDB's MVCC lets readers see the last committed state
 while a load runs, so nobody waits and nobody gets "database is locked".
+
+The one exception to one writer: deriving the spans and run summaries of live appends
+(`derive_backlog`, see `backlog.py`) runs on a cursor of its own, beside the appends that follow it.
+It holds the derive lock, which every other transaction that derives (a load) takes first, before
+the write lock: the same order everywhere, so the two never wait on each other in a circle.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -17,6 +23,8 @@ from typing import Any
 
 import duckdb
 
+from devtool.store import derive
+from devtool.store.backlog import PENDING, Backlog
 from devtool.store.errors import StoreError, StoreLockedError
 from devtool.store.schema import MIGRATIONS
 
@@ -41,9 +49,14 @@ class Store:
                 ) from exc
             raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from exc
         self._write_lock = threading.Lock()
+        self._derive_lock = threading.Lock()
+        self.backlog = Backlog()
         # Query progress feeds the load command's progress bar; DuckDB's own printing stays off.
         self._conn.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false")
         self._migrate()
+        with self.writer() as conn:
+            self.backlog.add(conn.execute(PENDING).fetchall())
+        self.derive_backlog()
 
     def _migrate(self) -> None:
         with self.writer() as conn:
@@ -72,9 +85,13 @@ class Store:
             yield self._conn
 
     @contextmanager
-    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """The writing connection inside BEGIN … COMMIT; any exception rolls everything back."""
-        with self.writer() as conn:
+    def transaction(self, *, derives: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
+        """The writing connection inside BEGIN … COMMIT; any exception rolls everything back.
+
+        `derives=False` promises that the transaction writes no spans or runs (a live append, which
+        leaves them to `derive_backlog`): it then does not wait for a derive in flight.
+        """
+        with self._derive_lock if derives else contextlib.nullcontext(), self.writer() as conn:
             conn.execute("BEGIN TRANSACTION")
             try:
                 yield conn
@@ -82,6 +99,30 @@ class Store:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+
+    def derive_backlog(self) -> tuple[int, tuple[str, ...]] | None:
+        """Derive the spans and run summaries of what live appends left in the backlog, in one
+        transaction; return the id up to which every stored event is now derived and the traces
+        derived, or None when there was nothing left to do (a derive in flight is waited for)."""
+        if not self.backlog:
+            return None
+        with self._derive_lock, closing(self._conn.cursor()) as conn:
+            # Taken and begun under the write lock: the transaction sees exactly the appends taken.
+            with self._write_lock:
+                taken = self.backlog.take()
+                if not taken:
+                    return None
+                conn.execute("BEGIN TRANSACTION")
+                through = int(conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0])
+            try:
+                _, traces = derive.refresh(conn, min(taken.values()) - 1, traces=tuple(taken))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                self.backlog.put_back(taken)
+                raise
+            self.backlog.done()
+            return through, traces
 
     def progress(self) -> float:
         """How far the writer's running statement is, 0-100, or -1 when none is running."""
@@ -97,7 +138,9 @@ class Store:
             return cursor.execute(sql, params if params is not None else []).fetchall()
 
     def close(self) -> None:
-        self._conn.close()
+        """Close the file, after the derive or write in flight (what is left pending, opening derives)."""
+        with self._derive_lock, self._write_lock:
+            self._conn.close()
 
 
 def _first_line(exc: BaseException) -> str:

@@ -16,10 +16,11 @@ never meets a parent cycle; spans caught in one stay roots. `frame_children` cou
 frame tree shows under a span, so a page of a tree needs no counting query.
 
 `refresh(conn, after_event_id)` brings spans and runs up to date with the events whose id is
-greater than `after_event_id`, in the caller's transaction. When those events start new traces (a
-file load, a new live run) it reads only them. When they add to stored traces (live ingest, a second
-file of one trace) it re-derives the spans they touch from all their events, and walks the whole
-trace again only when a stored span's parent or depth may have changed.
+greater than `after_event_id` (of some traces only, if asked), in the caller's transaction. When
+those events start new traces (a file load, a new live run) it reads only them. When they add to
+stored traces (live ingest, a second file of one trace) it re-derives the spans they touch from all
+their events, and walks the whole trace again only when a stored span's parent or depth may have
+changed.
 """
 
 from __future__ import annotations
@@ -215,13 +216,22 @@ _RUNS = """
 """
 
 
-def refresh(conn: duckdb.DuckDBPyConnection, after_event_id: int) -> tuple[int, tuple[str, ...]]:
-    """Derive spans and run summaries for the events with ids above `after_event_id`.
+def refresh(
+    conn: duckdb.DuckDBPyConnection, after_event_id: int, *, traces: tuple[str, ...] | None = None
+) -> tuple[int, tuple[str, ...]]:
+    """Derive spans and run summaries for the events with ids above `after_event_id` (of `traces` only,
+    when given: the derive of a live backlog, whose range may hold a load's events, derived already).
 
     Returns how many spans were (re)derived and the ids of the traces they belong to.
     """
     new = f"event_id > {int(after_event_id)}"
-    conn.execute(f"CREATE OR REPLACE TEMP TABLE touched_traces AS SELECT DISTINCT trace_id FROM events WHERE {new}")
+    only = "" if traces is None else " AND trace_id IN (SELECT unnest($traces))"
+    conn.execute(
+        f"CREATE OR REPLACE TEMP TABLE touched_traces AS SELECT DISTINCT trace_id FROM events WHERE {new}{only}",
+        {} if traces is None else {"traces": list(traces)},
+    )
+    if traces is not None:
+        new += " AND trace_id IN (SELECT trace_id FROM touched_traces)"
     stored = conn.execute("SELECT count(*) FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
     if stored.fetchall()[0][0] == 0:
         conn.execute(_DERIVE.format(events=new))

@@ -108,15 +108,22 @@ def file_relation(fmt: str, max_object_size: int) -> str:
 
 
 def insert_events(
-    conn: duckdb.DuckDBPyConnection, relation: str, source_id: int, params: dict[str, object]
+    conn: duckdb.DuckDBPyConnection,
+    relation: str,
+    source_id: int,
+    params: dict[str, object],
+    *,
+    derive_spans: bool = True,
 ) -> tuple[int, int, tuple[str, ...]]:
-    """Insert the events of `relation` (its parameters in `params`), then derive their spans.
+    """Insert the events of `relation` (its parameters in `params`), then derive their spans (unless
+    `derive_spans` is False: the caller sees to it).
 
-    Returns (events, spans, trace ids). The caller holds the write lock, in a transaction.
+    Returns (events, spans, trace ids); no spans nor traces when not derived. The caller holds the
+    write lock, in a transaction.
     """
     base = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
     count = conn.execute(insert_events_sql(relation), {**params, "base": base, "source": source_id}).fetchall()[0][0]
-    if count == 0:
-        return 0, 0, ()
+    if count == 0 or not derive_spans:
+        return count, 0, ()
     derived, traces = derive.refresh(conn, base)
     return count, derived, traces

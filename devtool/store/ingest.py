@@ -1,9 +1,13 @@
 """Live ingest: appending a batch of TraceEvents from a running agent, in one transaction.
 
 `append_events(store, events)` checks every event first (a bad one is named by its index, and none of
-the batch is stored), then appends the batch through the same SQL as a file load, in the given order,
-and brings spans and run summaries up to date. It returns the new events' ids, in order: they only
-grow, so they are what a live stream sends as SSE ids and resumes from (`events_after`).
+the batch is stored), then appends the batch through the same SQL as a file load, in the given order.
+It returns the new events' ids, in order: they only grow, so they are what a live stream sends as SSE
+ids and resumes from (`events_after`).
+
+Spans and run summaries follow in a second step: at once (the default), or, with `derive=False`,
+whenever the caller next calls `store.derive_backlog()` (the live appender, which streams the events
+first; see `backlog.py`). The events are committed either way.
 
 Events of one live stream are recorded under one `sources` row (kind `live`, named by `stream`), whose
 counts grow with every batch.
@@ -28,8 +32,13 @@ LIVE_KIND = "live"
 _BATCH = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
 
 
-def append_events(store: Store, events: Sequence[Mapping[str, Any]], *, stream: str = "live") -> list[int]:
-    """Append `events` (TraceEvent dicts) in order and return their ids; `InvalidEventsError` if any is bad."""
+def append_events(
+    store: Store, events: Sequence[Mapping[str, Any]], *, stream: str = "live", derive: bool = True
+) -> list[int]:
+    """Append `events` (TraceEvent dicts) in order and return their ids; `InvalidEventsError` if any is bad.
+
+    `derive=False` leaves their spans and run summaries in the store's backlog.
+    """
     problems: list[LineProblem] = []
     bad = 0
     texts: list[str] = []
@@ -48,12 +57,20 @@ def append_events(store: Store, events: Sequence[Mapping[str, Any]], *, stream: 
         raise InvalidEventsError(tuple(problems), bad)
     if not texts:
         return []
-    with store.transaction() as conn:
+    with store.transaction(derives=False) as conn:
         source_id = _live_source(conn, stream)
-        count, _, _ = insert_events(conn, _BATCH, source_id, {"events": texts})
+        count, _, _ = insert_events(conn, _BATCH, source_id, {"events": texts}, derive_spans=False)
         last = conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0]
         conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [count, source_id])
-    return list(range(last - count + 1, last + 1))
+        first = last - count + 1
+        store.backlog.add(
+            conn.execute(
+                "SELECT trace_id, min(event_id) FROM events WHERE event_id >= ? GROUP BY trace_id", [first]
+            ).fetchall()
+        )
+    if derive:
+        store.derive_backlog()
+    return list(range(first, last + 1))
 
 
 def _live_source(conn: Any, stream: str) -> int:

@@ -21,6 +21,7 @@ from devtool.web import auth, ingest, live
 from devtool.web.assets import asset_dir
 from devtool.web.auth import Access, AccessControl
 from devtool.web.errors import EXCEPTION_HANDLERS
+from devtool.web.live.settled import Settled
 from devtool.web.paths import KeepEncodedSlashes
 from devtool.web.replay import Replays
 from devtool.web.rewind_indexer import RewindIndexer
@@ -62,7 +63,12 @@ def create_app(store: Store, settings: Settings | None = None) -> Starlette:
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(KeepEncodedSlashes), Middleware(ServerTiming), Middleware(AccessControl, access=access)],
+        middleware=[
+            Middleware(KeepEncodedSlashes),
+            Middleware(ServerTiming),
+            Middleware(AccessControl, access=access),
+            Middleware(Settled, appender=live_state.appender),
+        ],
         exception_handlers=EXCEPTION_HANDLERS,
     )
     app.state.store = store

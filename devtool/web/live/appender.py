@@ -1,14 +1,20 @@
-"""The appender: stores live batches (ingest, `--follow`) with group commit, then publishes them in order.
+"""The appender: stores live batches (ingest, `--follow`) with group commit, publishes them in order,
+and derives their spans behind them.
 
 Every live batch goes through `await appender.append(events, stream=...)`. Batches that arrive while
 an append is running wait and are then stored together, in arrival order, in one transaction
-(`append_events`, in a worker thread: DuckDB never runs on the event loop). An append costs about the
-same for ten events as for a thousand (it re-derives the spans and the summary of each run it
-touches, which grows with the run), so under load this is what keeps up with many agents at once.
+(`append_events`, in a worker thread: DuckDB never runs on the event loop).
 
 One flush runs at a time, and it publishes each stored group to the broker before storing the next,
 so subscribers see events in store order (their ids only grow). The flush is a task of its own: a
 request that gives up waiting (its client went away) does not cancel an append other requests wait on.
+
+Storing a batch commits its events only; their spans and run summaries are derived after, by a task
+that follows the appends (`Store.derive_backlog`, which costs about the same for ten events as for a
+thousand, and grows with the run): under load one derive covers many appends, and an append never
+waits for one. Each derive is published too (`Broker.publish_derived`), which is what pages redraw
+on and what tells a run's stream that the run is over. `settle()` derives whatever is pending now,
+for a reader that must see it (a page request).
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ class Appender:
         self.appends = 0
         self._pending: list[_Batch] = []
         self._flush: asyncio.Task[None] | None = None
+        self._derive: asyncio.Task[None] | None = None
 
     async def append(self, events: Sequence[Mapping[str, Any]], *, stream: str) -> list[int]:
         """Store `events` (validated TraceEvents) and return their ids, in order; raises what the store raised."""
@@ -58,9 +65,29 @@ class Appender:
         return await asyncio.shield(batch.done)
 
     async def drain(self) -> None:
-        """Wait until every batch handed in so far is stored (or has failed)."""
+        """Wait until every batch handed in so far is stored (or has failed), and derived."""
         while self._flush is not None and not self._flush.done():
             await asyncio.shield(self._flush)
+        if self._derive is not None and not self._derive.done():
+            await asyncio.shield(self._derive)
+        await self.settle()
+
+    async def settle(self) -> None:
+        """Derive the spans and run summaries of every event stored so far, and publish that."""
+        if not self.store.backlog:
+            return
+        derived = await run_in_threadpool(self.store.derive_backlog)
+        if derived is not None:
+            self.broker.publish_derived(*derived)
+
+    async def _follow(self) -> None:
+        """Derive behind the appends while they come, one derive at a time, each covering all pending."""
+        while self.store.backlog:
+            try:
+                await self.settle()
+            except Exception:  # the events are stored; the next append or page request derives again
+                logger.exception("devtool: could not derive the spans of live events")
+                return
 
     async def _run(self) -> None:
         while self._pending:
@@ -79,6 +106,8 @@ class Appender:
                 batch.done.set_result(result)
                 stored.extend(LiveEvent.of(i, e) for i, e in zip(result, batch.events, strict=True))
             self.broker.publish(stored)
+            if self._derive is None or self._derive.done():
+                self._derive = asyncio.create_task(self._follow(), name="devtool-live-derive")
 
     async def _store(self, group: list[_Batch]) -> list[list[int] | Exception]:
         """Each batch's ids, or the error that kept it out: one transaction per stream when all goes well."""
@@ -104,7 +133,7 @@ class Appender:
 
     async def _store_one(self, events: Sequence[Mapping[str, Any]], stream: str) -> list[int] | Exception:
         try:
-            ids = await run_in_threadpool(append_events, self.store, events, stream=stream)
+            ids = await run_in_threadpool(append_events, self.store, events, stream=stream, derive=False)
         except Exception as exc:  # whatever the store raised must reach the waiting requests, not hang them
             return exc
         self.appends += 1

@@ -7,6 +7,10 @@ ones it wants in a deque of at most `queue_limit` events and is woken. A client 
 `overflowed`, so its stream tells the client to resync and catches up from the store, where nothing
 is lost. Publishing is O(subscribers) appends to deques: slow clients never slow ingest.
 
+`publish_derived(through, traces)` follows each derive of live events' spans (see `appender.py`):
+it tells the subscriptions of those runs (and those of every run) how far the store is derived, which
+is what pages redraw on.
+
 The broker holds no events of its own: memory is bounded by subscribers × `queue_limit`.
 """
 
@@ -74,6 +78,8 @@ class Subscription:
         self.trace_id = trace_id
         self.queue_limit = queue_limit
         self._events: deque[LiveEvent] = deque()
+        self._derived = 0
+        self._derived_traces: set[str] = set()
         self._overflowed = False
         self._closed = False
         self._wake = asyncio.Event()
@@ -96,6 +102,19 @@ class Subscription:
         else:
             self._events.extend(events)
         self._wake.set()
+
+    def offer_derived(self, through: int, traces: Sequence[str]) -> None:
+        """The store's spans and run summaries now cover every event up to `through` (of `traces`)."""
+        self._derived = max(self._derived, through)
+        self._derived_traces.update(traces)
+        self._wake.set()
+
+    def take_derived(self) -> tuple[int, list[str]]:
+        """How far the store was derived when last told (0: not since subscribing), and the runs derived
+        since the last take, in order."""
+        traces = sorted(self._derived_traces)
+        self._derived_traces.clear()
+        return self._derived, traces
 
     def take(self) -> list[LiveEvent]:
         """The events offered since the last take, in store order."""
@@ -174,6 +193,15 @@ class Broker:
         for trace_id, wanted in per_trace.items():
             for subscription in self._by_trace[trace_id]:
                 subscription.offer(wanted)
+
+    def publish_derived(self, through: int, traces: Sequence[str]) -> None:
+        """Tell the subscriptions of `traces`, and those of every run, that the store is derived up to
+        `through` (every event with an id up to it has its spans and run summary)."""
+        for subscription in self._all:
+            subscription.offer_derived(through, traces)
+        for trace_id in traces:
+            for subscription in self._by_trace.get(trace_id, ()):
+                subscription.offer_derived(through, (trace_id,))
 
     def close(self) -> None:
         """End every stream (the server is stopping); later subscriptions start closed."""

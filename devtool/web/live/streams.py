@@ -7,13 +7,17 @@ gets an event twice (ids only grow, and only ids above the last one sent go out)
 subscribes before it reads the store, and the broker publishes only what is stored).
 
 Messages, JSON in `data`:
-- `events` (run stream): `{"events": [{"id", "traceId", "spanId", "parentSpanId", "type", "timestamp"}]}`;
-- `runs` (runs list): `{"traces": [trace ids that changed]}`;
+- `events` (run stream): `{"events": [{"id", "traceId", "spanId", "parentSpanId", "type", "timestamp"}]}`,
+  sent as soon as the events are stored;
+- `spans` (run stream) `{"through": N}`: the run's spans and summary now cover every event up to N
+  (they are derived a moment after the events are stored: see `appender.py`); what a page redraws
+  on. It has no `id`: a reconnecting browser resumes from the events it got;
+- `runs` (runs list): `{"traces": [trace ids that changed]}`, once their summaries are derived;
 - `resync` `{"after": N}`: the client fell `queue_limit` events behind and the broker dropped its
   queue, or it resumed from an id this store never gave (the database was replaced: N is 0); the
   stream goes on with everything after N, read from the store, so a client only needs to redraw;
-- `close`: the run has ended (its root span's end arrived); the page's `sse-close="close"` then stops
-  the browser from reconnecting.
+- `close`: the run has ended (its root span's end arrived, and its summary says so); the page's
+  `sse-close="close"` then stops the browser from reconnecting.
 
 Bursts are coalesced: a stream sends at most one message per `live_interval` seconds (the first
 event after a quiet spell goes out at once), whatever the event rate; a page refreshes its fragments
@@ -52,7 +56,7 @@ RUNS_INTERVAL = 1.0
 
 
 class Feed(Protocol):
-    """What one kind of stream reads from the store, says about a group of events, and ends on."""
+    """What one kind of stream reads from the store, says about stored and derived events, and ends on."""
 
     store: Store
     trace_id: str | None
@@ -62,20 +66,28 @@ class Feed(Protocol):
         """Messages for what the store holds after `after`, in order, each with the last id it covers."""
         ...
 
-    def message(self, events: Sequence[LiveEvent]) -> ServerSentEvent: ...
+    def message(self, events: Sequence[LiveEvent]) -> ServerSentEvent | None:
+        """The message for events just stored, if this stream sends one."""
+        ...
 
-    async def finished(self, events: Sequence[LiveEvent] | None = None) -> bool:
-        """Whether the stream is over, after `events` went out (None: after reading the store)."""
+    def derived(self, through: int, traces: Sequence[str]) -> ServerSentEvent | None:
+        """The message for a derive up to `through` of `traces` (the runs this stream follows), if any."""
+        ...
+
+    async def finished(self) -> bool:
+        """Whether the stream is over, as far as what was sent and derived so far says."""
         ...
 
 
 class RunFeed:
-    """One run's events; over when the run is (its root spans have ended)."""
+    """One run's events; over when the run is (its root spans have ended and its summary says so)."""
 
     def __init__(self, store: Store, trace_id: str, interval: float) -> None:
         self.store = store
         self.trace_id: str | None = trace_id
         self.interval = interval
+        # Whether the run's status is worth asking: at the start, and once a root span's end went out.
+        self._may_be_over = True
 
     async def missed(self, after: int) -> AsyncIterator[tuple[ServerSentEvent, int]]:
         while True:
@@ -87,22 +99,31 @@ class RunFeed:
                 return
 
     def message(self, events: Sequence[LiveEvent]) -> ServerSentEvent:
+        if any(event.ends_root_span for event in events):
+            self._may_be_over = True
         data = orjson.dumps({"events": [event.to_json() for event in events]}).decode()
         return ServerSentEvent(data=data, event="events", id=str(events[-1].event_id))
 
-    async def finished(self, events: Sequence[LiveEvent] | None = None) -> bool:
-        if events is not None and not any(event.ends_root_span for event in events):
-            return False
+    def derived(self, through: int, traces: Sequence[str]) -> ServerSentEvent | None:
+        if self.trace_id not in traces:
+            return None
+        return ServerSentEvent(data=orjson.dumps({"through": through}).decode(), event="spans")
+
+    async def finished(self) -> bool:
         assert self.trace_id is not None
+        # Its summary would still say running: ask again once the derive is published.
+        if not self._may_be_over or self.store.backlog.holds(self.trace_id):
+            return False
         try:
             run = await run_in_threadpool(get_run, self.store, self.trace_id)
         except NotFoundError:
             return False
-        return run.status != "running"
+        self._may_be_over = run.status != "running"
+        return self._may_be_over
 
 
 class RunsFeed:
-    """The runs that changed; never over."""
+    """The runs whose summaries changed; never over."""
 
     trace_id: str | None = None
 
@@ -117,13 +138,15 @@ class RunsFeed:
             data = orjson.dumps({"traces": [trace_id for trace_id, _ in changed]}).decode()
             yield ServerSentEvent(data=data, event="runs", id=str(last)), last
 
-    def message(self, events: Sequence[LiveEvent]) -> ServerSentEvent:
-        traces = list(dict.fromkeys(event.trace_id for event in events))
-        return ServerSentEvent(
-            data=orjson.dumps({"traces": traces}).decode(), event="runs", id=str(events[-1].event_id)
-        )
+    def message(self, events: Sequence[LiveEvent]) -> None:
+        return None
 
-    async def finished(self, events: Sequence[LiveEvent] | None = None) -> bool:
+    def derived(self, through: int, traces: Sequence[str]) -> ServerSentEvent | None:
+        if not traces:
+            return None
+        return ServerSentEvent(data=orjson.dumps({"traces": list(traces)}).decode(), event="runs", id=str(through))
+
+    async def finished(self) -> bool:
         return False
 
 
@@ -161,12 +184,20 @@ async def messages(
             if subscription.overflowed:
                 break
             fresh = [event for event in subscription.take() if event.event_id > last]
-            if not fresh:
+            through, traces = subscription.take_derived()
+            sent = [
+                message
+                for message in (feed.message(fresh) if fresh else None, feed.derived(through, traces))
+                if message is not None
+            ]
+            if fresh:
+                last = fresh[-1].event_id
+            if not sent:
                 continue
-            yield feed.message(fresh)
-            last = fresh[-1].event_id
+            for message in sent:
+                yield message
             sent_at = time.monotonic()
-            if await feed.finished(fresh):
+            if await feed.finished():
                 yield ServerSentEvent(data="{}", event="close")
                 return
         resync = True

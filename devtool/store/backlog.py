@@ -1,0 +1,73 @@
+"""The derive backlog: events a live append stored whose spans and run summaries are not derived yet.
+
+A live append commits its events at once and leaves their spans and run summary to the next derive
+(`Store.derive_backlog`), so a stream can send the events the moment they are stored: a derive
+re-reads the spans it touches and the whole run's summary, and grows with the run (tens of
+milliseconds at tens of thousands of events), while storing a batch does not. The derive runs on a
+cursor of its own, beside the appends that follow: they write `events`, it writes `spans` and `runs`,
+so DuckDB's MVCC lets both commit.
+
+The backlog is, per trace, the first event id not derived yet. An append adds to it inside its own
+transaction, under the store's write lock; a derive takes all of it under the same lock, at the
+moment its transaction starts, so what it takes is exactly what it sees. Until that derive commits,
+the traces it took are `in_flight`: a reader asking whether a run is derived waits for both.
+
+Nothing here is durable, and need not be: a process that stops between an append and its derive
+leaves events newer than their run's `last_event_id` (or a trace with no run at all), and opening the
+store finds them (`PENDING`) and derives them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+# The events of each trace that its run summary does not cover yet: what a stopped process left.
+PENDING = """
+    SELECT e.trace_id, min(e.event_id) FROM events e LEFT JOIN runs r USING (trace_id)
+    WHERE r.last_event_id IS NULL OR e.event_id > r.last_event_id
+    GROUP BY e.trace_id
+"""
+
+
+class Backlog:
+    """Traces with stored, underived events, each with its first such event id."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, int] = {}
+        self._in_flight: frozenset[str] = frozenset()
+        # Guards the two fields for readers that hold none of the store's locks (a stream's check).
+        self._lock = threading.Lock()
+
+    def __bool__(self) -> bool:
+        """Whether anything stored is not derived yet (pending, or being derived)."""
+        return bool(self._pending or self._in_flight)
+
+    def add(self, firsts: Iterable[tuple[str, int]]) -> None:
+        """Record appended events: `(trace_id, first event id)` pairs."""
+        with self._lock:
+            for trace_id, first in firsts:
+                if trace_id not in self._pending or first < self._pending[trace_id]:
+                    self._pending[trace_id] = first
+
+    def take(self) -> dict[str, int]:
+        """Everything pending, now in flight: the caller derives it, then calls `done` (or `put_back`)."""
+        with self._lock:
+            taken, self._pending = self._pending, {}
+            self._in_flight = frozenset(taken)
+            return taken
+
+    def done(self) -> None:
+        with self._lock:
+            self._in_flight = frozenset()
+
+    def put_back(self, taken: dict[str, int]) -> None:
+        """A derive failed: what it took is pending again."""
+        with self._lock:
+            self._in_flight = frozenset()
+        self.add(taken.items())
+
+    def holds(self, trace_id: str) -> bool:
+        """Whether some stored events of `trace_id` are not derived yet (pending or being derived)."""
+        with self._lock:
+            return trace_id in self._pending or trace_id in self._in_flight

@@ -1,0 +1,101 @@
+"""Live appends that leave their spans and run summary for later: the backlog, its derive, and what a
+process that stopped in between leaves behind (opening the store derives it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from devtool.store import NotFoundError, Store, append_events, derive, load_file
+from devtool.store.queries import get_run, last_event_id
+from tests.conftest import Trace
+
+
+def running_run(turns: int) -> tuple[Trace, str]:
+    t = Trace()
+    root = t.start("agent", agentId="streamer")
+    for _ in range(turns):
+        t.end(t.start("turn", root))
+    return t, root
+
+
+def test_an_append_that_does_not_derive_stores_its_events_and_leaves_the_run_to_the_backlog(store: Store) -> None:
+    t, _ = running_run(2)
+    ids = append_events(store, t.events, derive=False)
+    assert ids == [1, 2, 3, 4, 5]
+    assert last_event_id(store) == 5
+    assert store.backlog.holds(t.trace_id)
+    with pytest.raises(NotFoundError):
+        get_run(store, t.trace_id)
+
+    assert store.derive_backlog() == (5, (t.trace_id,))
+    assert not store.backlog.holds(t.trace_id)
+    run = get_run(store, t.trace_id)
+    assert (run.events, run.spans, run.status) == (5, 3, "running")
+    assert store.derive_backlog() is None
+
+
+def test_later_appends_to_a_derived_run_are_derived_together(store: Store) -> None:
+    t, root = running_run(1)
+    append_events(store, t.events)
+    for _ in range(3):
+        before = len(t.events)
+        t.end(t.start("turn", root))
+        append_events(store, t.events[before:], derive=False)
+    assert get_run(store, t.trace_id).events == 3  # the summary as of the first, derived append
+    t.end(root)
+    append_events(store, t.events[-1:], derive=False)
+    assert store.derive_backlog() == (len(t.events), (t.trace_id,))
+    run = get_run(store, t.trace_id)
+    assert (run.events, run.spans, run.status) == (len(t.events), 5, "completed")
+
+
+def test_a_load_while_live_events_wait_derives_only_its_own_and_leaves_them_waiting(
+    store: Store, tmp_path: Path
+) -> None:
+    live, _ = running_run(1)
+    append_events(store, live.events, derive=False)
+    loaded, root = running_run(2)
+    loaded.end(root)
+    assert load_file(store, loaded.write(tmp_path / "run.jsonl")).events == 6
+    assert get_run(store, loaded.trace_id).status == "completed"
+    assert store.backlog.holds(live.trace_id)
+    assert store.derive_backlog() == (9, (live.trace_id,))
+    assert get_run(store, live.trace_id).events == 3
+
+
+def test_opening_a_store_derives_what_a_stopped_process_left_underived(tmp_path: Path) -> None:
+    path = tmp_path / "devtool.duckdb"
+    first, root = running_run(1)
+    second, _ = running_run(1)
+    store = Store(path)
+    append_events(store, first.events)
+    first.end(root)
+    append_events(store, first.events[-1:], derive=False)
+    append_events(store, second.events, derive=False)
+    store.close()  # as a process killed between its appends and their derive leaves the file
+
+    reopened = Store(path)
+    try:
+        assert not reopened.backlog
+        assert (get_run(reopened, first.trace_id).events, get_run(reopened, first.trace_id).status) == (4, "completed")
+        assert get_run(reopened, second.trace_id).events == 3
+    finally:
+        reopened.close()
+
+
+def test_a_derive_that_fails_puts_what_it_took_back(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    t, _ = running_run(1)
+    append_events(store, t.events, derive=False)
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(derive, "refresh", broken)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        store.derive_backlog()
+    assert store.backlog.holds(t.trace_id)
+    monkeypatch.undo()
+    assert store.derive_backlog() == (3, (t.trace_id,))
+    assert get_run(store, t.trace_id).events == 3
