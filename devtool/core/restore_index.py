@@ -14,18 +14,20 @@ the root, the agents running at the cut and their ancestors) are few.
 `restore_open` then rebuilds the snapshot at a cut from the open frames' own events only, with the
 same `Walk`, and puts each open frame's sealed children back in their place as node ids. Why the
 short walk gives the full walk's frames: an open frame's ancestors are open (`last` covers the
-subtree), so every event applied to an open frame is walked, and the walk finds the same frames for
-them: through span ids registered by events of the same frames, or else the innermost running
-agent, which is open too (an agent running when an event of an open frame came by, started after
-its frame, cannot have been sealed then). Sealed frames are only placed, never walked. The cut
-event's own frame, if it changed one, is treated as open, so the cut is applied where it belongs.
-The callId the full walk gave each open frame is handed to the short one: a frame without a callId
-in its events is numbered among all its parent's children, sealed ones included.
+subtree), so every event applied to an open frame is walked, and the walk finds the same frame for
+it: through a span id registered by an event of that same frame, or else as the innermost running
+agent (that guess chose an open frame, so every agent started after it had stopped running by then:
+the open ones the short walk has, as they did in the full walk; the sealed ones it does not have).
+Sealed frames are only placed, never walked. The cut event's own frame, if it changed one, is
+treated as open, so the cut is applied where it belongs. The callId the full walk gave each open
+frame is handed to the short one: a frame without a callId in its events is numbered among all its
+parent's children, sealed ones included.
 
 A run is indexed only when this reasoning holds plainly (`NotIndexable` says why not): every event
 well-formed (restore skips nothing), stored in time order, no span id or callId used by two agents
 (a later one would replace the first where the short walk could not know). Other runs, and any cut
-`restore_open` cannot make (it raises `RestoreError`), are rewound by `restore_snapshot` over their
+`restore_open` cannot make (it raises `RestoreError`: a `before` cut with no earlier event of an open
+frame, which the walk would take for the run's first), are rewound by `restore_snapshot` over their
 events: slower, the same snapshot. tests/test_store_rewind_index.py checks the two are equal at
 every cut of the corpus traces, of a generated run and of runs with restore's repairs.
 """
