@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -429,4 +429,36 @@ async def test_an_append_is_stored_and_published_while_a_slow_derive_runs(
         assert subscription.take_derived() == (0, [])
         await appender.drain()
         assert subscription.take_derived() == (len(t.events), [t.trace_id])
+    assert get_run(store, t.trace_id).events == len(t.events)
+
+
+class CountingBroker(Broker):
+    """A broker that remembers each derive published to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.derives: list[int] = []
+
+    def publish_derived(self, through: int, traces: Sequence[str]) -> None:
+        self.derives.append(through)
+        super().publish_derived(through, traces)
+
+
+@pytest.mark.anyio
+async def test_derives_follow_the_appends_at_most_once_per_interval_and_cover_them_all(store: Store) -> None:
+    broker = CountingBroker()
+    appender = Appender(store, broker, derive_interval=0.25)
+    t, root = long_run(0)
+    await appender.append(t.events, stream="test")
+    started = time.monotonic()
+    for _ in range(20):
+        before = len(t.events)
+        t.end(t.start("turn", root))
+        await appender.append(t.events[before:], stream="test")
+        await asyncio.sleep(0.02)
+    await appender.drain()
+    elapsed = time.monotonic() - started
+    assert len(broker.derives) <= elapsed / 0.25 + 2
+    assert broker.derives == sorted(broker.derives)
+    assert broker.derives[-1] == len(t.events)
     assert get_run(store, t.trace_id).events == len(t.events)

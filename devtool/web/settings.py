@@ -16,8 +16,9 @@ class Settings:
     max_ingest_bytes: int = 32 * 1024 * 1024
     max_ingest_events: int = 10_000
     # Live streams: at most one message per `live_interval` s per client (a page's refreshes also
-    # queue behind each other, so it redraws no faster than fragments render); a client that falls
-    # `live_queue_events` behind is told to resync; a heartbeat every `live_heartbeat` s.
+    # queue behind each other, so it redraws no faster than fragments render), and the spans of live
+    # events derived at most that often; a client that falls `live_queue_events` behind is told to
+    # resync; a heartbeat every `live_heartbeat` s.
     live_interval: float = 0.1
     live_queue_events: int = 10_000
     live_heartbeat: float = 15.0

@@ -28,7 +28,7 @@ class Live:
 
     def __init__(self, store: Store, settings: Settings) -> None:
         self.broker = Broker(queue_limit=settings.live_queue_events)
-        self.appender = Appender(store, self.broker)
+        self.appender = Appender(store, self.broker, derive_interval=settings.live_interval)
         self.followers = [
             Follower(path, store, self.appender, interval=settings.follow_interval) for path in settings.follow
         ]

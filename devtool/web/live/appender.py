@@ -12,15 +12,18 @@ request that gives up waiting (its client went away) does not cancel an append o
 Storing a batch commits its events only; their spans and run summaries are derived after, by a task
 that follows the appends (`Store.derive_backlog`, which costs about the same for ten events as for a
 thousand, and grows with the run): under load one derive covers many appends, and an append never
-waits for one. Each derive is published too (`Broker.publish_derived`), which is what pages redraw
-on and what tells a run's stream that the run is over. `settle()` derives whatever is pending now,
-for a reader that must see it (a page request).
+waits for one. Derives start at most once per `derive_interval` (the streams' interval: a page
+redraws no more often than that, so deriving more often would only take CPU from the appends).
+Each derive is published too (`Broker.publish_derived`), which is what pages redraw on and what
+tells a run's stream that the run is over. `settle()` derives whatever is pending now, for a reader
+that must see it (a page request).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,9 +49,10 @@ class _Batch:
 class Appender:
     """Stores live batches in order, grouped, and tells the broker about each stored group."""
 
-    def __init__(self, store: Store, broker: Broker) -> None:
+    def __init__(self, store: Store, broker: Broker, *, derive_interval: float = 0.0) -> None:
         self.store = store
         self.broker = broker
+        self.derive_interval = derive_interval
         self.appends = 0
         self._pending: list[_Batch] = []
         self._flush: asyncio.Task[None] | None = None
@@ -81,13 +85,16 @@ class Appender:
             self.broker.publish_derived(*derived)
 
     async def _follow(self) -> None:
-        """Derive behind the appends while they come, one derive at a time, each covering all pending."""
+        """Derive behind the appends while they come: one derive at a time, each covering all that is
+        pending, and one at most every `derive_interval` seconds."""
         while self.store.backlog:
+            started = time.monotonic()
             try:
                 await self.settle()
             except Exception:  # the events are stored; the next append or page request derives again
                 logger.exception("devtool: could not derive the spans of live events")
                 return
+            await asyncio.sleep(max(0.0, started + self.derive_interval - time.monotonic()))
 
     async def _run(self) -> None:
         while self._pending:
