@@ -9,7 +9,7 @@ import pytest
 
 from devtool.core import MemorySink, OutsideRunError, create_agent, memory, run_with
 from devtool.core.debugger import dump_snapshot
-from devtool.core.jsonvalue import content_hash
+from devtool.core.snapshot_tree import snapshot_id
 
 
 def test_dump_is_a_deep_copy() -> None:
@@ -54,7 +54,7 @@ def test_running_siblings_and_ancestors_are_running() -> None:
     assert snapshot["version"] == 1
     (event,) = [e for e in sink.events if e["type"] == "snapshot:dump"]
     assert event["snapshot"] == snapshot
-    assert event["snapshotId"] == content_hash(snapshot)
+    assert event["snapshotId"] == snapshot_id(snapshot)
     assert event["callId"] == "root/agent:parent:0/agent:watcher:0"
 
 

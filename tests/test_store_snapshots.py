@@ -9,8 +9,11 @@ import json
 import pytest
 
 from devtool.core.debugger import restore_snapshot
-from devtool.core.jsonvalue import canonical_json, content_hash
+from devtool.core.jsonvalue import canonical_json
+from devtool.core.snapshot_tree import snapshot_id as tree_id
+from devtool.core.snapshot_tree import split
 from devtool.store import NotFoundError, Store, StoreError, get_snapshot, list_snapshots, save_snapshot
+from devtool.store.snapshots import frame_page, snapshot_counts
 from tests.conftest import CORPUS
 
 
@@ -19,11 +22,11 @@ def restored(scenario: str = "nested") -> dict[str, object]:
     return dict(restore_snapshot([json.loads(line) for line in path.read_text().splitlines()]))
 
 
-def test_the_id_is_the_hash_of_the_content_and_saving_twice_keeps_one(store: Store) -> None:
+def test_the_id_is_the_hash_of_the_content_tree_and_saving_twice_keeps_one(store: Store) -> None:
     snapshot = restored()
     first = save_snapshot(store, snapshot)
     again = save_snapshot(store, copy.deepcopy(snapshot))
-    assert first == again == content_hash(snapshot)
+    assert first == again == tree_id(snapshot)
     assert len(first) == 64
     assert store.query("SELECT count(*) FROM snapshots") == [(1,)]
     stored = get_snapshot(store, first)
@@ -41,7 +44,8 @@ def test_the_document_keeps_its_key_order_and_the_first_creator(store: Store) ->
     snapshot = restored()
     snapshot["root"]["memory"] = {"zebra": 1, "apple": {"y": 2, "b": 3}}  # type: ignore[index]
     snapshot_id = save_snapshot(store, snapshot, created_by="ana")
-    assert snapshot_id == hashlib.sha256(canonical_json(snapshot)).hexdigest()
+    top, _ = split(snapshot)
+    assert snapshot_id == hashlib.sha256(canonical_json(top)).hexdigest()
     memory = get_snapshot(store, snapshot_id).snapshot["root"]["memory"]
     assert list(memory) == ["zebra", "apple"]
     assert list(memory["apple"]) == ["y", "b"]
@@ -52,7 +56,7 @@ def test_the_document_keeps_its_key_order_and_the_first_creator(store: Store) ->
 def test_a_trusted_restore_is_stored_under_the_same_id_as_a_checked_one(store: Store) -> None:
     snapshot = restored("zombie")
     trusted = save_snapshot(store, snapshot, trusted=True)
-    assert trusted == content_hash(snapshot)
+    assert trusted == tree_id(snapshot)
     assert get_snapshot(store, trusted).snapshot == snapshot
     assert save_snapshot(store, copy.deepcopy(snapshot)) == trusted
 
@@ -84,4 +88,49 @@ def test_what_cannot_be_saved(store: Store) -> None:
         save_snapshot(store, restored(), parent_id="nope")
     with pytest.raises(NotFoundError, match="no snapshot 'nope'"):
         get_snapshot(store, "nope")
+    deep = restored()
+    for depth in range(5000):
+        deep["root"] = {**deep["root"], "callId": f"c{depth}", "children": {deep["root"]["callId"]: deep["root"]}}
+    with pytest.raises(StoreError, match="not an AgentSnapshot: its frames are nested too deep to be stored"):
+        save_snapshot(store, deep)
     assert store.query("SELECT count(*) FROM snapshots") == [(0,)]
+
+
+def test_a_page_of_frames_reads_the_tree_in_depth_first_order(store: Store) -> None:
+    snapshot = restored("nested")
+    stored = get_snapshot(store, save_snapshot(store, snapshot))
+    frames = []
+    stack = [(0, snapshot["root"])]
+    while stack:
+        depth, frame = stack.pop()
+        frames.append((depth, frame))
+        stack.extend((depth + 1, child) for child in reversed(list(frame["children"].values())))
+    assert len(frames) > 4
+    assert snapshot_counts(store, stored).frames == len(frames)
+    for offset in range(len(frames) + 1):
+        for limit in (1, 2, 3, 100):
+            page = frame_page(store, stored, offset=offset, limit=limit)
+            expected = frames[offset : offset + limit]
+            assert [position for position, _, _ in page] == list(range(offset, offset + len(expected)))
+            assert [(depth, node["callId"], list(node["children"])) for _, depth, node in page] == [
+                (depth, frame["callId"], list(frame["children"])) for depth, frame in expected
+            ]
+            pairs = zip(page, expected, strict=True)
+            assert all(node["memory"] == frame["memory"] for (_, _, node), (_, frame) in pairs)
+
+
+def test_a_snapshot_stored_whole_before_trees_is_read_as_one(store: Store) -> None:
+    # A row from before migration 3: the whole document under the hash of its canonical JSON.
+    snapshot = restored("zombie")
+    legacy_id = hashlib.sha256(canonical_json(snapshot)).hexdigest()
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO snapshots (snapshot_id, trace_id, source, body) VALUES (?, ?, 'restore', ?)",
+            [legacy_id, snapshot["provenance"]["traceId"], json.dumps(snapshot)],
+        )
+    stored = get_snapshot(store, legacy_id)
+    assert stored.info.snapshot_id == legacy_id
+    assert stored.snapshot == snapshot
+    assert snapshot_counts(store, stored).frames == len(frame_page(store, stored, offset=0, limit=1000))
+    assert store.query("SELECT root_id IS NOT NULL FROM snapshots") == [(True,)]
+    assert get_snapshot(store, legacy_id).snapshot == snapshot

@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 
 from devtool.core import MemorySink, create_agent, create_tool, memory, run_with
 from devtool.core.debugger import dump_snapshot
-from devtool.core.jsonvalue import content_hash
+from devtool.core.snapshot_tree import snapshot_id as tree_id
 from devtool.demo import research
 from devtool.store import Store, append_events, get_snapshot, list_snapshots
 from devtool.store.queries.navigation import search_spans
@@ -75,7 +75,7 @@ def test_the_same_cut_gives_the_same_snapshot_id(client: TestClient, store: Stor
     after = rewind(client, trace_id, tools, "after")
     assert after != first
     stored = get_snapshot(store, first)
-    assert first == content_hash(stored.snapshot)
+    assert first == tree_id(stored.snapshot)
     assert stored.snapshot["provenance"] == {
         "traceId": trace_id,
         "spanId": tools,
@@ -155,7 +155,7 @@ def test_the_json_is_what_run_with_takes(client: TestClient, store: Store, tmp_p
     assert response.headers["content-type"] == "application/json"
     assert f"snapshot-{snapshot_id[:12]}.json" in response.headers["content-disposition"]
     document = response.json()
-    assert content_hash(document) == snapshot_id
+    assert tree_id(document) == snapshot_id
     # Replay it in-process: the recorded lookup is served from the journal, the tombstone runs again.
     calls: list[str] = []
     lookup = create_tool("lookup", lambda q: calls.append("lookup") or {"hit": "LIVE"})
@@ -230,7 +230,7 @@ def uploaded(client: TestClient, document: dict[str, Any]) -> str:
 def test_an_uploaded_snapshot_gets_a_page_and_keeps_its_id(client: TestClient, store: Store) -> None:
     document = snapshot(memory={"k": "v"})
     snapshot_id = uploaded(client, document)
-    assert snapshot_id == content_hash(document)
+    assert snapshot_id == tree_id(document)
     assert get_snapshot(store, snapshot_id).snapshot == document
     page = html(client.get(f"/snapshots/{snapshot_id}").text)
     assert "(not in this DevTool)" in one(page, ".provenance").text()

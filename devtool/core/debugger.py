@@ -6,9 +6,10 @@ from devtool.core.errors import SnapshotDisabledError
 from devtool.core.events import EVENTS, now_ms, trace_event
 from devtool.core.frame import current_frame
 from devtool.core.ids import new_span_id
-from devtool.core.jsonvalue import JSON, content_hash, describe
+from devtool.core.jsonvalue import JSON, describe
 from devtool.core.restore import restore_snapshot
 from devtool.core.snapshot import SNAPSHOT_VERSION, AgentSnapshot
+from devtool.core.snapshot_tree import snapshot_id
 
 __all__ = ["dump_snapshot", "restore_snapshot"]
 
@@ -47,7 +48,7 @@ def dump_snapshot(*, metadata: dict[str, JSON] | None = None) -> AgentSnapshot:
             new_span_id(),
             frame.span_id,
             callId=frame.call_id,
-            snapshotId=content_hash(snapshot),
+            snapshotId=snapshot_id(snapshot),
             snapshot=snapshot,
         )
     )

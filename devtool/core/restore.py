@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from devtool.core.errors import RestoreError
 from devtool.core.events import EVENTS, SCHEMA_VERSION
@@ -51,7 +51,9 @@ from devtool.core.snapshot import ROOT_CALL_ID, SNAPSHOT_VERSION, AgentSnapshot,
 
 Anchor = Literal["before", "after"]
 Trace = dict[str, Any]
-Action = Callable[[Event, Trace, str], None]
+# An event's action returns the frame it was applied to (None when it changed nothing): a rewind
+# index (`restore_index`) records it to tell which events a frame's state depends on.
+Action = Callable[[Event, Trace, str], RestoredFrame | None]
 
 # Events that hold no state a snapshot needs and parent no span that does: passed over at once.
 _LEAVES: Final = (
@@ -105,9 +107,10 @@ def restore_snapshot(events: Iterable[Any], *, span_id: str | None = None, ancho
     if span_id is not None and not isinstance(span_id, str):
         raise RestoreError(f"Restore failed: span_id must be a string, got {type(span_id).__name__}.")
     skipped = Skipped()
-    walk = _Walk(skipped)
+    walk = Walk(skipped)
     cut = walk.run(timeline(events, skipped), span_id or None, anchor)
-    snapshot = walk.snapshot(cut, anchor)
+    root = walk.settled_root(cut)
+    snapshot = cast(AgentSnapshot, walk.envelope(cut, anchor, root.to_snapshot()))
     if skipped.count:
         warnings.warn(RestoreWarning(skipped.explain("restore_snapshot skipped ")), stacklevel=2)
     return snapshot
@@ -132,8 +135,13 @@ class _Run:
         return stack[-1] if stack else self.root
 
 
-class _Walk:
-    """One pass over the sorted events up to the cut, building frames as it goes."""
+class Walk:
+    """One pass over the sorted events up to the cut, building frames as it goes.
+
+    `restore_snapshot` is one walk over every event; a rewind index (`restore_index`) walks a whole
+    run once to learn which events each frame depends on, and a rewind then walks only those of the
+    frames its cut leaves open.
+    """
 
     def __init__(self, skipped: Skipped) -> None:
         self.skipped = skipped
@@ -188,13 +196,12 @@ class _Walk:
             raise RestoreError("Restore failed: Trace is empty." + skipped.explain(" It has no usable event: "))
         if span_id is not None:
             raise RestoreError(_span_not_found(span_id, before, seen))
-        return next(event for event in reversed(events) if _usable(event))
+        return next(event for event in reversed(events) if usable(event))
 
-    def snapshot(self, cut: Event, anchor: Anchor) -> AgentSnapshot:
-        """The snapshot of the run the cut event belongs to."""
-        trace = cut["trace"]
-        trace_id = trace.get("traceId")
-        run = self.runs.get(trace_id)
+    def settled_root(self, cut: Event) -> RestoredFrame:
+        """The root frame of the run the cut event belongs to, its status settled, or `RestoreError`
+        when no agent had started in that run at the cut."""
+        run = self.runs.get(cut["trace"].get("traceId"))
         if run is None or run.root.is_empty():
             raise RestoreError(
                 "Restore failed: Root agent frame not created: no agent had started at this cut, so there is "
@@ -204,14 +211,24 @@ class _Walk:
         root = run.root
         if not run.from_run_with:
             root.status, root.error = _synthetic_root_status(root)
+        return root
+
+    def envelope(self, cut: Event, anchor: Anchor, root: Any) -> dict[str, Any]:
+        """The snapshot document around `root`: the root frame, or (stored as a tree) its node id."""
+        trace = cut["trace"]
+        trace_id = trace.get("traceId")
         process = trace_id if isinstance(trace_id, str) else ""
         return {
             "processId": process,
             "timestamp": cut["timestamp"],
-            "root": root.to_snapshot(),
+            "root": root,
             "provenance": {"traceId": process, "spanId": trace["spanId"], "anchor": anchor, "source": "restore"},
             "version": SNAPSHOT_VERSION,
         }
+
+    def new_frame(self, call_id: str, agent_id: str) -> RestoredFrame:
+        """A frame for an agent call that just started (a rewind index tracks what happens to it)."""
+        return RestoredFrame(call_id, agent_id)
 
     def _run_of(self, trace: Trace) -> _Run:
         trace_id = trace.get("traceId")
@@ -236,72 +253,84 @@ class _Walk:
             f'Restore failed: Target span "{span}" START event is at the beginning of trace, cannot restore before it.'
         )
 
-    def _remember(self, event: Event, trace: Trace, span: str) -> None:
-        if span not in self.owner:
-            self.owner[span] = self._parent(trace)
+    def _remember(self, event: Event, trace: Trace, span: str) -> RestoredFrame | None:
+        if span in self.owner:
+            return None
+        frame = self.owner[span] = self._parent(trace)
+        return frame
 
-    def _unknown(self, event: Event, trace: Trace, span: str) -> None:
+    def _unknown(self, event: Event, trace: Trace, span: str) -> RestoredFrame | None:
         self.skipped.add(f"of unknown type {event['type']!r}", _where(event))
         # Still a span: what starts inside it belongs where it does.
-        self._remember(event, trace, span)
+        return self._remember(event, trace, span)
 
-    def _run_with_start(self, event: Event, trace: Trace, span: str) -> None:
+    def _run_with_start(self, event: Event, trace: Trace, span: str) -> RestoredFrame:
         run = self._run_of(trace)
         run.from_run_with = True
         self.owner[span] = run.root
+        return run.root
 
-    def _run_with_end(self, event: Event, trace: Trace, span: str) -> None:
-        self._run_with_start(event, trace, span)
-        root = self.owner[span]
+    def _run_with_end(self, event: Event, trace: Trace, span: str) -> RestoredFrame:
+        root = self._run_with_start(event, trace, span)
         memory = event.get("memory")
         if type(memory) is dict:
             root.memory = memory
         root.settle(*_outcome(event))
+        return root
 
-    def _agent_start(self, event: Event, trace: Trace, span: str) -> None:
+    def _agent_start(self, event: Event, trace: Trace, span: str) -> RestoredFrame | None:
         agent_id = event.get("agentId")
         if type(agent_id) is not str:
             self.skipped.add("without an agentId", _where(event))
-            return
+            return None
         parent = self._parent(trace)
         call_id = event.get("callId")
         if type(call_id) is not str or not call_id:
             call_id = parent.child_call_id(agent_id)
-        frame = self.owner[span] = RestoredFrame(call_id, agent_id)
+        frame = self.owner[span] = self.new_frame(call_id, agent_id)
         parent.add_child(frame)
         self._run_of(trace).open.append(frame)
+        return frame
 
-    def _agent_end(self, event: Event, trace: Trace, span: str) -> None:
+    def _agent_end(self, event: Event, trace: Trace, span: str) -> RestoredFrame | None:
         frame = self.owner.get(span)
         if frame is None:  # its start is not in the trace: the end repeats the start's fields
-            self._agent_start(event, trace, span)
-            frame = self.owner.get(span)
+            frame = self._agent_start(event, trace, span)
             if frame is None:
-                return
+                return None
         frame.settle(*_outcome(event))
+        return frame
 
-    def _generation_end(self, event: Event, trace: Trace, span: str) -> None:
+    def _generation_end(self, event: Event, trace: Trace, span: str) -> RestoredFrame | None:
         memory = event.get("memory")
-        if type(memory) is dict:
-            (self.owner.get(span) or self._parent(trace)).memory = memory
+        if type(memory) is not dict:
+            return None
+        frame = self.owner.get(span) or self._parent(trace)
+        frame.memory = memory
+        return frame
 
-    def _turn_end(self, event: Event, trace: Trace, span: str) -> None:
+    def _turn_end(self, event: Event, trace: Trace, span: str) -> RestoredFrame | None:
         digest = event.get("contentHash")
         message = event.get("message")
-        if event.get("success") is True and type(digest) is str and message is not None:
-            self._parent(trace).prompt[digest] = {"output": message, "contentHash": digest}
+        if event.get("success") is not True or type(digest) is not str or message is None:
+            return None
+        frame = self._parent(trace)
+        frame.prompt[digest] = {"output": message, "contentHash": digest}
+        return frame
 
-    def _tools_end(self, event: Event, trace: Trace, span: str) -> None:
+    def _tools_end(self, event: Event, trace: Trace, span: str) -> RestoredFrame | None:
         results = event.get("toolResults")
         if type(results) is not list:
             self.skipped.add("without a toolResults list", _where(event))
-            return
-        journal = (self.owner.get(span) or self._parent(trace)).tool
+            return None
+        frame = self.owner.get(span) or self._parent(trace)
+        journal = frame.tool
         for result in results:
             if type(result) is dict and result.get("success") is True:
                 digest = result.get("contentHash")
                 if type(digest) is str:
                     journal[digest] = _tool_record(result, digest)
+        return frame
 
 
 def _check_version(event: Event, skipped: Skipped) -> None:
@@ -357,7 +386,7 @@ def _synthetic_root_status(root: RestoredFrame) -> tuple[Status, Any]:
     return last.status, last.error
 
 
-def _usable(event: Event) -> bool:
+def usable(event: Event) -> bool:
     """What the walk accepts: a trace context with a span id, a type, our schemaVersion."""
     trace = event.get("trace")
     return (

@@ -8,6 +8,8 @@ ending means for children still running.
 
 from __future__ import annotations
 
+from typing import Any
+
 from devtool.core.jsonvalue import JSON
 from devtool.core.snapshot import FrameSnapshot, FrameState, JournalRecord, Status
 
@@ -86,6 +88,11 @@ class RestoredFrame:
                 child.abandon(message)
 
     def to_snapshot(self) -> FrameSnapshot:
+        return self.shaped({call_id: child.to_snapshot() for call_id, child in self.children.items()})
+
+    def shaped(self, children: dict[str, Any]) -> FrameSnapshot:
+        """This frame as a snapshot frame whose `children` are `children`: the frames themselves, or
+        (a snapshot stored as a tree of frames) their node ids."""
         state: FrameState = {"status": self.status}
         if self.status == "completed":
             state["output"] = self.output
@@ -96,7 +103,7 @@ class RestoredFrame:
             "agentId": self.agent_id,
             "memory": self.memory,
             "journal": {"prompt": self.prompt, "tool": self.tool},
-            "children": {call_id: child.to_snapshot() for call_id, child in self.children.items()},
+            "children": children,
             "state": state,
         }
 

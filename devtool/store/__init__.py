@@ -3,7 +3,8 @@
 - `Store(path)`: the file, one writer (`writer()`, `transaction()`) and a cursor per reader.
 - Loading: `load_file(store, path, bad_lines=..., progress=...)` (one file, all or nothing, once per
   content); `append_events(store, events, stream=...)` (a live batch, one transaction, returns ids).
-- Snapshots: `save_snapshot`, `get_snapshot`, `list_snapshots`, `snapshot_id`.
+- Snapshots: `save_snapshot`, `get_snapshot`, `list_snapshots`, `snapshot_id` (kept as trees of frame
+  nodes, `snapshots.py`); the rewind index of big runs, `rewind_index.py`.
 - Reading: the named queries of `devtool.store.queries`, each returning frozen dataclasses.
 
 The tables and what each holds are described in `schema.py`; how spans are derived, in `derive.py`.

@@ -3,7 +3,8 @@
 A run's export is its events exactly as they were loaded, one JSON object a line, in the order a
 restore reads them (timestamp, then load order), gzip-compressed as it is produced (a run of a
 million events never sits in memory). `devtool load` reads it back as it is; `export_snapshot` is the
-stored canonical JSON, byte for byte (its SHA-256 is the snapshot's id).
+snapshot document assembled from its stored frames (`devtool.core.snapshot_tree.snapshot_id` of it
+is its id), which `devtool run --snapshot` and an upload take as it is.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from collections.abc import Iterator
 import orjson
 
 from devtool.store.database import Store
-from devtool.store.errors import NotFoundError
 from devtool.store.queries.events import iter_run_events
+from devtool.store.snapshots import get_snapshot
 
 # gzip framing (not zlib's): what `gunzip`, Python's gzip module and `devtool load` read.
 _GZIP = 16 + zlib.MAX_WBITS
@@ -45,8 +46,5 @@ def _gzip_lines(first: dict[str, object] | None, rest: Iterator[dict[str, object
 
 
 def export_snapshot(store: Store, snapshot_id: str) -> bytes:
-    """Snapshot `snapshot_id` as stored: canonical JSON; `NotFoundError` if there is none."""
-    rows = store.query("SELECT body FROM snapshots WHERE snapshot_id = ?", [snapshot_id])
-    if not rows:
-        raise NotFoundError(f"no snapshot {snapshot_id!r} in the store")
-    return str(rows[0][0]).encode()
+    """Snapshot `snapshot_id`, the whole document in its own key order; `NotFoundError` if there is none."""
+    return orjson.dumps(get_snapshot(store, snapshot_id).snapshot)

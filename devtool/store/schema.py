@@ -13,8 +13,17 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   ancestor the frame tree shows.
 - `runs`: one summary row per trace, kept up to date by every load and append.
 - `journal_entries`: process-journal entries, with `ts_ms` parsed from their ISO 8601 `timestamp`.
-- `snapshots`: AgentSnapshots under a stable content id (SHA-256 of canonical JSON), with the id
-  they were forked from and who first stored them (migration 2).
+- `snapshots`: AgentSnapshots under a stable content id, with the id they were forked from and who
+  first stored them (migration 2). Since migration 3 a snapshot is a tree of frame nodes
+  (`devtool.core.snapshot_tree`): `body` is its top (the document with `root` as the root's node id,
+  `root_id`), its id the top's SHA-256; a row stored before (`root_id` NULL) holds the whole document
+  under the SHA-256 of its canonical JSON, and becomes a tree when it is first read.
+- `snapshot_nodes` (migration 3): one row per frame node, shared by every snapshot that has the frame,
+  with the counts of its subtree (frames, prompt and tool entries, tombstones) for the snapshot page.
+- `rewind_runs`, `rewind_frames` (migration 3): the rewind index of a big run
+  (`devtool.core.restore_index`): per frame, when it was made and last changed, its events and its
+  sealed node. `last_event_id` is the run's last event when it was indexed: a run that has grown
+  since is rewound from its events until it is indexed again.
 """
 
 from __future__ import annotations
@@ -116,5 +125,38 @@ MIGRATIONS: list[str] = [
     """,
     """
     ALTER TABLE snapshots ADD COLUMN created_by VARCHAR;
+    """,
+    """
+    ALTER TABLE snapshots ADD COLUMN root_id VARCHAR;
+    CREATE TABLE snapshot_nodes (
+        node_id VARCHAR PRIMARY KEY,
+        body JSON NOT NULL USING COMPRESSION zstd,
+        frames BIGINT NOT NULL,
+        prompts BIGINT NOT NULL,
+        tools BIGINT NOT NULL,
+        tombstones BIGINT NOT NULL
+    );
+    CREATE TABLE rewind_runs (
+        trace_id VARCHAR PRIMARY KEY,
+        last_event_id BIGINT NOT NULL,
+        indexed BOOLEAN NOT NULL,
+        reason VARCHAR,
+        events BIGINT NOT NULL,
+        frames BIGINT NOT NULL,
+        seconds DOUBLE NOT NULL,
+        built_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
+    CREATE TABLE rewind_frames (
+        trace_id VARCHAR NOT NULL,
+        frame INTEGER NOT NULL,
+        parent INTEGER NOT NULL,
+        call_id VARCHAR NOT NULL,
+        created BIGINT NOT NULL,
+        last BIGINT NOT NULL,
+        node_id VARCHAR NOT NULL,
+        status VARCHAR NOT NULL,
+        error JSON,
+        events BIGINT[] NOT NULL
+    );
     """,
 ]

@@ -1,29 +1,41 @@
 """AgentSnapshots kept in the store, each under a stable content id, with the snapshot it was forked from.
 
-The id is the SHA-256 of the snapshot's canonical JSON (`devtool.core`'s content hash): the same
-snapshot saved twice is stored once and keeps its id, so a `/snapshots/<id>` link means the same
-document forever. The document is stored with its own key order, not the canonical one: a replay
-hands recorded outputs back as they were, and an agent that writes a tool's output into its next
-prompt writes the keys in that order, so sorting them would change the prompt's hash and miss the
-journal. A fork (a snapshot made by editing another) records `parent_id`; `created_by` is who stored
-it first.
+A snapshot is kept as a tree of frame nodes (`devtool.core.snapshot_tree`): its top in `snapshots`,
+one row per frame in `snapshot_nodes`, shared by every snapshot holding that frame (the snapshots of
+one run share most of theirs; a fork shares all the frames it did not edit). Its id is the hash of
+its top, which covers every node: the same snapshot saved twice is stored once and keeps its id, so
+a `/snapshots/<id>` link means the same document forever. Documents keep their own key order, not the
+canonical one: a replay hands recorded outputs back as they were, and an agent that writes a tool's
+output into its next prompt writes the keys in that order, so sorting them would change the prompt's
+hash and miss the journal. A fork records `parent_id`; `created_by` is who stored it first.
+
+Each node row also counts its subtree (frames, journal entries, tombstones), so a snapshot page
+shows a big snapshot's totals and one page of its frames without reading the rest
+(`snapshot_counts`, `frame_page`); the whole document is assembled only when asked for
+(`StoredSnapshot.snapshot`: a download, a replay, a fork).
 """
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any, cast
 
+import duckdb
 import orjson
 
 from devtool.core.errors import SnapshotError
-from devtool.core.jsonvalue import NotJSONError, canonical_json, content_hash
+from devtool.core.jsonvalue import NotJSONError, json_copy
 from devtool.core.snapshot import AgentSnapshot, validate
+from devtool.core.snapshot_tree import Node, assemble, node_id, split
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError, StoreError
 from devtool.store.queries.events import collector_paused
+
+# Nodes read or written per statement (an id list bound as one parameter).
+_BATCH = 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,14 +53,38 @@ class SnapshotInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class SnapshotCounts:
+    """A snapshot's (or a subtree's) frames, prompt and tool journal entries, and tombstones."""
+
+    frames: int
+    prompts: int
+    tools: int
+    tombstones: int
+
+
 class StoredSnapshot:
-    info: SnapshotInfo
-    snapshot: AgentSnapshot
+    """A stored snapshot: its info, its top (the document without its frames), and, read when first
+    used, the whole document."""
+
+    def __init__(self, store: Store, info: SnapshotInfo, top: dict[str, Any]) -> None:
+        self.info = info
+        self.top = top
+        self._store = store
+
+    @property
+    def root_id(self) -> str:
+        return str(self.top["root"])
+
+    @cached_property
+    def snapshot(self) -> AgentSnapshot:
+        with collector_paused():
+            return cast(AgentSnapshot, assemble(self.top, read_nodes(self._store, [self.root_id])))
 
 
 def snapshot_id(snapshot: AgentSnapshot | dict[str, Any]) -> str:
-    """The id a snapshot is stored under: the SHA-256 of its canonical JSON."""
-    return content_hash(snapshot)
+    """The id `snapshot` is stored under (`devtool.core.snapshot_tree.snapshot_id`), once checked."""
+    top, _ = _split(snapshot, trusted=False)
+    return node_id(top)
 
 
 def save_snapshot(
@@ -66,47 +102,87 @@ def save_snapshot(
     well-formed JSON by construction and is not checked again (on a million-event run the checks
     cost more than the restore). Never pass it for a snapshot from a user or a file.
     """
-    if trusted:
-        checked = cast(AgentSnapshot, snapshot)
-        new_id = hashlib.sha256(orjson.dumps(checked, option=orjson.OPT_SORT_KEYS)).hexdigest()
-    else:
-        try:
-            checked = validate(snapshot)
-            new_id = hashlib.sha256(canonical_json(checked)).hexdigest()
-        except (SnapshotError, NotJSONError) as exc:
-            raise StoreError(f"not an AgentSnapshot: {exc}") from exc
-    provenance = checked["provenance"]
-    with store.transaction() as conn:
+    top, nodes = _split(snapshot, trusted=trusted)
+    return save_tree(store, top, nodes, parent_id=parent_id, created_by=created_by)
+
+
+def save_tree(
+    store: Store,
+    top: Mapping[str, Any],
+    nodes: Mapping[str, Node],
+    *,
+    parent_id: str | None = None,
+    created_by: str | None = None,
+) -> str:
+    """Store a snapshot given as its top and the nodes it adds (children before parents; a child
+    not among them must be stored already), return its id."""
+    new_id = node_id(top)
+    provenance = top["provenance"]
+    with collector_paused(), store.transaction() as conn:
         if (
             parent_id is not None
             and not conn.execute("SELECT 1 FROM snapshots WHERE snapshot_id = ?", [parent_id]).fetchall()
         ):
             raise NotFoundError(f"no snapshot {parent_id!r} to fork from")
-        conn.execute(
-            "INSERT INTO snapshots (snapshot_id, parent_id, trace_id, span_id, anchor, source, body, created_by) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [
-                new_id,
-                parent_id,
-                provenance.get("traceId"),
-                provenance.get("spanId"),
-                provenance.get("anchor"),
-                provenance.get("source"),
-                orjson.dumps(checked).decode(),
-                created_by,
-            ],
-        )
+        if not conn.execute("SELECT 1 FROM snapshots WHERE snapshot_id = ?", [new_id]).fetchall():
+            write_nodes(conn, nodes)
+            conn.execute(
+                "INSERT INTO snapshots (snapshot_id, parent_id, trace_id, span_id, anchor, source, body, created_by, "
+                "root_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [
+                    new_id,
+                    parent_id,
+                    provenance.get("traceId"),
+                    provenance.get("spanId"),
+                    provenance.get("anchor"),
+                    provenance.get("source"),
+                    orjson.dumps(top).decode(),
+                    created_by,
+                    top["root"],
+                ],
+            )
     return new_id
+
+
+def write_nodes(conn: duckdb.DuckDBPyConnection, nodes: Mapping[str, Node]) -> None:
+    """Insert `nodes` (children before parents) with their subtrees' counts, inside the caller's
+    transaction; nodes stored already are kept as they are."""
+    counts: dict[str, SnapshotCounts] = {}
+    rows: list[tuple[str, str, SnapshotCounts]] = []
+    for key, node in nodes.items():
+        counted = counts[key] = _count(conn, node, counts)
+        rows.append((key, orjson.dumps(node).decode(), counted))
+    for start in range(0, len(rows), _BATCH):
+        batch = rows[start : start + _BATCH]
+        conn.execute(
+            """
+            INSERT INTO snapshot_nodes
+            SELECT unnest($ids), unnest($bodies)::JSON, unnest($frames), unnest($prompts), unnest($tools),
+                   unnest($tombstones)
+            ON CONFLICT DO NOTHING
+            """,
+            {
+                "ids": [row[0] for row in batch],
+                "bodies": [row[1] for row in batch],
+                "frames": [row[2].frames for row in batch],
+                "prompts": [row[2].prompts for row in batch],
+                "tools": [row[2].tools for row in batch],
+                "tombstones": [row[2].tombstones for row in batch],
+            },
+        )
 
 
 def get_snapshot(store: Store, snapshot_id: str) -> StoredSnapshot:
     """The snapshot stored under `snapshot_id`; `NotFoundError` when there is none."""
-    rows = store.query(f"SELECT {_INFO}, body FROM snapshots WHERE snapshot_id = ?", [snapshot_id])
+    rows = store.query(f"SELECT {_INFO}, body, root_id FROM snapshots WHERE snapshot_id = ?", [snapshot_id])
     if not rows:
         raise NotFoundError(f"no snapshot {snapshot_id!r} in the store")
-    *info, body = rows[0]
+    *info, body, root_id = rows[0]
     with collector_paused():
-        return StoredSnapshot(SnapshotInfo(*info), orjson.loads(body))
+        document = orjson.loads(body)
+        if root_id is None:
+            document = _as_tree(store, snapshot_id, document)
+    return StoredSnapshot(store, SnapshotInfo(*info), document)
 
 
 def list_snapshots(store: Store, *, trace_id: str | None = None) -> list[SnapshotInfo]:
@@ -117,6 +193,148 @@ def list_snapshots(store: Store, *, trace_id: str | None = None) -> list[Snapsho
         [trace_id] if trace_id is not None else [],
     )
     return [SnapshotInfo(*row) for row in rows]
+
+
+def read_nodes(store: Store, ids: Iterable[str]) -> dict[str, Node]:
+    """The nodes `ids` and every node under them, by id."""
+    nodes: dict[str, Node] = {}
+    wanted = list(ids)
+    with store.reader() as cursor:
+        while wanted:
+            batch = list(dict.fromkeys(key for key in wanted[:_BATCH] if key not in nodes))
+            wanted = wanted[_BATCH:]
+            if not batch:
+                continue
+            rows = cursor.execute(
+                "SELECT node_id, body FROM snapshot_nodes WHERE node_id = ANY($ids)", {"ids": batch}
+            ).fetchall()
+            if len(rows) != len(batch):
+                raise StoreError(f"{len(batch) - len(rows)} frames of a stored snapshot are missing from the store")
+            for key, body in rows:
+                node = nodes[key] = orjson.loads(body)
+                wanted.extend(child for child in node["children"].values() if child not in nodes)
+    return nodes
+
+
+def snapshot_counts(store: Store, stored: StoredSnapshot) -> SnapshotCounts:
+    """The snapshot's totals: frames, prompt and tool entries, tombstones."""
+    rows = store.query(
+        "SELECT frames, prompts, tools, tombstones FROM snapshot_nodes WHERE node_id = ?", [stored.root_id]
+    )
+    if not rows:
+        raise StoreError(f"the root frame of snapshot {stored.info.snapshot_id} is missing from the store")
+    return SnapshotCounts(*rows[0])
+
+
+def frame_page(store: Store, stored: StoredSnapshot, *, offset: int, limit: int) -> list[tuple[int, int, Node]]:
+    """Frames `offset` .. `offset + limit` of the snapshot in depth-first order (children in their
+    order), each as (position, depth, node): a node's `children` are node ids. Reads the nodes on
+    the page and the sizes of the subtrees it skips, nothing else."""
+    page: list[tuple[int, int, Node]] = []
+    with collector_paused(), store.reader() as cursor:
+        root_size = _sizes(cursor, [stored.root_id])
+        # Depth-first with a stack of (node id, depth, subtree size); `position` counts frames passed.
+        stack = [(stored.root_id, 0, root_size[stored.root_id])]
+        position = 0
+        read: dict[str, Node] = {}
+        while stack and len(page) < limit:
+            key, depth, size = stack.pop()
+            if position + size <= offset:
+                position += size  # the whole subtree is before the page
+                continue
+            if key not in read:  # this node and the next ones the page may show, in one statement
+                upcoming = [key] + [entry[0] for entry in reversed(stack[-(limit - len(page)) :])]
+                read.update(_bodies(cursor, upcoming))
+            node = read[key]
+            if position >= offset:
+                page.append((position, depth, node))
+            position += 1
+            children = list(node["children"].values())
+            sizes = _sizes(cursor, children) if children else {}
+            stack.extend((child, depth + 1, sizes[child]) for child in reversed(children))
+    return page
+
+
+def is_tombstone(entry: Mapping[str, Any]) -> bool:
+    """A journal entry a replay never serves (an output that was not JSON): `output` null, `error` set."""
+    return entry.get("output") is None and entry.get("error") is not None
+
+
+def _split(snapshot: Any, *, trusted: bool) -> tuple[dict[str, Any], dict[str, Node]]:
+    try:
+        return split(snapshot if trusted else _checked(snapshot))
+    except RecursionError:
+        raise StoreError("not an AgentSnapshot: its frames are nested too deep to be stored") from None
+
+
+def _checked(snapshot: Any) -> AgentSnapshot:
+    try:
+        checked = validate(snapshot)
+        json_copy(checked)
+    except (SnapshotError, NotJSONError) as exc:
+        raise StoreError(f"not an AgentSnapshot: {exc}") from exc
+    return checked
+
+
+def _count(conn: duckdb.DuckDBPyConnection, node: Node, known: Mapping[str, SnapshotCounts]) -> SnapshotCounts:
+    """The counts of a node's subtree: its own entries, its new children's (`known`), and the sum of
+    its stored children's, added up in DuckDB (a rewind's open frame may have tens of thousands)."""
+    journal = node.get("journal", {})
+    prompt, tool = journal.get("prompt", {}), journal.get("tool", {})
+    totals = [
+        1,
+        len(prompt),
+        len(tool),
+        sum(map(is_tombstone, prompt.values())) + sum(map(is_tombstone, tool.values())),
+    ]
+    stored = []
+    for child in node["children"].values():
+        counted = known.get(child)
+        if counted is None:
+            stored.append(child)
+            continue
+        totals[0] += counted.frames
+        totals[1] += counted.prompts
+        totals[2] += counted.tools
+        totals[3] += counted.tombstones
+    if stored:
+        found, *sums = conn.execute(
+            "SELECT count(*), sum(frames), sum(prompts), sum(tools), sum(tombstones) FROM snapshot_nodes "
+            "WHERE node_id = ANY($ids)",
+            {"ids": stored},
+        ).fetchall()[0]
+        if found != len(stored):
+            raise StoreError(f"cannot store the snapshot: {len(stored) - found} of its frames are not in the store")
+        totals = [total + int(value) for total, value in zip(totals, sums, strict=True)]
+    return SnapshotCounts(*totals)
+
+
+def _sizes(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, int]:
+    rows = cursor.execute("SELECT node_id, frames FROM snapshot_nodes WHERE node_id = ANY($ids)", {"ids": ids})
+    sizes = dict(rows.fetchall())
+    if len(sizes) != len(set(ids)):
+        raise StoreError("frames of a stored snapshot are missing from the store")
+    return sizes
+
+
+def _bodies(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, Node]:
+    rows = cursor.execute("SELECT node_id, body FROM snapshot_nodes WHERE node_id = ANY($ids)", {"ids": ids})
+    nodes = {key: orjson.loads(body) for key, body in rows.fetchall()}
+    if ids[0] not in nodes:
+        raise StoreError(f"frame {ids[0]} of a stored snapshot is missing from the store")
+    return nodes
+
+
+def _as_tree(store: Store, snapshot_id: str, document: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot stored whole (before snapshots were trees), stored as a tree under its id."""
+    top, nodes = split(document)
+    with store.transaction() as conn:
+        write_nodes(conn, nodes)
+        conn.execute(
+            "UPDATE snapshots SET body = ?, root_id = ? WHERE snapshot_id = ?",
+            [orjson.dumps(top).decode(), top["root"], snapshot_id],
+        )
+    return top
 
 
 _INFO = "snapshot_id, parent_id, trace_id, span_id, anchor, source, created_at, created_by"

@@ -7,6 +7,8 @@ DuckDB query never holds up the event loop (and the live streams on it).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -22,6 +24,7 @@ from devtool.web.errors import EXCEPTION_HANDLERS
 from devtool.web.live.settled import Settled
 from devtool.web.paths import KeepEncodedSlashes
 from devtool.web.replay import Replays
+from devtool.web.rewind_indexer import RewindIndexer
 from devtool.web.settings import Settings
 from devtool.web.templating import make_environment
 from devtool.web.timing import ServerTiming
@@ -46,9 +49,20 @@ def create_app(store: Store, settings: Settings | None = None) -> Starlette:
     settings = settings or Settings()
     access = Access(settings.token)
     live_state = live.Live(store, settings)
+    indexer = RewindIndexer(store, min_events=settings.rewind_index_events, interval=settings.rewind_index_interval)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with live_state.lifespan(app):
+            indexer.start()
+            try:
+                yield
+            finally:
+                indexer.stop()
+
     app = Starlette(
         routes=routes,
-        lifespan=live_state.lifespan,
+        lifespan=lifespan,
         middleware=[
             Middleware(KeepEncodedSlashes),
             Middleware(ServerTiming),

@@ -1,12 +1,15 @@
 """Rewind: a run's snapshot at a span's start or end, made from its stored events and kept by content id.
 
-The store hands `restore_snapshot` only what it reads: the events up to the cut (the span's end for
-`after`, its start for `before`), without the types restore ignores, both left out in DuckDB. What
-restore makes from parsed JSON is a well-formed snapshot of JSON values, so it is stored without the
-checks an uploaded snapshot gets. The
-snapshot is a pure function of the trace and the cut (its `timestamp` is the cut event's, its
-`processId` the trace id), and its id is the hash of its content: rewinding to the same cut of the
-same trace gives the same id, and the second time it is found rather than stored again.
+A big run that the server has indexed (`devtool.store.rewind_index`, built in the background by
+`RewindIndexer`) is rewound from its index: the frames the cut leaves open are rebuilt from their own
+events, and every frame that had ended is a node prepared once, so a cut costs about the same early
+or late in a run of a million events. Any other run, a run that grew since it was indexed, and a cut
+the index does not make, are rewound by `restore_snapshot` over the run's events: the store hands it
+only what it reads (the events up to the cut, without the types restore ignores, both left out in
+DuckDB). Both ways give the same snapshot, a pure function of the trace and the cut (its
+`timestamp` is the cut event's, its `processId` the trace id), stored under the hash of its content:
+rewinding to the same cut of the same trace gives the same id, and the second time it is found
+rather than stored again.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS, RestoreWarning
 from devtool.store import Store, save_snapshot
 from devtool.store.queries import Cut, run_events
 from devtool.store.queries.events import collector_paused
+from devtool.store.rewind_index import restore_at
+from devtool.store.snapshots import save_tree
 
 Anchor = Literal["before", "after"]
 ANCHORS: tuple[Anchor, ...] = ("before", "after")
@@ -38,6 +43,9 @@ def rewind(store: Store, trace_id: str, span_id: str, anchor: str, *, created_by
     if anchor not in ANCHORS:
         raise RewindError(f'anchor must be "before" or "after", not {anchor[:40]!r}')
     edge: Anchor = "before" if anchor == "before" else "after"
+    tree = restore_at(store, trace_id, span_id, edge)
+    if tree is not None:
+        return save_tree(store, tree.top, tree.nodes, created_by=created_by)
     # A big run's cut is hundreds of thousands of dicts: with the cycle collector on, it would walk
     # them again and again while they are made (several times the cost of the restore itself).
     with collector_paused(), warnings.catch_warnings():

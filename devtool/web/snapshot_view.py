@@ -1,9 +1,9 @@
 """An AgentSnapshot as its page shows it: the frame tree in order, each frame's state and journal.
 
 A snapshot of a big run holds tens of thousands of frames, so the page shows them a page at a time
-(depth-first, as the tree reads), and a frame's journal its first entries (the JSON download has
-everything). A tombstone (an output that was not JSON: `output` null, `error` set) is marked: a
-replay never serves it, the call runs again.
+(depth-first, as the tree reads; the store reads only that page), and a frame's journal its first
+entries (the JSON download has everything). A tombstone (an output that was not JSON: `output`
+null, `error` set) is marked: a replay never serves it, the call runs again.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from devtool.store.snapshots import is_tombstone
 
 FRAMES_PER_PAGE = 100
 ENTRIES_SHOWN = 50
@@ -46,14 +48,6 @@ class FrameRow:
     budget: Any
 
 
-@dataclass(frozen=True)
-class SnapshotCounts:
-    frames: int
-    prompts: int
-    tools: int
-    tombstones: int
-
-
 def walk(snapshot: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
     """Every frame of `snapshot` with its depth, depth-first, children in their recorded order."""
     stack: list[tuple[int, dict[str, Any]]] = [(0, snapshot["root"])]
@@ -69,34 +63,15 @@ def frame_of(snapshot: dict[str, Any], call_id: str) -> dict[str, Any] | None:
     return next((frame for _, frame in walk(snapshot) if frame.get("callId") == call_id), None)
 
 
-def counts(snapshot: dict[str, Any]) -> SnapshotCounts:
-    frames = prompts = tools = tombstones = 0
-    for _, frame in walk(snapshot):
-        frames += 1
-        journal = frame.get("journal", {})
-        prompt, tool = journal.get("prompt", {}), journal.get("tool", {})
-        prompts += len(prompt)
-        tools += len(tool)
-        tombstones += sum(map(_tombstone, prompt.values())) + sum(map(_tombstone, tool.values()))
-    return SnapshotCounts(frames, prompts, tools, tombstones)
-
-
-def frame_rows(snapshot: dict[str, Any], *, offset: int = 0, limit: int = FRAMES_PER_PAGE) -> list[FrameRow]:
-    """Frames `offset` .. `offset + limit` in depth-first order, ready to show."""
-    rows = []
-    for index, (depth, frame) in enumerate(walk(snapshot)):
-        if index < offset:
-            continue
-        if index >= offset + limit:
-            break
-        rows.append(_row(index, depth, frame))
-    return rows
+def frame_rows(page: list[tuple[int, int, dict[str, Any]]]) -> list[FrameRow]:
+    """A page of frames (`devtool.store.snapshots.frame_page`: position, depth, node), ready to show."""
+    return [_row(index, depth, frame) for index, depth, frame in page]
 
 
 def _row(index: int, depth: int, frame: dict[str, Any]) -> FrameRow:
     journal = frame.get("journal", {})
     entries = [
-        EntryRow(kind, str(digest), entry.get("output"), entry.get("error"), _tombstone(entry))
+        EntryRow(kind, str(digest), entry.get("output"), entry.get("error"), is_tombstone(entry))
         for kind in ("prompt", "tool")
         for digest, entry in journal.get(kind, {}).items()
     ]
@@ -117,7 +92,3 @@ def _row(index: int, depth: int, frame: dict[str, Any]) -> FrameRow:
         children=len(frame.get("children", {})),
         budget=frame.get("budgetState"),
     )
-
-
-def _tombstone(entry: dict[str, Any]) -> bool:
-    return entry.get("output") is None and entry.get("error") is not None

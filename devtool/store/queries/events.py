@@ -94,6 +94,22 @@ def iter_run_events(
     drop_fields: Collection[str] = (),
 ) -> Iterator[dict[str, Any]]:
     """`run_events`, a batch at a time (a run of a million events need not sit in memory twice)."""
+    for _, event in iter_run_rows(
+        store, trace_id, cut=cut, types=types, skip_types=skip_types, drop_fields=drop_fields
+    ):
+        yield event
+
+
+def iter_run_rows(
+    store: Store,
+    trace_id: str,
+    *,
+    cut: Cut | None = None,
+    types: Collection[str] | None = None,
+    skip_types: Collection[str] | None = None,
+    drop_fields: Collection[str] = (),
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """`iter_run_events` with each event's id: `(event_id, event)`."""
     where: list[str] = ["trace_id = $trace"]
     kinds: list[str] = []
     params: dict[str, object] = {"trace": trace_id}
@@ -124,10 +140,12 @@ def iter_run_events(
             # A JSON merge patch that sets a key to null removes it (RFC 7396).
             body = "json_merge_patch(body, $drop)"
             params["drop"] = orjson.dumps(dict.fromkeys(drop_fields)).decode()
-        result = cursor.execute(f"SELECT {body} FROM events WHERE {' AND '.join(where)} ORDER BY ts, event_id", params)
+        result = cursor.execute(
+            f"SELECT event_id, {body} FROM events WHERE {' AND '.join(where)} ORDER BY ts, event_id", params
+        )
         while rows := result.fetchmany(BATCH):
             with collector_paused():
-                batch = [orjson.loads(body) for (body,) in rows]
+                batch = [(event_id, orjson.loads(body)) for event_id, body in rows]
             yield from batch
 
 

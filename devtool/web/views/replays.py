@@ -124,8 +124,7 @@ def compare_page(request: Request) -> HTMLResponse:
 
 
 def _confirm_context(request: Request, store: Store, stored: StoredSnapshot) -> dict[str, Any]:
-    snapshot = stored.snapshot
-    trace_id = snapshot["provenance"].get("traceId")
+    trace_id = stored.top["provenance"].get("traceId")
     metadata: dict[str, Any] = {}
     if isinstance(trace_id, str) and run_exists(store, trace_id):
         metadata = run_metadata(store, trace_id)

@@ -8,7 +8,8 @@
 - `/snapshots/<id>`: provenance (run, span, anchor, source, when, who, the snapshot it was forked
   from), metadata, and the frame tree a page at a time (`?frames=<offset>`): each frame's status,
   output, memory and journal entries, tombstones marked. `/snapshots/<id>.json` is the document
-  itself (the canonical JSON, whose SHA-256 is its id), exactly what `run_with(snapshot=...)` takes.
+  itself, assembled from its frames, exactly what `run_with(snapshot=...)` takes (its id is
+  `devtool.core.snapshot_tree.snapshot_id` of it).
 - `POST /snapshots/<id>/fork`: the frame tree's form: memory edited as JSON (`memory.<n>` for the
   frame `call.<n>`) and journal entries to drop (`drop` = `<n>:<kind>:<hash>`) → a new snapshot
   whose parent is recorded → 303 to it.
@@ -33,12 +34,12 @@ from starlette.routing import Route
 
 from devtool.store import NotFoundError, Store, StoredSnapshot, StoreError, get_snapshot, list_snapshots, save_snapshot
 from devtool.store.export import export_snapshot
-from devtool.store.queries.events import collector_paused
 from devtool.store.queries.run_meta import dumped_snapshot, run_exists
+from devtool.store.snapshots import frame_page, snapshot_counts
 from devtool.web.auth import user_of
 from devtool.web.fork import Edits, ForkError, fork, parse_memory
 from devtool.web.rewind import RewindError, rewind
-from devtool.web.snapshot_view import FRAMES_PER_PAGE, counts, frame_rows
+from devtool.web.snapshot_view import FRAMES_PER_PAGE, frame_rows
 from devtool.web.templating import render, wants_fragment
 
 SNAPSHOT_ID = re.compile(r"[0-9a-f]{64}")
@@ -118,32 +119,30 @@ async def _upload_refused(request: Request, status: int, message: str) -> HTMLRe
 
 def snapshot_page(request: Request) -> Response:
     store: Store = request.app.state.store
-    # A big run's snapshot is a million objects: the cycle collector would walk them all, for nothing.
-    with collector_paused():
-        stored = find_snapshot(store, request.path_params["snapshot_id"])
-        if stored.info.snapshot_id != request.path_params["snapshot_id"]:
-            return RedirectResponse(request.url_for("snapshot", snapshot_id=stored.info.snapshot_id).path, 308)
-        offset = _offset(request.query_params.get("frames", "0"))
-        return render(request, "snapshot.html", snapshot_context(store, stored, offset))
+    stored = find_snapshot(store, request.path_params["snapshot_id"])
+    if stored.info.snapshot_id != request.path_params["snapshot_id"]:
+        return RedirectResponse(request.url_for("snapshot", snapshot_id=stored.info.snapshot_id).path, 308)
+    offset = _offset(request.query_params.get("frames", "0"))
+    return render(request, "snapshot.html", snapshot_context(store, stored, offset))
 
 
 def snapshot_context(store: Store, stored: StoredSnapshot, offset: int, error: str | None = None) -> dict[str, Any]:
-    """What the snapshot page shows (also with a fork's error, above its form)."""
-    snapshot: dict[str, Any] = dict(stored.snapshot)
+    """What the snapshot page shows (also with a fork's error, above its form): the snapshot's top
+    and totals, and one page of its frames, read from the store without the rest of the tree."""
+    snapshot = stored.top
     provenance = snapshot.get("provenance", {})
     trace_id = provenance.get("traceId")
     in_store = run_exists(store, trace_id) if isinstance(trace_id, str) else False
     info = stored.info
     related = list_snapshots(store, trace_id=info.trace_id) if info.trace_id else []
-    total = counts(snapshot)
     return {
         "info": info,
         "snapshot": snapshot,
         "provenance": provenance,
         "run_in_store": in_store,
         "metadata": snapshot.get("metadata"),
-        "counts": total,
-        "rows": frame_rows(snapshot, offset=offset, limit=FRAMES_PER_PAGE),
+        "counts": snapshot_counts(store, stored),
+        "rows": frame_rows(frame_page(store, stored, offset=offset, limit=FRAMES_PER_PAGE)),
         "offset": offset,
         "page_size": FRAMES_PER_PAGE,
         "forks": [s for s in related if s.parent_id == info.snapshot_id],

@@ -1,0 +1,76 @@
+"""The server's rewind indexer: builds the rewind index of each big run in a background thread.
+
+A run of at least `Settings.rewind_index_events` events is indexed (`devtool.store.rewind_index`)
+once it has stopped growing: its last event is the same at two looks `rewind_index_interval` s
+apart, so a live run is not indexed again at every batch. Indexing a run of a million events takes
+a few seconds of one core; until its index is ready (or after the run grows again), a rewind
+of the run walks its events instead, and makes the same snapshot, slower. One run at a time, never
+more than one thread: the machine's cores are for the pages.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import duckdb
+
+from devtool.store import Store, StoreError
+from devtool.store.rewind_index import build_index, runs_to_index
+
+logger = logging.getLogger("devtool.web")
+
+
+class RewindIndexer:
+    """Indexes the store's big runs in the background between `start()` and `stop()`."""
+
+    def __init__(self, store: Store, *, min_events: int, interval: float) -> None:
+        self.store = store
+        self.min_events = min_events
+        self.interval = interval
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._run, name="devtool-rewind-indexer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop looking for runs; a build under way is left to finish (it commits or rolls back)."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+            self._thread = None
+
+    def _run(self) -> None:
+        seen: dict[str, int] = {}
+        failed: dict[str, int] = {}  # runs whose index could not be built, tried again once they grow
+        while not self._stopping.is_set():
+            try:
+                due = runs_to_index(self.store, min_events=self.min_events)
+            except (StoreError, duckdb.Error) as exc:
+                logger.warning("devtool: rewind indexer: %s", exc)
+                due = {}
+            for trace_id, last_event_id in due.items():
+                if self._stopping.is_set():
+                    return
+                if seen.get(trace_id) == last_event_id and failed.get(trace_id) != last_event_id:
+                    self._index(trace_id, last_event_id, failed)
+            seen = due
+            self._stopping.wait(self.interval)
+
+    def _index(self, trace_id: str, last_event_id: int, failed: dict[str, int]) -> None:
+        try:
+            state = build_index(self.store, trace_id)
+        except Exception:  # a bug or a store error here must stop neither the server nor other runs
+            failed[trace_id] = last_event_id
+            if not self._stopping.is_set():
+                logger.exception("devtool: rewind index of run %s failed", trace_id)
+            return
+        logger.info(
+            "devtool: rewind index of run %s: %s in %.1f s",
+            trace_id,
+            f"{state.frames} frames" if state.indexed else f"not indexed ({state.reason})",
+            state.seconds,
+        )
