@@ -31,6 +31,9 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str
 
 def select_span(page: Page, kind: str, name: str) -> str:
     """Find a span with the search box and select it; its callId, as the detail panel shows it."""
+    # A selection swaps the search box for a new one, which htmx wires up when the swap settles (20 ms
+    # after it shows): typed into before that, it would never search. Nobody types that fast.
+    expect(page.locator(".htmx-added, .htmx-settling, .htmx-swapping")).to_have_count(0)
     page.keyboard.press("/")
     page.locator("#span-search").fill(name)
     hit = page.locator("#search-results a.select").filter(has=page.locator(".kind", has_text=re.compile(f"^{kind}$")))
