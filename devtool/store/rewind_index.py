@@ -84,7 +84,8 @@ def build_index(store: Store, trace_id: str) -> IndexState:
             index = index_run(iter_run_rows(store, trace_id, skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS))
         except NotIndexable as exc:
             reason, index = str(exc), None
-        with store.transaction() as conn:
+        # It writes no spans or runs: a live run's derive need not wait for it.
+        with store.transaction(derives=False) as conn:
             conn.execute("DELETE FROM rewind_frames WHERE trace_id = ?", [trace_id])
             conn.execute("DELETE FROM rewind_runs WHERE trace_id = ?", [trace_id])
             if index is not None:
