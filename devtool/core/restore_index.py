@@ -40,9 +40,9 @@ from typing import Any, Final
 
 from devtool.core.errors import RestoreError
 from devtool.core.jsonvalue import JSON
-from devtool.core.restore import Anchor, Walk, usable
 from devtool.core.restore_frames import RestoredFrame
 from devtool.core.restore_timeline import Event, Skipped
+from devtool.core.restore_walk import Anchor, Walk, usable
 from devtool.core.snapshot import Status
 from devtool.core.snapshot_tree import Node, node_id
 
