@@ -7,8 +7,11 @@ SOURCES := $(wildcard devtool tests e2e bench scripts examples)
 
 .PHONY: demo test setup chromium lint unit e2e bench
 
+# A bare Debian has python3 without ensurepip (the python3-venv package): as root, install it.
 $(STAMP): pyproject.toml
-	python3 -m venv $(VENV)
+	python3 -m venv $(VENV) || { rm -rf $(VENV) \
+		&& { apt-get install -y python3-venv || { apt-get update && apt-get install -y python3-venv; }; } \
+		&& python3 -m venv $(VENV); }
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
