@@ -76,6 +76,11 @@ class Trace:
         kind, parent, start_fields = self._open.pop(span)
         self._emit(f"{kind}:end", span, parent, at, {**start_fields, **fields})
 
+    def span(self, kind: str, parent: str = "", **fields: Any) -> list[dict[str, Any]]:
+        """A whole span (its start, then its end) under `parent`; returns its two events (one batch)."""
+        self.end(self.start(kind, parent, **fields))
+        return self.events[-2:]
+
     def point(
         self, type_: str, parent: str = "", *, span: str | None = None, at: float | None = None, **fields: Any
     ) -> str:
@@ -100,3 +105,12 @@ class Trace:
         """The events as a JSONL file."""
         path.write_bytes(b"".join(orjson.dumps(event) + b"\n" for event in self.events))
         return path
+
+
+def running_run(turns: int) -> tuple[Trace, str]:
+    """A run whose root agent has finished `turns` turns and is still running; the trace and its root."""
+    t = Trace()
+    root = t.start("agent", agentId="streamer")
+    for _ in range(turns):
+        t.span("turn", root)
+    return t, root

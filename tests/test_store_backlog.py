@@ -9,15 +9,7 @@ import pytest
 
 from devtool.store import NotFoundError, Store, append_events, derive, load_file
 from devtool.store.queries import get_run, last_event_id
-from tests.conftest import Trace
-
-
-def running_run(turns: int) -> tuple[Trace, str]:
-    t = Trace()
-    root = t.start("agent", agentId="streamer")
-    for _ in range(turns):
-        t.end(t.start("turn", root))
-    return t, root
+from tests.conftest import running_run
 
 
 def test_an_append_that_does_not_derive_stores_its_events_and_leaves_the_run_to_the_backlog(store: Store) -> None:
@@ -40,9 +32,7 @@ def test_later_appends_to_a_derived_run_are_derived_together(store: Store) -> No
     t, root = running_run(1)
     append_events(store, t.events)
     for _ in range(3):
-        before = len(t.events)
-        t.end(t.start("turn", root))
-        append_events(store, t.events[before:], derive=False)
+        append_events(store, t.span("turn", root), derive=False)
     assert get_run(store, t.trace_id).events == 3  # the summary as of the first, derived append
     t.end(root)
     append_events(store, t.events[-1:], derive=False)

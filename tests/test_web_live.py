@@ -20,7 +20,7 @@ from devtool.store.queries import get_run, last_event_id
 from devtool.web import create_app
 from devtool.web.live import Appender, Broker, LiveEvent
 from devtool.web.live.streams import RunFeed, RunsFeed, messages
-from tests.conftest import Trace
+from tests.conftest import Trace, running_run
 from tests.sse import Message, parse
 from tests.web_runs import html, one
 
@@ -32,15 +32,6 @@ def anyio_backend() -> str:
 
 def live_events(trace_id: str, first_id: int, count: int) -> list[LiveEvent]:
     return [LiveEvent(first_id + i, trace_id, f"{i:016x}", "", "sys:log", 1.0 + i) for i in range(count)]
-
-
-def long_run(spans: int) -> tuple[Trace, str]:
-    """A run with a root agent and `spans` finished turns, its root still open."""
-    t = Trace()
-    root = t.start("agent", agentId="streamer")
-    for _ in range(spans):
-        t.end(t.start("turn", root))
-    return t, root
 
 
 def decoded(message: ServerSentEvent) -> Message:
@@ -126,14 +117,12 @@ async def test_waiting_times_out_when_nothing_is_published() -> None:
 async def test_a_stream_sends_what_it_missed_from_the_store_then_follows_and_closes(store: Store) -> None:
     broker = Broker()
     appender = Appender(store, broker)
-    t, root = long_run(3)
+    t, root = running_run(3)
     append_events(store, t.events)
     with broker.subscription(t.trace_id) as subscription:
         collector = Collector(messages(RunFeed(store, t.trace_id, 0.05), subscription, 2))
         for _ in range(3):
-            before = len(t.events)
-            t.end(t.start("turn", root))
-            await appender.append(t.events[before:], stream="test")
+            await appender.append(t.span("turn", root), stream="test")
         t.end(root, success=True)
         await appender.append(t.events[-1:], stream="test")
         await collector.finish()
@@ -155,14 +144,12 @@ async def test_a_stream_sends_what_it_missed_from_the_store_then_follows_and_clo
 async def test_events_stored_while_a_stream_catches_up_are_neither_lost_nor_doubled(store: Store) -> None:
     broker = Broker()
     appender = Appender(store, broker)
-    t, root = long_run(2500)  # 5,001 events: several pages read back from the store
+    t, root = running_run(2500)  # 5,001 events: several pages read back from the store
     append_events(store, t.events)
     with broker.subscription(t.trace_id) as subscription:
         collector = Collector(messages(RunFeed(store, t.trace_id, 0.01), subscription, 0))
         for _ in range(40):
-            before = len(t.events)
-            t.end(t.start("turn", root))
-            await appender.append(t.events[before:], stream="test")
+            await appender.append(t.span("turn", root), stream="test")
         t.end(root)
         await appender.append(t.events[-1:], stream="test")
         await collector.finish()
@@ -172,7 +159,7 @@ async def test_events_stored_while_a_stream_catches_up_are_neither_lost_nor_doub
 @pytest.mark.anyio
 async def test_bursts_are_coalesced_to_one_message_per_interval(store: Store) -> None:
     broker = Broker()
-    t, root = long_run(0)
+    t, root = running_run(0)
     append_events(store, t.events)
     interval = 0.2
     with broker.subscription(t.trace_id) as subscription:
@@ -200,7 +187,7 @@ async def test_bursts_are_coalesced_to_one_message_per_interval(store: Store) ->
 async def test_a_slow_client_is_told_to_resync_and_still_gets_every_event_once(store: Store) -> None:
     broker = Broker(queue_limit=10)
     appender = Appender(store, broker)
-    t, root = long_run(0)
+    t, root = running_run(0)
     await appender.append(t.events, stream="test")
     await appender.drain()
     received: list[Message] = []
@@ -210,15 +197,12 @@ async def test_a_slow_client_is_told_to_resync_and_still_gets_every_event_once(s
         received.append(decoded(await anext(stream)))
         # Following live: the next message goes out when the next batch is stored...
         waiting = asyncio.create_task(anext(stream))
-        t.end(t.start("turn", root))
-        await appender.append(t.events[-2:], stream="test")
+        await appender.append(t.span("turn", root), stream="test")
         received.append(decoded(await waiting))
         assert received[-1].event == "events"  # published when stored, before its derive
         # ...and then the client reads nothing while 100 events arrive: its queue of 10 overflows.
         for _ in range(50):
-            before = len(t.events)
-            t.end(t.start("tools:execute", root))
-            await appender.append(t.events[before:], stream="test")
+            await appender.append(t.span("tools:execute", root), stream="test")
         assert subscription.overflowed
         t.end(root)
         await appender.append(t.events[-1:], stream="test")
@@ -234,7 +218,7 @@ async def test_a_slow_client_is_told_to_resync_and_still_gets_every_event_once(s
 
 @pytest.mark.anyio
 async def test_a_stream_of_a_finished_run_sends_it_and_closes_at_once(store: Store) -> None:
-    t, root = long_run(1)
+    t, root = running_run(1)
     t.end(root)
     append_events(store, t.events)
     with Broker().subscription(t.trace_id) as subscription:
@@ -285,7 +269,7 @@ async def get(store: Store, path: str, **headers: Any) -> httpx2.Response:
 
 @pytest.mark.anyio
 async def test_the_run_stream_resumes_after_last_event_id(store: Store) -> None:
-    t, root = long_run(2)
+    t, root = running_run(2)
     t.end(root)
     append_events(store, t.events)
     response = await get(store, f"/runs/{t.trace_id}/live", **{"Last-Event-ID": "3"})
@@ -301,7 +285,7 @@ async def test_the_run_stream_resumes_after_last_event_id(store: Store) -> None:
 
 @pytest.mark.anyio
 async def test_the_header_wins_over_the_query_and_after_starts_a_stream(store: Store) -> None:
-    t, root = long_run(1)
+    t, root = running_run(1)
     t.end(root)
     append_events(store, t.events)
     by_query = await get(store, f"/runs/{t.trace_id}/live?after=2")
@@ -312,7 +296,7 @@ async def test_the_header_wins_over_the_query_and_after_starts_a_stream(store: S
 
 @pytest.mark.anyio
 async def test_an_id_the_store_never_gave_resyncs_from_the_start(store: Store) -> None:
-    t, root = long_run(1)
+    t, root = running_run(1)
     t.end(root)
     append_events(store, t.events)  # a new database: the client's id 999 came from the one before
     response = await get(store, f"/runs/{t.trace_id}/live", **{"Last-Event-ID": "999"})
@@ -341,7 +325,7 @@ def client(store: Store) -> Iterator[TestClient]:
 
 
 def test_a_running_runs_page_has_one_listener_and_refreshing_panes(client: TestClient, store: Store) -> None:
-    t, root = long_run(2)
+    t, root = running_run(2)
     append_events(store, t.events, stream="http")
     page = html(client.get(f"/runs/{t.trace_id}?span={root}").text)
     listener = one(page, "[sse-connect]")
@@ -358,7 +342,7 @@ def test_a_running_runs_page_has_one_listener_and_refreshing_panes(client: TestC
 
 
 def test_a_finished_runs_page_does_not_listen(client: TestClient, store: Store) -> None:
-    t, root = long_run(1)
+    t, root = running_run(1)
     t.end(root)
     append_events(store, t.events)
     page = html(client.get(f"/runs/{t.trace_id}").text)
@@ -367,7 +351,7 @@ def test_a_finished_runs_page_does_not_listen(client: TestClient, store: Store) 
 
 
 def test_the_refreshed_fragments_show_the_run_as_it_is_now(client: TestClient, store: Store) -> None:
-    t, root = long_run(1)
+    t, root = running_run(1)
     append_events(store, t.events)
     running = html(client.get(f"/runs/{t.trace_id}/header", headers={"HX-Request": "true"}).text)
     assert one(running, ".status-badge").text() == "running"
@@ -384,12 +368,12 @@ def test_the_refreshed_fragments_show_the_run_as_it_is_now(client: TestClient, s
 
 
 def test_the_runs_page_listens_once_and_badges_live_runs(client: TestClient, store: Store, tmp_path: Path) -> None:
-    streaming, _ = long_run(1)
+    streaming, _ = running_run(1)
     append_events(store, streaming.events, stream="http")
-    finished, root = long_run(1)
+    finished, root = running_run(1)
     finished.end(root)
     append_events(store, finished.events, stream="http")
-    loaded, _ = long_run(1)  # a trace file cut before its end: running, but nothing is streaming it
+    loaded, _ = running_run(1)  # a trace file cut before its end: running, but nothing is streaming it
     load_file(store, loaded.write(tmp_path / "cut.jsonl"))
     page = html(client.get("/").text)
     listener = one(page, "[sse-connect]")
@@ -406,7 +390,7 @@ async def test_an_append_is_stored_and_published_while_a_slow_derive_runs(
 ) -> None:
     broker = Broker()
     appender = Appender(store, broker)
-    t, root = long_run(1)
+    t, root = running_run(1)
     await appender.append(t.events, stream="test")
     await appender.drain()
     slow = derive.refresh
@@ -417,11 +401,9 @@ async def test_an_append_is_stored_and_published_while_a_slow_derive_runs(
 
     monkeypatch.setattr(derive, "refresh", slow_refresh)
     with broker.subscription(t.trace_id) as subscription:
-        t.end(t.start("turn", root))
-        await appender.append(t.events[-2:], stream="test")  # starts the (slow) derive behind it
+        await appender.append(t.span("turn", root), stream="test")  # starts the (slow) derive behind it
         started = time.monotonic()
-        t.end(t.start("turn", root))
-        ids = await appender.append(t.events[-2:], stream="test")
+        ids = await appender.append(t.span("turn", root), stream="test")
         answered = time.monotonic() - started
         published = [event.event_id for event in subscription.take()]
         assert answered < 0.5
@@ -448,13 +430,11 @@ class CountingBroker(Broker):
 async def test_derives_follow_the_appends_at_most_once_per_interval_and_cover_them_all(store: Store) -> None:
     broker = CountingBroker()
     appender = Appender(store, broker, derive_interval=0.25)
-    t, root = long_run(0)
+    t, root = running_run(0)
     await appender.append(t.events, stream="test")
     started = time.monotonic()
     for _ in range(20):
-        before = len(t.events)
-        t.end(t.start("turn", root))
-        await appender.append(t.events[before:], stream="test")
+        await appender.append(t.span("turn", root), stream="test")
         await asyncio.sleep(0.02)
     await appender.drain()
     elapsed = time.monotonic() - started
