@@ -79,9 +79,8 @@ def run_events(
     missing in its own words.
     """
     with collector_paused():
-        return list(
-            iter_run_events(store, trace_id, cut=cut, types=types, skip_types=skip_types, drop_fields=drop_fields)
-        )
+        rows = iter_run_rows(store, trace_id, cut=cut, types=types, skip_types=skip_types, drop_fields=drop_fields)
+        return [event for _, event in rows]
 
 
 def iter_run_events(
