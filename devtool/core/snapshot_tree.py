@@ -14,11 +14,10 @@ kept everywhere (recorded outputs are handed back as they were), only the hashin
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
-import orjson
+from devtool.core.jsonvalue import JSON, content_hash_of_json
 
 Node = dict[str, Any]
 
@@ -29,7 +28,7 @@ def node_id(node: Mapping[str, Any]) -> str:
     The value must be JSON already (a snapshot checked by `validate`, or made by restore from parsed
     events): this is the hash `content_hash` computes, without checking the value again.
     """
-    return hashlib.sha256(orjson.dumps(node, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return content_hash_of_json(cast(JSON, node))
 
 
 def split(snapshot: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Node]]:
