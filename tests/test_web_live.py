@@ -75,6 +75,19 @@ def test_a_run_subscription_gets_its_run_and_an_all_subscription_every_run() -> 
     assert broker.subscribers == 0
 
 
+def test_a_derives_only_subscription_holds_no_events_and_hears_every_runs_derive() -> None:
+    broker = Broker(queue_limit=10)
+    with broker.subscription(events=False) as runs, broker.subscription("a") as only_a:
+        broker.publish(live_events("a", 1, 50))
+        assert runs.take() == []
+        assert not runs.overflowed
+        broker.publish_derived(50, ["a", "b"])
+        assert runs.take_derived() == (50, ["a", "b"])
+        assert only_a.take_derived() == (50, ["a"])
+        assert broker.subscribers == 2
+    assert broker.subscribers == 0
+
+
 def test_a_client_that_falls_behind_is_marked_for_resync_and_holds_nothing() -> None:
     broker = Broker(queue_limit=100)
     with broker.subscription("a") as slow, broker.subscription("a") as fast:

@@ -151,15 +151,19 @@ class Broker:
         self.queue_limit = queue_limit
         self.published = 0
         self._all: set[Subscription] = set()
+        self._derives_only: set[Subscription] = set()
         self._by_trace: dict[str, set[Subscription]] = {}
         self._closed = False
 
     @contextmanager
-    def subscription(self, trace_id: str | None = None) -> Iterator[Subscription]:
-        """Subscribe to one run's events (`trace_id`) or to every event, for the `with` block."""
+    def subscription(self, trace_id: str | None = None, *, events: bool = True) -> Iterator[Subscription]:
+        """Subscribe to one run's events (`trace_id`) or to every event, for the `with` block; with
+        `events=False`, to every run's derives only (the runs list, which redraws on nothing else)."""
         subscription = Subscription(trace_id, self.queue_limit)
         if self._closed:
             subscription.close()
+        elif not events:
+            self._derives_only.add(subscription)
         elif trace_id is None:
             self._all.add(subscription)
         else:
@@ -168,6 +172,7 @@ class Broker:
             yield subscription
         finally:
             self._all.discard(subscription)
+            self._derives_only.discard(subscription)
             if trace_id is not None and (subscribers := self._by_trace.get(trace_id)) is not None:
                 subscribers.discard(subscription)
                 if not subscribers:
@@ -175,7 +180,7 @@ class Broker:
 
     @property
     def subscribers(self) -> int:
-        return len(self._all) + sum(len(group) for group in self._by_trace.values())
+        return len(self._all) + len(self._derives_only) + sum(len(group) for group in self._by_trace.values())
 
     def publish(self, events: Sequence[LiveEvent]) -> None:
         """Offer `events` (stored, in store order) to every subscription that wants them."""
@@ -197,7 +202,7 @@ class Broker:
     def publish_derived(self, through: int, traces: Sequence[str]) -> None:
         """Tell the subscriptions of `traces`, and those of every run, that the store is derived up to
         `through` (every event with an id up to it has its spans and run summary)."""
-        for subscription in self._all:
+        for subscription in (*self._all, *self._derives_only):
             subscription.offer_derived(through, traces)
         for trace_id in traces:
             for subscription in self._by_trace.get(trace_id, ()):
@@ -206,5 +211,5 @@ class Broker:
     def close(self) -> None:
         """End every stream (the server is stopping); later subscriptions start closed."""
         self._closed = True
-        for subscription in [*self._all, *(s for group in self._by_trace.values() for s in group)]:
+        for subscription in [*self._all, *self._derives_only, *(s for group in self._by_trace.values() for s in group)]:
             subscription.close()

@@ -61,6 +61,7 @@ class Feed(Protocol):
     store: Store
     trace_id: str | None
     interval: float  # seconds between messages, at least
+    events: bool  # whether it follows stored events (else derives only)
 
     def missed(self, after: int) -> AsyncIterator[tuple[ServerSentEvent, int]]:
         """Messages for what the store holds after `after`, in order, each with the last id it covers."""
@@ -81,6 +82,8 @@ class Feed(Protocol):
 
 class RunFeed:
     """One run's events; over when the run is (its root spans have ended and its summary says so)."""
+
+    events = True
 
     def __init__(self, store: Store, trace_id: str, interval: float) -> None:
         self.store = store
@@ -123,9 +126,10 @@ class RunFeed:
 
 
 class RunsFeed:
-    """The runs whose summaries changed; never over."""
+    """The runs whose summaries changed (told by each derive, so it takes no events); never over."""
 
     trace_id: str | None = None
+    events = False
 
     def __init__(self, store: Store, interval: float) -> None:
         self.store = store
@@ -139,6 +143,7 @@ class RunsFeed:
             yield ServerSentEvent(data=data, event="runs", id=str(last)), last
 
     def message(self, events: Sequence[LiveEvent]) -> None:
+        """None: its subscription takes no events, and a stored event changes no summary by itself."""
         return None
 
     def derived(self, through: int, traces: Sequence[str]) -> ServerSentEvent | None:
@@ -240,7 +245,7 @@ def _response(request: Request, feed: Feed) -> Response:
     stopping = anyio.Event()
 
     async def events() -> AsyncIterator[ServerSentEvent]:
-        with live.broker.subscription(feed.trace_id) as subscription:
+        with live.broker.subscription(feed.trace_id, events=feed.events) as subscription:
             async for message in messages(feed, subscription, start, stopping):
                 yield message
 
