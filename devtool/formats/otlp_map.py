@@ -97,7 +97,8 @@ def span_events(span: OtlpSpan) -> tuple[TraceEvent, TraceEvent]:
         closing["message"] = cast(JSON, _turn_answer(span))
         closing["usage"] = _usage(attributes)
     elif kind == "tools:execute":
-        tool = _first_text(attributes, sc.TOOL_NAME) or span.name
+        tool = _first_text(attributes, sc.TOOL_NAME)
+        tool = span.name if tool is None else tool
         common["toolNames"] = [tool]
         common["toolCallsCount"] = 1
         result = {
@@ -137,7 +138,8 @@ def _event(kind: str, timestamp: float, *parts: Mapping[str, JSON]) -> TraceEven
 
 
 def _agent_id(attributes: Mapping[str, JSON], fallback: str) -> str:
-    return _first_text(attributes, sc.AGENT_NAME) or fallback
+    name = _first_text(attributes, sc.AGENT_NAME)
+    return fallback if name is None else name
 
 
 def _first_text(attributes: Mapping[str, JSON], keys: Iterable[str]) -> str | None:
@@ -190,9 +192,13 @@ def _usage(attributes: Mapping[str, JSON]) -> JSON:
 
 def _error(span: OtlpSpan) -> JSON:
     exception = next((e.attributes for e in reversed(span.events) if e.name == sc.EXCEPTION_EVENT), {})
-    name = _first_text(exception, (sc.EXCEPTION_TYPE,)) or _first_text(span.attributes, (sc.ERROR_TYPE,)) or "Error"
-    message = span.status_message or _first_text(exception, (sc.EXCEPTION_MESSAGE,)) or name
+    name = _first_of(_first_text(exception, (sc.EXCEPTION_TYPE,)), _first_text(span.attributes, (sc.ERROR_TYPE,)), "Error")
+    message = _first_of(span.status_message or None, _first_text(exception, (sc.EXCEPTION_MESSAGE,)), name)
     return clean({"name": name, "message": message, "stack": _first_text(exception, (sc.EXCEPTION_STACK,))})
+
+
+def _first_of(*values: str | None) -> str:
+    return next(value for value in values if value is not None)
 
 
 def _otel(span: OtlpSpan) -> JSON:

@@ -109,14 +109,12 @@ def _walk(document: Any) -> Iterator[tuple[str, dict[str, JSON], tuple[str, str]
     for i, resource_spans in enumerate(_list(document, "resourceSpans", "")):
         at = f"resourceSpans[{i}]"
         _object(resource_spans, at)
-        resource_doc = resource_spans.get("resource") or {}
-        _object(resource_doc, f"{at}.resource")
+        resource_doc = _member(resource_spans, "resource", at)
         resource = _attributes(resource_doc, f"{at}.resource")
         for j, scope_spans in enumerate(_list(resource_spans, "scopeSpans", at)):
             scope_at = f"{at}.scopeSpans[{j}]"
             _object(scope_spans, scope_at)
-            scope_doc = scope_spans.get("scope") or {}
-            _object(scope_doc, f"{scope_at}.scope")
+            scope_doc = _member(scope_spans, "scope", scope_at)
             scope = (_text(scope_doc, "name", f"{scope_at}.scope"), _text(scope_doc, "version", f"{scope_at}.scope"))
             for k, span in enumerate(_list(scope_spans, "spans", scope_at)):
                 yield f"{scope_at}.spans[{k}]", resource, scope, span
@@ -130,8 +128,10 @@ def json_span(span: Any, resource: dict[str, JSON], scope: tuple[str, str]) -> O
     end = nanos(span.get("endTimeUnixNano"), "endTimeUnixNano")
     if end < start:
         raise ValueError("the span ends before it starts (endTimeUnixNano < startTimeUnixNano)")
-    status = span.get("status") or {}
-    if not isinstance(status, dict):
+    status = span.get("status")
+    if status is None:
+        status = {}
+    elif not isinstance(status, dict):
         raise ValueError(f"status is {kind_of(status)}, not an object")
     return OtlpSpan(
         trace_id=hex_id(span.get("traceId"), 16, "traceId"),
@@ -202,6 +202,14 @@ def _list(document: dict[str, Any], key: str, at: str) -> list[Any]:
 def _object(value: Any, at: str) -> None:
     if not isinstance(value, dict):
         raise OtlpError(f"is {kind_of(value)}, not an object", at)
+
+
+def _member(document: dict[str, Any], key: str, at: str) -> dict[str, Any]:
+    value = document.get(key)
+    if value is None:
+        return {}
+    _object(value, f"{at}.{key}")
+    return dict(value)
 
 
 def _attributes(document: dict[str, Any], at: str) -> dict[str, JSON]:

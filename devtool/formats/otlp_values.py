@@ -4,7 +4,7 @@ The OTLP/JSON encoding (protobuf's JSON mapping, with hex ids) and the protobuf 
 here, so a span reads the same whichever way it came. Each reader returns the value or raises
 `ValueError` with the reason; the caller adds where.
 
-- AnyValue: `stringValue`/`boolValue`/`intValue`/`doubleValue`/`bytesValue` become the JSON scalar
+- AnyValue: the first of its fields that is set (not null), `stringValue`/`boolValue`/`intValue`/`doubleValue`/`bytesValue` become the JSON scalar
   (int64 from a number or a decimal string; a double that is NaN or infinite becomes null, which JSON
   can hold; bytes stay base64 text); `arrayValue` a list and `kvlistValue` an object (a key given
   twice: the last wins); an empty AnyValue null. Values nested deeper than `MAX_DEPTH` are null:
@@ -41,11 +41,13 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
 def any_value(value: Any, depth: int = 1) -> JSON:
-    """An AnyValue in its JSON encoding, as the JSON value it holds."""
+    """An AnyValue in its JSON encoding, as the JSON value it holds (null or missing: null)."""
+    if value is None:
+        return None
     if not isinstance(value, dict):
         raise ValueError(f"an AnyValue is an object, not {kind_of(value)}")
     for key in VALUE_KEYS:
-        if key in value:
+        if value.get(key) is not None:
             return _field(key, value[key], depth)
     return None
 
@@ -90,7 +92,7 @@ def key_values(items: Any, depth: int = 1, *, unique: bool = True) -> dict[str, 
             raise ValueError(f"an attribute's key is {kind_of(key)}, not a string")
         if unique and key in found:
             raise ValueError(f"attribute {key!r} is given twice")
-        found[key] = any_value(item.get("value", {}), depth)
+        found[key] = any_value(item.get("value"), depth)
     return found
 
 
