@@ -192,7 +192,8 @@ def _usage(attributes: Mapping[str, JSON]) -> JSON:
 
 def _error(span: OtlpSpan) -> JSON:
     exception = next((e.attributes for e in reversed(span.events) if e.name == sc.EXCEPTION_EVENT), {})
-    name = _first_of(_first_text(exception, (sc.EXCEPTION_TYPE,)), _first_text(span.attributes, (sc.ERROR_TYPE,)), "Error")
+    stated = _first_text(exception, (sc.EXCEPTION_TYPE,))
+    name = _first_of(stated, _first_text(span.attributes, (sc.ERROR_TYPE,)), "Error")
     message = _first_of(span.status_message or None, _first_text(exception, (sc.EXCEPTION_MESSAGE,)), name)
     return clean({"name": name, "message": message, "stack": _first_text(exception, (sc.EXCEPTION_STACK,))})
 

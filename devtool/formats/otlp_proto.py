@@ -34,7 +34,7 @@ def decode_protobuf_request(body: bytes) -> Decoded:
     rejected: list[Rejected] = []
     for i, resource_spans in enumerate(request.resource_spans):
         try:
-            resource = _attributes(resource_spans.resource.attributes, unique=True)
+            resource = _attributes(resource_spans.resource.attributes)
         except ValueError as exc:
             raise OtlpError(str(exc), f"resourceSpans[{i}].resource") from None
         for j, scope_spans in enumerate(resource_spans.scope_spans):
@@ -69,18 +69,18 @@ def _span(span: Any, resource: dict[str, JSON], scope_name: str, scope_version: 
         kind=span.kind if 0 <= span.kind < 6 else _bad_enum("kind", span.kind),
         start_ns=span.start_time_unix_nano,
         end_ns=span.end_time_unix_nano,
-        attributes=_attributes(span.attributes, unique=True),
+        attributes=_attributes(span.attributes),
         status_code=span.status.code if 0 <= span.status.code < 3 else _bad_enum("status.code", span.status.code),
         status_message=span.status.message,
         events=tuple(
-            OtlpEvent(event.name, _event_time(event.time_unix_nano), _attributes(event.attributes, unique=True))
+            OtlpEvent(event.name, _event_time(event.time_unix_nano), _attributes(event.attributes))
             for event in span.events
         ),
         links=tuple(
             OtlpLink(
                 _id(link.trace_id, 16, "a link's traceId"),
                 _id(link.span_id, 8, "a link's spanId"),
-                _attributes(link.attributes, unique=True),
+                _attributes(link.attributes),
             )
             for link in span.links
         ),
@@ -107,10 +107,10 @@ def _bad_enum(what: str, value: int) -> int:
     raise ValueError(f"{what} {value} is not a known value")
 
 
-def _attributes(items: Any, *, unique: bool = False, depth: int = 1) -> dict[str, JSON]:
+def _attributes(items: Any, depth: int = 1) -> dict[str, JSON]:
     found: dict[str, JSON] = {}
     for item in items:
-        if unique and item.key in found:
+        if item.key in found:
             raise ValueError(f"attribute {item.key!r} is given twice")
         found[item.key] = _value(item.value, depth)
     return found

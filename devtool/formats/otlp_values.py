@@ -4,10 +4,12 @@ The OTLP/JSON encoding (protobuf's JSON mapping, with hex ids) and the protobuf 
 here, so a span reads the same whichever way it came. Each reader returns the value or raises
 `ValueError` with the reason; the caller adds where.
 
-- AnyValue: the first of its fields that is set (not null), `stringValue`/`boolValue`/`intValue`/`doubleValue`/`bytesValue` become the JSON scalar
+- AnyValue: the first of its fields that is set (not null). `stringValue`/`boolValue`/`intValue`/
+  `doubleValue`/`bytesValue` become the JSON scalar
   (int64 from a number or a decimal string; a double that is NaN or infinite becomes null, which JSON
-  can hold; bytes stay base64 text); `arrayValue` a list and `kvlistValue` an object (a key given
-  twice: the last wins); an empty AnyValue null. Values nested deeper than `MAX_DEPTH` are null:
+  can hold; bytes stay base64 text); `arrayValue` a list and `kvlistValue` an object (its keys must
+  be unique, as OTLP says, like a span's attributes); an empty AnyValue null. Values nested deeper
+  than `MAX_DEPTH` are null:
   span attributes are scalars or arrays of them, and a hostile body must not recurse without end.
 - Times are read as integer nanoseconds and given as milliseconds with microsecond precision
   (`ns // 1000 / 1000`), the precision of the DevTool's own events, computed the same way in SQL.
@@ -74,11 +76,11 @@ def _field(key: str, item: Any, depth: int) -> JSON:
         return None
     if key == "arrayValue":
         return [any_value(element, depth + 1) for element in values]
-    return key_values(values, depth + 1, unique=False)
+    return key_values(values, depth + 1)
 
 
-def key_values(items: Any, depth: int = 1, *, unique: bool = True) -> dict[str, JSON]:
-    """A list of KeyValue (null: none) as an object; with `unique`, a key given twice is an error."""
+def key_values(items: Any, depth: int = 1) -> dict[str, JSON]:
+    """A list of KeyValue (null: none) as an object; a key given twice is an error."""
     if items is None:
         return {}
     if not isinstance(items, list):
@@ -90,7 +92,7 @@ def key_values(items: Any, depth: int = 1, *, unique: bool = True) -> dict[str, 
         key = item.get("key")
         if not isinstance(key, str):
             raise ValueError(f"an attribute's key is {kind_of(key)}, not a string")
-        if unique and key in found:
+        if key in found:
             raise ValueError(f"attribute {key!r} is given twice")
         found[key] = any_value(item.get("value"), depth)
     return found

@@ -65,5 +65,3 @@ def request_problem(document: Any) -> str | None:
     if len(decoded.spans) > LINE_STRIDE // 2:
         return f"{len(decoded.spans):,} spans on one line, over the {LINE_STRIDE // 2:,} a line may hold"
     return None
-
-
