@@ -132,7 +132,33 @@ def _value(value: Any, depth: int) -> JSON:
     if which == "bytes_value":
         return base64.b64encode(value.bytes_value).decode("ascii")
     if depth >= MAX_DEPTH:
-        return None
+        return _encoded(value)
     if which == "array_value":
         return [_value(element, depth + 1) for element in value.array_value.values]
     return _attributes(value.kvlist_value.values, depth=depth + 1)
+
+
+def _encoded(value: Any) -> JSON:
+    """An AnyValue in OTLP/JSON's encoding (what a JSON body would have held): past `MAX_DEPTH`."""
+    which = value.WhichOneof("value")
+    if which is None:
+        return {}
+    if which == "array_value":
+        return {"arrayValue": {"values": [_encoded(element) for element in value.array_value.values]}}
+    if which == "kvlist_value":
+        entries = value.kvlist_value.values
+        return {"kvlistValue": {"values": [{"key": e.key, "value": _encoded(e.value)} for e in entries]}}
+    if which == "int_value":
+        return {"intValue": str(value.int_value)}
+    if which == "double_value":
+        number = float(value.double_value)
+        if number != number:
+            return {"doubleValue": "NaN"}
+        if number - number != 0:
+            return {"doubleValue": "Infinity" if number > 0 else "-Infinity"}
+        return {"doubleValue": number}
+    if which == "bytes_value":
+        return {"bytesValue": base64.b64encode(value.bytes_value).decode("ascii")}
+    camel = {"string_value": "stringValue", "bool_value": "boolValue"}[which]
+    found: JSON = getattr(value, which)
+    return {camel: found}

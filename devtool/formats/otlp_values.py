@@ -5,12 +5,12 @@ here, so a span reads the same whichever way it came. Each reader returns the va
 `ValueError` with the reason; the caller adds where.
 
 - AnyValue: the first of its fields that is set (not null). `stringValue`/`boolValue`/`intValue`/
-  `doubleValue`/`bytesValue` become the JSON scalar
-  (int64 from a number or a decimal string; a double that is NaN or infinite becomes null, which JSON
-  can hold; bytes stay base64 text); `arrayValue` a list and `kvlistValue` an object (its keys must
-  be unique, as OTLP says, like a span's attributes); an empty AnyValue null. Values nested deeper
-  than `MAX_DEPTH` are null:
-  span attributes are scalars or arrays of them, and a hostile body must not recurse without end.
+  `doubleValue`/`bytesValue` become the JSON scalar (int64 from a number or a decimal string; a double
+  that is NaN or infinite becomes null, which JSON can hold; bytes stay base64 text); `arrayValue` a
+  list and `kvlistValue` an object (its keys must be unique, as OTLP says, like a span's
+  attributes); an empty AnyValue null. An array or kvlist inside an array or kvlist (`MAX_DEPTH`) is
+  kept in its OTLP encoding (`{"arrayValue": {"values": [...]}}`): span attributes are scalars or
+  arrays of them, and reading deeper in SQL costs more than such rare values are worth; nothing is lost.
 - Times are read as integer nanoseconds and given as milliseconds with microsecond precision
   (`ns // 1000 / 1000`), the precision of the DevTool's own events, computed the same way in SQL.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 from devtool.core.jsonvalue import JSON, kind_of
 
-MAX_DEPTH = 4
+MAX_DEPTH = 2
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 UINT64_MAX = (1 << 64) - 1
@@ -73,7 +73,7 @@ def _field(key: str, item: Any, depth: int) -> JSON:
     if not isinstance(values, list):
         raise ValueError(f"{key}.values is {kind_of(values)}, not an array")
     if depth >= MAX_DEPTH:
-        return None
+        return {key: item}
     if key == "arrayValue":
         return [any_value(element, depth + 1) for element in values]
     return key_values(values, depth + 1)

@@ -43,31 +43,20 @@ def _let(name: str, value: str, body: str) -> str:
 
 
 def _value_macro(depth: int) -> str:
-    """`otlp_values.any_value` at nesting `depth`: an AnyValue (parsed to `AV`) as JSON text."""
-    nested = f"otlp_value_{depth + 1}(from_json(e, '{AV}'))"
-    shape = "left({x}, 1) = '{{' AND coalesce(json_type({x}, '$.values'), 'ARRAY') = 'ARRAY'"
+    """`otlp_values.any_value` at nesting `depth`: an AnyValue (parsed to `AV`) as JSON text.
+
+    An array's elements and a kvlist's values are read by one call a level down (`otlp_container_N`);
+    DuckDB's time to bind nested lambdas grows about 2.5× a level, hence `MAX_DEPTH` 2.
+    """
+    container = "coalesce(v.arrayValue, v.kvlistValue)"
+    shape = f"left({container}, 1) = '{{' AND coalesce(json_type({container}, '$.values'), 'ARRAY') = 'ARRAY'"
     if depth < MAX_DEPTH:
-        element = f"CASE WHEN left(e, 1) = '{{' THEN {nested} ELSE {fail('AnyValue')} END"
-        elements = f"list_transform(json_extract(v.arrayValue, '$.values[*]'), lambda e: {element})"
-        array = f"'[' || array_to_string({elements}, ',') || ']'"
-        entries = (
-            "list_transform(json_extract(v.kvlistValue, '$.values[*]'), lambda e: CASE "
-            "WHEN left(e, 1) = '{' AND json_type(e, '$.key') = 'VARCHAR' "
-            "AND coalesce(json_type(e, '$.value'), 'NULL') IN ('OBJECT', 'NULL') "
-            "THEN {'k': json_extract_string(e, '$.key'), "
-            f"'v': otlp_value_{depth + 1}(from_json(e -> 'value', '{AV}'))}} "
-            f"ELSE {fail('key-value')} END)"
+        read = f"otlp_container_{depth}(v.arrayValue IS NOT NULL, {container}::VARCHAR)"
+    else:  # kept in its OTLP encoding (see otlp_values)
+        read = (
+            "CASE WHEN v.arrayValue IS NOT NULL THEN '{\"arrayValue\":' || v.arrayValue || '}' "
+            "ELSE '{\"kvlistValue\":' || v.kvlistValue || '}' END"
         )
-        # A key given twice in a kvlist is an error, as in span attributes (OTLP: keys MUST be unique).
-        kvlist = _let(
-            "kv",
-            entries,
-            "CASE WHEN len(list_distinct(list_transform(kv, lambda p: p.k))) < len(kv) "
-            f"THEN {fail('kvlist: a key given twice')} "
-            "ELSE '{' || array_to_string(list_transform(kv, lambda p: to_json(p.k) || ':' || p.v), ',') || '}' END",
-        )
-    else:
-        array = kvlist = "'null'"
     return f"""
     CREATE OR REPLACE TEMP MACRO otlp_value_{depth}(v) AS CASE
         WHEN v.stringValue IS NOT NULL THEN
@@ -81,15 +70,49 @@ def _value_macro(depth: int) -> str:
             CASE WHEN v.doubleValue::VARCHAR IN ('"NaN"', '"Infinity"', '"-Infinity"') THEN 'null'
                  WHEN regexp_full_match(v.doubleValue::VARCHAR, '-?[0-9][0-9.eE+-]*')
                  THEN to_json(v.doubleValue::VARCHAR::DOUBLE)::VARCHAR ELSE {fail("doubleValue")} END
-        WHEN v.arrayValue IS NOT NULL THEN
-            CASE WHEN {shape.format(x="v.arrayValue")} THEN {array} ELSE {fail("arrayValue")} END
-        WHEN v.kvlistValue IS NOT NULL THEN
-            CASE WHEN {shape.format(x="v.kvlistValue")} THEN {kvlist} ELSE {fail("kvlistValue")} END
+        WHEN v.arrayValue IS NOT NULL OR v.kvlistValue IS NOT NULL THEN
+            CASE WHEN {shape} THEN {read} ELSE {fail("arrayValue or kvlistValue")} END
         WHEN v.bytesValue IS NOT NULL THEN
             CASE WHEN left(v.bytesValue, 1) = '"' THEN v.bytesValue::VARCHAR ELSE {fail("bytesValue")} END
         ELSE 'null'
     END
     """
+
+
+def _container_macro(depth: int) -> str:
+    """An array's elements or a kvlist's entries (`x`: the `{"values": [...]}` text), read a level down.
+
+    An element is an AnyValue or null; an entry a string key and an AnyValue or null value. A key
+    given twice in a kvlist is an error, as in span attributes (OTLP: keys MUST be unique).
+    """
+    valid = (
+        "CASE WHEN is_array THEN left(e, 1) = '{' OR e = 'null' "
+        "ELSE left(e, 1) = '{' AND json_type(e, '$.key') = 'VARCHAR' "
+        "AND coalesce(json_type(e, '$.value'), 'NULL') IN ('OBJECT', 'NULL') END"
+    )
+    # An AnyValue has no field "value", an entry's value is under it: this reads either without naming
+    # `is_array` in the argument (a macro's argument is pasted where it is used, level into level).
+    read = (
+        f"CASE WHEN {valid} THEN otlp_value_{depth + 1}(from_json(coalesce(e -> 'value', e), '{AV}')) "
+        f"ELSE {fail('array element or key-value')} END"
+    )
+    kvlist = _let(
+        "keys",
+        "list_transform(items, lambda e: json_extract_string(e, '$.key'))",
+        f"CASE WHEN len(list_distinct(keys)) < len(keys) THEN {fail('kvlist: a key given twice')} "
+        "ELSE '{' || array_to_string(list_transform(range(len(keys)), "
+        "lambda i: to_json(keys[i + 1]) || ':' || vals[i + 1]), ',') || '}' END",
+    )
+    body = _let(
+        "items",
+        "json_extract(x, '$.values[*]')",
+        _let(
+            "vals",
+            f"list_transform(items, lambda e: {read})",
+            f"CASE WHEN is_array THEN '[' || array_to_string(vals, ',') || ']' ELSE {kvlist} END",
+        ),
+    )
+    return f"CREATE OR REPLACE TEMP MACRO otlp_container_{depth}(is_array, x) AS {body}"
 
 
 _STRUCTURED = _let(
@@ -291,7 +314,9 @@ def _older() -> str:
 
 def install_macros(conn: duckdb.DuckDBPyConnection) -> None:
     """Define the mapping's macros on `conn` (temporary: they live as long as the connection)."""
-    statements = [_value_macro(depth) for depth in range(MAX_DEPTH, 0, -1)]
+    statements = [_value_macro(MAX_DEPTH)]
+    for depth in range(MAX_DEPTH - 1, 0, -1):
+        statements += [_container_macro(depth), _value_macro(depth)]
     statements += [_SCALARS, _GENAI, _openinference(), _older()]
     for statement in statements:
         conn.execute(statement)

@@ -25,7 +25,7 @@ from devtool.formats import semconv as sc
 from devtool.formats.otlp_values import SPAN_KINDS, STATUS_CODES
 from devtool.store.otlp_macros import AV, fail, install_macros, names, q
 
-__all__ = ["LINE_STRIDE", "REQUEST", "events_relation", "install_macros"]
+__all__ = ["LINE_STRIDE", "REQUEST", "events_relation", "file_lines", "install_macros"]
 
 LINE_STRIDE = 1 << 22
 
@@ -47,6 +47,14 @@ _STATUS = names(STATUS_CODES)
 _OPERATIONS = "MAP {" + ", ".join(f"{q(k)}: {q(v)}" for k, v in sc.OPERATION_KINDS.items()) + "}"
 _OPENINFERENCE = "MAP {" + ", ".join(f"{q(k)}: {q(v)}" for k, v in sc.OPENINFERENCE_KINDS.items()) + "}"
 _STRUCTURED = "CASE WHEN json_type({p}) IN ('OBJECT', 'ARRAY') THEN {p} ELSE {raw} END"
+
+
+def file_lines(max_object_size: int) -> str:
+    """The lines of the file `$path` (a parameter), each a request: `body` its text, `line` its number."""
+    return (
+        "(SELECT json AS body, ordinality AS line FROM read_json_objects($path, format='newline_delimited', "
+        f"maximum_object_size={int(max_object_size)}) WITH ORDINALITY)"
+    )
 
 
 def events_relation(lines: str) -> str:

@@ -17,7 +17,7 @@ import duckdb
 from devtool.formats import OtlpError, decode_json_request
 from devtool.store.event_sql import insert_events
 from devtool.store.loaders.base import Inserted, Sample
-from devtool.store.otlp_sql import LINE_STRIDE, events_relation, install_macros
+from devtool.store.otlp_sql import LINE_STRIDE, events_relation, file_lines, install_macros
 from devtool.store.scan import Scan, scan_jsonl
 
 _HEAD = re.compile(rb'\{\s*"resourceSpans"\s*:')
@@ -41,11 +41,8 @@ class OtlpJsonl:
         max_object_size: int,
     ) -> Inserted:
         install_macros(conn)
-        lines = (
-            "(SELECT json AS body, ordinality AS line FROM read_json_objects($path, format='newline_delimited', "
-            f"maximum_object_size={int(max_object_size)}) WITH ORDINALITY)"
-        )
-        events, spans, traces = insert_events(conn, events_relation(lines), source_id, {"path": path})
+        relation = events_relation(file_lines(max_object_size))
+        events, spans, traces = insert_events(conn, relation, source_id, {"path": path})
         return Inserted(events=events, spans=spans, traces=traces)
 
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
