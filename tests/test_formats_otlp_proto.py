@@ -48,11 +48,11 @@ def test_the_sdk_exporters_own_encoding_reads_the_same_both_ways() -> None:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("tests", "1.0")
-    with tracer.start_as_current_span("invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}):
-        with tracer.start_as_current_span("execute_tool t") as tool:
-            tool.set_attributes({"gen_ai.tool.name": "t", "n": 3, "ratio": 0.5, "ok": True, "tags": ["x", "y"]})
-            tool.record_exception(ValueError("boom"))
-            tool.set_status(Status(StatusCode.ERROR, "boom"))
+    agent = {"gen_ai.operation.name": "invoke_agent"}
+    with tracer.start_as_current_span("invoke_agent a", attributes=agent), tracer.start_as_current_span("t") as tool:
+        tool.set_attributes({"gen_ai.tool.name": "t", "n": 3, "ratio": 0.5, "ok": True, "tags": ["x", "y"]})
+        tool.record_exception(ValueError("boom"))
+        tool.set_status(Status(StatusCode.ERROR, "boom"))
     request = encode_spans(exporter.get_finished_spans())
     decoded = decode_protobuf_request(request.SerializeToString())
     # protobuf's generic JSON mapping writes ids in base64 and int64 as strings: read the same.
