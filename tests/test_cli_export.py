@@ -73,3 +73,27 @@ def test_what_export_refuses(devtool: DevtoolRunner, tmp_path: Path) -> None:
     both = devtool("export", trace_id, "--snapshot", "x", "--db", str(db))
     assert both.returncode == 2
     assert not list(tmp_path.glob(".taken.gz.*"))
+
+
+def test_a_run_exports_as_otlp_that_another_devtool_loads(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    db, trace_id, _ = stored_run(tmp_path)
+    done = devtool("export", trace_id, "--format", "otlp", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    exported = tmp_path / f"{trace_id}.otlp.jsonl"
+    first = json.loads(exported.read_text().splitlines()[0])
+    names = {s["name"] for r in first["resourceSpans"] for ss in r["scopeSpans"] for s in ss["spans"]}
+    assert any(name.startswith("invoke_agent ") for name in names)
+    loaded = devtool("load", str(exported), "--db", str(tmp_path / "theirs.duckdb"))
+    assert loaded.returncode == 0, loaded.stderr
+    assert trace_id in loaded.stdout
+
+
+def test_a_run_exports_for_perfetto_and_a_snapshot_has_no_format(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    db, trace_id, snapshot_id = stored_run(tmp_path)
+    done = devtool("export", trace_id, "--format", "perfetto", "-o", "-", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    slices = [e for e in json.loads(done.stdout)["traceEvents"] if e["ph"] == "X"]
+    assert len(slices) > 10
+    refused = devtool("export", "--snapshot", snapshot_id, "--format", "otlp", "--db", str(db))
+    assert refused.returncode == 2
+    assert "--format is for runs" in refused.stderr

@@ -1,6 +1,9 @@
 """`devtool export`: a run or a snapshot as a file a teammate loads into their own DevTool.
 
     devtool export TRACE_ID [-o FILE]           the run's events, gzip JSONL (`devtool load` reads it)
+    devtool export TRACE_ID --format otlp       the run as OTLP JSON with GenAI attributes, one request
+                                                a line (Jaeger, Tempo, Phoenix; `devtool load` reads it)
+    devtool export TRACE_ID --format perfetto   the run as Chrome trace-event JSON (Perfetto UI opens it)
     devtool export --snapshot ID [-o FILE]      the snapshot's JSON (`run_with(snapshot=...)` takes it;
                                                 the Snapshots page and `POST /snapshots` load it)
 
@@ -21,14 +24,25 @@ from typing import Any
 from devtool.cli.errors import CliError
 from devtool.cli.options import add_db_option, open_store
 
+FORMATS = ("devtool", "otlp", "perfetto")
+SUFFIXES = {"devtool": ".trace.jsonl.gz", "otlp": ".otlp.jsonl", "perfetto": ".perfetto.json"}
+
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("export", help="write a run (gzip JSONL) or a snapshot (JSON) to a file")
+    parser = subparsers.add_parser(
+        "export", help="write a run (gzip JSONL, OTLP JSON or Perfetto JSON) or a snapshot (JSON) to a file"
+    )
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("trace_id", nargs="?", metavar="TRACE_ID", help="the run to export")
     target.add_argument("--snapshot", metavar="ID", help="export this snapshot instead")
     parser.add_argument(
         "-o", "--output", metavar="FILE", help="where to write (default: a name made from the id; - is stdout)"
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="devtool",
+        help="a run as: devtool (its events, gzip JSONL; default), otlp (OTLP JSON), perfetto (Chrome trace JSON)",
     )
     parser.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     add_db_option(parser)
@@ -38,15 +52,18 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     store = open_store(args)
     from devtool.store import NotFoundError
-    from devtool.store.export import export_run, export_snapshot
+    from devtool.store.export import export_run, export_run_otlp, export_run_perfetto, export_snapshot
 
+    writers = {"devtool": export_run, "otlp": export_run_otlp, "perfetto": export_run_perfetto}
     try:
         if args.snapshot:
+            if args.format != "devtool":
+                raise CliError("--format is for runs; a snapshot is exported as its JSON document")
             chunks: Iterable[bytes] = [export_snapshot(store, args.snapshot)]
             default = f"snapshot-{_safe(args.snapshot)[:12]}.json"
         else:
-            chunks = export_run(store, args.trace_id)
-            default = f"{_safe(args.trace_id)[:80]}.trace.jsonl.gz"
+            chunks = writers[args.format](store, args.trace_id)
+            default = f"{_safe(args.trace_id)[:80]}{SUFFIXES[args.format]}"
         destination = args.output or default
         if destination == "-":
             for chunk in chunks:
