@@ -16,7 +16,7 @@ from bench.gen_trace import generate
 from devtool.core.debugger import restore_snapshot
 from devtool.core.snapshot_tree import snapshot_id
 from devtool.store import Store, get_snapshot, load_file
-from devtool.store.rewind_index import IndexState, index_state
+from devtool.store.frame_index_tables import IndexState, index_state
 from devtool.web import create_app
 from devtool.web.settings import Settings
 from tests.web_runs import html

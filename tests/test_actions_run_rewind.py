@@ -1,7 +1,7 @@
-"""The rewind index: a rewind made from it is the snapshot `restore_snapshot` makes, at every cut.
+"""Run rewind from a frame index: a rewind made from it is the snapshot `restore_snapshot` makes, at every cut.
 
 For each run (the corpus traces, a generated run, hand-made runs with the repairs restore makes),
-every span's every cut (before and after) is made both ways: `restore_at` (the frames the cut leaves
+every span's every cut (before and after) is made both ways: `restore_from_index` (the frames the cut leaves
 open, rebuilt from their own events, and the sealed frames' nodes) and `restore_snapshot` over all
 the run's events. The documents must be equal, key order included, and so must their ids.
 """
@@ -16,11 +16,13 @@ import orjson
 import pytest
 
 from bench.gen_trace import generate
+from devtool.actions.frame_indexer import build_index
+from devtool.actions.run_rewind import restore_from_index
 from devtool.core.debugger import restore_snapshot
 from devtool.core.errors import RestoreError
 from devtool.core.snapshot_tree import assemble, node_id, snapshot_id
 from devtool.store import Store, get_snapshot, load_file
-from devtool.store.rewind_index import build_index, index_state, restore_at, runs_to_index
+from devtool.store.frame_index_tables import index_state, runs_to_index
 from devtool.store.snapshots import read_nodes, save_tree, snapshot_counts
 from tests.conftest import CORPUS, Trace
 
@@ -38,9 +40,9 @@ def every_cut(store: Store, trace_id: str, events: list[dict[str, Any]], *, most
                 expected = restore_snapshot(events, span_id=span, anchor=anchor)
             except RestoreError:
                 refused += 1
-                assert restore_at(store, trace_id, span, anchor) is None, (span, anchor)
+                assert restore_from_index(store, trace_id, span, anchor) is None, (span, anchor)
                 continue
-            tree = restore_at(store, trace_id, span, anchor)
+            tree = restore_from_index(store, trace_id, span, anchor)
             if tree is None:
                 continue
             from_index += 1
@@ -132,7 +134,7 @@ def test_a_rewind_stored_from_the_index_reads_back_whole(store: Store, tmp_path:
         "LIMIT 1 OFFSET 80",
         [trace.trace_id],
     )[0][0]
-    tree = restore_at(store, trace.trace_id, span, "after")
+    tree = restore_from_index(store, trace.trace_id, span, "after")
     assert tree is not None
     nodes = store.query("SELECT count(*) FROM snapshot_nodes")[0][0]
     stored_id = save_tree(store, tree.top, tree.nodes)
@@ -155,14 +157,14 @@ def test_an_index_is_used_only_while_the_run_has_not_grown(store: Store, tmp_pat
     assert runs_to_index(store, min_events=4) == {}
     build_index(store, run.trace_id)
     assert runs_to_index(store, min_events=0) == {}
-    assert restore_at(store, run.trace_id, agent, "after") is not None
+    assert restore_from_index(store, run.trace_id, agent, "after") is not None
     grown = Trace(run.trace_id, start_ms=run.now + 10)
     grown.point("sys:log", root, agentId="")
     load_file(store, grown.write(tmp_path / "more.jsonl"))
     state = index_state(store, run.trace_id)
     assert state is not None
     assert (state.indexed, state.fresh) == (True, False)
-    assert restore_at(store, run.trace_id, agent, "after") is None
+    assert restore_from_index(store, run.trace_id, agent, "after") is None
     assert runs_to_index(store, min_events=0) == {run.trace_id: 4}
 
 
@@ -177,7 +179,7 @@ def test_what_is_not_indexed_says_why(store: Store, tmp_path: Path) -> None:
     state = build_index(store, run.trace_id)
     assert (state.indexed, state.fresh) == (False, True)
     assert state.reason == "callId 'same' is used by two agents of one parent"
-    assert restore_at(store, run.trace_id, first, "after") is None
+    assert restore_from_index(store, run.trace_id, first, "after") is None
     assert runs_to_index(store, min_events=0) == {}  # not tried again until the run grows
 
 

@@ -1,7 +1,7 @@
 """`index_run`: what it records of each frame, and the runs it refuses to index (and why).
 
 That a rewind made from the index is the snapshot `restore_snapshot` makes, at every cut, is tested
-through the store, where the index lives: tests/test_store_rewind_index.py.
+through the store, where the index lives: tests/test_actions_run_rewind.py.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from devtool.core.restore_index import NO_PARENT, ROOT, NotIndexable, index_run
+from devtool.core.frame_index import NO_PARENT, ROOT, NotIndexable, index_run
 from tests.conftest import Trace
 
 

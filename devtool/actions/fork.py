@@ -13,8 +13,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from devtool.web.snapshot_view import walk
-
 KINDS = ("prompt", "tool")
 
 
@@ -54,7 +52,7 @@ def fork(snapshot: dict[str, Any], edits: Edits, *, parent_id: str) -> dict[str,
     if not edits:
         raise ForkError("nothing to fork: edit a frame's memory or drop a journal entry first")
     forked = copy.deepcopy(snapshot)
-    frames = {frame["callId"]: frame for _, frame in walk(forked)}
+    frames = _frames_by_call_id(forked)
     changed: list[str] = []
     for call_id, memory in edits.memory.items():
         frame = _frame(frames, call_id)
@@ -74,6 +72,17 @@ def fork(snapshot: dict[str, Any], edits: Edits, *, parent_id: str) -> dict[str,
     metadata["fork"] = {"parent": parent_id, "memory": changed, "dropped": dropped}
     forked["metadata"] = metadata
     return forked
+
+
+def _frames_by_call_id(snapshot: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every frame of `snapshot`, the root and all below it, by callId."""
+    frames: dict[str, dict[str, Any]] = {}
+    stack = [snapshot["root"]]
+    while stack:
+        frame = stack.pop()
+        frames[frame["callId"]] = frame
+        stack.extend(frame.get("children", {}).values())
+    return frames
 
 
 def _frame(frames: dict[str, dict[str, Any]], call_id: str) -> dict[str, Any]:

@@ -73,9 +73,7 @@ def plan_rewind(store: Store, process_id: str, entry_id: str, mode: str = "both"
         raise ProcessRewindError(str(exc)) from None
 
 
-def apply_rewind_here(
-    store: Store, process_id: str, entry_id: str, mode: str, *, actor: str, rewinds_dir: Path
-) -> Applied:
+def apply_rewind_here(store: Store, process_id: str, entry_id: str, mode: str, *, actor: str) -> Applied:
     """Record a rewind of `process_id` to just before `entry_id` (see the module docstring for where)."""
     chosen = _mode(mode)
     own = _writable_journal_file(store, process_id)
@@ -84,7 +82,9 @@ def apply_rewind_here(
             result = asyncio.run(_apply_to_file(own, process_id, entry_id, chosen, actor))
             written = own
         else:
-            result, written = asyncio.run(_apply_to_copy(store, process_id, entry_id, chosen, actor, rewinds_dir))
+            result, written = asyncio.run(
+                _apply_to_copy(store, process_id, entry_id, chosen, actor, rewinds_dir(store))
+            )
     except JournalError as exc:
         raise ProcessRewindError(str(exc)) from None
     try:
@@ -96,13 +96,18 @@ def apply_rewind_here(
     return Applied(result, written, own is not None)
 
 
+def rewinds_dir(store: Store) -> Path:
+    """Where rewinds the DevTool records on its own (see the module docstring): beside its database."""
+    return store.path.parent / f"{store.path.stem}-rewinds"
+
+
 async def _apply_to_file(path: Path, process_id: str, entry_id: str, mode: RewindMode, actor: str) -> RewindResult:
     async with FileJournal(path.parent) as journal:
         return await apply_rewind(journal, process_id=process_id, target_entry_id=entry_id, mode=mode, actor=actor)
 
 
 async def _apply_to_copy(
-    store: Store, process_id: str, entry_id: str, mode: RewindMode, actor: str, rewinds_dir: Path
+    store: Store, process_id: str, entry_id: str, mode: RewindMode, actor: str, folder: Path
 ) -> tuple[RewindResult, Path]:
     journal = await _stored_journal(store, process_id)
     stored = await journal.read(process_id)
@@ -112,9 +117,9 @@ async def _apply_to_copy(
         journal, process_id=process_id, target_entry_id=entry_id, mode=mode, actor=actor, state=base
     )
     new = (await journal.read(process_id))[len(stored) :]
-    rewinds_dir.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", process_id)[:80]
-    target = rewinds_dir / f"{safe}.rewind-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{len(stored)}.jsonl"
+    target = folder / f"{safe}.rewind-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}-{len(stored)}.jsonl"
     target.write_bytes(b"".join(encode_entry(entry) for entry in new))
     return result, target
 

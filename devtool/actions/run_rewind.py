@@ -1,15 +1,15 @@
-"""Rewind: a run's snapshot at a span's start or end, made from its stored events and kept by content id.
+"""Rewind a run: its snapshot at a span's start or end, made from its stored events and kept by content id.
 
-A big run that the server has indexed (`devtool.store.rewind_index`, built in the background by
-`RewindIndexer`) is rewound from its index: the frames the cut leaves open are rebuilt from their own
-events, and every frame that had ended is a node prepared once, so a cut costs about the same early
-or late in a run of a million events. Any other run, a run that grew since it was indexed, and a cut
-the index does not make, are rewound by `restore_snapshot` over the run's events: the store hands it
-only what it reads (the events up to the cut, without the types restore ignores, both left out in
-DuckDB). Both ways give the same snapshot, a pure function of the trace and the cut (its
-`timestamp` is the cut event's, its `processId` the trace id), stored under the hash of its content:
-rewinding to the same cut of the same trace gives the same id, and the second time it is found
-rather than stored again.
+This is the one place that decides how a cut is made. A big run with a fresh frame index (built in
+the background by `frame_indexer`) is rewound from it: the frames the cut leaves open are rebuilt
+from their own events (`core.frame_index.restore_open`), and every frame that had ended is a node
+prepared once, so a cut costs about the same early or late in a run of a million events. Any other
+run, a run that grew since it was indexed, and a cut the index does not make, are rewound by
+`restore_snapshot` over the run's events: the store hands it only what it reads (the events up to
+the cut, without the types restore ignores, both left out in DuckDB). Both ways give the same
+snapshot, a pure function of the trace and the cut (its `timestamp` is the cut event's, its
+`processId` the trace id), stored under the hash of its content: rewinding to the same cut of the
+same trace gives the same id, and the second time it is found rather than stored again.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from typing import Literal
 
 from devtool.core import RestoreError
 from devtool.core.debugger import restore_snapshot
+from devtool.core.frame_index import OpenTree, restore_open
 from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS, RestoreWarning
 from devtool.store import Store, save_snapshot
+from devtool.store.collector import collector_paused
+from devtool.store.frame_index_tables import read_cut
 from devtool.store.queries import Cut, run_events
-from devtool.store.queries.events import collector_paused
-from devtool.store.rewind_index import restore_at
 from devtool.store.snapshots import save_tree
 
 Anchor = Literal["before", "after"]
@@ -43,7 +44,7 @@ def rewind(store: Store, trace_id: str, span_id: str, anchor: str, *, created_by
     if anchor not in ANCHORS:
         raise RewindError(f'anchor must be "before" or "after", not {anchor[:40]!r}')
     edge: Anchor = "before" if anchor == "before" else "after"
-    tree = restore_at(store, trace_id, span_id, edge)
+    tree = restore_from_index(store, trace_id, span_id, edge)
     if tree is not None:
         return save_tree(store, tree.top, tree.nodes, created_by=created_by)
     # A big run's cut is hundreds of thousands of dicts: with the cycle collector on, it would walk
@@ -60,3 +61,18 @@ def rewind(store: Store, trace_id: str, span_id: str, anchor: str, *, created_by
             raise RewindError(str(exc)) from None
         del events
         return save_snapshot(store, snapshot, created_by=created_by, trusted=True)
+
+
+def restore_from_index(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> OpenTree | None:
+    """The run's snapshot at the cut, from its frame index; None when the run has no fresh index or
+    this cut is one the index does not make (then `restore_snapshot` over the run's events does)."""
+    with collector_paused():
+        cut = read_cut(store, trace_id, span_id, anchor)
+        if cut is None:
+            return None
+        try:
+            return restore_open(
+                cut.rows, span_id=span_id, anchor=anchor, open_frames=cut.open_frames, sealed=cut.sealed
+            )
+        except RestoreError:
+            return None

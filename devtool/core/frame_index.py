@@ -1,4 +1,4 @@
-"""Rewind at any cut of a big run without walking its whole prefix: an index made once, and a short walk.
+"""A run's frame index: rewind at any cut of a big run without walking its prefix, from an index made once.
 
 `restore_snapshot` at a cut walks every event before it. In a run of a million events, a cut in the
 middle is a walk of half a million, though most of the frames it rebuilds (agents that had long
@@ -28,7 +28,7 @@ well-formed (restore skips nothing), stored in time order, no span id or callId 
 (a later one would replace the first where the short walk could not know). Other runs, and any cut
 `restore_open` cannot make (it raises `RestoreError`: a `before` cut with no earlier event of an open
 frame, which the walk would take for the run's first), are rewound by `restore_snapshot` over their
-events: slower, the same snapshot. tests/test_store_rewind_index.py checks the two are equal at
+events: slower, the same snapshot. tests/test_actions_run_rewind.py checks the two are equal at
 every cut of the corpus traces, of a generated run and of runs with restore's repairs.
 """
 

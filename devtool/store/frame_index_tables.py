@@ -1,15 +1,17 @@
-"""The rewind index of a run, kept in the store: made once (`build_index`), read at each rewind (`restore_at`).
+"""The frame indexes of big runs, kept in the store: written once (`write_index`), read at each cut (`read_cut`).
 
-`devtool.core.restore_index` says what the index is and why a rewind made from it is the snapshot
-`restore_snapshot` makes. This module keeps it: each frame's row in `rewind_frames`, each frame's
-node (as the run ends) in `snapshot_nodes`, where snapshots find them, and a row per run in
-`rewind_runs` that says whether the run could be indexed and up to which event. An index is used
+`devtool.core.frame_index` says what a frame index is and why a rewind made from it is the snapshot
+`restore_snapshot` makes; `devtool.actions.frame_indexer` builds them and `devtool.actions.run_rewind`
+decides when one is used. This module only keeps them: each frame's row in `rewind_frames`, each
+frame's node (as the run ends) in `snapshot_nodes`, where snapshots find them, and a row per run in
+`rewind_runs` that says whether the run could be indexed and up to which event. An index is fresh
 only while the run has no event newer than that (in `events`: a live run's summary in `runs` may lag
-its events): a run that grows is rewound from its events until it is indexed again.
+its events).
 
-A rewind at a cut (`restore_at`) reads, all in DuckDB: the cut event, the frames the cut leaves open
-(made before it, changed after it; few), the sealed children of those (one row each: call id, node
-id, status), and the events of the open frames before the cut. Nothing else of the prefix is read.
+What a cut needs (`read_cut`) is read in one read transaction, all in DuckDB: the cut event, the
+frames the cut leaves open (made before it, changed after it; few), the sealed children of those (one
+row each: call id, node id, status), and the events of the open frames before the cut. Nothing else
+of the prefix is read.
 """
 
 from __future__ import annotations
@@ -18,14 +20,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import duckdb
 import orjson
 
-from devtool.core.errors import RestoreError
-from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS
-from devtool.core.restore_index import IndexedFrame, NotIndexable, OpenTree, SealedChild, index_run, restore_open
+from devtool.core.frame_index import IndexedFrame, RunIndex, SealedChild
 from devtool.store.database import Store
-from devtool.store.errors import NotFoundError
-from devtool.store.queries.events import collector_paused, iter_run_rows
+from devtool.store.errors import NotFoundError, StoreError
 from devtool.store.snapshots import write_nodes
 
 Anchor = Literal["before", "after"]
@@ -33,7 +33,7 @@ Anchor = Literal["before", "after"]
 
 @dataclass(frozen=True, slots=True)
 class IndexState:
-    """A run's rewind index as the store has it."""
+    """A run's frame index as the store has it."""
 
     trace_id: str
     indexed: bool  # False: the run cannot be indexed (`reason`), its rewinds read its events
@@ -59,62 +59,87 @@ def index_state(store: Store, trace_id: str) -> IndexState | None:
 def runs_to_index(store: Store, *, min_events: int) -> dict[str, int]:
     """Runs of at least `min_events` events whose index is missing or older than the run: their
     last event id, by trace id (biggest runs first)."""
-    rows = store.query(
-        """
-        SELECT r.trace_id, r.last_event_id FROM runs r LEFT JOIN rewind_runs i USING (trace_id)
-        WHERE r.events >= ? AND (i.trace_id IS NULL OR i.last_event_id <> r.last_event_id)
-        ORDER BY r.events DESC, r.trace_id
-        """,
-        [min_events],
-    )
+    try:
+        rows = store.query(
+            """
+            SELECT r.trace_id, r.last_event_id FROM runs r LEFT JOIN rewind_runs i USING (trace_id)
+            WHERE r.events >= ? AND (i.trace_id IS NULL OR i.last_event_id <> r.last_event_id)
+            ORDER BY r.events DESC, r.trace_id
+            """,
+            [min_events],
+        )
+    except duckdb.Error as exc:  # the database going away under a background reader, say
+        raise StoreError(f"cannot list the runs to index: {exc}") from exc
     return dict(rows)
 
 
-def build_index(store: Store, trace_id: str) -> IndexState:
-    """Index run `trace_id` as it is now (replacing an older index); `NotFoundError` if no such run.
-    A run that cannot be indexed gets a row saying why, so it is not tried again until it grows."""
-    began = time.perf_counter()
-    last_event_id = store.query(_LAST_EVENT, {"trace": trace_id})[0][0]
-    if last_event_id is None:
+def last_event_of(store: Store, trace_id: str) -> int:
+    """The id of run `trace_id`'s last stored event; `NotFoundError` if the store has no such run."""
+    last = store.query(_LAST_EVENT, {"trace": trace_id})[0][0]
+    if last is None:
         raise NotFoundError(f"no run {trace_id!r} in the store")
-    reason: str | None = None
-    with collector_paused():
-        try:
-            _check_time_order(store, trace_id)
-            index = index_run(iter_run_rows(store, trace_id, skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS))
-        except NotIndexable as exc:
-            reason, index = str(exc), None
-        # It writes no spans or runs: a live run's derive need not wait for it.
-        with store.transaction(derives=False) as conn:
-            conn.execute("DELETE FROM rewind_frames WHERE trace_id = ?", [trace_id])
-            conn.execute("DELETE FROM rewind_runs WHERE trace_id = ?", [trace_id])
-            if index is not None:
-                write_nodes(conn, index.nodes)
-                _write_frames(conn, trace_id, index.frames)
-            seconds = time.perf_counter() - began
-            conn.execute(
-                "INSERT INTO rewind_runs (trace_id, last_event_id, indexed, reason, events, frames, seconds) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    trace_id,
-                    last_event_id,
-                    index is not None,
-                    reason,
-                    index.events if index is not None else 0,
-                    len(index.frames) if index is not None else 0,
-                    seconds,
-                ],
-            )
+    return int(last)
+
+
+def events_out_of_time_order(store: Store, trace_id: str) -> int:
+    """How many of the run's events were stored after an event with a later timestamp."""
+    rows = store.query(
+        """
+        SELECT count(*) FROM (
+            SELECT ts < lag(ts) OVER (ORDER BY event_id) AS back FROM events WHERE trace_id = ?
+        ) WHERE back
+        """,
+        [trace_id],
+    )
+    return int(rows[0][0])
+
+
+def write_index(
+    store: Store, trace_id: str, last_event_id: int, index: RunIndex | None, reason: str | None, *, began: float
+) -> IndexState:
+    """Store run `trace_id`'s index as of `last_event_id` (replacing an older one), or, with `index`
+    None, that it cannot be indexed and why, so it is not tried again until it grows. `began` is the
+    `time.perf_counter()` at which building it started: the row records how long it took."""
+    # It writes no spans or runs: a live run's derive need not wait for it.
+    with store.transaction(derives=False) as conn:
+        conn.execute("DELETE FROM rewind_frames WHERE trace_id = ?", [trace_id])
+        conn.execute("DELETE FROM rewind_runs WHERE trace_id = ?", [trace_id])
+        if index is not None:
+            write_nodes(conn, index.nodes)
+            _write_frames(conn, trace_id, index.frames)
+        seconds = time.perf_counter() - began
+        conn.execute(
+            "INSERT INTO rewind_runs (trace_id, last_event_id, indexed, reason, events, frames, seconds) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                trace_id,
+                last_event_id,
+                index is not None,
+                reason,
+                index.events if index is not None else 0,
+                len(index.frames) if index is not None else 0,
+                seconds,
+            ],
+        )
     state = index_state(store, trace_id)
     if state is None:
         raise NotFoundError(f"no run {trace_id!r} in the store")
     return state
 
 
-def restore_at(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> OpenTree | None:
-    """The run's snapshot at the cut, from its index; None when the run has no fresh index or this
-    cut is one the index does not make (then `restore_snapshot` over the run's events does)."""
-    with collector_paused(), store.reader() as cursor:
+@dataclass(frozen=True)
+class IndexedCut:
+    """What `core.frame_index.restore_open` needs of a fresh index at one cut."""
+
+    rows: list[tuple[int, Any]]  # the cut event and the open frames' events before it: (event id, event)
+    open_frames: list[IndexedFrame]
+    sealed: list[SealedChild]
+
+
+def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> IndexedCut | None:
+    """What the run's fresh index holds for the cut at span `span_id`'s start (`before`) or end
+    (`after`); None when the run has no fresh index or no such span edge."""
+    with store.reader() as cursor:
         # One read transaction: an index rebuilt meanwhile is seen whole or not at all.
         cursor.execute("BEGIN TRANSACTION")
         fresh = cursor.execute(
@@ -168,33 +193,16 @@ def restore_at(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Ope
         ids = sorted({event for frame in open_frames for event in frame.events} | {params["cut"]})
         events = cursor.execute("SELECT event_id, body FROM events WHERE event_id = ANY($ids)", {"ids": ids})
         rows = sorted((event_id, orjson.loads(body)) for event_id, body in events.fetchall())
-    sealed_children = [
+    children = [
         SealedChild(parent, created, call_id, node, status, orjson.loads(error) if error is not None else None)
         for parent, created, call_id, node, status, error in sealed_rows
     ]
-    try:
-        return restore_open(rows, span_id=span_id, anchor=anchor, open_frames=open_frames, sealed=sealed_children)
-    except RestoreError:
-        return None
+    return IndexedCut(rows, open_frames, children)
 
 
 # A run's last stored event, from the events themselves: a live append stores its events before the
 # run's summary (`runs`) is derived, and an index must not be taken as covering events it has not seen.
 _LAST_EVENT = "SELECT max(event_id) FROM events WHERE trace_id = $trace"
-
-
-def _check_time_order(store: Store, trace_id: str) -> None:
-    """Restore reads a run by timestamp; the index compares events by id: the two orders must agree."""
-    rows = store.query(
-        """
-        SELECT count(*) FROM (
-            SELECT ts < lag(ts) OVER (ORDER BY event_id) AS back FROM events WHERE trace_id = ?
-        ) WHERE back
-        """,
-        [trace_id],
-    )
-    if rows[0][0]:
-        raise NotIndexable(f"its events are not stored in time order ({rows[0][0]} after later ones)")
 
 
 def _write_frames(conn: Any, trace_id: str, frames: list[IndexedFrame]) -> None:
