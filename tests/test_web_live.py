@@ -16,12 +16,13 @@ from sse_starlette import ServerSentEvent
 from starlette.testclient import TestClient
 
 from devtool.store import Store, append_events, derive, load_file
+from devtool.store.event_gate import check_events
 from devtool.store.queries import get_run, last_event_id
 from devtool.web import create_app
 from devtool.web.live import Appender, Broker, LiveEvent
 from devtool.web.live.streams import RunFeed, RunsFeed, messages
+from testkit.sse import Message, parse
 from tests.conftest import Trace, running_run
-from tests.sse import Message, parse
 from tests.web_runs import html, one
 
 
@@ -135,9 +136,9 @@ async def test_a_stream_sends_what_it_missed_from_the_store_then_follows_and_clo
     with broker.subscription(t.trace_id) as subscription:
         collector = Collector(messages(RunFeed(store, t.trace_id, 0.05), subscription, 2))
         for _ in range(3):
-            await appender.append(t.span("turn", root), stream="test")
+            await appender.append(check_events(t.span("turn", root)), stream="test")
         t.end(root, success=True)
-        await appender.append(t.events[-1:], stream="test")
+        await appender.append(check_events(t.events[-1:]), stream="test")
         await collector.finish()
     assert collector.event_ids() == list(range(3, len(t.events) + 1))
     *sent, close = collector.messages
@@ -162,9 +163,9 @@ async def test_events_stored_while_a_stream_catches_up_are_neither_lost_nor_doub
     with broker.subscription(t.trace_id) as subscription:
         collector = Collector(messages(RunFeed(store, t.trace_id, 0.01), subscription, 0))
         for _ in range(40):
-            await appender.append(t.span("turn", root), stream="test")
+            await appender.append(check_events(t.span("turn", root)), stream="test")
         t.end(root)
-        await appender.append(t.events[-1:], stream="test")
+        await appender.append(check_events(t.events[-1:]), stream="test")
         await collector.finish()
     assert collector.event_ids() == list(range(1, len(t.events) + 1))
 
@@ -201,7 +202,7 @@ async def test_a_slow_client_is_told_to_resync_and_still_gets_every_event_once(s
     broker = Broker(queue_limit=10)
     appender = Appender(store, broker)
     t, root = running_run(0)
-    await appender.append(t.events, stream="test")
+    await appender.append(check_events(t.events), stream="test")
     await appender.drain()
     received: list[Message] = []
     with broker.subscription(t.trace_id) as subscription:
@@ -210,15 +211,15 @@ async def test_a_slow_client_is_told_to_resync_and_still_gets_every_event_once(s
         received.append(decoded(await anext(stream)))
         # Following live: the next message goes out when the next batch is stored...
         waiting = asyncio.create_task(anext(stream))
-        await appender.append(t.span("turn", root), stream="test")
+        await appender.append(check_events(t.span("turn", root)), stream="test")
         received.append(decoded(await waiting))
         assert received[-1].event == "events"  # published when stored, before its derive
         # ...and then the client reads nothing while 100 events arrive: its queue of 10 overflows.
         for _ in range(50):
-            await appender.append(t.span("tools:execute", root), stream="test")
+            await appender.append(check_events(t.span("tools:execute", root)), stream="test")
         assert subscription.overflowed
         t.end(root)
-        await appender.append(t.events[-1:], stream="test")
+        await appender.append(check_events(t.events[-1:]), stream="test")
         received.extend([decoded(m) async for m in stream])
     # `spans` messages follow the derives, which run beside the appends: where they fall varies.
     kinds = [m.event for m in received if m.event != "spans"]
@@ -264,7 +265,7 @@ async def test_the_runs_stream_names_the_runs_that_changed(store: Store) -> None
         stream = messages(RunsFeed(store, 0.0), subscription, 1)
         await anext(stream)
         missed = decoded(await anext(stream))
-        await appender.append(third.events, stream="test")
+        await appender.append(check_events(third.events), stream="test")
         fresh = decoded(await anext(stream))
         await stream.aclose()
     assert (missed.event, missed.json(), missed.id) == ("runs", {"traces": [second.trace_id]}, "2")
@@ -404,7 +405,7 @@ async def test_an_append_is_stored_and_published_while_a_slow_derive_runs(
     broker = Broker()
     appender = Appender(store, broker)
     t, root = running_run(1)
-    await appender.append(t.events, stream="test")
+    await appender.append(check_events(t.events), stream="test")
     await appender.drain()
     slow = derive.refresh
 
@@ -414,9 +415,9 @@ async def test_an_append_is_stored_and_published_while_a_slow_derive_runs(
 
     monkeypatch.setattr(derive, "refresh", slow_refresh)
     with broker.subscription(t.trace_id) as subscription:
-        await appender.append(t.span("turn", root), stream="test")  # starts the (slow) derive behind it
+        await appender.append(check_events(t.span("turn", root)), stream="test")  # starts the (slow) derive behind it
         started = time.monotonic()
-        ids = await appender.append(t.span("turn", root), stream="test")
+        ids = await appender.append(check_events(t.span("turn", root)), stream="test")
         answered = time.monotonic() - started
         published = [event.event_id for event in subscription.take()]
         assert answered < 0.5
@@ -444,10 +445,10 @@ async def test_derives_follow_the_appends_at_most_once_per_interval_and_cover_th
     broker = CountingBroker()
     appender = Appender(store, broker, derive_interval=0.25)
     t, root = running_run(0)
-    await appender.append(t.events, stream="test")
+    await appender.append(check_events(t.events), stream="test")
     started = time.monotonic()
     for _ in range(20):
-        await appender.append(t.span("turn", root), stream="test")
+        await appender.append(check_events(t.span("turn", root)), stream="test")
         await asyncio.sleep(0.02)
     await appender.drain()
     elapsed = time.monotonic() - started

@@ -1,9 +1,10 @@
-"""Live ingest: appending a batch of TraceEvents from a running agent, in one transaction.
+"""Live appends: a batch of TraceEvents from a running agent, stored in one transaction.
 
-`append_events(store, events)` checks every event first (a bad one is named by its index, and none of
-the batch is stored), then appends the batch through the same SQL as a file load, in the given order.
-It returns the new events' ids, in order: they only grow, so they are what a live stream sends as SSE
-ids and resumes from (`events_after`).
+`store_events(store, events)` appends events the gate checked (`event_gate.py`: a posted batch, a
+followed file's lines) through the same SQL as a file load, in the given order; `append_events` is
+the same for TraceEvent dicts made in Python, which it takes through the gate first (a bad one is
+named by its index, and none of the batch is stored). Both return the new events' ids, in order:
+they only grow, so they are what a live stream sends as SSE ids and resumes from (`events_after`).
 
 Spans and run summaries follow in a second step: at once (the default), or, with `derive=False`,
 whenever the caller next calls `store.derive_backlog()` (the live appender, which streams the events
@@ -18,13 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
-
 from devtool.store.database import Store
-from devtool.store.errors import InvalidEventsError, LineProblem
+from devtool.store.event_gate import CheckedEvent, check_events
 from devtool.store.event_sql import insert_events
-from devtool.store.rules import trace_event_problem
-from devtool.store.scan import MAX_KEPT
 
 LIVE_KIND = "live"
 
@@ -35,30 +32,23 @@ _BATCH = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS 
 def append_events(
     store: Store, events: Sequence[Mapping[str, Any]], *, stream: str = "live", derive: bool = True
 ) -> list[int]:
-    """Append `events` (TraceEvent dicts) in order and return their ids; `InvalidEventsError` if any is bad.
+    """Check `events` (TraceEvent dicts) at the gate, append them in order and return their ids;
+    `InvalidEventsError` if any is bad (then none is stored)."""
+    return store_events(store, check_events(events), stream=stream, derive=derive)
+
+
+def store_events(
+    store: Store, events: Sequence[CheckedEvent], *, stream: str = "live", derive: bool = True
+) -> list[int]:
+    """Append `events`, checked at the gate already, in order and return their ids.
 
     `derive=False` leaves their spans and run summaries in the store's backlog.
     """
-    problems: list[LineProblem] = []
-    bad = 0
-    texts: list[str] = []
-    for index, event in enumerate(events):
-        problem = trace_event_problem(event)
-        if problem is None:
-            try:
-                texts.append(orjson.dumps(event).decode())
-                continue
-            except TypeError as exc:
-                problem = f"not JSON: {exc}"
-        bad += 1
-        if len(problems) < MAX_KEPT:
-            problems.append(LineProblem(problem, element=index))
-    if bad:
-        raise InvalidEventsError(tuple(problems), bad)
-    if not texts:
+    if not events:
         return []
     with store.transaction(derives=False) as conn:
         source_id = _live_source(conn, stream)
+        texts = [event.text for event in events]
         count, _, _ = insert_events(conn, _BATCH, source_id, {"events": texts}, derive_spans=False)
         last = conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0]
         conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [count, source_id])

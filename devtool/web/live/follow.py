@@ -7,8 +7,8 @@
 - a new file at the path (the old one renamed or deleted: rotation) is read from its start, after
   what the old file still held is read to its end;
 - a file that does not exist yet is waited for.
-Each line is a TraceEvent checked by the store's rules; a bad line is skipped with a warning naming
-the file and line (a tail cannot refuse a file that is still being written).
+Each line goes through the store's event gate (`read_line`); a bad line is skipped with a warning
+naming the file and line (a tail cannot refuse a file that is still being written).
 
 `Follower` polls a `TailReader` every `interval` seconds in a worker thread and hands the events to
 the appender, the same path as `POST /api/v1/traces`, so they are stored and streamed alike.
@@ -24,14 +24,13 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
-import orjson
 from starlette.concurrency import run_in_threadpool
 
 from devtool.store import Store
+from devtool.store.event_gate import CheckedEvent, Refused, read_line
 from devtool.store.queries.live import stream_resume_point
-from devtool.store.rules import trace_event_problem
 
 if TYPE_CHECKING:
     from devtool.web.live.appender import Appender
@@ -47,7 +46,7 @@ MAX_LINE = 64 * 1024 * 1024
 class Lines:
     """What one read found: the TraceEvents, and the bad lines as `(line number, reason)`."""
 
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[CheckedEvent] = field(default_factory=list)
     problems: list[tuple[int, str]] = field(default_factory=list)
 
 
@@ -132,17 +131,12 @@ class TailReader:
         line = line.strip()
         if not line:
             return
-        try:
-            event = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            reason = "the last line was left unfinished" if torn else f"not JSON: {exc}"
+        result = read_line(line)
+        if isinstance(result, Refused):
+            reason = "the last line was left unfinished" if torn and not result.json else result.reason
             found.problems.append((self._line, reason))
             return
-        problem = trace_event_problem(event)
-        if problem is not None:
-            found.problems.append((self._line, problem))
-            return
-        found.events.append(event)
+        found.events.append(result)
 
     def _close(self) -> None:
         if self._file is not None:
@@ -164,7 +158,7 @@ class Follower:
         self.skipped_lines = 0
         self._reader = TailReader(self.path)
         self._resume: int | None = None
-        self._unstored: list[dict[str, Any]] = []
+        self._unstored: list[CheckedEvent] = []
         self._failing = False
 
     async def run(self) -> None:
@@ -192,7 +186,7 @@ class Follower:
         if self._reader.restarts:
             self._resume = 0  # what was stored before came from a file that is gone
         if events and self._resume is None:
-            self._resume = await run_in_threadpool(stream_resume_point, self.store, self.stream, events[0])
+            self._resume = await run_in_threadpool(stream_resume_point, self.store, self.stream, events[0].text)
         if events and self._resume:
             skip = min(self._resume, len(events))
             self._resume -= skip

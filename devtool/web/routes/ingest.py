@@ -1,10 +1,10 @@
 """`POST /api/v1/traces`: a running agent's batch of TraceEvents, stored and fanned out live.
 
 The body is what the TypeScript library's review exporter sends (and `devtool.core.HttpSink`): a
-JSON array of TraceEvents, `Content-Type: application/json`. Each event is checked by the store's
-rules; good ones are stored even when others in the batch are not, in one transaction, ordered by
-timestamp and then by the exporter's `_seq` counter where events carry one (equal timestamps are
-common at millisecond resolution), and published to the live streams.
+JSON array of TraceEvents, `Content-Type: application/json`. It goes through the store's event gate
+as it came (`event_gate.read_batch`: each event checked once, the good ones ordered by timestamp and
+then by the exporter's `_seq` counter); good ones are stored even when others in the batch are not,
+in one transaction, and published to the live streams.
 
 Answers, JSON:
 - 200 `{"accepted": n, "ids": [...], "rejected": []}`: all stored (`ids`: store positions, in the
@@ -22,20 +22,16 @@ the event loop and the live streams on it.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from devtool.core.jsonvalue import kind_of
-from devtool.store.rules import trace_event_problem
-from devtool.web.settings import Settings
+from devtool.store.errors import BatchTooLargeError, NotABatchError
+from devtool.store.event_gate import read_batch
+from devtool.web.state import state
 
 # The stream (the store's `sources` row) that events posted here are recorded under.
 STREAM = "http"
@@ -48,56 +44,6 @@ class IngestError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
-
-
-@dataclass(frozen=True)
-class Rejection:
-    index: int
-    reason: str
-
-
-@dataclass
-class Batch:
-    """A posted batch, checked: the good events in store order with their posted indexes, and the bad."""
-
-    size: int
-    events: list[Mapping[str, Any]] = field(default_factory=list)
-    indexes: list[int] = field(default_factory=list)
-    rejected: list[Rejection] = field(default_factory=list)
-
-
-def parse_batch(body: bytes, max_events: int) -> Batch:
-    """The batch in `body`, each event checked; `IngestError` when the body as a whole is wrong."""
-    try:
-        document = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise IngestError(400, f"the body is not JSON: {exc}") from None
-    if not isinstance(document, list):
-        raise IngestError(400, f"the body must be a JSON array of TraceEvents, not {kind_of(document)}")
-    if len(document) > max_events:
-        raise IngestError(
-            413, f"a batch of {len(document)} events is over the limit of {max_events}: send smaller batches"
-        )
-    batch = Batch(size=len(document))
-    good: list[tuple[float, float, int]] = []
-    for index, event in enumerate(document):
-        problem = trace_event_problem(event)
-        if problem is not None:
-            batch.rejected.append(Rejection(index, problem))
-            continue
-        good.append((float(event["timestamp"]), _seq(event.get("_seq")), index))
-    # Stable: events without `_seq` (and ties) keep the order they were posted in.
-    good.sort(key=lambda key: key[:2])
-    batch.indexes = [index for _, _, index in good]
-    batch.events = [document[index] for index in batch.indexes]
-    return batch
-
-
-def _seq(value: Any) -> float:
-    """The exporter's counter as a sort key; missing or not a finite number sorts as 0 (posted order)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return 0.0
-    return float(value)
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -120,17 +66,19 @@ def _too_big(size: int, limit: int, *, at_least: bool = False) -> str:
 
 
 async def ingest(request: Request) -> JSONResponse:
-    settings: Settings = request.app.state.settings
+    settings = state(request).settings
     try:
         media_type = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if media_type != "application/json" and not media_type.endswith("+json"):
             raise IngestError(415, f"the body must be application/json (a JSON array of TraceEvents), not {media_type}")
         body = await read_body(request, settings.max_ingest_bytes)
-        batch = await run_in_threadpool(parse_batch, body, settings.max_ingest_events)
+        batch = await run_in_threadpool(read_batch, body, settings.max_ingest_events)
     except IngestError as exc:
         return JSONResponse({"error": str(exc)}, status_code=exc.status)
+    except (NotABatchError, BatchTooLargeError) as exc:
+        return JSONResponse({"error": str(exc)}, status_code=413 if isinstance(exc, BatchTooLargeError) else 400)
     try:
-        stored = await request.app.state.live.appender.append(batch.events, stream=STREAM)
+        stored = await state(request).live.appender.append(batch.events, stream=STREAM)
     except Exception as exc:  # the store's own words, whatever it raised: the agent's sink retries
         return JSONResponse(
             {"error": f"the store could not take the batch, nothing of it was stored: {exc}"}, status_code=503
