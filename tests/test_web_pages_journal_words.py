@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from devtool.web.journal_words import LANE_OF, SUMMARY_CHARS, summarize
+from devtool.web.pages.journal_words import LANE_OF, SUMMARY_CHARS, summarize
 
 
 @pytest.mark.parametrize(

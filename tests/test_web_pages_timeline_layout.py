@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from devtool.store.queries import TimelineBar, TimelineWindow
-from devtool.web.timeline_layout import LABEL_MIN_PX, LANE_HEIGHT, MAX_LABELS, format_duration, layout, ticks
+from devtool.web.pages.timeline_layout import LABEL_MIN_PX, LANE_HEIGHT, MAX_LABELS, format_duration, layout, ticks
 
 
 def bar(row: int, start: float, end: float, *, span: str | None = "s", count: int = 1, running: int = 0) -> TimelineBar:

@@ -21,7 +21,7 @@ from devtool.demo import research
 from devtool.store import Store, append_events, get_snapshot, list_snapshots
 from devtool.store.queries.navigation import search_spans
 from devtool.web import create_app
-from devtool.web.views import snapshots as snapshots_view
+from devtool.web.routes import snapshots as snapshot_routes
 from tests.conftest import Trace
 from tests.web_runs import html, one, record
 
@@ -183,7 +183,7 @@ def test_a_snapshot_keeps_the_key_order_of_recorded_outputs(client: TestClient, 
 def test_a_big_snapshot_is_shown_a_page_of_frames_at_a_time(
     client: TestClient, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(snapshots_view, "FRAMES_PER_PAGE", 5)
+    monkeypatch.setattr(snapshot_routes, "FRAMES_PER_PAGE", 5)
     children = {
         f"root/agent:w:{i}": {
             "callId": f"root/agent:w:{i}",
@@ -299,7 +299,7 @@ def test_a_dumped_snapshot_appears_on_its_run_at_the_moment_it_was_taken(
     assert one(actions, "#run-dumps a.select").attributes["data-span"] == dump_span
     mark = one(actions, "#dump-strip .dump-mark")
     assert mark.attributes["href"] == f"/snapshots/{reported}"
-    assert 0 < float(str(mark.attributes["style"]).split("left: ")[1].rstrip("%")) < 100  # taken mid-run
+    assert 0 < float(str(mark.attributes["data-x"])) < 100  # taken mid-run
     detail = html(client.get(f"/runs/{trace_id}?span={dump_span}").text)
     assert one(detail, "#open-dump").attributes["href"] == f"/snapshots/{reported}"
     page = client.get(f"/snapshots/{reported}")

@@ -20,7 +20,7 @@ from devtool.core.debugger import restore_snapshot
 from devtool.core.restore import RestoreWarning
 from devtool.store import Store
 from devtool.store.queries import run_events
-from devtool.web.diff import Change, diff
+from devtool.web.pages.diff import Change, diff
 
 
 @dataclass(frozen=True)

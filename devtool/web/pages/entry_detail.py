@@ -14,10 +14,10 @@ from typing import Any
 from devtool.store import Store
 from devtool.store.queries import JournalState, StoredEntry, journal_states
 from devtool.store.queries.journal_lane import JournalSpan
-from devtool.web.diff import Change, diff
-from devtool.web.journal_words import KNOWN_TYPES, summarize
 from devtool.web.links import run_url
-from devtool.web.timeline_layout import format_duration
+from devtool.web.pages.diff import Change, diff
+from devtool.web.pages.journal_words import KNOWN_TYPES, summarize
+from devtool.web.pages.timeline_layout import format_duration
 
 CONVERSATION_TAIL = 6  # messages shown of the conversation an entry leaves unchanged
 

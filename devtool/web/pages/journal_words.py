@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from devtool.web.timeline_layout import format_duration
+from devtool.web.pages.timeline_layout import format_duration
 
 SUMMARY_CHARS = 160
 

@@ -1,5 +1,5 @@
-"""The process page's chart and table, built from the store: the journal's lanes on a time axis, its
-invocations opened into their runs' spans on the same axis, and a page of the entries table.
+"""The process page's chart, built from the store: the journal's lanes on a time axis, and its
+invocations opened into their runs' spans on the same axis (the entries table: `entry_table.py`).
 
 Everything on the chart is placed in percent of the time window, so it fills any pane width without
 the browser telling the server its size. The store bounds what comes back: the journal answers with
@@ -14,19 +14,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from devtool.store import NotFoundError, Store
-from devtool.store.queries import StoredEntry, journal_entries, timeline_window
+from devtool.store import Store
+from devtool.store.queries import timeline_window
 from devtool.store.queries.journal_lane import (
     Invocation,
     JournalMark,
     JournalSpan,
-    entry_position,
     journal_marks,
 )
-from devtool.web.journal_words import KNOWN_TYPES, LANE_OF, LANES, summarize
 from devtool.web.links import run_url
-from devtool.web.process_state import ProcessView
-from devtool.web.timeline_layout import format_duration, layout, ticks
+from devtool.web.pages.journal_words import KNOWN_TYPES, LANE_OF, LANES, summarize
+from devtool.web.pages.process_url_state import ProcessUrlState
+from devtool.web.pages.timeline_layout import format_duration, layout, ticks
 
 COLUMNS = 1000  # of the lane and of an opened run: about a pixel each in a full-width pane
 MIN_COLUMNS = 32
@@ -35,7 +34,6 @@ T = TypeVar("T")
 # page stays light (a few thousand elements) for a journal or an opened run of any size.
 MAX_MARKS = 1500
 MAX_SPAN_BARS = 1500  # shared by the runs opened at once
-PAGE_SIZE = 100
 PAD = 0.015  # of the window on each side, so the first and last marks are not cut in half
 
 
@@ -120,29 +118,6 @@ class Chart:
         return sum(len(lane.marks) for lane in self.lanes)
 
 
-@dataclass(frozen=True)
-class TableRow:
-    entry: StoredEntry
-    number: int  # 1-based position in the journal
-    offset: str  # time since the journal's first entry
-    summary: str
-    known: bool
-    href: str
-    run_href: str | None
-    selected: bool
-
-
-@dataclass(frozen=True)
-class Table:
-    rows: tuple[TableRow, ...]
-    page: int
-    pages: int
-    total: int
-    first: int  # 1-based number of the first row
-    prev_href: str | None
-    next_href: str | None
-
-
 def _percent(t: float, start: float, end: float) -> float:
     return round((t - start) / max(end - start, 1e-9) * 100, 4)
 
@@ -155,16 +130,16 @@ def default_window(span: JournalSpan, invocations: list[Invocation]) -> tuple[fl
     return start - pad, end + pad
 
 
-def window_of(view: ProcessView, span: JournalSpan, invocations: list[Invocation]) -> tuple[float, float]:
-    if view.start is not None and view.end is not None:
-        return view.start, view.end
+def window_of(url_state: ProcessUrlState, span: JournalSpan, invocations: list[Invocation]) -> tuple[float, float]:
+    if url_state.start is not None and url_state.end is not None:
+        return url_state.start, url_state.end
     return default_window(span, invocations)
 
 
 def build_chart(
-    store: Store, process_id: str, view: ProcessView, span: JournalSpan, invocations: list[Invocation]
+    store: Store, process_id: str, url_state: ProcessUrlState, span: JournalSpan, invocations: list[Invocation]
 ) -> Chart:
-    start, end = window_of(view, span, invocations)
+    start, end = window_of(url_state, span, invocations)
     # Marks are at most entries, and at most types × columns: the finest columns that surely fit.
     fits = COLUMNS if span.entries <= MAX_MARKS else max(MIN_COLUMNS, min(COLUMNS, MAX_MARKS // max(span.types, 1)))
     marks = _within(
@@ -176,14 +151,14 @@ def build_chart(
     by_lane: dict[str, list[Mark]] = {}
     for mark in marks:
         by_lane.setdefault(LANE_OF.get(mark.entry_type, "other"), []).append(
-            _mark(mark, process_id, view, span, start, end)
+            _mark(mark, process_id, url_state, span, start, end)
         )
     lanes = tuple(Lane(key, label, tuple(by_lane[key])) for key, label, _ in LANES if key in by_lane)
     shown = [inv for inv in invocations if inv.last_ms >= start and inv.first_ms <= end]
-    budget = MAX_SPAN_BARS // max(1, sum(inv.trace_id in view.open for inv in shown))
-    rows = tuple(_invocation_row(store, process_id, view, inv, start, end, budget) for inv in shown)
+    budget = MAX_SPAN_BARS // max(1, sum(inv.trace_id in url_state.open for inv in shown))
+    rows = tuple(_invocation_row(store, process_id, url_state, inv, start, end, budget) for inv in shown)
     cursor = None
-    if view.entry is not None:
+    if url_state.entry is not None:
         selected = next((m for lane in lanes for m in lane.marks if m.selected), None)
         cursor = selected.x if selected is not None else None
     axis = ticks(start, end, 100, origin_ms=span.start_ms)
@@ -195,8 +170,8 @@ def build_chart(
         start_ms=start,
         end_ms=end,
         origin_ms=span.start_ms,
-        zoomed=view.zoomed,
-        whole_href=view.window(None, None).url(process_id),
+        zoomed=url_state.zoomed,
+        whole_href=url_state.window(None, None).url(process_id),
         ticks=tuple(Tick(round(t.x, 4), t.label) for t in axis if 0 <= t.x <= 100),
         lanes=lanes,
         invocations=rows,
@@ -216,7 +191,9 @@ def _within(limit: int, answer: Callable[[int], T], size: Callable[[T], int], co
         columns = max(MIN_COLUMNS, min(columns // 2, int(columns * limit / items * 0.9)))
 
 
-def _mark(mark: JournalMark, process_id: str, view: ProcessView, span: JournalSpan, start: float, end: float) -> Mark:
+def _mark(
+    mark: JournalMark, process_id: str, url_state: ProcessUrlState, span: JournalSpan, start: float, end: float
+) -> Mark:
     known = mark.entry_type in KNOWN_TYPES
     x = _percent(mark.start_ms, start, end)
     offset = "+" + format_duration(mark.start_ms - span.start_ms)
@@ -228,9 +205,9 @@ def _mark(mark: JournalMark, process_id: str, view: ProcessView, span: JournalSp
             known=known,
             count=1,
             entry_id=mark.entry_id,
-            href=view.select(mark.entry_id).url(process_id),
+            href=url_state.select(mark.entry_id).url(process_id),
             title=f"{mark.entry_type} · {offset} · {summary}",
-            selected=mark.entry_id == view.entry,
+            selected=mark.entry_id == url_state.entry,
         )
     room = max((mark.end_ms - mark.start_ms) * 0.1, (end - start) / COLUMNS * 4)
     return Mark(
@@ -239,19 +216,19 @@ def _mark(mark: JournalMark, process_id: str, view: ProcessView, span: JournalSp
         known=known,
         count=mark.count,
         entry_id=None,
-        href=view.window(mark.start_ms - room, mark.end_ms + room).url(process_id),
+        href=url_state.window(mark.start_ms - room, mark.end_ms + room).url(process_id),
         title=f"{mark.count:,} {mark.entry_type} entries from {offset}: click to zoom in",
         selected=False,
     )
 
 
 def _invocation_row(
-    store: Store, process_id: str, view: ProcessView, inv: Invocation, start: float, end: float, budget: int
+    store: Store, process_id: str, url_state: ProcessUrlState, inv: Invocation, start: float, end: float, budget: int
 ) -> InvocationRow:
     x0 = max(_percent(inv.first_ms, start, end), 0.0)
     x1 = min(_percent(inv.last_ms, start, end), 100.0)
     loaded = inv.run_name is not None
-    opened = loaded and inv.trace_id in view.open
+    opened = loaded and inv.trace_id in url_state.open
     status = inv.run_status or ("completed" if inv.success is True else "failed" if inv.success is False else "running")
     number = f"invocation {inv.number}" if inv.number is not None else "invocation"
     name = f"{number} · {inv.run_name or 'run ' + inv.trace_id[:12]}"
@@ -288,46 +265,9 @@ def _invocation_row(
         took=format_duration(inv.last_ms - inv.first_ms),
         status=status,
         opened=opened,
-        toggle_href=view.toggle(inv.trace_id).url(process_id),
-        zoom_href=view.window(inv.first_ms - room, inv.last_ms + room).url(process_id),
+        toggle_href=url_state.toggle(inv.trace_id).url(process_id),
+        zoom_href=url_state.window(inv.first_ms - room, inv.last_ms + room).url(process_id),
         run_href=run_url(inv.trace_id) if loaded else None,
         bars=bars,
         height=height,
-    )
-
-
-def build_table(store: Store, process_id: str, view: ProcessView, span: JournalSpan) -> Table:
-    pages = max((span.entries + PAGE_SIZE - 1) // PAGE_SIZE, 1)
-    page = view.page
-    if page is None:
-        page = 1
-        if view.entry is not None:
-            try:
-                page = entry_position(store, process_id, view.entry) // PAGE_SIZE + 1
-            except NotFoundError:
-                page = 1
-    page = min(page, pages)
-    first = (page - 1) * PAGE_SIZE
-    entries = journal_entries(store, process_id, limit=PAGE_SIZE, offset=first)
-    rows = tuple(
-        TableRow(
-            entry=entry,
-            number=first + index + 1,
-            offset="+" + format_duration(entry.ts_ms - span.start_ms),
-            summary=summarize(entry.entry_type, entry.data),
-            known=entry.entry_type in KNOWN_TYPES,
-            href=view.select(entry.entry_id).url(process_id),
-            run_href=run_url(entry.trace_id) if entry.trace_id else None,
-            selected=entry.entry_id == view.entry,
-        )
-        for index, entry in enumerate(entries)
-    )
-    return Table(
-        rows=rows,
-        page=page,
-        pages=pages,
-        total=span.entries,
-        first=first + 1,
-        prev_href=view.at_page(page - 1).url(process_id) if page > 1 else None,
-        next_href=view.at_page(page + 1).url(process_id) if page < pages else None,
     )

@@ -1,4 +1,4 @@
-"""The run page's view state, which is all in the URL: the selected span and the time window.
+"""The run page's state, which is all in the URL: the selected span and the time window.
 
 `?span=<span id>&start=<ms>&end=<ms>`; a copied link or a reload shows the same thing. Times are
 absolute (ms since the epoch, as in the events), so a link stays right when more events arrive.
@@ -7,37 +7,38 @@ absolute (ms since the epoch, as in the events), so a link stays right when more
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
-
-from starlette.datastructures import QueryParams
 
 from devtool.web.links import QueryValue, run_url
 
 MIN_WINDOW_MS = 0.001  # one microsecond: the finest zoom that still means something
 
 
-class BadViewState(ValueError):
-    """A query parameter that cannot be a view state; the message names it."""
+class BadUrlState(ValueError):
+    """A query parameter that cannot be part of a page's state; the message names it."""
 
 
 @dataclass(frozen=True)
-class RunView:
+class RunUrlState:
+    """`?span=&start=&end=` of a run page."""
+
     span: str | None = None
     start: float | None = None
     end: float | None = None
 
     @classmethod
-    def from_query(cls, query: QueryParams) -> RunView:
+    def from_query(cls, query: Mapping[str, str]) -> RunUrlState:
         start, end = time_param(query, "start"), time_param(query, "end")
         if start is not None and end is not None and end - start < MIN_WINDOW_MS:
-            raise BadViewState(f"the window must be at least {MIN_WINDOW_MS} ms wide (start={start}, end={end})")
+            raise BadUrlState(f"the window must be at least {MIN_WINDOW_MS} ms wide (start={start}, end={end})")
         span = query.get("span") or None
         if span is not None and len(span) > 200:
-            raise BadViewState("span is not a span id")
+            raise BadUrlState("span is not a span id")
         return cls(span, start, end)
 
-    def with_span(self, span: str | None) -> RunView:
+    def with_span(self, span: str | None) -> RunUrlState:
         return replace(self, span=span)
 
     def query(self, **extra: QueryValue) -> str:
@@ -51,17 +52,17 @@ class RunView:
         return {"span": self.span, "start": short_ms(self.start), "end": short_ms(self.end), **extra}
 
 
-def time_param(query: QueryParams, name: str) -> float | None:
-    """Query parameter `name` as a time in ms since the epoch (None when absent), or `BadViewState`."""
+def time_param(query: Mapping[str, str], name: str) -> float | None:
+    """Query parameter `name` as a time in ms since the epoch (None when absent), or `BadUrlState`."""
     raw = query.get(name)
     if raw in (None, ""):
         return None
     try:
         value = float(raw)
     except ValueError:
-        raise BadViewState(f"{name} must be a time in ms since the epoch, not {raw[:40]!r}") from None
+        raise BadUrlState(f"{name} must be a time in ms since the epoch, not {raw[:40]!r}") from None
     if not math.isfinite(value):
-        raise BadViewState(f"{name} must be a finite number, not {raw[:40]!r}")
+        raise BadUrlState(f"{name} must be a finite number, not {raw[:40]!r}")
     return value
 
 

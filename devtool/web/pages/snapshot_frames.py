@@ -9,7 +9,6 @@ null, `error` set) is marked: a replay never serves it, the call runs again.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,21 +45,6 @@ class FrameRow:
     entries_total: int
     children: int
     budget: Any
-
-
-def walk(snapshot: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Every frame of `snapshot` with its depth, depth-first, children in their recorded order."""
-    stack: list[tuple[int, dict[str, Any]]] = [(0, snapshot["root"])]
-    while stack:
-        depth, frame = stack.pop()
-        yield depth, frame
-        children = list(frame.get("children", {}).values())
-        stack.extend((depth + 1, child) for child in reversed(children))
-
-
-def frame_of(snapshot: dict[str, Any], call_id: str) -> dict[str, Any] | None:
-    """The frame with `call_id`, wherever it is in the tree."""
-    return next((frame for _, frame in walk(snapshot) if frame.get("callId") == call_id), None)
 
 
 def frame_rows(page: list[tuple[int, int, dict[str, Any]]]) -> list[FrameRow]:

@@ -14,11 +14,11 @@ from typing import Any
 from devtool.store import NotFoundError, Store
 from devtool.store.queries import SpanDetail, span_detail
 from devtool.store.queries.navigation import PathStep, generation_memories, model_calls
-from devtool.web.diff import Change, diff
+from devtool.web.pages.diff import Change, diff
 
 
 @dataclass(frozen=True)
-class MemoryView:
+class FrameMemory:
     """A frame's memory at the end of the generation that holds the span, and what that generation changed."""
 
     agent: str
@@ -28,7 +28,7 @@ class MemoryView:
 
 
 @dataclass(frozen=True)
-class SpanView:
+class SpanDetailPane:
     detail: SpanDetail
     kind: str
     title: str
@@ -40,7 +40,7 @@ class SpanView:
     answer: Any = None
     tool_results: list[dict[str, Any]] = field(default_factory=list)
     usage: list[dict[str, Any]] = field(default_factory=list)
-    memory: MemoryView | None = None
+    memory: FrameMemory | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -52,7 +52,7 @@ class SpanView:
         return sum(float((call.get("costs") or {}).get("micro_usd", 0)) for call in self.usage)
 
 
-def span_view(store: Store, trace_id: str, span_id: str, path: list[PathStep]) -> SpanView:
+def span_detail_pane(store: Store, trace_id: str, span_id: str, path: list[PathStep]) -> SpanDetailPane:
     """The detail of `span_id` (or of one tool result, `batch#i`); `NotFoundError` if there is none."""
     batch_id, _, index = span_id.partition("#")
     detail = span_detail(store, trace_id, batch_id)
@@ -64,7 +64,7 @@ def span_view(store: Store, trace_id: str, span_id: str, path: list[PathStep]) -
         if not index.isdigit() or int(index) >= len(results):
             raise NotFoundError(f"no tool result {span_id!r} in run {trace_id!r}")
         result = results[int(index)]
-        return SpanView(
+        return SpanDetailPane(
             detail,
             "tool",
             f"tool {result.get('toolName', '?')}",
@@ -78,14 +78,14 @@ def span_view(store: Store, trace_id: str, span_id: str, path: list[PathStep]) -
     kind = detail.kind
     common: dict[str, Any] = {"error": body.get("error"), "memory": memory}
     if kind == "agent":
-        return SpanView(
+        return SpanDetailPane(
             detail, kind, f"agent {detail.agent_id}", inputs=start.get("props"), output=end.get("result"), **common
         )
     if kind == "runWith":
         extra: dict[str, Any] = {key: body[key] for key in ("metadata", "config", "metrics") if key in body}
-        return SpanView(detail, kind, "run", output=end.get("result"), extra=extra, **common)
+        return SpanDetailPane(detail, kind, "run", output=end.get("result"), extra=extra, **common)
     if kind == "turn":
-        return SpanView(
+        return SpanDetailPane(
             detail,
             kind,
             f"turn {start.get('step', '')}".strip(),
@@ -96,13 +96,15 @@ def span_view(store: Store, trace_id: str, span_id: str, path: list[PathStep]) -
             **common,
         )
     if kind == "tools:execute":
-        return SpanView(detail, kind, f"tools {detail.name}", tool_results=list(end.get("toolResults") or []), **common)
+        return SpanDetailPane(
+            detail, kind, f"tools {detail.name}", tool_results=list(end.get("toolResults") or []), **common
+        )
     if kind == "generation":
-        return SpanView(detail, kind, detail.name, output=end.get("result"), **common)
-    return SpanView(detail, kind, detail.name, output=end.get("result"), **common)
+        return SpanDetailPane(detail, kind, detail.name, output=end.get("result"), **common)
+    return SpanDetailPane(detail, kind, detail.name, output=end.get("result"), **common)
 
 
-def _memory(store: Store, trace_id: str, detail: SpanDetail, path: list[PathStep]) -> MemoryView | None:
+def _memory(store: Store, trace_id: str, detail: SpanDetail, path: list[PathStep]) -> FrameMemory | None:
     """The memory of the agent frame that holds the span (memory is recorded at `generation:end`)."""
     agent = next((step for step in reversed(path) if step.kind == "agent"), None)
     if detail.kind == "agent":
@@ -116,4 +118,4 @@ def _memory(store: Store, trace_id: str, detail: SpanDetail, path: list[PathStep
     current = next((i for i, m in enumerate(memories) if m.ended_ms >= moment), len(memories) - 1)
     previous = memories[current - 1].memory if current > 0 else {}
     since = "the previous generation" if current > 0 else "the start of the frame (empty unless restored)"
-    return MemoryView(agent.agent_id or "", memories[current].memory, diff(previous, memories[current].memory), since)
+    return FrameMemory(agent.agent_id or "", memories[current].memory, diff(previous, memories[current].memory), since)

@@ -1,7 +1,7 @@
-"""Snapshots: Rewind makes them, their pages show them, uploads and forks add them.
+"""Snapshots, `/snapshots…`: their pages, uploads and forks, and replaying one (`/replays/<id>`).
 
-- `POST /runs/<trace_id>/rewind` (form `span_id`, `anchor`): the run's snapshot at that cut, stored
-  under its content id (`rewind.py`) → 303 to `/snapshots/<id>`.
+Rewind makes them (`POST /runs/<trace_id>/rewind`, in `run.py`).
+
 - `/snapshots`: every stored snapshot, newest first, and the upload form; `POST /snapshots` takes a
   snapshot file (a form's `file`, or the JSON itself as the body) and refuses a malformed one with a
   422 naming the first bad field (`snapshot.root.state.status: must be one of ...`).
@@ -13,6 +13,12 @@
 - `POST /snapshots/<id>/fork`: the frame tree's form: memory edited as JSON (`memory.<n>` for the
   frame `call.<n>`) and journal entries to drop (`drop` = `<n>:<kind>:<hash>`) → a new snapshot
   whose parent is recorded → 303 to it.
+- `/snapshots/<id>/replay`: what a replay would run, shown before it runs: the command (an argument
+  list, no shell), the entrypoint and where its module lives, the props; or, for a run without a
+  recorded entrypoint, the Python lines that replay it by hand; or why the entrypoint is refused.
+  `POST` with the fingerprint of what was shown starts it (`devtool.actions.replay_runner` has the
+  rules) → 303 to `/replays/<replay id>`, which waits for the new run's first events and then opens
+  its page, where it streams live.
 
 A snapshot that a run dumped (`dump_snapshot()`, a `snapshot:dump` event) has a page as soon as its
 run is in the store: the first visit stores it under its id.
@@ -32,47 +38,32 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from devtool.actions.fork import Edits, ForkError, fork, parse_memory
+from devtool.actions.replay_runner import Replay, ReplayPlan, ReplayRefused, check_entrypoint
 from devtool.store import NotFoundError, Store, StoredSnapshot, StoreError, get_snapshot, list_snapshots, save_snapshot
 from devtool.store.export import export_snapshot
-from devtool.store.queries.run_meta import dumped_snapshot, run_exists
+from devtool.store.queries.run_meta import dumped_snapshot, run_exists, run_metadata, run_of_replay
 from devtool.store.snapshots import frame_page, snapshot_counts
 from devtool.web.auth import user_of
-from devtool.web.fork import Edits, ForkError, fork, parse_memory
-from devtool.web.rewind import RewindError, rewind
-from devtool.web.snapshot_view import FRAMES_PER_PAGE, frame_rows
+from devtool.web.forms import form_of
+from devtool.web.links import run_url
+from devtool.web.pages.snapshot_frames import FRAMES_PER_PAGE, frame_rows
+from devtool.web.state import state
 from devtool.web.templating import render, wants_fragment
 
 SNAPSHOT_ID = re.compile(r"[0-9a-f]{64}")
 MAX_FORK_FIELDS = 20_000
-
-
-async def rewind_run(request: Request) -> Response:
-    """`POST /runs/<trace_id>/rewind`: snapshot the run at a span's start or end, go to its page."""
-    store: Store = request.app.state.store
-    trace_id = request.path_params["trace_id"]
-    form = await _form(request)
-    # A tool result of a batch is selected as `<span>#<index>`: the cut is the batch's span.
-    span_id = str(form.get("span_id", "")).partition("#")[0]
-    anchor = str(form.get("anchor", ""))
-    if not span_id:
-        raise HTTPException(400, "rewind needs span_id: the span to rewind to")
-    try:
-        snapshot_id = await run_in_threadpool(rewind, store, trace_id, span_id, anchor, created_by=user_of(request))
-    except NotFoundError as exc:
-        raise HTTPException(404, str(exc)) from None
-    except RewindError as exc:
-        raise HTTPException(422, f"cannot rewind to {anchor} span {span_id}: {exc}") from None
-    return RedirectResponse(request.url_for("snapshot", snapshot_id=snapshot_id).path, 303)
+SERVER_URL_PLACEHOLDER = "<this DevTool>"
 
 
 def snapshots_page(request: Request) -> HTMLResponse:
-    store: Store = request.app.state.store
+    store = state(request).store
     return render(request, "snapshots.html", {"snapshots": list_snapshots(store)[:500], "error": None})
 
 
 async def upload_snapshot(request: Request) -> Response:
     """`POST /snapshots`: a snapshot file (form field `file`) or the JSON itself as the body."""
-    limit: int = request.app.state.settings.max_upload_bytes
+    limit: int = state(request).settings.max_upload_bytes
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit + (64 << 10):
         return await _upload_refused(request, 413, f"the snapshot is over the upload limit of {limit >> 20} MiB")
@@ -100,7 +91,7 @@ async def upload_snapshot(request: Request) -> Response:
         return await _upload_refused(request, 422, f"the file is not JSON: {exc}")
     try:
         snapshot_id = await run_in_threadpool(
-            save_snapshot, request.app.state.store, document, created_by=user_of(request)
+            save_snapshot, state(request).store, document, created_by=user_of(request)
         )
     except StoreError as exc:
         return await _upload_refused(request, 422, f"refused: {exc}")
@@ -112,13 +103,13 @@ async def upload_snapshot(request: Request) -> Response:
 
 
 async def _upload_refused(request: Request, status: int, message: str) -> HTMLResponse:
-    snapshots = await run_in_threadpool(list_snapshots, request.app.state.store)
+    snapshots = await run_in_threadpool(list_snapshots, state(request).store)
     context = {"snapshots": snapshots[:500], "error": message}
     return render(request, "snapshots.html", context, fragment="_snapshot_upload_error.html", status_code=status)
 
 
 def snapshot_page(request: Request) -> Response:
-    store: Store = request.app.state.store
+    store = state(request).store
     stored = find_snapshot(store, request.path_params["snapshot_id"])
     if stored.info.snapshot_id != request.path_params["snapshot_id"]:
         return RedirectResponse(request.url_for("snapshot", snapshot_id=stored.info.snapshot_id).path, 308)
@@ -151,7 +142,7 @@ def snapshot_context(store: Store, stored: StoredSnapshot, offset: int, error: s
 
 
 def snapshot_json(request: Request) -> Response:
-    store: Store = request.app.state.store
+    store = state(request).store
     snapshot_id = request.path_params["snapshot_id"]
     stored = find_snapshot(store, snapshot_id)
     return Response(
@@ -163,12 +154,12 @@ def snapshot_json(request: Request) -> Response:
 
 async def fork_snapshot(request: Request) -> Response:
     """`POST /snapshots/<id>/fork`: a new snapshot with the form's edits, its parent recorded."""
-    form = await _form(request, max_fields=MAX_FORK_FIELDS)
+    form = await form_of(request, max_fields=MAX_FORK_FIELDS)
     return await run_in_threadpool(_fork, request, form)
 
 
 def _fork(request: Request, form: FormData) -> Response:
-    store: Store = request.app.state.store
+    store = state(request).store
     parent = find_snapshot(store, request.path_params["snapshot_id"])
     offset = _offset(str(form.get("frames", "0")))
     try:
@@ -216,23 +207,101 @@ def _edits(form: FormData) -> Edits:
     return Edits(memory=memory, drop=frozenset(drop))
 
 
-async def _form(request: Request, *, max_fields: int = 20) -> FormData:
-    """The form of a POST, or a 400 saying it is not one."""
-    try:
-        return await request.form(max_fields=max_fields, max_files=0)
-    except MultiPartException as exc:
-        raise HTTPException(400, f"not a form: {exc.message}") from None
-
-
 def _offset(raw: str) -> int:
     return int(raw) if raw.isdigit() and len(raw) < 10 else 0
 
 
+def replay_confirm(request: Request) -> HTMLResponse:
+    store = state(request).store
+    stored = find_snapshot(store, request.path_params["snapshot_id"])
+    return render(request, "replay_confirm.html", _confirm_context(request, store, stored))
+
+
+async def replay_start(request: Request) -> Response:
+    store = state(request).store
+    async with request.form(max_fields=5, max_files=0) as form:
+        shown = str(form.get("fingerprint", ""))
+    stored = await run_in_threadpool(find_snapshot, store, request.path_params["snapshot_id"])
+    context = await run_in_threadpool(_confirm_context, request, store, stored)
+    plan: ReplayPlan | None = context["plan"]
+    if plan is None:
+        raise HTTPException(422, context["refusal"] or "this snapshot's run has no recorded entrypoint to replay")
+    if shown != plan.fingerprint:
+        raise HTTPException(
+            409, "what this replay would run changed since it was shown: look at it again before running it"
+        )
+    replays = state(request).replays
+    replay = replays.start(plan, _server_url(request), actor=user_of(request))
+    return RedirectResponse(request.url_for("replay", replay_id=replay.id).path, 303)
+
+
+def replay_page(request: Request) -> Response:
+    replay = _replay(request)
+    if replay.trace_id is None:
+        replay.trace_id = run_of_replay(state(request).store, replay.id)
+    context = {"replay": replay, "returncode": replay.returncode, "log": replay.log_tail()}
+    response = render(request, "replay.html", context, fragment="_replay_status.html")
+    if replay.trace_id is not None and wants_fragment(request):
+        # The run exists: open its page, where the rest of the replay streams in live.
+        response.headers["HX-Redirect"] = run_url(replay.trace_id)
+    return response
+
+
+def _confirm_context(request: Request, store: Store, stored: StoredSnapshot) -> dict[str, Any]:
+    trace_id = stored.top["provenance"].get("traceId")
+    metadata: dict[str, Any] = {}
+    if isinstance(trace_id, str) and run_exists(store, trace_id):
+        metadata = run_metadata(store, trace_id)
+    entrypoint = metadata.get("entrypoint")
+    props = metadata.get("props", {})
+    plan: ReplayPlan | None = None
+    refusal: str | None = None
+    if entrypoint is not None:
+        root = state(request).replays.root
+        try:
+            module_path = check_entrypoint(entrypoint, root)
+            plan = ReplayPlan(stored.info.snapshot_id, trace_id, entrypoint, props, module_path)
+        except ReplayRefused as exc:
+            refusal = str(exc)
+    return {
+        "info": stored.info,
+        "trace_id": trace_id,
+        "entrypoint": entrypoint,
+        "props": props,
+        "plan": plan,
+        "refusal": refusal,
+        "argv": plan.argv(SERVER_URL_PLACEHOLDER, "<new replay id>") if plan else None,
+        "root": state(request).replays.root,
+        "snapshot_url": str(request.url_for("snapshot_json", snapshot_id=stored.info.snapshot_id)),
+        "base_url": str(request.base_url).rstrip("/"),
+    }
+
+
+def _replay(request: Request) -> Replay:
+    replays = state(request).replays
+    replay = replays.get(request.path_params["replay_id"])
+    if replay is None:
+        raise HTTPException(404, "no such replay on this server (replays are kept until it restarts)")
+    return replay
+
+
+def _server_url(request: Request) -> str:
+    """Where the child reaches this server: the address the request came in on, on this machine."""
+    server = request.scope.get("server")
+    if not server or server[1] is None:
+        raise HTTPException(500, "this server does not know its own address, so a replay cannot stream to it")
+    host, port = server[0], server[1]
+    shown = f"[{host}]" if ":" in host else host
+    return f"{request.url.scheme}://{shown}:{port}"
+
+
 routes = [
-    Route("/runs/{trace_id:id}/rewind", rewind_run, methods=["POST"], name="rewind"),
     Route("/snapshots", snapshots_page, name="snapshots"),
     Route("/snapshots", upload_snapshot, methods=["POST"], name="snapshot_upload"),
     Route("/snapshots/{snapshot_id}.json", snapshot_json, name="snapshot_json"),
     Route("/snapshots/{snapshot_id}", snapshot_page, name="snapshot"),
     Route("/snapshots/{snapshot_id}/fork", fork_snapshot, methods=["POST"], name="snapshot_fork"),
+    Route("/snapshots/{snapshot_id}/replay", replay_confirm, name="replay_confirm"),
+    Route("/snapshots/{snapshot_id}/replay", replay_start, methods=["POST"], name="replay_start"),
+    Route("/replays/{replay_id}", replay_page, name="replay"),
 ]
