@@ -1,12 +1,13 @@
-"""The live machinery against a real store: the broker's bounded queues, the streams' catch-up, coalescing,
-resync and close, and the SSE endpoints through httpx (the streams that end: runs that finished)."""
+"""The live streams against a real store: catch-up, coalescing, resync and close, the SSE endpoints
+through httpx (the streams that end: runs that finished), and the pages' live hooks. The broker and
+the appender have their own test modules."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,9 @@ import pytest
 from sse_starlette import ServerSentEvent
 from starlette.testclient import TestClient
 
-from devtool.store import Store, append_events, derive, load_file
+from devtool.store import Store, append_events, load_file
 from devtool.store.event_gate import check_events
-from devtool.store.queries import get_run, last_event_id
+from devtool.store.queries import last_event_id
 from devtool.web import create_app
 from devtool.web.live import Appender, Broker, LiveEvent
 from devtool.web.live.streams import RunFeed, RunsFeed, messages
@@ -29,10 +30,6 @@ from tests.web_runs import html, one
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def live_events(trace_id: str, first_id: int, count: int) -> list[LiveEvent]:
-    return [LiveEvent(first_id + i, trace_id, f"{i:016x}", "", "sys:log", 1.0 + i) for i in range(count)]
 
 
 def decoded(message: ServerSentEvent) -> Message:
@@ -61,67 +58,6 @@ class Collector:
 
     async def finish(self, timeout: float = 20) -> None:
         await asyncio.wait_for(self.task, timeout)
-
-
-# The broker
-
-
-def test_a_run_subscription_gets_its_run_and_an_all_subscription_every_run() -> None:
-    broker = Broker()
-    with broker.subscription("a") as only_a, broker.subscription() as everything:
-        broker.publish([*live_events("a", 1, 2), *live_events("b", 3, 1)])
-        assert [e.event_id for e in only_a.take()] == [1, 2]
-        assert [e.event_id for e in everything.take()] == [1, 2, 3]
-        assert broker.subscribers == 2
-    assert broker.subscribers == 0
-
-
-def test_a_derives_only_subscription_holds_no_events_and_hears_every_runs_derive() -> None:
-    broker = Broker(queue_limit=10)
-    with broker.subscription(events=False) as runs, broker.subscription("a") as only_a:
-        broker.publish(live_events("a", 1, 50))
-        assert runs.take() == []
-        assert not runs.overflowed
-        broker.publish_derived(50, ["a", "b"])
-        assert runs.take_derived() == (50, ["a", "b"])
-        assert only_a.take_derived() == (50, ["a"])
-        assert broker.subscribers == 2
-    assert broker.subscribers == 0
-
-
-def test_a_client_that_falls_behind_is_marked_for_resync_and_holds_nothing() -> None:
-    broker = Broker(queue_limit=100)
-    with broker.subscription("a") as slow, broker.subscription("a") as fast:
-        taken: list[LiveEvent] = []
-        for start in range(1, 1001, 10):
-            broker.publish(live_events("a", start, 10))
-            taken.extend(fast.take())
-        assert [e.event_id for e in taken] == list(range(1, 1001))
-        assert slow.overflowed
-        assert slow.take() == []
-        slow.reset()
-        assert not slow.overflowed
-        broker.publish(live_events("a", 1001, 1))
-        assert [e.event_id for e in slow.take()] == [1001]
-
-
-@pytest.mark.anyio
-async def test_closing_the_broker_wakes_and_ends_every_subscription() -> None:
-    broker = Broker()
-    with broker.subscription("a") as waiting:
-        waiter = asyncio.create_task(waiting.wait())
-        await asyncio.sleep(0)
-        broker.close()
-        assert await asyncio.wait_for(waiter, 1) is True
-        assert waiting.closed
-    with broker.subscription() as late:
-        assert late.closed
-
-
-@pytest.mark.anyio
-async def test_waiting_times_out_when_nothing_is_published() -> None:
-    with Broker().subscription() as subscription:
-        assert await subscription.wait(0.01) is False
 
 
 # Streams, against a real store
@@ -396,63 +332,3 @@ def test_the_runs_page_listens_once_and_badges_live_runs(client: TestClient, sto
     assert (results.attributes["hx-trigger"], results.attributes["hx-include"]) == ("sse:runs", "#runs-filter")
     badged = [row.attributes["data-trace-id"] for row in page.css("tr.run-row") if row.css(".live-badge")]
     assert badged == [streaming.trace_id]
-
-
-@pytest.mark.anyio
-async def test_an_append_is_stored_and_published_while_a_slow_derive_runs(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    broker = Broker()
-    appender = Appender(store, broker)
-    t, root = running_run(1)
-    await appender.append(check_events(t.events), stream="test")
-    await appender.drain()
-    slow = derive.refresh
-
-    def slow_refresh(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(1.0)  # a derive of a big run, holding the derive lock
-        return slow(*args, **kwargs)
-
-    monkeypatch.setattr(derive, "refresh", slow_refresh)
-    with broker.subscription(t.trace_id) as subscription:
-        await appender.append(check_events(t.span("turn", root)), stream="test")  # starts the (slow) derive behind it
-        started = time.monotonic()
-        ids = await appender.append(check_events(t.span("turn", root)), stream="test")
-        answered = time.monotonic() - started
-        published = [event.event_id for event in subscription.take()]
-        assert answered < 0.5
-        assert published == [4, 5, *ids]
-        assert subscription.take_derived() == (0, [])
-        await appender.drain()
-        assert subscription.take_derived() == (len(t.events), [t.trace_id])
-    assert get_run(store, t.trace_id).events == len(t.events)
-
-
-class CountingBroker(Broker):
-    """A broker that remembers each derive published to it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.derives: list[int] = []
-
-    def publish_derived(self, through: int, traces: Sequence[str]) -> None:
-        self.derives.append(through)
-        super().publish_derived(through, traces)
-
-
-@pytest.mark.anyio
-async def test_derives_follow_the_appends_at_most_once_per_interval_and_cover_them_all(store: Store) -> None:
-    broker = CountingBroker()
-    appender = Appender(store, broker, derive_interval=0.25)
-    t, root = running_run(0)
-    await appender.append(check_events(t.events), stream="test")
-    started = time.monotonic()
-    for _ in range(20):
-        await appender.append(check_events(t.span("turn", root)), stream="test")
-        await asyncio.sleep(0.02)
-    await appender.drain()
-    elapsed = time.monotonic() - started
-    assert len(broker.derives) <= elapsed / 0.25 + 2
-    assert broker.derives == sorted(broker.derives)
-    assert broker.derives[-1] == len(t.events)
-    assert get_run(store, t.trace_id).events == len(t.events)
