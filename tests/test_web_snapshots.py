@@ -19,7 +19,7 @@ from devtool.core.debugger import dump_snapshot
 from devtool.core.snapshot_tree import snapshot_id as tree_id
 from devtool.store import Store, append_events, get_snapshot, list_snapshots
 from devtool.web import create_app
-from devtool.web.routes import snapshots as snapshot_routes
+from devtool.web.pages import snapshot_frames
 from tests.conftest import Trace
 from tests.web_runs import html, one, record, rewind, span_of
 
@@ -167,7 +167,7 @@ def test_a_snapshot_keeps_the_key_order_of_recorded_outputs(client: TestClient, 
 def test_a_big_snapshot_is_shown_a_page_of_frames_at_a_time(
     client: TestClient, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(snapshot_routes, "FRAMES_PER_PAGE", 5)
+    monkeypatch.setattr(snapshot_frames, "FRAMES_PER_PAGE", 5)
     children = {
         f"root/agent:w:{i}": {
             "callId": f"root/agent:w:{i}",

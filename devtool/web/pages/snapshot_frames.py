@@ -1,4 +1,4 @@
-"""An AgentSnapshot as its page shows it: the frame tree in order, each frame's state and journal.
+"""An AgentSnapshot as its page shows it: provenance, totals, the frame tree in order, each frame's journal.
 
 A snapshot of a big run holds tens of thousands of frames, so the page shows them a page at a time
 (depth-first, as the tree reads; the store reads only that page), and a frame's journal its first
@@ -12,7 +12,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from devtool.store.snapshots import is_tombstone
+from devtool.store import Store, StoredSnapshot, list_snapshots
+from devtool.store.queries.run_meta import run_exists
+from devtool.store.snapshots import frame_page, is_tombstone, snapshot_counts
 
 FRAMES_PER_PAGE = 100
 ENTRIES_SHOWN = 50
@@ -45,6 +47,30 @@ class FrameRow:
     entries_total: int
     children: int
     budget: Any
+
+
+def snapshot_page_data(store: Store, stored: StoredSnapshot, offset: int, error: str | None = None) -> dict[str, Any]:
+    """What the snapshot page shows (also with a fork's error, above its form): the snapshot's top
+    and totals, and one page of its frames, read from the store without the rest of the tree."""
+    snapshot = stored.top
+    provenance = snapshot.get("provenance", {})
+    trace_id = provenance.get("traceId")
+    in_store = run_exists(store, trace_id) if isinstance(trace_id, str) else False
+    info = stored.info
+    related = list_snapshots(store, trace_id=info.trace_id) if info.trace_id else []
+    return {
+        "info": info,
+        "snapshot": snapshot,
+        "provenance": provenance,
+        "run_in_store": in_store,
+        "metadata": snapshot.get("metadata"),
+        "counts": snapshot_counts(store, stored),
+        "rows": frame_rows(frame_page(store, stored, offset=offset, limit=FRAMES_PER_PAGE)),
+        "offset": offset,
+        "page_size": FRAMES_PER_PAGE,
+        "forks": [s for s in related if s.parent_id == info.snapshot_id],
+        "error": error,
+    }
 
 
 def frame_rows(page: list[tuple[int, int, dict[str, Any]]]) -> list[FrameRow]:

@@ -43,11 +43,10 @@ from devtool.actions.replay_runner import Replay, ReplayPlan, ReplayRefused, che
 from devtool.store import NotFoundError, Store, StoredSnapshot, StoreError, get_snapshot, list_snapshots, save_snapshot
 from devtool.store.export import export_snapshot
 from devtool.store.queries.run_meta import dumped_snapshot, run_exists, run_metadata, run_of_replay
-from devtool.store.snapshots import frame_page, snapshot_counts
 from devtool.web.auth import user_of
 from devtool.web.forms import form_of
 from devtool.web.links import run_url
-from devtool.web.pages.snapshot_frames import FRAMES_PER_PAGE, frame_rows
+from devtool.web.pages.snapshot_frames import snapshot_page_data
 from devtool.web.state import state
 from devtool.web.templating import render, wants_fragment
 
@@ -114,31 +113,7 @@ def snapshot_page(request: Request) -> Response:
     if stored.info.snapshot_id != request.path_params["snapshot_id"]:
         return RedirectResponse(request.url_for("snapshot", snapshot_id=stored.info.snapshot_id).path, 308)
     offset = _offset(request.query_params.get("frames", "0"))
-    return render(request, "snapshot.html", snapshot_context(store, stored, offset))
-
-
-def snapshot_context(store: Store, stored: StoredSnapshot, offset: int, error: str | None = None) -> dict[str, Any]:
-    """What the snapshot page shows (also with a fork's error, above its form): the snapshot's top
-    and totals, and one page of its frames, read from the store without the rest of the tree."""
-    snapshot = stored.top
-    provenance = snapshot.get("provenance", {})
-    trace_id = provenance.get("traceId")
-    in_store = run_exists(store, trace_id) if isinstance(trace_id, str) else False
-    info = stored.info
-    related = list_snapshots(store, trace_id=info.trace_id) if info.trace_id else []
-    return {
-        "info": info,
-        "snapshot": snapshot,
-        "provenance": provenance,
-        "run_in_store": in_store,
-        "metadata": snapshot.get("metadata"),
-        "counts": snapshot_counts(store, stored),
-        "rows": frame_rows(frame_page(store, stored, offset=offset, limit=FRAMES_PER_PAGE)),
-        "offset": offset,
-        "page_size": FRAMES_PER_PAGE,
-        "forks": [s for s in related if s.parent_id == info.snapshot_id],
-        "error": error,
-    }
+    return render(request, "snapshot.html", snapshot_page_data(store, stored, offset))
 
 
 def snapshot_json(request: Request) -> Response:
@@ -167,7 +142,7 @@ def _fork(request: Request, form: FormData) -> Response:
         forked = fork(dict(parent.snapshot), edits, parent_id=parent.info.snapshot_id)
         fork_id = save_snapshot(store, forked, parent_id=parent.info.snapshot_id, created_by=user_of(request))
     except (ForkError, StoreError) as exc:
-        context = snapshot_context(store, parent, offset, error=str(exc))
+        context = snapshot_page_data(store, parent, offset, error=str(exc))
         return render(request, "snapshot.html", context, status_code=422)
     return RedirectResponse(request.url_for("snapshot", snapshot_id=fork_id).path, 303)
 
