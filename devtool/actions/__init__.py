@@ -1,4 +1,4 @@
-"""The DevTool's actions: what changes state, decided here once, and called by the web app and the CLI.
+"""The DevTool's actions: what changes state, each decided here once; the web app only calls them.
 
 - `run_rewind`: a run's snapshot at a cut, from its frame index or from its events, stored by id.
 - `frame_indexer`: frame indexes of big runs, built in a background thread.
