@@ -56,6 +56,25 @@ def encode_response(rejected: int, message: str) -> bytes:
     return bytes(response.SerializeToString())
 
 
+def encode_status(code: int, message: str) -> bytes:
+    """A `google.rpc.Status` (code, message), OTLP/HTTP's error body, written by hand: its two fields are
+    all it takes, and the message's own package (googleapis-common-protos) is not otherwise needed."""
+    text = message.encode()
+    return b"\x08" + _varint(code) + b"\x12" + _varint(len(text)) + text
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = number & 0x7F
+        number >>= 7
+        if number:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
 def _span(span: Any, resource: dict[str, JSON], scope_name: str, scope_version: str) -> OtlpSpan:
     if span.end_time_unix_nano < span.start_time_unix_nano:
         raise ValueError("the span ends before it starts (endTimeUnixNano < startTimeUnixNano)")

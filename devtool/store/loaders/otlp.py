@@ -23,8 +23,11 @@ from devtool.store.scan import Scan, scan_jsonl
 _HEAD = re.compile(rb'\{\s*"resourceSpans"\s*:')
 
 
+KIND = "otlp-json"
+
+
 class OtlpJsonl:
-    kind = "otlp-json"
+    kind = KIND
     description = "OTLP JSON (one ExportTraceServiceRequest a line)"
 
     def claims(self, sample: Sample) -> bool:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
+from devtool.store.live_append import LIVE_KIND, OTLP_STREAM
+from devtool.store.loaders.otlp import KIND as OTLP_FILE
 
 STATUSES = ("completed", "failed", "running")
 
@@ -46,6 +48,12 @@ class RunSummary:
     tools: int = 0
     source_kind: str | None = None  # `trace-jsonl`, `journal-jsonl`, `live`, ...
     source: str | None = None  # its path, or a live stream's name
+
+    @property
+    def from_opentelemetry(self) -> bool:
+        """Whether the run came from OpenTelemetry (an OTLP file or `POST /v1/traces`): its spans say what
+        happened, but not the journal of inputs and outputs that a rewind or a replay restores from."""
+        return self.source_kind == OTLP_FILE or (self.source_kind == LIVE_KIND and self.source == OTLP_STREAM)
 
     @property
     def duration_ms(self) -> float:
