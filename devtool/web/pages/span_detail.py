@@ -88,10 +88,11 @@ def span_detail_pane(store: Store, trace_id: str, span_id: str, path: list[PathS
         return SpanDetailPane(
             detail,
             kind,
-            f"turn {start.get('step', '')}".strip(),
+            str(start.get("name") or f"turn {start.get('step', '')}".strip()),
             messages=list(start.get("messages") or end.get("messages") or []),
             answer=end.get("message"),
-            usage=model_calls(store, trace_id, batch_id),
+            # A turn that counts its own tokens (an OpenTelemetry chat span's) is its one model call.
+            usage=model_calls(store, trace_id, batch_id) or ([end] if isinstance(end.get("usage"), dict) else []),
             extra={key: body[key] for key in ("model", "schema", "toolConfig") if body.get(key) is not None},
             **common,
         )
