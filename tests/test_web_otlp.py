@@ -156,3 +156,18 @@ async def test_an_otel_run_says_where_rewind_would_be_that_it_cannot(client: htt
     assert len([e for e in perfetto.json()["traceEvents"] if e["ph"] == "X"]) == 4
     with pytest.raises(RewindError, match="came from OpenTelemetry: it has no journal"):
         rewind(store, trace_id, tool_span, "before")
+
+
+@pytest.mark.anyio
+async def test_a_run_runs_until_its_root_span_arrives(client: httpx2.AsyncClient, store: Store) -> None:
+    spans = genai_run()["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    children, root = spans[:-1], spans[-1]  # an exporter sends a span when it ends: the root last
+    await client.post(URL, content=orjson.dumps(request(*children)), headers=JSON)
+    assert (await client.get("/")).status_code == 200
+    assert get_run(store, "1" * 32).status == "running"
+    await client.post(URL, content=orjson.dumps(request(root)), headers=JSON)
+    assert (await client.get("/")).status_code == 200
+    run = get_run(store, "1" * 32)
+    assert (run.status, run.name) == ("completed", "weather_agent")
+    depths = dict(store.query("SELECT name, max(depth) FROM spans GROUP BY name"))
+    assert depths == {"weather_agent": 0, "chat gpt-4.1-mini": 1, "get_weather": 1}

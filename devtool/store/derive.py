@@ -202,7 +202,10 @@ _RUNS = """
         SELECT trace_id,
                coalesce(arg_min(name, depth * 1e15 + start_ts) FILTER (WHERE kind = 'agent'),
                         arg_min(name, start_ts) FILTER (WHERE depth = 0 AND NOT instant)) AS name,
-               CASE WHEN bool_or(status = 'running') FILTER (WHERE depth = 0 AND NOT instant) THEN 'running'
+               -- A span whose parent is not stored has a parent still open: OpenTelemetry sends a span
+               -- when it ends, so its children come first and the run runs until its root arrives.
+               CASE WHEN bool_or(status = 'running' OR parent_span_id IS NOT NULL)
+                             FILTER (WHERE depth = 0 AND NOT instant) THEN 'running'
                     WHEN bool_or(status = 'failed') FILTER (WHERE depth = 0 AND NOT instant) THEN 'failed'
                     ELSE 'completed' END AS status,
                count(*) FILTER (WHERE NOT instant) AS spans,

@@ -2,7 +2,8 @@
 
 One list for both, because a user looking for "what happened last night" does not care which kind
 of record holds it. A trace's status is its root span's (`running` while any root span has no end,
-`failed` when a root span failed), its tokens the sum of its model calls' usage. A journal's status
+or its parent has not come yet, as OpenTelemetry sends a parent after its children; `failed` when a
+root span failed), its tokens the sum of its model calls' usage. A journal's status
 comes from its last lifecycle transition (`state_transition.to_state`): stopped/completed/finished
 are `completed`, failed/error/crashed `failed`, anything else (running, suspended, ...) `running`.
 
