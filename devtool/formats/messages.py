@@ -39,7 +39,7 @@ def json_text(value: JSON) -> JSON:
     """A string attribute read as JSON (None when it is not JSON); any other value as it is."""
     if not isinstance(value, str):
         return value
-    if _NON_JSON.search(value):
+    if ("NaN" in value or "Infinity" in value) and _NON_JSON.search(value):  # the regex only when it may match
         return None
     try:
         parsed: JSON = orjson.loads(value)
