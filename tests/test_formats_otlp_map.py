@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from devtool.formats import decode_json_request, otlp_events, span_kind
-from devtool.store.rules import trace_event_problem
+from devtool.store.event_gate import trace_event_problem
 from tests.otlp_factory import event, genai_run, legacy_run, openinference_run, request, span
 
 

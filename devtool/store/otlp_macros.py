@@ -290,13 +290,13 @@ def _older() -> str:
         "('arguments', CASE WHEN json_type(c, '$.function') = 'OBJECT' "
         "THEN otlp_structured(otlp_get(c, '$.function.arguments')) END)])), [])) END",
     )
+    # One call of `otlp_legacy` (a big macro) for either source: the message's fields, or the event's.
     choice = _let(
         "message",
         "otlp_json_text(otlp_attr(a, 'message'))",
-        "CASE WHEN json_type(message) = 'OBJECT' "
-        "THEN otlp_legacy(map_from_entries(list_transform(map_entries(from_json(message, '\"MAP(VARCHAR, JSON)\"')), "
-        "lambda e: (e.key, e.value::VARCHAR))), 'assistant') "
-        "ELSE otlp_legacy(a, 'assistant') END",
+        "otlp_legacy(CASE WHEN json_type(message) = 'OBJECT' "
+        "THEN map_from_entries(list_transform(map_entries(from_json(message, '\"MAP(VARCHAR, JSON)\"')), "
+        "lambda e: (e.key, e.value::VARCHAR))) ELSE a END, 'assistant')",
     )
     return f"""
     CREATE OR REPLACE TEMP MACRO otlp_legacy(a, role) AS otlp_object([
