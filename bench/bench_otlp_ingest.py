@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import multiprocessing
 import os
 import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,7 +34,7 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_live import cpu_seconds, listen, machine, percentile
+from bench.bench_live import machine, percentile, start_server, watch
 
 
 def body(trace_id: bytes, root: bytes, count: int, start_ns: int) -> bytes:
@@ -130,39 +128,18 @@ def main() -> None:
     args = parser.parse_args()
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-otlp-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    db = workdir / "otlp.duckdb"
-    for stale in (db, Path(f"{db}.wal")):
-        stale.unlink(missing_ok=True)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "devtool", "serve", "--port", "0", "--db", str(db)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "XDG_DATA_HOME": str(workdir / "data")},
-    )
-    assert server.stdout is not None
-    first = server.stdout.readline()
-    if not first.startswith("DevTool at "):
-        raise SystemExit(f"devtool serve did not start: {first}{server.stderr.read() if server.stderr else ''}")
-    url = first.split(" at ", 1)[1].strip()
-    context = multiprocessing.get_context("spawn")
+    server, url = start_server(workdir, "otlp")
     trace_id = secrets.token_hex(16)
     try:
-        ready, listened, produced = context.Queue(), context.Queue(), context.Queue()
-        listener = context.Process(target=listen, args=(url, trace_id, args.clients, ready, listened))
-        listener.start()
-        for _ in range(args.clients):
-            ready.get(timeout=30)
-        time.sleep(0.5)
-        cpu_before, wall_before = cpu_seconds(server.pid), time.monotonic()
-        producer = context.Process(target=produce, args=(url, trace_id, args.rate, args.seconds, args.batch, produced))
-        producer.start()
-        sent = produced.get(timeout=args.seconds * 5 + 120)
-        results = listened.get(timeout=300)
-        cpu_after, wall_after = cpu_seconds(server.pid), time.monotonic()
-        producer.join()
-        listener.join()
+        sent, results, cpu, wall = watch(
+            server.pid,
+            url,
+            trace_id,
+            args.clients,
+            produce,
+            (args.rate, args.seconds, args.batch),
+            args.seconds * 5 + 120,
+        )
     finally:
         server.terminate()
         server.wait(30)
@@ -185,7 +162,6 @@ def main() -> None:
         f"p95 {percentile(latencies, 0.95):.0f} ms, p99 {percentile(latencies, 0.99):.0f} ms, "
         f"max {max(latencies):.0f} ms, mean {statistics.fmean(latencies):.0f} ms"
     )
-    cpu, wall = cpu_after - cpu_before, wall_after - wall_before
     print(f"Server CPU: {cpu:.1f} s over {wall:.1f} s ({cpu / wall:.2f} cores), {cpu / spans * 1e6:.0f} µs per span")
 
 
