@@ -1,4 +1,5 @@
-"""Imports point one way: core → journal → demo → store → web → cli; core and journal skip the web stack."""
+"""Imports point one way: core → journal → demo → store → web → cli; core and journal skip the web stack;
+the model SDKs are imported only by the adapters, and only when a model of theirs is used."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pytest
 from tests.conftest import REPO
 
 WEB_STACK = {"duckdb", "starlette", "jinja2", "sse_starlette", "uvicorn", "httpx", "multipart"}
+SDKS = {"openai", "anthropic"}
+ADAPTERS = REPO / "devtool" / "core" / "providers"
 LAYERS = ["core", "journal", "demo", "store", "web", "cli"]
 
 
@@ -41,15 +44,30 @@ def test_a_layer_imports_only_layers_below_it(layer: str) -> None:
                 offences.append(f"{path.relative_to(REPO)} imports {module}")
             if layer in ("core", "journal") and top in WEB_STACK:
                 offences.append(f"{path.relative_to(REPO)} imports the web stack: {module}")
+            if top in SDKS and not path.is_relative_to(ADAPTERS):
+                offences.append(f"{path.relative_to(REPO)} imports a model SDK: {module}")
     assert offences == []
 
 
-def test_importing_core_and_journal_loads_no_web_stack() -> None:
+def test_importing_core_and_journal_loads_no_web_stack_and_no_model_sdk() -> None:
+    banned = sorted(WEB_STACK | SDKS)
     probe = (
-        f"import sys, devtool.core, devtool.journal;print(sorted(m for m in {sorted(WEB_STACK)!r} if m in sys.modules))"
+        "import sys, devtool.core, devtool.journal, devtool.core.providers;"
+        f"print(sorted(m for m in {banned!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_naming_a_model_imports_its_sdk_only() -> None:
+    probe = (
+        "import sys; from devtool.core import create_agent;"
+        "create_agent('a', lambda p: p, model='anthropic:claude-haiku-4-5');"
+        "print('anthropic' in sys.modules, 'openai' in sys.modules)"
+    )
+    env = {"ANTHROPIC_API_KEY": "unused", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == ["True", "False"]
 
 
 def test_the_check_catches_an_offence(tmp_path: Path) -> None:

@@ -1,0 +1,151 @@
+"""What both provider adapters share: identity and params, one SDK client per event loop, the call.
+
+An adapter is a `Model` (`devtool.core.model`): `call()` sends the conversation to the provider,
+streaming unless made with `stream=False`, and returns the assistant message with its usage and
+cost. A subclass says how to make its SDK's client, how to ask once and read the answer (`_ask`),
+and what its SDK's exceptions are.
+
+Keyword parameters (`temperature=0`, `max_tokens=500`, ...) go into every request. Those that change
+the answer are the model's `params`, which the content hash covers; the others (`NOT_HASHED`: user
+ids, metadata, headers) are not, and neither is a base URL, a key or a client, so a run recorded
+through a proxy replays against the same journal.
+
+A client is made on first use in each event loop (an SDK client's connections belong to the loop
+that opened them, and every `asyncio.run` is a new loop); a client you pass is used as it is. Retries
+are the SDK's own (`max_retries`, `timeout` in seconds); what still fails is a `ModelError`
+(`failures.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from devtool.core.errors import ModelError
+from devtool.core.jsonvalue import JSON, NotJSONError, json_copy
+from devtool.core.model import Message, ModelReply, Progress, ToolDefinition, Usage
+from devtool.core.providers.failures import SdkErrors, model_error
+from devtool.core.providers.pricing import PriceTable, default_price_table
+
+NO_USAGE: Usage = {"promptTokens": 0, "completionTokens": 0, "totalTokens": 0}
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What one request answered: the message, its usage (None: the server sent none), why it stopped,
+    the model that served it."""
+
+    message: Message
+    usage: Usage | None
+    finish_reason: str
+    served_model: str | None
+
+
+class ProviderModel(ABC):
+    """The part of an adapter that does not depend on the provider's API."""
+
+    PROVIDER: ClassVar[str]
+    # Request parameters that do not change the answer: passed on, not hashed, not recorded.
+    NOT_HASHED: ClassVar[frozenset[str]] = frozenset({"user", "metadata", "extra_headers", "extra_query"})
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: Any = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_retries: int = 2,
+        timeout: float | None = None,
+        stream: bool = True,
+        prices: PriceTable | None = None,
+        **params: Any,
+    ) -> None:
+        self.provider = self.PROVIDER
+        if not isinstance(model, str) or not model.strip():
+            raise ModelError(f"a {self.provider} model needs a model id, got {model!r}")
+        self.id = model
+        self.streams = stream
+        self.max_retries = max_retries
+        self.prices = prices if prices is not None else default_price_table()
+        hashed = {name: value for name, value in params.items() if name not in self.NOT_HASHED}
+        try:
+            self.params: dict[str, JSON] = json_copy(hashed)  # type: ignore[assignment]
+        except NotJSONError as exc:
+            raise ModelError(f"{self.provider} model {model!r}: parameters must be JSON values: {exc}") from None
+        self.request_params = dict(params)
+        self._given = client
+        self._options: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "max_retries": max_retries}
+        if timeout is not None:
+            self._options["timeout"] = timeout
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+    def client(self) -> Any:
+        """The SDK client for the running event loop: the one given, else one made for this loop."""
+        if self._given is not None:
+            return self._given
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            try:
+                client = self._clients[loop] = self._make_client(**self._options)
+            except self._sdk_errors().base as exc:
+                raise ModelError(
+                    f"{self.provider} model {self.id!r} cannot make its client: {exc}", provider=self.provider
+                ) from None
+        return client
+
+    async def call(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: dict[str, JSON] | None,
+        tools: Sequence[ToolDefinition],
+        progress: Progress | None = None,
+    ) -> ModelReply:
+        client = self.client()
+        errors = self._sdk_errors()
+        try:
+            answer = await self._ask(client, list(messages), schema, list(tools), progress)
+        except errors.base as exc:
+            secrets = [getattr(client, "api_key", None) or ""]
+            raise model_error(
+                exc, errors, provider=self.provider, model_id=self.id, retries=self.max_retries, secrets=secrets
+            ) from None
+        if answer.usage is None:  # a server that does not count tokens: cost unknown, not free
+            return {"message": answer.message, "usage": NO_USAGE, "costs": None, "finishReason": answer.finish_reason}
+        # The served model first: the dated version an alias stood for when the request was made.
+        names = (answer.served_model, self.id) if answer.served_model else (self.id,)
+        return {
+            "message": answer.message,
+            "usage": answer.usage,
+            "costs": self.prices.cost(self.provider, names, answer.usage),
+            "finishReason": answer.finish_reason,
+        }
+
+    @abstractmethod
+    def _make_client(self, **options: Any) -> Any:
+        """A new SDK client with these options (None: the SDK's default, from its environment)."""
+
+    @abstractmethod
+    def _sdk_errors(self) -> SdkErrors:
+        """The SDK's exception classes."""
+
+    @abstractmethod
+    async def _ask(
+        self,
+        client: Any,
+        messages: list[Message],
+        schema: dict[str, JSON] | None,
+        tools: list[ToolDefinition],
+        progress: Progress | None,
+    ) -> Answer:
+        """One request (streamed when `self.streams`), its text pieces handed to `progress` as they come."""
+
+    def __repr__(self) -> str:
+        params = "".join(f", {name}={value!r}" for name, value in self.params.items())
+        return f"{type(self).__name__}({self.id!r}{params})"
