@@ -5,13 +5,16 @@ streaming unless made with `stream=False`, and returns the assistant message wit
 cost. A subclass says how to make its SDK's client, how to ask once and read the answer (`_ask`),
 and what its SDK's exceptions are.
 
-Keyword parameters (`temperature=0`, `max_tokens=500`, ...) go into every request. Those that change
-the answer are the model's `params`, which the content hash covers; the others (`NOT_HASHED`: user
-ids, metadata, headers) are not, and neither is a base URL, a key or a client, so a run recorded
-through a proxy replays against the same journal.
+Keyword parameters (`temperature=0`, `max_tokens=500`, ...) go into every request (as keywords of the
+SDK's method where it has them, else in `extra_body`, so a parameter one SDK version dropped still
+reaches a server that takes it). Those that change the answer are the model's `params`, which the
+content hash covers; the others (`NOT_HASHED`: user ids, metadata, headers) are not, and neither is
+a base URL, a key or a client, so a run recorded through a proxy replays against the same journal.
 
 A client is made on first use in each event loop (an SDK client's connections belong to the loop
-that opened them, and every `asyncio.run` is a new loop); a client you pass is used as it is. Retries
+that opened them, and every `asyncio.run` is a new loop), and closed when that loop shuts down
+(`asyncio.run` closes async generators before the loop: the client's closer is one); a client you
+pass is used as it is, and left open. Retries
 are the SDK's own (`max_retries`, `timeout` in seconds); what still fails is a `ModelError`
 (`failures.py`).
 """
@@ -19,9 +22,11 @@ are the SDK's own (`max_retries`, `timeout` in seconds); what still fails is a `
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -82,22 +87,28 @@ class ProviderModel(ABC):
         self._options: dict[str, Any] = {"base_url": base_url, "api_key": api_key, "max_retries": max_retries}
         if timeout is not None:
             self._options["timeout"] = timeout
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+        # Per loop: its client, and the async generator that closes it when the loop shuts down.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, AsyncIterator[None]]] = (
+            weakref.WeakKeyDictionary()
+        )
 
-    def client(self) -> Any:
+    async def client(self) -> Any:
         """The SDK client for the running event loop: the one given, else one made for this loop."""
         if self._given is not None:
             return self._given
         loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None:
+        made = self._clients.get(loop)
+        if made is None:
             try:
-                client = self._clients[loop] = self._make_client(**self._options)
+                client = self._make_client(**self._options)
             except self._sdk_errors().base as exc:
                 raise ModelError(
                     f"{self.provider} model {self.id!r} cannot make its client: {exc}", provider=self.provider
                 ) from None
-        return client
+            closer = _closer(client)
+            await anext(closer)  # now the loop knows it, and closes it (and so the client) at shutdown
+            made = self._clients[loop] = (client, closer)
+        return made[0]
 
     async def call(
         self,
@@ -107,7 +118,7 @@ class ProviderModel(ABC):
         tools: Sequence[ToolDefinition],
         progress: Progress | None = None,
     ) -> ModelReply:
-        client = self.client()
+        client = await self.client()
         errors = self._sdk_errors()
         try:
             answer = await self._ask(client, list(messages), schema, list(tools), progress)
@@ -146,6 +157,29 @@ class ProviderModel(ABC):
     ) -> Answer:
         """One request (streamed when `self.streams`), its text pieces handed to `progress` as they come."""
 
+    @staticmethod
+    def keywords(create: Callable[..., Any], request: dict[str, Any]) -> dict[str, Any]:
+        """`request` as keywords of the SDK's `create`: the fields it does not name go in `extra_body`."""
+        named = _keywords(create)
+        extra = {name: value for name, value in request.items() if name not in named}
+        if not extra:
+            return request
+        kept = {name: value for name, value in request.items() if name in named}
+        kept["extra_body"] = {**extra, **(request.get("extra_body") or {})}
+        return kept
+
     def __repr__(self) -> str:
         params = "".join(f", {name}={value!r}" for name, value in self.params.items())
         return f"{type(self).__name__}({self.id!r}{params})"
+
+
+@functools.cache
+def _keywords(create: Callable[..., Any]) -> frozenset[str]:
+    return frozenset(inspect.signature(create).parameters)
+
+
+async def _closer(client: Any) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:
+        await client.close()

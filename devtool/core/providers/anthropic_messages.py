@@ -67,7 +67,7 @@ class AnthropicModel(ProviderModel):
     ) -> Answer:
         request = self._request(messages, schema, tools)
         if not self.streams:
-            reply = await client.messages.create(**request)
+            reply = await client.messages.create(**self.keywords(type(client.messages).create, request))
             blocks: list[dict[str, Any]] = []
             for block in reply.content:
                 if block.type == "text":
@@ -81,7 +81,7 @@ class AnthropicModel(ProviderModel):
         started: AnthropicUsage | None = None
         final: MessageDeltaUsage | None = None
         served: str | None = None
-        stream = await client.messages.create(**request, stream=True)
+        stream = await client.messages.create(**self.keywords(type(client.messages).create, request), stream=True)
         async with stream:
             async for event in stream:
                 if event.type == "content_block_delta":

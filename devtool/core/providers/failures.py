@@ -93,7 +93,9 @@ def _endpoint(url: str) -> str:
 
 
 def _provider_message(body: Any) -> tuple[str | None, str | None]:
-    """The provider's own message and error type (or code) from its error body."""
+    """The provider's own message and error type (or code) from its error body (or the body's `error`)."""
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
     if isinstance(body, dict):
         message = body.get("message")
         kind = body.get("code") or body.get("type")

@@ -97,7 +97,7 @@ class OpenAIChatModel(ProviderModel):
 
     async def _send(self, client: AsyncOpenAI, request: dict[str, Any], progress: Progress | None) -> Answer:
         if not self.streams:
-            completion = await client.chat.completions.create(**request)
+            completion = await client.chat.completions.create(**self.keywords(_create(client), request))
             choice = completion.choices[0]
             calls = [
                 (call.id, call.function.name, call.function.arguments)
@@ -228,6 +228,11 @@ def _with_instruction(wire: list[dict[str, Any]], schema: dict[str, JSON]) -> li
     if wire and wire[0]["role"] == "system" and isinstance(wire[0]["content"], str):
         return [{**wire[0], "content": f"{wire[0]['content']}\n\n{instruction}"}, *wire[1:]]
     return [{"role": "system", "content": instruction}, *wire]
+
+
+def _create(client: AsyncOpenAI) -> Any:
+    """The SDK's `create`, unbound: the same function for every client, so its keywords are read once."""
+    return type(client.chat.completions).create
 
 
 def _refuses_response_format(exc: Exception) -> bool:
