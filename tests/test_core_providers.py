@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -216,6 +218,20 @@ def test_models_by_name_and_by_default(env: FakeProvider, monkeypatch: pytest.Mo
     monkeypatch.setenv("DEVTOOL_MODEL", MODELS["anthropic"])
     env.reply({"text": "claude, by default"}, api="anthropic.messages", model="claude-haiku-4-5")
     assert asyncio.run(run_with(lambda: create_agent("a", ask)(None))) == "claude, by default"
+
+
+def test_a_missing_sdk_says_which_extra_to_install() -> None:
+    # A Python where the openai package cannot be imported, as where it is not installed.
+    probe = (
+        "import sys; sys.modules['openai'] = None;"
+        "from devtool.core.providers import model_named; model_named('openai:x')"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines()[-1] == (
+        "devtool.core.errors.ModelError: the openai models need the openai SDK, which is not installed: "
+        "pip install 'devtool[openai]'"
+    )
 
 
 def test_params_are_part_of_the_hash_and_scripted_models_hash_as_before(env: FakeProvider) -> None:

@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
-from devtool.core.model import Message, ModelReply, ToolDefinition
-from devtool.core.providers.anthropic_messages import ANSWER_TOOL, DEFAULT_MAX_TOKENS, AnthropicModel
+from devtool.core.model import Message, ToolDefinition
+from devtool.core.providers.anthropic_messages import ANSWER_TOOL, DEFAULT_MAX_TOKENS
 from testkit.fake_provider import FakeProvider
+from tests.adapters import HI, TOOL_ROUND, adapter, ask
 
-KEY = "sk-ant-test-0123456789"
 WEATHER: ToolDefinition = {
     "name": "weather",
     "description": "today's weather",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }
 CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-HI: list[Message] = [{"role": "user", "content": "hi"}]
-
-
-def model(fake: FakeProvider, model_id: str = "claude-haiku-4-5", **options: Any) -> AnthropicModel:
-    return AnthropicModel(model_id, base_url=fake.anthropic_base_url, api_key=KEY, **options)
-
-
-def ask(adapter: AnthropicModel, messages: list[Message] = HI, **kwargs: Any) -> ModelReply:
-    kwargs.setdefault("schema", None)
-    kwargs.setdefault("tools", [])
-    return asyncio.run(adapter.call(messages, **kwargs))
 
 
 def test_a_streamed_answer_with_cache_usage_and_the_system_prompt_apart(fake_provider: FakeProvider) -> None:
@@ -34,7 +20,7 @@ def test_a_streamed_answer_with_cache_usage_and_the_system_prompt_apart(fake_pro
     fake_provider.reply({"text": text, "usage": {"input": 1000, "cached": 300, "cache_write": 200, "output": 100}})
     pieces: list[str] = []
     conversation: list[Message] = [{"role": "system", "content": "You plan trips."}, *HI]
-    reply = ask(model(fake_provider), conversation, progress=pieces.append)
+    reply = ask(adapter("anthropic", fake_provider), conversation, progress=pieces.append)
     assert reply["message"] == {"role": "assistant", "content": text}
     assert "".join(pieces) == text
     assert len(pieces) > 3
@@ -54,35 +40,10 @@ def test_a_streamed_answer_with_cache_usage_and_the_system_prompt_apart(fake_pro
 
 
 def test_tool_calls_are_tool_use_blocks_and_their_results_one_user_message(fake_provider: FakeProvider) -> None:
-    fake_provider.reply(
-        {
-            "text": "Let me check both.",
-            "tool_calls": [
-                {"name": "weather", "arguments": {"city": "Lisbon"}, "id": "toolu_a"},
-                {"name": "weather", "arguments": {"city": "Porto"}, "id": "toolu_b"},
-            ],
-        },
-        {"text": "Sunny and rainy."},
-    )
-    adapter = model(fake_provider)
-    first = ask(adapter, tools=[WEATHER])
-    assert first["message"] == {
-        "role": "assistant",
-        "content": "Let me check both.",
-        "tool_calls": [
-            {"id": "toolu_a", "name": "weather", "arguments": '{"city":"Lisbon"}'},
-            {"id": "toolu_b", "name": "weather", "arguments": '{"city":"Porto"}'},
-        ],
-    }
-    assert first["finishReason"] == "tool_calls"
-    conversation: list[Message] = [
-        *HI,
-        first["message"],
-        {"role": "tool", "tool_call_id": "toolu_a", "content": "sunny"},
-        {"role": "tool", "tool_call_id": "toolu_b", "content": "rainy"},
-    ]
-    assert ask(adapter, conversation, tools=[WEATHER])["message"]["content"] == "Sunny and rainy."
-    sent = fake_provider.requests()[1]["body"]
+    fake_provider.reply({"text": "Sunny and rainy."})
+    reply = ask(adapter("anthropic", fake_provider), TOOL_ROUND, tools=[WEATHER])
+    assert reply["message"]["content"] == "Sunny and rainy."
+    sent = fake_provider.requests()[0]["body"]
     assert sent["tools"] == [
         {"name": "weather", "description": "today's weather", "input_schema": WEATHER["parameters"]}
     ]
@@ -91,15 +52,15 @@ def test_tool_calls_are_tool_use_blocks_and_their_results_one_user_message(fake_
             "role": "assistant",
             "content": [
                 {"type": "text", "text": "Let me check both."},
-                {"type": "tool_use", "id": "toolu_a", "name": "weather", "input": {"city": "Lisbon"}},
-                {"type": "tool_use", "id": "toolu_b", "name": "weather", "input": {"city": "Porto"}},
+                {"type": "tool_use", "id": "id_a", "name": "weather", "input": {"city": "Lisbon"}},
+                {"type": "tool_use", "id": "id_b", "name": "weather", "input": {"city": "Porto"}},
             ],
         },
         {
             "role": "user",
             "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_a", "content": "sunny"},
-                {"type": "tool_result", "tool_use_id": "toolu_b", "content": "rainy"},
+                {"type": "tool_result", "tool_use_id": "id_a", "content": "sunny"},
+                {"type": "tool_result", "tool_use_id": "id_b", "content": '{"rain":true}'},
             ],
         },
     ]
@@ -107,7 +68,7 @@ def test_tool_calls_are_tool_use_blocks_and_their_results_one_user_message(fake_
 
 def test_a_schema_alone_is_a_forced_tool_whose_input_is_the_answer(fake_provider: FakeProvider) -> None:
     fake_provider.reply({"json": {"city": "Lisbon"}})
-    reply = ask(model(fake_provider), schema=CITY)
+    reply = ask(adapter("anthropic", fake_provider), schema=CITY)
     assert reply["message"] == {"role": "assistant", "content": '{"city":"Lisbon"}'}
     assert reply["finishReason"] == "stop"
     sent = fake_provider.requests()[0]["body"]
@@ -120,12 +81,12 @@ def test_a_schema_beside_tools_lets_the_model_call_either(fake_provider: FakePro
         {"tool_calls": [{"name": "weather", "arguments": {"city": "Lisbon"}}]},
         {"tool_calls": [{"name": ANSWER_TOOL, "arguments": {"city": "Lisbon"}}]},
     )
-    adapter = model(fake_provider)
-    first = ask(adapter, schema=CITY, tools=[WEATHER])
+    model = adapter("anthropic", fake_provider)
+    first = ask(model, schema=CITY, tools=[WEATHER])
     assert first["message"]["tool_calls"][0]["name"] == "weather"
     call_id = first["message"]["tool_calls"][0]["id"]
     conversation: list[Message] = [*HI, first["message"], {"role": "tool", "tool_call_id": call_id, "content": "sun"}]
-    assert ask(adapter, conversation, schema=CITY, tools=[WEATHER])["message"]["content"] == '{"city":"Lisbon"}'
+    assert ask(model, conversation, schema=CITY, tools=[WEATHER])["message"]["content"] == '{"city":"Lisbon"}'
     sent = fake_provider.requests()[0]["body"]
     assert sent["tool_choice"] == {"type": "any"}
     assert [tool["name"] for tool in sent["tools"]] == ["weather", ANSWER_TOOL]
@@ -133,9 +94,11 @@ def test_a_schema_beside_tools_lets_the_model_call_either(fake_provider: FakePro
 
 def test_without_streaming_and_with_params(fake_provider: FakeProvider) -> None:
     fake_provider.reply({"text": "short", "usage": {"input": 10, "output": 2}})
-    adapter = model(fake_provider, stream=False, max_tokens=256, temperature=0.2, metadata={"user_id": "u1"})
-    assert adapter.params == {"max_tokens": 256, "temperature": 0.2}
-    reply = ask(adapter)
+    model = adapter(
+        "anthropic", fake_provider, stream=False, max_tokens=256, temperature=0.2, metadata={"user_id": "u1"}
+    )
+    assert model.params == {"max_tokens": 256, "temperature": 0.2}
+    reply = ask(model)
     assert reply["message"]["content"] == "short"
     assert reply["usage"] == {"promptTokens": 10, "completionTokens": 2, "totalTokens": 12}
     (sent,) = fake_provider.requests()

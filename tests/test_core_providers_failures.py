@@ -7,30 +7,16 @@ id, and the retries spent; the key is never in it.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
 from devtool.core import ModelError
-from devtool.core.providers.adapter import ProviderModel
-from devtool.core.providers.anthropic_messages import AnthropicModel
 from devtool.core.providers.failures import redact
-from devtool.core.providers.openai_chat import OpenAIChatModel
 from testkit.fake_provider import FakeProvider
+from tests.adapters import KEY, adapter, ask
 
-KEY = "sk-test-failures-0123456789"
 RETRY = {"retry_after": 0.01}
-
-
-def adapter(provider: str, fake: FakeProvider, **options: Any) -> ProviderModel:
-    if provider == "openai":
-        return OpenAIChatModel("gpt-4.1-mini", base_url=fake.openai_base_url, api_key=KEY, **options)
-    return AnthropicModel("claude-haiku-4-5", base_url=fake.anthropic_base_url, api_key=KEY, **options)
-
-
-def ask(model: ProviderModel) -> Any:
-    return asyncio.run(model.call([{"role": "user", "content": "hi"}], schema=None, tools=[]))
 
 
 CASES = [

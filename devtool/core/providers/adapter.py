@@ -2,8 +2,9 @@
 
 An adapter is a `Model` (`devtool.core.model`): `call()` sends the conversation to the provider,
 streaming unless made with `stream=False`, and returns the assistant message with its usage and
-cost. A subclass says how to make its SDK's client, how to ask once and read the answer (`_ask`),
-and what its SDK's exceptions are.
+cost. A subclass names its SDK (`SDK`, also the name of the extra that installs it), its async client
+class and its base exception, and says how to ask once and read the answer (`_ask`). The SDK is
+imported when an adapter is made, not before.
 
 Keyword parameters (`temperature=0`, `max_tokens=500`, ...) go into every request (as keywords of the
 SDK's method where it has them, else in `extra_body`, so a parameter one SDK version dropped still
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import inspect
 import weakref
 from abc import ABC, abstractmethod
@@ -54,6 +56,9 @@ class ProviderModel(ABC):
     """The part of an adapter that does not depend on the provider's API."""
 
     PROVIDER: ClassVar[str]
+    SDK: ClassVar[str]  # the SDK's module, and the extra that installs it: `pip install 'devtool[SDK]'`
+    CLIENT: ClassVar[str]  # its async client class
+    BASE_ERROR: ClassVar[str]  # the class every exception it raises derives from
     # Request parameters that do not change the answer: passed on, not hashed, not recorded.
     NOT_HASHED: ClassVar[frozenset[str]] = frozenset({"user", "metadata", "extra_headers", "extra_query"})
 
@@ -71,6 +76,7 @@ class ProviderModel(ABC):
         **params: Any,
     ) -> None:
         self.provider = self.PROVIDER
+        self.sdk()
         if not isinstance(model, str) or not model.strip():
             raise ModelError(f"a {self.provider} model needs a model id, got {model!r}")
         self.id = model
@@ -100,7 +106,7 @@ class ProviderModel(ABC):
         made = self._clients.get(loop)
         if made is None:
             try:
-                client = self._make_client(**self._options)
+                client = getattr(self.sdk(), self.CLIENT)(**self._options)
             except self._sdk_errors().base as exc:
                 raise ModelError(
                     f"{self.provider} model {self.id!r} cannot make its client: {exc}", provider=self.provider
@@ -138,13 +144,20 @@ class ProviderModel(ABC):
             "finishReason": answer.finish_reason,
         }
 
-    @abstractmethod
-    def _make_client(self, **options: Any) -> Any:
-        """A new SDK client with these options (None: the SDK's default, from its environment)."""
+    @classmethod
+    def sdk(cls) -> Any:
+        """The SDK's module; a `ModelError` saying which extra to install when it is missing."""
+        try:
+            return importlib.import_module(cls.SDK)
+        except ImportError:
+            raise ModelError(
+                f"the {cls.PROVIDER} models need the {cls.SDK} SDK, which is not installed: "
+                f"pip install 'devtool[{cls.SDK}]'"
+            ) from None
 
-    @abstractmethod
     def _sdk_errors(self) -> SdkErrors:
-        """The SDK's exception classes."""
+        sdk = self.sdk()
+        return SdkErrors(getattr(sdk, self.BASE_ERROR), sdk.APIStatusError, sdk.APITimeoutError, sdk.APIConnectionError)
 
     @abstractmethod
     async def _ask(

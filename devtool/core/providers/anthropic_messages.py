@@ -21,7 +21,6 @@ from devtool.core.errors import ModelError
 from devtool.core.jsonvalue import JSON
 from devtool.core.model import Message, Progress, ToolCallRequest, ToolDefinition, Usage
 from devtool.core.providers.adapter import Answer, ProviderModel
-from devtool.core.providers.failures import SdkErrors
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -43,19 +42,10 @@ class AnthropicModel(ProviderModel):
     """A Claude model: `AnthropicModel("claude-sonnet-4-5", max_tokens=2048)`."""
 
     PROVIDER: ClassVar[str] = "anthropic"
+    SDK: ClassVar[str] = "anthropic"
+    CLIENT: ClassVar[str] = "AsyncAnthropic"
+    BASE_ERROR: ClassVar[str] = "AnthropicError"
     NOT_HASHED: ClassVar[frozenset[str]] = ProviderModel.NOT_HASHED | {"service_tier"}
-
-    def __init__(self, model: str, **options: Any) -> None:
-        _sdk()
-        super().__init__(model, **options)
-
-    def _make_client(self, **options: Any) -> AsyncAnthropic:
-        client: AsyncAnthropic = _sdk().AsyncAnthropic(**options)
-        return client
-
-    def _sdk_errors(self) -> SdkErrors:
-        sdk = _sdk()
-        return SdkErrors(sdk.AnthropicError, sdk.APIStatusError, sdk.APITimeoutError, sdk.APIConnectionError)
 
     async def _ask(
         self,
@@ -219,13 +209,3 @@ def _plain(content: Any) -> str:
     if isinstance(content, str):
         return content
     return orjson.dumps(content).decode()
-
-
-def _sdk() -> Any:
-    try:
-        import anthropic
-    except ImportError:
-        raise ModelError(
-            "the anthropic models need the Anthropic SDK, which is not installed: pip install 'devtool[anthropic]'"
-        ) from None
-    return anthropic

@@ -16,11 +16,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
-from devtool.core.errors import ModelError
 from devtool.core.jsonvalue import JSON
 from devtool.core.model import Message, Progress, ToolCallRequest, ToolDefinition, Usage
 from devtool.core.providers.adapter import Answer, ProviderModel
-from devtool.core.providers.failures import SdkErrors
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -33,6 +31,9 @@ class OpenAIChatModel(ProviderModel):
     """A Chat Completions model: `OpenAIChatModel("gpt-4.1-mini", temperature=0)`."""
 
     PROVIDER: ClassVar[str] = "openai"
+    SDK: ClassVar[str] = "openai"
+    CLIENT: ClassVar[str] = "AsyncOpenAI"
+    BASE_ERROR: ClassVar[str] = "OpenAIError"
     NOT_HASHED: ClassVar[frozenset[str]] = ProviderModel.NOT_HASHED | {
         "store",
         "service_tier",
@@ -42,18 +43,9 @@ class OpenAIChatModel(ProviderModel):
     }
 
     def __init__(self, model: str, **options: Any) -> None:
-        _sdk()
         super().__init__(model, **options)
         # "json_schema" until a server refuses it; then the schema is asked for in words.
         self.schema_mode = "json_schema"
-
-    def _make_client(self, **options: Any) -> AsyncOpenAI:
-        client: AsyncOpenAI = _sdk().AsyncOpenAI(**options)
-        return client
-
-    def _sdk_errors(self) -> SdkErrors:
-        sdk = _sdk()
-        return SdkErrors(sdk.OpenAIError, sdk.APIStatusError, sdk.APITimeoutError, sdk.APIConnectionError)
 
     async def _ask(
         self,
@@ -66,7 +58,7 @@ class OpenAIChatModel(ProviderModel):
         mode = self.schema_mode
         try:
             return await self._send(client, self._request(messages, schema, tools, mode), progress)
-        except _sdk().BadRequestError as exc:
+        except self.sdk().BadRequestError as exc:
             if schema is None or mode != "json_schema" or not _refuses_response_format(exc):
                 raise
         self.schema_mode = "instructions"
@@ -239,13 +231,3 @@ def _refuses_response_format(exc: Exception) -> bool:
     """A 400 about the JSON-schema response format: a server without structured outputs."""
     text = f"{getattr(exc, 'param', '')} {getattr(exc, 'message', '')}".lower()
     return "response_format" in text or "json_schema" in text
-
-
-def _sdk() -> Any:
-    try:
-        import openai
-    except ImportError:
-        raise ModelError(
-            "the openai models need the OpenAI SDK, which is not installed: pip install 'devtool[openai]'"
-        ) from None
-    return openai
