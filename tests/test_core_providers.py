@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from devtool.core import JsonlSink, MemorySink, ModelError, ScriptedModel, create_agent, prompt, run_with
-from devtool.core.debugger import restore_snapshot
+from devtool.core.debugger import dump_snapshot, restore_snapshot
 from devtool.core.model import model_identity
 from devtool.core.providers import model_named
 from devtool.core.providers.anthropic_messages import AnthropicModel
@@ -126,8 +126,6 @@ def test_a_streamed_turn_reports_its_growing_answer_and_restore_ignores_it(env: 
     box: dict[str, Any] = {}
 
     async def main() -> Any:
-        from devtool.core.debugger import dump_snapshot
-
         answer = await create_agent("planner", ask, model=MODELS["openai"])(None)
         box["dump"] = dump_snapshot()
         return answer
@@ -184,12 +182,18 @@ def test_a_failed_request_is_recorded_on_its_turn_and_no_key_is_stored_or_logged
     assert "Incorrect API key provided" in turn_end["error"]["message"]
     env.configure(api_key=KEY)
     env.reply({"text": "fine"})
-    asyncio.run(run_with(lambda: create_agent("a", ask, model=MODELS["openai"])(None), sinks=[JsonlSink(trace)]))
+
+    async def main() -> Any:
+        await create_agent("a", ask, model=MODELS["openai"])(None)
+        return dump_snapshot()
+
+    snapshot = asyncio.run(run_with(main, sinks=[JsonlSink(trace)]))
     assert env.count() == 2
     logged = "\n".join(record.getMessage() for record in caplog.records)
     assert "/chat/completions" in logged  # the SDK's debug log was captured: it just holds no key
     for where, text in {
         "events": trace.read_text(),
+        "snapshot": orjson.dumps(snapshot).decode(),
         "client log": logged,
         "provider log": fake_provider_process.log_text(),
     }.items():
