@@ -30,9 +30,9 @@ from devtool.core.errors import SnapshotError
 from devtool.core.jsonvalue import NotJSONError, json_copy
 from devtool.core.snapshot import AgentSnapshot, validate
 from devtool.core.snapshot_tree import Node, assemble, node_id, split
+from devtool.store.collector import collector_paused
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError, StoreError
-from devtool.store.queries.events import collector_paused
 
 # Nodes read or written per statement (an id list bound as one parameter).
 _BATCH = 50_000
