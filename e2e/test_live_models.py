@@ -121,7 +121,11 @@ def test_a_streamed_turn_shows_its_partial_answer_on_the_live_run_page_before_it
 
 
 def test_a_runs_cost_is_its_turns_priced_from_the_table_and_no_price_shows_a_dash(
-    page: Page, serve: ServerFactory, tmp_path: Path, fake_provider: FakeProvider
+    page: Page,
+    serve: ServerFactory,
+    tmp_path: Path,
+    fake_provider: FakeProvider,
+    screenshot_path: Callable[[str], Path],
 ) -> None:
     server = serve()
     script(fake_provider, "Porto")
@@ -148,12 +152,14 @@ def test_a_runs_cost_is_its_turns_priced_from_the_table_and_no_price_shows_a_das
     rows = page.locator("tr.run-row")
     expect(rows).to_have_count(2)
     assert sorted(rows.locator(".run-cost").all_inner_texts()) == sorted([usd(total), "—"])
+    page.screenshot(path=screenshot_path("runs-costs"), full_page=True)
     rows.filter(has=page.locator(".run-cost", has_text="$")).locator("a.run-link").click()
     expect(page.locator("#run-header .run-cost")).to_have_text(usd(total))
     # Rolled up: the agent's detail asks for the cost of the model calls under it.
     page.locator("#tree .row a.select", has_text="planner").click()
     expect(page.locator("#detail dd.cost")).to_have_text(usd(total))
     expect(page.locator("#detail dd.tokens")).to_have_text("2,950 (2,500 in, 450 out · 2 model calls)")
+    page.screenshot(path=screenshot_path("run-agent-cost"), full_page=True)
     page.locator("#tree .row a.select", has_text="turn 0").click()
     expect(page.locator("#detail dd.cost")).to_have_text(usd(recorded[0]))
     page.goto(server.url)
