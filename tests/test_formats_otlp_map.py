@@ -57,6 +57,8 @@ def test_genai_latest_names_agents_turns_tools_messages_and_tokens() -> None:
     assert ends[0]["message"]["tool_calls"][0]["name"] == "get_weather"
     assert ends[1]["message"] == {"role": "assistant", "content": "Sunny."}
     assert ends[0]["usage"] == {"promptTokens": 56, "completionTokens": 5, "totalTokens": 61}
+    # Priced by the DevTool's table: openai:gpt-4.1-mini, $0.40 in and $1.60 out per million tokens.
+    assert ends[0]["costs"] == {"micro_usd": round(56 * 0.4 + 5 * 1.6)}
     (tool,) = by_type(events, "tools:execute:end")
     assert tool["toolNames"] == ["get_weather"]
     assert tool["toolResults"] == [
@@ -191,3 +193,20 @@ def test_an_array_inside_an_array_keeps_its_otlp_encoding() -> None:
         ],
         "flat": ["a", 1],
     }
+
+
+def test_cached_tokens_and_a_dated_model_are_priced_and_unknown_models_are_not() -> None:
+    def turn_end(**attrs: Any) -> dict[str, Any]:
+        return events_of(request(span("chat", {"gen_ai.operation.name": "chat", **attrs})))[1]
+
+    usage = {"gen_ai.usage.input_tokens": 1000, "gen_ai.usage.output_tokens": 10}
+    cached = turn_end(
+        **usage,
+        **{"gen_ai.usage.cache_read.input_tokens": 600},
+        **{"gen_ai.provider.name": "openai", "gen_ai.response.model": "gpt-4.1-mini-2025-04-14"},
+    )
+    assert cached["usage"]["details"] == {"cacheReadTokens": 600}
+    assert cached["costs"] == {"micro_usd": round(400 * 0.4 + 600 * 0.1 + 10 * 1.6)}
+    unknown = turn_end(**usage, **{"gen_ai.system": "acme", "gen_ai.request.model": "m"})
+    assert "costs" not in unknown  # unknown, never 0
+    assert unknown["usage"]["totalTokens"] == 1010

@@ -9,7 +9,8 @@ import orjson
 import pytest
 
 from devtool.store import BadLines, BadLinesError, Store, load_file
-from devtool.store.queries import list_runs, run_events
+from devtool.store.queries import get_run, list_runs, run_events
+from devtool.store.queries.usage import span_usage
 from tests.otlp_factory import CORPUS, attributes, genai_run, request, span, write_jsonl
 
 
@@ -36,6 +37,16 @@ def test_each_trace_is_a_run_with_its_spans_nested_and_named(store: Store, tmp_p
     again = load_file(store, tmp_path / "traces.otlp.jsonl")
     assert again.already_loaded
     assert store.query("SELECT count(*) FROM events") == [(22,)]
+
+
+def test_an_otel_runs_tokens_and_cost_add_up_as_a_native_runs_do(store: Store, tmp_path: Path) -> None:
+    load_file(store, write_jsonl(tmp_path / "one.jsonl", [genai_run()]))
+    run = get_run(store, "1" * 32)
+    assert (run.prompt_tokens, run.completion_tokens) == (56 + 80, 5 + 3)
+    assert run.cost_micro_usd == 30 + 37
+    root = store.query("SELECT span_id FROM spans WHERE trace_id = ? AND kind = 'agent'", ["1" * 32])[0][0]
+    usage = span_usage(store, "1" * 32, root)
+    assert (usage.calls, usage.total_tokens, usage.micro_usd) == (2, 144, 67)
 
 
 def test_a_run_reads_back_as_the_events_it_became(store: Store, tmp_path: Path) -> None:

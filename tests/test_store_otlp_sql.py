@@ -82,6 +82,9 @@ _KEYS = sorted(
         *sc.PROMPT_TOKENS,
         *sc.COMPLETION_TOKENS,
         *sc.TOTAL_TOKENS,
+        *sc.CACHE_READ_TOKENS,
+        *sc.CACHE_WRITE_TOKENS,
+        *sc.PRICED_MODEL,
         *sc.AGENT_OUTPUT,
         "llm.input_messages.0.message.role",
         "llm.input_messages.0.message.content",
@@ -99,6 +102,7 @@ _text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)
 _scalars = st.one_of(
     _text,
     st.sampled_from(["chat", "invoke_agent", "execute_tool", "LLM", "tool", "AGENT", "CHAIN", "text", ""]),
+    st.sampled_from(["openai", "anthropic", "gpt-4.1-mini", "gpt-4.1-mini-2025-04-14", "claude-sonnet-4-5-latest"]),
     st.integers(-(2**63), 2**63 - 1),
     st.booleans(),
     st.floats(allow_nan=False, allow_infinity=False, width=64),

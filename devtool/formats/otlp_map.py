@@ -25,7 +25,11 @@ names are in `semconv.py`):
   `message` as `messages.py` says (GenAI latest, then OpenInference, then the per-message events);
   `usage` `{promptTokens: gen_ai.usage.input_tokens | gen_ai.usage.prompt_tokens |
   llm.token_count.prompt, completionTokens: ..output_tokens | ..completion_tokens |
-  llm.token_count.completion, totalTokens: llm.token_count.total, else the sum}`.
+  llm.token_count.completion, totalTokens: llm.token_count.total, else the sum, details:
+  {cacheReadTokens, cacheWriteTokens}}` and `costs {micro_usd}` from the DevTool's price table
+  (`devtool.core.providers.pricing`) for the provider and the model that answered (else the one asked
+  for), when both token counts are known: a turn that carries its usage is a model request of its
+  own to the store (`derive.MODEL_REQUEST_END`), so run totals and the detail panel count it.
 - tools: `toolNames` `[gen_ai.tool.name | tool.name | the span name]`, and on the end one
   `toolResults` entry `{toolName, toolCallId: gen_ai.tool.call.id | tool_call.id, input:
   gen_ai.tool.call.arguments | tool_arguments | input.value, output: gen_ai.tool.call.result |
@@ -47,6 +51,8 @@ from typing import Any, cast
 
 from devtool.core.events import SCHEMA_VERSION, TraceEvent
 from devtool.core.jsonvalue import JSON
+from devtool.core.model import Usage
+from devtool.core.providers.pricing import PriceTable, default_price_table
 from devtool.formats import semconv as sc
 from devtool.formats.messages import (
     Message,
@@ -63,13 +69,14 @@ from devtool.formats.otlp_spans import OtlpSpan
 from devtool.formats.otlp_values import SPAN_KINDS, STATUS_CODES, STATUS_ERROR, ms
 
 
-def otlp_events(spans: Iterable[OtlpSpan]) -> Iterator[TraceEvent]:
-    """The start and end events of each span, in span order."""
+def otlp_events(spans: Iterable[OtlpSpan], prices: PriceTable | None = None) -> Iterator[TraceEvent]:
+    """The start and end events of each span, in span order; costs from `prices` (default: the DevTool's)."""
+    table = default_price_table() if prices is None else prices
     for span in spans:
-        yield from span_events(span)
+        yield from span_events(span, table)
 
 
-def span_events(span: OtlpSpan) -> tuple[TraceEvent, TraceEvent]:
+def span_events(span: OtlpSpan, prices: PriceTable | None = None) -> tuple[TraceEvent, TraceEvent]:
     """The `<kind>:start` and `<kind>:end` events of one span."""
     attributes = span.attributes
     kind = span_kind(attributes)
@@ -95,7 +102,8 @@ def span_events(span: OtlpSpan) -> tuple[TraceEvent, TraceEvent]:
         common["model"] = model or None
         opening["messages"] = _messages_value(_turn_messages(span))
         closing["message"] = cast(JSON, _turn_answer(span))
-        closing["usage"] = _usage(attributes)
+        closing["usage"] = usage = _usage(attributes)
+        closing["costs"] = _costs(attributes, usage, default_price_table() if prices is None else prices)
     elif kind == "tools:execute":
         tool = _first_text(attributes, sc.TOOL_NAME)
         tool = span.name if tool is None else tool
@@ -186,8 +194,29 @@ def _usage(attributes: Mapping[str, JSON]) -> JSON:
     total = _first_int(attributes, sc.TOTAL_TOKENS)
     if total is None and (prompt is not None or completion is not None):
         total = (prompt or 0) + (completion or 0)
-    usage = clean({"promptTokens": prompt, "completionTokens": completion, "totalTokens": total})
-    return cast(JSON, usage) or None
+    details = clean(
+        {
+            "cacheReadTokens": _first_int(attributes, sc.CACHE_READ_TOKENS),
+            "cacheWriteTokens": _first_int(attributes, sc.CACHE_WRITE_TOKENS),
+        }
+    )
+    counts = {"promptTokens": prompt, "completionTokens": completion, "totalTokens": total, "details": details or None}
+    return cast(JSON, clean(counts)) or None
+
+
+def _costs(attributes: Mapping[str, JSON], usage: JSON, prices: PriceTable) -> JSON:
+    """What the request cost by the price table, when its provider, model and both token counts are known."""
+    provider = _first_text(attributes, sc.PROVIDER)
+    models = tuple(model for key in sc.PRICED_MODEL if isinstance(model := attributes.get(key), str))
+    if provider is None or not models or not isinstance(usage, dict):
+        return None
+    details = usage.get("details")
+    counts = [usage.get("promptTokens"), usage.get("completionTokens")]
+    if isinstance(details, dict):
+        counts += [details.get(key, 0) for key in ("cacheReadTokens", "cacheWriteTokens")]
+    if not all(isinstance(count, int) and 0 <= count <= sc.MAX_TOKENS for count in counts):
+        return None
+    return cast(JSON, prices.cost(provider, models, cast(Usage, usage)))
 
 
 def _error(span: OtlpSpan) -> JSON:

@@ -41,6 +41,12 @@ COMPLETION_TOKENS: Final = (
     "llm.token_count.completion",
 )
 TOTAL_TOKENS: Final = ("llm.token_count.total",)
+CACHE_READ_TOKENS: Final = ("gen_ai.usage.cache_read.input_tokens", "llm.token_count.prompt_details.cache_read")
+CACHE_WRITE_TOKENS: Final = ("gen_ai.usage.cache_creation.input_tokens", "llm.token_count.prompt_details.cache_write")
+# Token counts outside 0..MAX_TOKENS are kept but not priced (a cost past 64 bits is no cost).
+MAX_TOKENS: Final = 10**12
+# Which model a request is priced as: the one that answered, else the one asked for.
+PRICED_MODEL: Final = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
 INPUT: Final = ("input.value",)
 OUTPUT: Final = ("output.value",)
 AGENT_OUTPUT: Final = ("output.value", "final_result")

@@ -27,6 +27,10 @@ from __future__ import annotations
 
 import duckdb
 
+# The end of a model request, over `events` columns: a `model:call`'s, or a turn's that counts its own
+# tokens (an OpenTelemetry chat span is the request itself; the DevTool's own turns never carry usage).
+MODEL_REQUEST_END = "(type = 'model:call:end' OR (type = 'turn:end' AND prompt_tokens IS NOT NULL))"
+
 # Spans the frame tree looks through: a prompt loop, a model call (and every instant).
 HIDDEN_KINDS = ("promptAgent", "model:call")
 
@@ -179,7 +183,7 @@ _MOVED = f"""
            OR (NOT r.instant AND r.kind NOT IN {HIDDEN_KINDS}) <> (NOT d.instant AND d.kind NOT IN {HIDDEN_KINDS}))
 """
 
-_RUNS = """
+_RUNS = f"""
     INSERT INTO runs
     SELECT
         e.trace_id,
@@ -193,11 +197,11 @@ _RUNS = """
         e.cost_micro_usd, e.unpriced_calls
     FROM (
         SELECT trace_id, count(*) AS n, min(ts) AS started, max(ts) AS ended,
-               coalesce(sum(prompt_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS prompt_tokens,
-               coalesce(sum(completion_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS completion_tokens,
+               coalesce(sum(prompt_tokens) FILTER (WHERE {MODEL_REQUEST_END}), 0) AS prompt_tokens,
+               coalesce(sum(completion_tokens) FILTER (WHERE {MODEL_REQUEST_END}), 0) AS completion_tokens,
                min(event_id) AS first_id, max(event_id) AS last_id,
-               sum(cost_micro_usd) FILTER (WHERE type = 'model:call:end') AS cost_micro_usd,
-               count(*) FILTER (WHERE type = 'model:call:end' AND success AND cost_micro_usd IS NULL) AS unpriced_calls
+               sum(cost_micro_usd) FILTER (WHERE {MODEL_REQUEST_END}) AS cost_micro_usd,
+               count(*) FILTER (WHERE {MODEL_REQUEST_END} AND success AND cost_micro_usd IS NULL) AS unpriced_calls
         FROM events WHERE trace_id IN (SELECT trace_id FROM touched_traces)
         GROUP BY trace_id
     ) e

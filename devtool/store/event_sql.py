@@ -93,7 +93,7 @@ def insert_events_sql(relation: str) -> str:
         e.usage.promptTokens,
         e.usage.completionTokens,
         body,
-        CASE WHEN t = 'model:call:end' THEN e.costs.micro_usd END
+        CASE WHEN t IN ('model:call:end', 'turn:end') THEN e.costs.micro_usd END
     FROM (SELECT e, body, n, e.type AS t FROM (SELECT from_json(body, '{STRUCTURE}') AS e, body, n FROM {relation}))
     """
 

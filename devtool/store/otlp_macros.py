@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import duckdb
 
+from devtool.core.providers.pricing import PriceTable, default_price_table
 from devtool.formats import semconv as sc
 from devtool.formats.otlp_values import MAX_DEPTH
 
@@ -312,11 +313,48 @@ def _older() -> str:
     """
 
 
-def install_macros(conn: duckdb.DuckDBPyConnection) -> None:
-    """Define the mapping's macros on `conn` (temporary: they live as long as the connection)."""
+def _pricing(prices: PriceTable) -> str:
+    """`PriceTable.cost`: the request's cost by `prices` (a literal here: the table is the loader's, as the
+    Python mapping's is the server's), in micro-dollars rounded half to even, as Python's `round`."""
+    entries = ", ".join(
+        f"{q(name)}: {{'input': {_double(p.input)}, 'output': {_double(p.output)}, "
+        f"'cached_input': {_double(p.cached_input)}, 'cache_write': {_double(p.cache_write)}}}"
+        for name, p in sorted(prices.models.items())
+    )
+    empty = "MAP([]::VARCHAR[], []::STRUCT(input DOUBLE, output DOUBLE, cached_input DOUBLE, cache_write DOUBLE)[])"
+    table = f"MAP {{{entries}}}" if entries else empty
+    versioned = r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$"
+    cost = _let(
+        "p",
+        "list_first(list_filter(list_transform(models, lambda i: otlp_price(provider, i)), lambda x: x IS NOT NULL))",
+        """CASE WHEN p IS NOT NULL THEN '{"micro_usd":' || round_even("""
+        "greatest(tokens[1] - coalesce(tokens[4], 0) - coalesce(tokens[5], 0), 0) * p.input"
+        " + coalesce(tokens[4], 0) * coalesce(p.cached_input, p.input)"
+        " + coalesce(tokens[5], 0) * coalesce(p.cache_write, p.input)"
+        " + tokens[2] * p.output, 0)::BIGINT || '}' END",
+    )
+    return f"""
+    CREATE OR REPLACE TEMP MACRO otlp_price(provider, model) AS coalesce(
+        ({table})[provider || ':' || model],
+        ({table})[provider || ':' || regexp_replace(model, '{versioned}', '')]);
+    CREATE OR REPLACE TEMP MACRO otlp_cost(provider, models, tokens) AS CASE
+        WHEN provider IS NOT NULL AND tokens[1] IS NOT NULL AND tokens[2] IS NOT NULL
+             AND list_bool_and(list_transform(tokens[:2] || list_filter(tokens[4:5], lambda t: t IS NOT NULL),
+                                              lambda t: t BETWEEN 0 AND {sc.MAX_TOKENS})) THEN {cost}
+        END;
+    """
+
+
+def _double(value: float | None) -> str:
+    return "NULL::DOUBLE" if value is None else f"'{float(value)!r}'::DOUBLE"
+
+
+def install_macros(conn: duckdb.DuckDBPyConnection, prices: PriceTable | None = None) -> None:
+    """Define the mapping's macros on `conn` (temporary: they live as long as the connection); costs by
+    `prices` (default: the DevTool's price table)."""
     statements = [_value_macro(MAX_DEPTH)]
     for depth in range(MAX_DEPTH - 1, 0, -1):
         statements += [_container_macro(depth), _value_macro(depth)]
-    statements += [_SCALARS, _GENAI, _openinference(), _older()]
+    statements += [_SCALARS, _GENAI, _openinference(), _older(), _pricing(prices or default_price_table())]
     for statement in statements:
         conn.execute(statement)

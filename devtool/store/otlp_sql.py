@@ -46,6 +46,7 @@ _KINDS = names(SPAN_KINDS)
 _STATUS = names(STATUS_CODES)
 _OPERATIONS = "MAP {" + ", ".join(f"{q(k)}: {q(v)}" for k, v in sc.OPERATION_KINDS.items()) + "}"
 _OPENINFERENCE = "MAP {" + ", ".join(f"{q(k)}: {q(v)}" for k, v in sc.OPENINFERENCE_KINDS.items()) + "}"
+_PRICED_MODELS = ", ".join(f"otlp_text(m, {q(key)})" for key in sc.PRICED_MODEL)
 _STRUCTURED = "CASE WHEN json_type({p}) IN ('OBJECT', 'ARRAY') THEN {p} ELSE {raw} END"
 
 
@@ -138,7 +139,11 @@ def events_relation(lines: str) -> str:
                  THEN otlp_json_text(otlp_attr(m, {q(sc.INPUT_MESSAGES)})) END AS in_json,
             CASE WHEN kind IN ('agent', 'turn')
                  THEN otlp_json_text(otlp_attr(m, {q(sc.OUTPUT_MESSAGES)})) END AS out_json,
-            CASE WHEN kind = 'turn' THEN otlp_attr(m, {q(sc.SYSTEM_INSTRUCTIONS)}) END AS system_raw
+            CASE WHEN kind = 'turn' THEN otlp_attr(m, {q(sc.SYSTEM_INSTRUCTIONS)}) END AS system_raw,
+            CASE WHEN kind = 'turn' THEN [
+                otlp_first_int(m, {names(sc.PROMPT_TOKENS)}), otlp_first_int(m, {names(sc.COMPLETION_TOKENS)}),
+                otlp_first_int(m, {names(sc.TOTAL_TOKENS)}), otlp_first_int(m, {names(sc.CACHE_READ_TOKENS)}),
+                otlp_first_int(m, {names(sc.CACHE_WRITE_TOKENS)})] END AS tokens
         FROM kinds
     ),
     parsed_values AS (
@@ -151,7 +156,11 @@ def events_relation(lines: str) -> str:
         FROM lookups
     ),
     mapped AS (
-        SELECT line, k, kind, start_ms, end_ms, agent_id, name, m, evs, genai_in, genai_out, links,
+        SELECT line, k, kind, start_ms, end_ms, agent_id, name, m, evs, genai_in, genai_out, links, tokens,
+            CASE WHEN kind = 'turn' THEN otlp_cost(
+                otlp_first_text(m, {names(sc.PROVIDER)}),
+                list_filter([{_PRICED_MODELS}], lambda i: i IS NOT NULL),
+                tokens) END AS costs,
             {_STRUCTURED.format(p="in_parsed", raw="in_raw")} AS input,
             {_STRUCTURED.format(p="out_parsed", raw="out_raw")} AS output,
             otlp_system(system_raw, system_json) AS system_message,
@@ -221,15 +230,17 @@ def _turn_messages() -> str:
 
 
 def _usage() -> str:
-    """otlp_map._usage."""
-    prompt = f"otlp_first_int(m, {names(sc.PROMPT_TOKENS)})"
-    completion = f"otlp_first_int(m, {names(sc.COMPLETION_TOKENS)})"
-    total = f"otlp_first_int(m, {names(sc.TOTAL_TOKENS)})"
+    """otlp_map._usage, over `tokens`: [prompt, completion, total, cache read, cache write]."""
+    total = (
+        "coalesce(tokens[3], CASE WHEN tokens[1] IS NOT NULL OR tokens[2] IS NOT NULL "
+        "THEN coalesce(tokens[1], 0) + coalesce(tokens[2], 0) END)"
+    )
+    details = (
+        "nullif(otlp_object([('cacheReadTokens', tokens[4]::VARCHAR), ('cacheWriteTokens', tokens[5]::VARCHAR)]), '{}')"
+    )
     return (
-        f"list_transform([[{prompt}, {completion}, {total}]], lambda u: nullif(otlp_object(["
-        "('promptTokens', u[1]::VARCHAR), ('completionTokens', u[2]::VARCHAR), ('totalTokens', coalesce(u[3], "
-        "CASE WHEN u[1] IS NOT NULL OR u[2] IS NOT NULL THEN coalesce(u[1], 0) + coalesce(u[2], 0) END)::VARCHAR)]), "
-        "'{}'))[1]"
+        "nullif(otlp_object([('promptTokens', tokens[1]::VARCHAR), ('completionTokens', tokens[2]::VARCHAR), "
+        f"('totalTokens', ({total})::VARCHAR), ('details', {details})]), '{{}}')"
     )
 
 
@@ -254,7 +265,7 @@ def _end_fields() -> str:
     return f"""CASE kind
             WHEN 'agent' THEN {closing} || otlp_pair('result', coalesce(output, genai_out))
             WHEN 'turn' THEN otlp_pair('model', model) || {closing} || otlp_pair('message', {answer})
-                             || otlp_pair('usage', {_usage()})
+                             || otlp_pair('usage', {_usage()}) || otlp_pair('costs', costs)
             WHEN 'tools:execute' THEN otlp_pair('toolNames', otlp_array([otlp_string(tool)])) || ',"toolCallsCount":1'
                                       || {closing} || otlp_pair('toolResults', {result})
             ELSE {closing} || otlp_pair('result', output)
