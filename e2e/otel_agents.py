@@ -1,6 +1,6 @@
 """Agents instrumented with OpenTelemetry the way their users do it, run as child processes by the tests.
 
-    python -m e2e.otel_agents sdk|json|pydantic
+    python -m e2e.otel_agents sdk|json|pydantic|openinference
 
 Each exports to `OTEL_EXPORTER_OTLP_ENDPOINT` (the DevTool under test) with the SDK's own OTLP/HTTP
 exporter and nothing configured but that variable, then prints the trace id it exported:
@@ -9,7 +9,10 @@ exporter and nothing configured but that variable, then prints the trace id it e
 - `json`: the same spans, sent as OTLP/JSON (the Python exporter speaks protobuf only: the body is
   the exporter's own request in protobuf's JSON mapping, posted as a Collector would);
 - `pydantic`: a Pydantic AI agent with a tool, on its `TestModel`, instrumented (`Agent.instrument_all`:
-  its own GenAI spans).
+  its own GenAI spans);
+- `openinference`: the `openai` SDK instrumented by `openinference-instrumentation-openai`, against the
+  fake provider (`OPENAI_BASE_URL`), asking for a tool and then answering; the agent and tool spans
+  around it are OpenInference's, as a framework would make them.
 """
 
 from __future__ import annotations
@@ -120,6 +123,49 @@ def pydantic_agent() -> str:
     return f"{seen.get_finished_spans()[0].context.trace_id:032x}"
 
 
+def openinference_agent() -> str:
+    import openai
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    tracer_provider = provider()
+    OpenAIInstrumentor().instrument(tracer_provider=tracer_provider)
+    tracer = tracer_provider.get_tracer("e2e.openinference", "1.0")
+    client = openai.OpenAI()
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "lookup_order",
+                "parameters": {"type": "object", "properties": {"order": {"type": "integer"}}},
+            },
+        }
+    ]
+    messages: list[dict[str, object]] = [
+        {"role": "system", "content": "You answer order questions."},
+        {"role": "user", "content": "Where is order 7?"},
+    ]
+    with tracer.start_as_current_span("support", attributes={"openinference.span.kind": "AGENT"}) as root:
+        trace_id = f"{root.get_span_context().trace_id:032x}"
+        first = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)  # type: ignore[arg-type]
+        call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+        with tracer.start_as_current_span("lookup_order") as tool:
+            tool.set_attributes(
+                {
+                    "openinference.span.kind": "TOOL",
+                    "tool.name": call.function.name,  # type: ignore[union-attr]
+                    "input.value": call.function.arguments,  # type: ignore[union-attr]
+                    "output.value": "shipped yesterday",
+                }
+            )
+        messages += [
+            first.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": "shipped yesterday"},
+        ]
+        client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)  # type: ignore[arg-type]
+    tracer_provider.force_flush()
+    return trace_id
+
+
 def main(which: str) -> None:
     if which == "sdk":
         genai_spans(provider(), wait=True)
@@ -127,6 +173,8 @@ def main(which: str) -> None:
         print(genai_spans(provider(JsonExporter()), wait=False), flush=True)
     elif which == "pydantic":
         print(pydantic_agent(), flush=True)
+    elif which == "openinference":
+        print(openinference_agent(), flush=True)
     else:
         raise SystemExit(f"which agent? sdk, json or pydantic, not {which!r}")
 

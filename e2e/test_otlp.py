@@ -17,13 +17,14 @@ from playwright.sync_api import Page, expect
 from selectolax.lexbor import LexborHTMLParser
 
 from e2e.conftest import Server, ServerFactory
+from testkit.fake_provider import FakeProvider
 from testkit.sse import SseStream
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def agent(server: Server, which: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": server.url.rstrip("/"), "OTEL_BSP_SCHEDULE_DELAY": "50"}
+def agent(server: Server, which: str, **more: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": server.url.rstrip("/"), **more}
     return subprocess.Popen(
         [sys.executable, "-m", "e2e.otel_agents", which],
         cwd=REPO,
@@ -99,4 +100,28 @@ def test_a_pydantic_ai_agent_on_the_run_page(serve: ServerFactory, page: Page) -
     page.locator(".tree a.select", has_text="chat test").first.click()
     expect(detail.locator("li.message.role-system")).to_contain_text("Book trains.")
     expect(detail.locator("li.message.role-user")).to_contain_text("Find me a train to Lyon")
-    expect(detail.locator("dl.facts")).to_contain_text(re.compile(r"tokens\s*[1-9][0-9]*\s*\(1 model call\)"))
+    facts = detail.locator("dl.facts")
+    expect(facts).to_contain_text(re.compile(r"tokens\s*[1-9][0-9]*\s*\([0-9]+ in, [0-9]+ out · 1 model call\)"))
+
+
+def test_the_openai_sdk_under_openinference_on_the_run_page(
+    serve: ServerFactory, fake_provider: FakeProvider, page: Page
+) -> None:
+    fake_provider.reply(
+        {"tool_calls": [{"name": "lookup_order", "arguments": {"order": 7}}], "usage": {"input": 120, "output": 15}},
+        {"text": "Order 7 shipped yesterday.", "usage": {"input": 180, "output": 9}},
+    )
+    server = serve()
+    trace_id = finished(agent(server, "openinference", **fake_provider.env()))
+    assert fake_provider.count() == 2
+    page.goto(f"{server.url}runs/{trace_id}")
+    expect(page.locator("h1")).to_have_text("support")
+    # Tokens as the run's total: both model requests, read from OpenInference's token counts.
+    expect(page.locator("#run-header")).to_contain_text(re.compile(r"tokens\s*324"))
+    page.locator(".tree a.select", has_text="ChatCompletion").first.click()
+    detail = page.locator("article.detail")
+    expect(detail.locator("li.message.role-system")).to_contain_text("You answer order questions.")
+    expect(detail.locator("li.message.role-user")).to_contain_text("Where is order 7?")
+    expect(detail.locator("section.answer")).to_contain_text("lookup_order")
+    page.locator(".tree a.select", has_text="lookup_order").first.click()
+    expect(detail.locator("table.tool-results")).to_contain_text("shipped yesterday")
