@@ -1,14 +1,15 @@
 """Conversions between the DevTool's TraceEvents and other tools' trace formats (no I/O, no store).
 
-- OpenTelemetry in: `decode_json_request` / `decode_protobuf_request` read an OTLP
-  `ExportTraceServiceRequest` into `OtlpSpan`s (`Decoded`: the spans, and those refused with where
-  and why); `otlp_events(spans)` maps them to TraceEvents by the GenAI and OpenInference conventions
-  (`otlp_map.py` has the table). The store's file loader computes the same mapping in SQL.
-- Out: `otlp_export` (any run as OTLP JSON with GenAI attributes) and `perfetto_export` (Chrome
-  trace-event JSON, for Perfetto UI).
+- OpenTelemetry in: `decode_json_request` (here) and `otlp_proto.decode_protobuf_request` read an
+  OTLP `ExportTraceServiceRequest` into `OtlpSpan`s (`Decoded`: the spans, and those refused with
+  where and why); `otlp_events(spans)` maps them to TraceEvents by the GenAI and OpenInference
+  conventions (`otlp_map.py` has the table). The store's file loader computes the same mapping in SQL.
+- Out, from a run's TraceEvents in store order (`pairing.paired_spans` pairs them into spans):
+  `otlp_export.otlp_requests` (OTLP JSON with GenAI attributes, a request per batch of spans) and
+  `perfetto.perfetto_trace` (Chrome trace-event JSON, for Perfetto UI).
 
-This layer may import `devtool.core` only. The protobuf reader needs `opentelemetry-proto` (the `web`
-extra) and is imported on first use.
+This layer may import `devtool.core` only. `otlp_proto` needs `opentelemetry-proto` (the `web` extra),
+so it is not imported here: import it where protobuf is read.
 """
 
 from __future__ import annotations
