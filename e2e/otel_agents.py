@@ -1,6 +1,6 @@
 """Agents instrumented with OpenTelemetry the way their users do it, run as child processes by the tests.
 
-    python -m e2e.otel_agents sdk|json|pydantic|openinference
+    python -m e2e.otel_agents sdk|json|pydantic|openinference|genai
 
 Each exports to `OTEL_EXPORTER_OTLP_ENDPOINT` (the DevTool under test) with the SDK's own OTLP/HTTP
 exporter and nothing configured but that variable, then prints the trace id it exported:
@@ -12,7 +12,12 @@ exporter and nothing configured but that variable, then prints the trace id it e
   its own GenAI spans);
 - `openinference`: the `openai` SDK instrumented by `openinference-instrumentation-openai`, against the
   fake provider (`OPENAI_BASE_URL`), asking for a tool and then answering; the agent and tool spans
-  around it are OpenInference's, as a framework would make them.
+  around it are OpenInference's, as a framework would make them;
+- `genai`: the same conversation under the OpenTelemetry project's own OpenAI instrumentation
+  (`opentelemetry-instrumentation-openai-v2`), with a logger provider exporting OTLP logs too: by
+  default it follows the GenAI conventions of v1.30 (each message an event, sent as a log record),
+  and with `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental` the latest ones (messages on
+  the span); the test sets which, and `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import json
 import os
 import sys
 import urllib.request
+from collections.abc import Callable
+from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -123,45 +130,90 @@ def pydantic_agent() -> str:
     return f"{seen.get_finished_spans()[0].context.trace_id:032x}"
 
 
-def openinference_agent() -> str:
-    import openai
-    from openinference.instrumentation.openai import OpenAIInstrumentor
+ORDER_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup_order",
+            "parameters": {"type": "object", "properties": {"order": {"type": "integer"}}},
+        },
+    }
+]
 
-    tracer_provider = provider()
-    OpenAIInstrumentor().instrument(tracer_provider=tracer_provider)
-    tracer = tracer_provider.get_tracer("e2e.openinference", "1.0")
+
+def order_conversation(
+    tracer_provider: TracerProvider,
+    agent: tuple[str, dict[str, str]],
+    tool: Callable[[Any], dict[str, str]],
+) -> str:
+    """The `openai` SDK (instrumented by the caller) against the fake provider: a question, a tool call, an
+    answer, under an agent span (`agent`: its name and attributes) with a span for the tool (`tool(call)`:
+    its attributes, from the model's call); the trace id."""
+    import openai
+
+    tracer = tracer_provider.get_tracer("e2e.orders", "1.0")
     client = openai.OpenAI()
-    tools = [
-        {
-            "type": "function",
-            "function": {
-                "name": "lookup_order",
-                "parameters": {"type": "object", "properties": {"order": {"type": "integer"}}},
-            },
-        }
-    ]
     messages: list[dict[str, object]] = [
         {"role": "system", "content": "You answer order questions."},
         {"role": "user", "content": "Where is order 7?"},
     ]
-    with tracer.start_as_current_span("support", attributes={"openinference.span.kind": "AGENT"}) as root:
+    with tracer.start_as_current_span(agent[0], attributes=agent[1]) as root:
         trace_id = f"{root.get_span_context().trace_id:032x}"
-        first = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)  # type: ignore[arg-type]
+        first = client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=ORDER_TOOLS)  # type: ignore[arg-type]
         call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
-        with tracer.start_as_current_span("lookup_order") as tool:
-            tool.set_attributes(
-                {
-                    "openinference.span.kind": "TOOL",
-                    "tool.name": call.function.name,  # type: ignore[union-attr]
-                    "input.value": call.function.arguments,  # type: ignore[union-attr]
-                    "output.value": "shipped yesterday",
-                }
-            )
+        with tracer.start_as_current_span(call.function.name, attributes=tool(call)):  # type: ignore[union-attr]
+            pass
         messages += [
             first.choices[0].message.model_dump(exclude_none=True),
             {"role": "tool", "tool_call_id": call.id, "content": "shipped yesterday"},
         ]
-        client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=tools)  # type: ignore[arg-type]
+        client.chat.completions.create(model="gpt-4o-mini", messages=messages, tools=ORDER_TOOLS)  # type: ignore[arg-type]
+    return trace_id
+
+
+def openinference_agent() -> str:
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+
+    tracer_provider = provider()
+    OpenAIInstrumentor().instrument(tracer_provider=tracer_provider)
+    trace_id = order_conversation(
+        tracer_provider,
+        ("support", {"openinference.span.kind": "AGENT"}),
+        lambda call: {
+            "openinference.span.kind": "TOOL",
+            "tool.name": call.function.name,
+            "input.value": call.function.arguments,
+            "output.value": "shipped yesterday",
+        },
+    )
+    tracer_provider.force_flush()
+    return trace_id
+
+
+def genai_agent() -> str:
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+
+    tracer_provider = provider()
+    logger_provider = LoggerProvider(resource=Resource.create({"service.name": "e2e-agents"}))
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(OTLPLogExporter()))
+    OpenAIInstrumentor().instrument(  # type: ignore[no-untyped-call]
+        tracer_provider=tracer_provider, logger_provider=logger_provider
+    )
+    trace_id = order_conversation(
+        tracer_provider,
+        ("invoke_agent support", {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support"}),
+        lambda call: {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.function.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.call.arguments": call.function.arguments,
+            "gen_ai.tool.call.result": "shipped yesterday",
+        },
+    )
+    logger_provider.force_flush()
     tracer_provider.force_flush()
     return trace_id
 
@@ -173,10 +225,12 @@ def main(which: str) -> None:
         print(genai_spans(provider(JsonExporter()), wait=False), flush=True)
     elif which == "pydantic":
         print(pydantic_agent(), flush=True)
+    elif which == "genai":
+        print(genai_agent(), flush=True)
     elif which == "openinference":
         print(openinference_agent(), flush=True)
     else:
-        raise SystemExit(f"which agent? sdk, json or pydantic, not {which!r}")
+        raise SystemExit(f"which agent? sdk, json, pydantic, openinference or genai, not {which!r}")
 
 
 if __name__ == "__main__":

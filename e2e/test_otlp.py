@@ -13,6 +13,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, expect
 from selectolax.lexbor import LexborHTMLParser
 
@@ -123,5 +124,45 @@ def test_the_openai_sdk_under_openinference_on_the_run_page(
     expect(detail.locator("li.message.role-system")).to_contain_text("You answer order questions.")
     expect(detail.locator("li.message.role-user")).to_contain_text("Where is order 7?")
     expect(detail.locator("section.answer")).to_contain_text("lookup_order")
+    page.locator(".tree a.select", has_text="lookup_order").first.click()
+    expect(detail.locator("table.tool-results")).to_contain_text("shipped yesterday")
+
+
+@pytest.mark.parametrize(
+    "conventions",
+    [
+        # v1.30's: each message an event, sent by the SDK as a log record (POST /v1/logs)
+        {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"},
+        # the latest: messages on the span itself
+        {
+            "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only",
+        },
+    ],
+    ids=["v1.30-events-as-logs", "latest-opt-in"],
+)
+def test_the_openai_sdk_under_the_opentelemetry_instrumentation_on_the_run_page(
+    serve: ServerFactory, fake_provider: FakeProvider, page: Page, conventions: dict[str, str]
+) -> None:
+    fake_provider.reply(
+        {"tool_calls": [{"name": "lookup_order", "arguments": {"order": 7}}], "usage": {"input": 120, "output": 15}},
+        {"text": "Order 7 shipped yesterday.", "usage": {"input": 180, "output": 9}},
+    )
+    server = serve()
+    trace_id = finished(agent(server, "genai", **fake_provider.env(), **conventions))
+    assert fake_provider.count() == 2
+    page.goto(f"{server.url}runs/{trace_id}")
+    expect(page.locator("h1")).to_have_text("support")
+    expect(page.locator("#run-header")).to_contain_text(re.compile(r"tokens\s*324"))
+    turns = page.locator(".tree a.select", has_text="chat gpt-4o-mini")
+    expect(turns).to_have_count(2)
+    detail = page.locator("article.detail")
+    turns.first.click()
+    expect(detail.locator("li.message.role-system")).to_contain_text("You answer order questions.")
+    expect(detail.locator("li.message.role-user")).to_contain_text("Where is order 7?")
+    expect(detail.locator("section.answer")).to_contain_text("lookup_order")
+    turns.last.click()
+    expect(detail.locator("li.message.role-tool")).to_contain_text("shipped yesterday")
+    expect(detail.locator("section.answer")).to_contain_text("Order 7 shipped yesterday.")
     page.locator(".tree a.select", has_text="lookup_order").first.click()
     expect(detail.locator("table.tool-results")).to_contain_text("shipped yesterday")

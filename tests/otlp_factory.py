@@ -281,3 +281,28 @@ def legacy_run(trace: str = "3" * 32) -> dict[str, Any]:
 
 
 CORPUS = [genai_run(), openinference_run(), legacy_run()]
+
+
+def log_record(
+    name: str, body: Any, *, trace: str = "0af7651916cd43dd8448eb211c80319c", sid: str = "", at_ms: float = 1
+) -> dict[str, Any]:
+    """A log record as the SDK sends an event: `eventName`, its fields in `body`, the span it was written in."""
+    record: dict[str, Any] = {
+        "timeUnixNano": str(T0 + int(at_ms * 1_000_000)),
+        "eventName": name,
+        "body": value(body),
+        "attributes": attributes({"gen_ai.system": "openai"}),
+    }
+    if sid:
+        record.update(traceId=trace, spanId=sid)
+    return record
+
+
+def logs_request(*records: dict[str, Any]) -> dict[str, Any]:
+    """An `ExportLogsServiceRequest` (one resource, one scope) of `records`."""
+    scope = {"scope": {"name": "tests"}, "logRecords": list(records)}
+    return {
+        "resourceLogs": [
+            {"resource": {"attributes": attributes({"service.name": "test-agents"})}, "scopeLogs": [scope]}
+        ]
+    }

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import gzip
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx2
 import orjson
 import pytest
+from google.protobuf.json_format import ParseDict
 from google.rpc.status_pb2 import Status
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
@@ -17,10 +21,12 @@ from devtool.store import Store
 from devtool.store.queries import get_run, run_events
 from devtool.web import create_app
 from devtool.web.settings import Settings
-from tests.otlp_factory import CORPUS, genai_run, request, span
+from tests.otlp_factory import CORPUS, genai_run, log_record, logs_request, request, span
+from tests.test_formats_otlp_logs import base64_ids, chat_messages_as_logs
 from tests.test_formats_otlp_proto import protobuf
 
 URL = "/v1/traces"
+LOGS = "/v1/logs"
 JSON = {"content-type": "application/json"}
 PROTOBUF = {"content-type": "application/x-protobuf"}
 
@@ -35,6 +41,10 @@ async def client(store: Store) -> AsyncIterator[httpx2.AsyncClient]:
     app = create_app(store, Settings(max_ingest_bytes=1 << 20, max_ingest_events=100))
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:
         yield client
+
+
+def protobuf_logs(document: dict[str, Any]) -> bytes:
+    return bytes(ParseDict(base64_ids(copy.deepcopy(document)), ExportLogsServiceRequest()).SerializeToString())
 
 
 def count(store: Store) -> int:
@@ -171,3 +181,42 @@ async def test_a_run_runs_until_its_root_span_arrives(client: httpx2.AsyncClient
     assert (run.status, run.name) == ("completed", "weather_agent")
     depths = dict(store.query("SELECT name, max(depth) FROM spans GROUP BY name"))
     assert depths == {"weather_agent": 0, "chat gpt-4.1-mini": 1, "get_weather": 1}
+
+
+@pytest.mark.anyio
+async def test_log_records_sent_before_their_span_give_the_turn_its_messages(
+    client: httpx2.AsyncClient, store: Store
+) -> None:
+    sid = "b" * 16
+    messages = chat_messages_as_logs(sid)
+    answer = await client.post(LOGS, content=protobuf_logs(messages), headers=PROTOBUF)
+    assert answer.status_code == 200
+    assert not ExportLogsServiceResponse.FromString(answer.content).HasField("partial_success")
+    chat = span("chat gpt-4o-mini", {"gen_ai.operation.name": "chat", "gen_ai.system": "openai"}, sid=sid)
+    assert (await client.post(URL, content=orjson.dumps(request(chat)), headers=JSON)).status_code == 200
+    assert (await client.get("/")).status_code == 200  # a page derives what the appender left pending
+    start, end = run_events(store, "0af7651916cd43dd8448eb211c80319c")
+    assert [m["role"] for m in start["messages"]] == ["system", "user"]
+    assert end["message"]["tool_calls"][0]["name"] == "add"
+    # Sent again after the span is stored, they have nowhere to go: refused, and said why.
+    answer = await client.post(LOGS, content=orjson.dumps(messages), headers=JSON)
+    refusal = answer.json()["partialSuccess"]
+    assert refusal["rejectedLogRecords"] == 3
+    assert "3 of 3 log records refused" in refusal["errorMessage"]
+    assert "its span is stored already" in refusal["errorMessage"]
+    assert run_events(store, "0af7651916cd43dd8448eb211c80319c") == [start, end]
+
+
+@pytest.mark.anyio
+async def test_a_log_record_outside_a_span_is_refused_and_a_bad_logs_body_is_an_otlp_error(
+    client: httpx2.AsyncClient,
+) -> None:
+    outside = logs_request(log_record("app.log", "started"))
+    answer = await client.post(LOGS, content=orjson.dumps(outside), headers=JSON)
+    assert answer.json()["partialSuccess"]["rejectedLogRecords"] == 1
+    assert "not written inside a span" in answer.json()["partialSuccess"]["errorMessage"]
+    answer = await client.post(LOGS, content=b"\x0a\xff", headers=PROTOBUF)
+    assert answer.status_code == 400
+    assert "not an OTLP ExportLogsServiceRequest" in Status.FromString(answer.content).message
+    answer = await client.post(LOGS, content=b"{}", headers={"content-type": "text/plain"})
+    assert (answer.status_code, answer.json()["code"]) == (415, 3)

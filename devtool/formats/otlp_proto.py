@@ -1,4 +1,5 @@
-"""OTLP trace requests in the protobuf encoding (`application/x-protobuf`), read into `OtlpSpan`s.
+"""OTLP trace requests in the protobuf encoding (`application/x-protobuf`), read into `OtlpSpan`s;
+log requests read as their JSON mapping (`otlp_logs.py`), which they are rare and small enough for.
 
 The same records, the same checks and the same messages as the JSON encoding (`otlp_spans.py`): ids
 arrive as bytes and are checked for their length, times as integers. Needs `opentelemetry-proto`
@@ -11,7 +12,12 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -19,6 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from devtool.core.jsonvalue import JSON
 from devtool.formats.errors import OtlpError
+from devtool.formats.otlp_logs import DecodedLogs, decode_json_logs
 from devtool.formats.otlp_spans import Decoded, OtlpEvent, OtlpLink, OtlpSpan, Rejected
 from devtool.formats.otlp_values import MAX_DEPTH, hex_id
 
@@ -47,11 +54,30 @@ def decode_protobuf_request(body: bytes) -> Decoded:
     return Decoded(spans, rejected)
 
 
+def decode_protobuf_logs(body: bytes) -> DecodedLogs:
+    """Read a serialized `ExportLogsServiceRequest`; `OtlpError` if it is not one."""
+    request = ExportLogsServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except (DecodeError, RecursionError) as exc:
+        raise OtlpError(f"the body is not an OTLP ExportLogsServiceRequest in protobuf: {exc}") from None
+    return decode_json_logs(MessageToDict(request))
+
+
 def encode_response(rejected: int, message: str) -> bytes:
     """An `ExportTraceServiceResponse`: empty when all was taken, else a partial success."""
     response = ExportTraceServiceResponse()
     if rejected:
         response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = message
+    return bytes(response.SerializeToString())
+
+
+def encode_logs_response(rejected: int, message: str) -> bytes:
+    """An `ExportLogsServiceResponse`: empty when all was taken, else a partial success."""
+    response = ExportLogsServiceResponse()
+    if rejected:
+        response.partial_success.rejected_log_records = rejected
         response.partial_success.error_message = message
     return bytes(response.SerializeToString())
 
