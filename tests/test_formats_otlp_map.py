@@ -156,6 +156,20 @@ def test_an_exception_event_names_an_error_without_a_status_message() -> None:
     assert start["otel"]["events"][0]["attributes"] == {"exception.type": "Retry"}
 
 
+def test_a_genai_error_type_without_a_status_is_a_failure_and_an_ok_status_is_not() -> None:
+    unset = span("execute_tool book", {"gen_ai.operation.name": "execute_tool", "error.type": "timeout"})
+    ok = span(
+        "execute_tool book", {"gen_ai.operation.name": "execute_tool", "error.type": "timeout"}, status={"code": 1}
+    )
+    failed_end = events_of(request(unset))[1]
+    assert failed_end["success"] is False
+    assert failed_end["error"] == {"name": "timeout", "message": "timeout"}
+    assert failed_end["toolResults"][0]["success"] is False
+    ok_end = events_of(request(ok))[1]
+    assert ok_end["success"] is True
+    assert "error" not in ok_end
+
+
 def test_message_parts_that_are_not_text_stay_as_they_are() -> None:
     parts = [{"type": "text", "content": "what is this?"}, {"type": "uri", "uri": "https://x/img.png"}]
     chat = span(

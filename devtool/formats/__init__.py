@@ -4,6 +4,8 @@
   OTLP `ExportTraceServiceRequest` into `OtlpSpan`s (`Decoded`: the spans, and those refused with
   where and why); `otlp_events(spans)` maps them to TraceEvents by the GenAI and OpenInference
   conventions (`otlp_map.py` has the table). The store's file loader computes the same mapping in SQL.
+  `otlp_logs.py` reads OTLP log requests written inside spans (the older GenAI conventions' messages)
+  as span events, and holds them until their span comes (`SpanLogs`).
 - Out, from a run's TraceEvents in store order (`pairing.paired_spans` pairs them into spans):
   `otlp_export.otlp_requests` (OTLP JSON with GenAI attributes, a request per batch of spans) and
   `perfetto.perfetto_trace` (Chrome trace-event JSON, for Perfetto UI).

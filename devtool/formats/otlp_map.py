@@ -35,7 +35,8 @@ names are in `semconv.py`):
   gen_ai.tool.call.arguments | tool_arguments | input.value, output: gen_ai.tool.call.result |
   tool_response | output.value, duration, success, error}`.
 - custom: `props` from `input.value`, `result` from `output.value`.
-- every end: `duration` (end − start, ms) and `success`; status ERROR is `success: false` with
+- every end: `duration` (end − start, ms) and `success`; status ERROR (or no status and a GenAI
+  `error.type`) is `success: false` with
   `error {name: the last exception event's exception.type | error.type | "Error", message: the
   status message | exception.message | the name, stack: exception.stacktrace}`.
 
@@ -66,7 +67,7 @@ from devtool.formats.messages import (
     system_message,
 )
 from devtool.formats.otlp_spans import OtlpSpan
-from devtool.formats.otlp_values import SPAN_KINDS, STATUS_CODES, STATUS_ERROR, ms
+from devtool.formats.otlp_values import SPAN_KINDS, STATUS_CODES, STATUS_ERROR, STATUS_UNSET, ms
 
 
 def otlp_events(spans: Iterable[OtlpSpan], prices: PriceTable | None = None) -> Iterator[TraceEvent]:
@@ -86,7 +87,7 @@ def span_events(span: OtlpSpan, prices: PriceTable | None = None) -> tuple[Trace
         "trace": {"traceId": span.trace_id, "spanId": span.span_id, "parentSpanId": span.parent_span_id},
         "name": span.name,
     }
-    failed = span.status_code == STATUS_ERROR
+    failed = _failed(span)
     error = _error(span) if failed else None
     opening: dict[str, JSON] = {}
     closing: dict[str, JSON] = {"duration": end_ms - start_ms, "success": not failed, "error": error}
@@ -217,6 +218,15 @@ def _costs(attributes: Mapping[str, JSON], usage: JSON, prices: PriceTable) -> J
     if not all(isinstance(count, int) and 0 <= count <= sc.MAX_TOKENS for count in counts):
         return None
     return cast(JSON, prices.cost(provider, models, cast(Usage, usage)))
+
+
+def _failed(span: OtlpSpan) -> bool:
+    """Status ERROR; or, with no status set, a GenAI `error.type` (which the conventions set only when the
+    operation failed: an instrumentation that forgot the status still said so). An exception event alone
+    is not a failure: OpenTelemetry records handled exceptions too."""
+    if span.status_code == STATUS_ERROR:
+        return True
+    return span.status_code == STATUS_UNSET and isinstance(span.attributes.get(sc.ERROR_TYPE), str)
 
 
 def _error(span: OtlpSpan) -> JSON:

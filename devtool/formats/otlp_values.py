@@ -34,6 +34,7 @@ NON_FINITE = ("NaN", "Infinity", "-Infinity")
 
 SPAN_KINDS = ("unspecified", "internal", "server", "client", "producer", "consumer")
 STATUS_CODES = ("unset", "ok", "error")
+STATUS_UNSET = 0
 STATUS_ERROR = 2
 
 _DECIMAL = re.compile(r"-?[0-9]+")

@@ -171,8 +171,8 @@ def events_relation(lines: str) -> str:
                 || '}}', '{{}}') END AS model,
             CASE WHEN kind = 'tools:execute' THEN coalesce(otlp_first_text(m, {names(sc.TOOL_NAME)}), name) END AS tool,
             to_json(end_ms - start_ms)::VARCHAR AS duration,
-            CASE WHEN status_code = 2 THEN 'false' ELSE 'true' END AS success,
-            CASE WHEN status_code = 2 THEN {_error()} END AS error,
+            CASE WHEN {_FAILED} THEN 'false' ELSE 'true' END AS success,
+            CASE WHEN {_FAILED} THEN {_error()} END AS error,
             {_otel()} AS otel
         FROM parsed_values
     ),
@@ -191,6 +191,10 @@ def events_relation(lines: str) -> str:
     SELECT unnest([start_body, end_body]) AS body, (line - 1) * {LINE_STRIDE} + 2 * (k - 1) + unnest([1, 2]) AS n
     FROM bodies
     )"""
+
+
+# otlp_map._failed: status ERROR, or no status and a GenAI `error.type`.
+_FAILED = f"(status_code = 2 OR (status_code = 0 AND otlp_text(m, {q(sc.ERROR_TYPE)}) IS NOT NULL))"
 
 
 def _error() -> str:
