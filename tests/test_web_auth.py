@@ -170,11 +170,12 @@ def test_without_the_token_a_state_changing_request_gets_403(team_client: TestCl
     assert agent.status_code == 200
     # OTLP's endpoint is under the same rule: an exporter sends the token as a header
     # (OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer ...").
-    otlp = team_client.post("/v1/traces", content=b"{}", headers={"Content-Type": "application/json"})
-    assert otlp.status_code == 403
-    assert "team token" in otlp.json()["error"]
-    bearer = {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"}
-    assert team_client.post("/v1/traces", content=b"{}", headers=bearer).status_code == 200
+    for path in ("/v1/traces", "/v1/logs"):
+        otlp = team_client.post(path, content=b"{}", headers={"Content-Type": "application/json"})
+        assert otlp.status_code == 403
+        assert "team token" in otlp.json()["error"]
+        bearer = {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"}
+        assert team_client.post(path, content=b"{}", headers=bearer).status_code == 200
 
 
 def sign_in(client: TestClient, *, name: str = "Ana", next_page: str = "/") -> None:
