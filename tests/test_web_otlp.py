@@ -220,3 +220,19 @@ async def test_a_log_record_outside_a_span_is_refused_and_a_bad_logs_body_is_an_
     assert "not an OTLP ExportLogsServiceRequest" in Status.FromString(answer.content).message
     answer = await client.post(LOGS, content=b"{}", headers={"content-type": "text/plain"})
     assert (answer.status_code, answer.json()["code"]) == (415, 3)
+
+
+@pytest.mark.anyio
+async def test_an_otel_run_is_found_by_its_words_and_costs_what_its_chats_cost(
+    client: httpx2.AsyncClient, store: Store
+) -> None:
+    await client.post(URL, content=orjson.dumps(genai_run()), headers=JSON)
+    await client.post(URL, content=orjson.dumps(CORPUS[1]), headers=JSON)
+    found = HTMLParser((await client.get("/", params={"q": "Weather in Paris"})).text)
+    (row,) = found.css("tr.run-row")  # the words of its question, in the span's messages
+    assert "weather_agent" in row.text()
+    missed = HTMLParser((await client.get("/", params={"q": "no such words anywhere"})).text)
+    assert missed.css("tr.run-row") == []
+    run = get_run(store, "1" * 32)
+    assert run.cost_micro_usd is not None
+    assert run.cost_micro_usd > 0
