@@ -46,7 +46,11 @@ def test_the_held_messages_become_the_turns_when_its_span_comes() -> None:
     logs.hold(decode_json_logs(chat_messages_as_logs("b" * 16)).records)
     chat = span("chat gpt-4o-mini", {"gen_ai.operation.name": "chat", "gen_ai.system": "openai"}, sid="b" * 16)
     other = span("chat other", {"gen_ai.operation.name": "chat"}, sid="c" * 16)
-    spans = logs.attach(decode_json_request(request(chat, other)).spans)
+    sent = decode_json_request(request(chat, other)).spans
+    spans = logs.attach(sent)
+    assert len(logs) == 3  # held until the spans are stored: a retry of the spans gets them again
+    assert logs.attach(sent) == spans
+    logs.release(spans)
     assert len(logs) == 0
     start, end, other_start, _ = otlp_events(spans)
     assert start["messages"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1 + 1?"}]
@@ -66,6 +70,8 @@ def test_records_beyond_the_limit_drop_the_spans_waiting_longest() -> None:
     assert len(logs) == 2
     spans = decode_json_request(request(*(span("chat", sid=sid * 16) for sid in "123"))).spans
     assert [len(s.events) for s in logs.attach(spans)] == [0, 1, 1]
+    logs.release(spans)
+    assert len(logs) == 0
 
 
 def test_a_record_outside_a_span_or_with_bad_ids_is_refused_by_place() -> None:

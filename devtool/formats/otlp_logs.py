@@ -12,8 +12,9 @@ the older conventions, and an export gives them back as span events.
 
 Log records are exported apart from spans, usually first (the SDK's log processor flushes every
 second, its span processor every five, and a span is sent when it ends). `SpanLogs` holds records
-until their span arrives (`attach`), at most `limit` of them, the oldest dropped first. A record
-outside any span has nowhere to go in a run and is refused, by place, like a bad one.
+until their span arrives (`attach`, then `release` once it is stored), at most `limit` of them, the
+oldest dropped first. A record outside any span has nowhere to go in a run and is refused, by place,
+like a bad one.
 """
 
 from __future__ import annotations
@@ -163,17 +164,27 @@ class SpanLogs:
                 self._count -= len(dropped)
 
     def attach(self, spans: list[OtlpSpan]) -> list[OtlpSpan]:
-        """`spans`, each with the records held for it added to its events (in time order), and let go."""
+        """`spans`, each with the records held for it added to its events (in time order). The records stay
+        held until `release`: a store that could not take the spans must not lose them."""
         if not self._count:
             return spans
         with self._lock:
             found: list[OtlpSpan] = []
             for span in spans:
-                events = self._held.pop((span.trace_id, span.span_id), None)
+                events = self._held.get((span.trace_id, span.span_id))
                 if events is None:
                     found.append(span)
                     continue
-                self._count -= len(events)
                 merged = sorted((*span.events, *events), key=lambda event: event.time_ns)
                 found.append(replace(span, events=tuple(merged)))
             return found
+
+    def release(self, spans: Iterable[OtlpSpan]) -> None:
+        """Let go of the records of `spans`, now stored with them."""
+        if not self._count:
+            return
+        with self._lock:
+            for span in spans:
+                events = self._held.pop((span.trace_id, span.span_id), None)
+                if events is not None:
+                    self._count -= len(events)
