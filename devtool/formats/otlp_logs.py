@@ -27,7 +27,7 @@ from typing import Any
 
 from devtool.core.jsonvalue import JSON, kind_of
 from devtool.formats.errors import OtlpError
-from devtool.formats.otlp_spans import OtlpEvent, OtlpSpan, Rejected
+from devtool.formats.otlp_spans import OtlpEvent, OtlpSpan, Rejected, array_member
 from devtool.formats.otlp_values import VALUE_KEYS, any_value, hex_id, key_values, nanos
 
 # How deep a log body's maps and lists are read (message bodies nest tool calls in lists of maps).
@@ -120,25 +120,16 @@ def _deep(value: Any, depth: int) -> JSON:
 def _walk(document: Any) -> Iterator[tuple[str, Any]]:
     if not isinstance(document, dict):
         raise OtlpError(f"an ExportLogsServiceRequest is a JSON object, not {kind_of(document)}")
-    for i, resource_logs in enumerate(_list(document, "resourceLogs", "")):
+    for i, resource_logs in enumerate(array_member(document, "resourceLogs", "")):
         at = f"resourceLogs[{i}]"
         if not isinstance(resource_logs, dict):
             raise OtlpError(f"is {kind_of(resource_logs)}, not an object", at)
-        for j, scope_logs in enumerate(_list(resource_logs, "scopeLogs", at)):
+        for j, scope_logs in enumerate(array_member(resource_logs, "scopeLogs", at)):
             scope_at = f"{at}.scopeLogs[{j}]"
             if not isinstance(scope_logs, dict):
                 raise OtlpError(f"is {kind_of(scope_logs)}, not an object", scope_at)
-            for k, record in enumerate(_list(scope_logs, "logRecords", scope_at)):
+            for k, record in enumerate(array_member(scope_logs, "logRecords", scope_at)):
                 yield f"{scope_at}.logRecords[{k}]", record
-
-
-def _list(document: dict[str, Any], key: str, at: str) -> list[Any]:
-    items = document.get(key, [])
-    if items is None:
-        return []
-    if not isinstance(items, list):
-        raise OtlpError(f"{key} is {kind_of(items)}, not an array", at)
-    return items
 
 
 class SpanLogs:

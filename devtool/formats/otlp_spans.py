@@ -106,17 +106,17 @@ def _walk(document: Any) -> Iterator[tuple[str, dict[str, JSON], tuple[str, str]
     """Each span of the request with its path, resource attributes and scope (name, version)."""
     if not isinstance(document, dict):
         raise OtlpError(f"an ExportTraceServiceRequest is a JSON object, not {kind_of(document)}")
-    for i, resource_spans in enumerate(_list(document, "resourceSpans", "")):
+    for i, resource_spans in enumerate(array_member(document, "resourceSpans", "")):
         at = f"resourceSpans[{i}]"
         _object(resource_spans, at)
         resource_doc = _member(resource_spans, "resource", at)
         resource = _attributes(resource_doc, f"{at}.resource")
-        for j, scope_spans in enumerate(_list(resource_spans, "scopeSpans", at)):
+        for j, scope_spans in enumerate(array_member(resource_spans, "scopeSpans", at)):
             scope_at = f"{at}.scopeSpans[{j}]"
             _object(scope_spans, scope_at)
             scope_doc = _member(scope_spans, "scope", scope_at)
             scope = (_text(scope_doc, "name", f"{scope_at}.scope"), _text(scope_doc, "version", f"{scope_at}.scope"))
-            for k, span in enumerate(_list(scope_spans, "spans", scope_at)):
+            for k, span in enumerate(array_member(scope_spans, "spans", scope_at)):
                 yield f"{scope_at}.spans[{k}]", resource, scope, span
 
 
@@ -190,7 +190,8 @@ def _string(value: Any, what: str) -> str:
     return value
 
 
-def _list(document: dict[str, Any], key: str, at: str) -> list[Any]:
+def array_member(document: dict[str, Any], key: str, at: str) -> list[Any]:
+    """The array `document[key]` of a request (missing or null: empty); `OtlpError` at `at` if not an array."""
     items = document.get(key, [])
     if items is None:
         return []
