@@ -152,7 +152,8 @@ def events_relation(lines: str) -> str:
             CASE WHEN left(out_raw, 1) = '"' THEN otlp_parse(out_raw ->> '$') END AS out_parsed,
             otlp_json_text(system_raw) AS system_json,
             otlp_genai_messages(in_json) AS genai_in,
-            otlp_genai_answer(out_json) AS genai_out
+            otlp_genai_answer(out_json) AS genai_out,
+            {_FAILED} AS failed
         FROM lookups
     ),
     mapped AS (
@@ -171,8 +172,8 @@ def events_relation(lines: str) -> str:
                 || '}}', '{{}}') END AS model,
             CASE WHEN kind = 'tools:execute' THEN coalesce(otlp_first_text(m, {names(sc.TOOL_NAME)}), name) END AS tool,
             to_json(end_ms - start_ms)::VARCHAR AS duration,
-            CASE WHEN {_FAILED} THEN 'false' ELSE 'true' END AS success,
-            CASE WHEN {_FAILED} THEN {_error()} END AS error,
+            CASE WHEN failed THEN 'false' ELSE 'true' END AS success,
+            CASE WHEN failed THEN {_error()} END AS error,
             {_otel()} AS otel
         FROM parsed_values
     ),
