@@ -138,8 +138,13 @@ def test_the_openai_sdk_under_openinference_on_the_run_page(
             "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only",
         },
+        # the latest, messages in one operation-details event (a log record)
+        {
+            "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "event_only",
+        },
     ],
-    ids=["v1.30-events-as-logs", "latest-opt-in"],
+    ids=["v1.30-events-as-logs", "latest-opt-in", "latest-opt-in-event-only"],
 )
 def test_the_openai_sdk_under_the_opentelemetry_instrumentation_on_the_run_page(
     serve: ServerFactory, fake_provider: FakeProvider, page: Page, conventions: dict[str, str]

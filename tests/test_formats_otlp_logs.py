@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+import orjson
 import pytest
 from google.protobuf.json_format import ParseDict
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -12,7 +13,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from devtool.formats import OtlpError, decode_json_request, otlp_events
 from devtool.formats.otlp_logs import SpanLogs, decode_json_logs
 from devtool.formats.otlp_proto import decode_protobuf_logs
-from tests.otlp_factory import log_record, logs_request, request, span
+from tests.otlp_factory import attributes, log_record, logs_request, request, span
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 CALL = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}
@@ -106,3 +107,26 @@ def base64_ids(document: dict[str, Any]) -> dict[str, Any]:
                 for key in ("traceId", "spanId"):
                     record[key] = base64.b64encode(bytes.fromhex(record[key])).decode()
     return document
+
+
+def test_the_latest_conventions_operation_details_event_gives_the_span_its_messages() -> None:
+    question = [{"role": "user", "parts": [{"type": "text", "content": "1 + 1?"}]}]
+    answer = [{"role": "assistant", "parts": [{"type": "text", "content": "2"}]}]
+    details = {
+        "timeUnixNano": "1790000000001000000",
+        "eventName": "gen_ai.client.inference.operation.details",
+        "attributes": attributes({"gen_ai.input.messages": question, "gen_ai.output.messages": answer}),
+        "traceId": TRACE,
+        "spanId": "b" * 16,
+    }
+    logs = SpanLogs()
+    logs.hold(decode_json_logs(logs_request(details)).records)
+    own = [{"role": "user", "parts": [{"type": "text", "content": "the span's own"}]}]
+    chat = span(
+        "chat", {"gen_ai.operation.name": "chat", "gen_ai.input.messages": orjson.dumps(own).decode()}, sid="b" * 16
+    )
+    (merged,) = logs.attach(decode_json_request(request(chat)).spans)
+    start, end = otlp_events([merged])
+    assert start["messages"] == [{"role": "user", "content": "the span's own"}]  # what the span says wins
+    assert end["message"] == {"role": "assistant", "content": "2"}
+    assert merged.attributes["gen_ai.output.messages"] == orjson.dumps(answer).decode()  # as a span holds it

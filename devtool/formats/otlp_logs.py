@@ -8,7 +8,10 @@ span itself. A record carries the ids of the span it was written in, its name in
 before that field, the `event.name` attribute) and its fields in `body`. Such a record is read as a
 span event (`OtlpEvent`): its body's fields and its attributes as the event's attributes (a body that
 is not a map is the attribute `body`), so `otlp_map` reads the messages as it reads span events of
-the older conventions, and an export gives them back as span events.
+the older conventions, and an export gives them back as span events. The latest conventions' event
+of a model call (`gen_ai.client.inference.operation.details`, what an instrumentation sends when told
+to put messages in events) holds the span's messages: they join the span's attributes as the JSON
+text an instrumentation writes there (`gen_ai.input.messages`, ...), where the span has none of its own.
 
 Log records are exported apart from spans, usually first (the SDK's log processor flushes every
 second, its span processor every five, and a span is sent when it ends). `SpanLogs` holds records
@@ -25,12 +28,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+import orjson
+
 from devtool.core.jsonvalue import JSON, kind_of
+from devtool.formats import semconv as sc
 from devtool.formats.errors import OtlpError
 from devtool.formats.otlp_spans import OtlpEvent, OtlpSpan, Rejected, array_member
-from devtool.formats.otlp_values import VALUE_KEYS, any_value, hex_id, key_values, nanos
+from devtool.formats.otlp_values import VALUE_KEYS, any_value, hex_id, nanos
 
-# How deep a log body's maps and lists are read (message bodies nest tool calls in lists of maps).
+# How deep a log record's body and attributes are read (messages nest tool calls in lists of maps).
 MAX_BODY_DEPTH = 16
 EVENT_NAME_ATTRIBUTE = "event.name"
 # Log records held for spans that have not come yet, at most (a record is ~1 KB).
@@ -82,7 +88,10 @@ def span_log(record: Any) -> SpanLog:
     time = record.get("timeUnixNano")
     if time in (None, 0, "0"):
         time = record.get("observedTimeUnixNano")
-    attributes = key_values(record.get("attributes", []))
+    listed = record.get("attributes")
+    attributes = _deep({"kvlistValue": {"values": [] if listed is None else listed}}, 0)
+    if not isinstance(attributes, dict):
+        raise ValueError("a log record's attributes are a list of key-values")
     body = _deep(record.get("body"), 1)
     fields = body if isinstance(body, dict) else ({} if body is None else {"body": body})
     name = record.get("eventName") or attributes.get(EVENT_NAME_ATTRIBUTE) or ""
@@ -132,6 +141,18 @@ def _walk(document: Any) -> Iterator[tuple[str, Any]]:
                 yield f"{scope_at}.logRecords[{k}]", record
 
 
+def _with_details(attributes: dict[str, JSON], events: list[OtlpEvent]) -> dict[str, JSON]:
+    """`attributes` with the messages of an operation-details event among `events` that they lack."""
+    added: dict[str, JSON] = {}
+    for event in events:
+        if event.name == sc.OPERATION_DETAILS_EVENT:
+            for key in sc.OPERATION_DETAILS:
+                value = event.attributes.get(key)
+                if key not in attributes and value is not None:
+                    added[key] = value if isinstance(value, str) else orjson.dumps(value).decode()
+    return {**attributes, **added} if added else attributes
+
+
 class SpanLogs:
     """Log records waiting for their span, by (trace id, span id); safe to use from several threads."""
 
@@ -167,7 +188,7 @@ class SpanLogs:
                     found.append(span)
                     continue
                 merged = sorted((*span.events, *events), key=lambda event: event.time_ns)
-                found.append(replace(span, events=tuple(merged)))
+                found.append(replace(span, events=tuple(merged), attributes=_with_details(span.attributes, events)))
             return found
 
     def release(self, spans: Iterable[OtlpSpan]) -> None:

@@ -80,6 +80,10 @@ MESSAGE_EVENTS: Final = {
     "gen_ai.tool.message": "tool",
 }
 CHOICE_EVENT: Final = "gen_ai.choice"
+# The latest conventions' one event of a model call (sent as a log record when an instrumentation
+# puts the messages in events, not on the span): it holds what the span's attributes would have.
+OPERATION_DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
+OPERATION_DETAILS: Final = ("gen_ai.system_instructions", "gen_ai.input.messages", "gen_ai.output.messages")
 EXCEPTION_EVENT: Final = "exception"
 EXCEPTION_TYPE: Final = "exception.type"
 EXCEPTION_MESSAGE: Final = "exception.message"
