@@ -84,9 +84,12 @@ async def export_logs(request: Request) -> Response:
     try:
         body, encoding = await _body(request, settings.max_ingest_bytes)
         decoded = await run_in_threadpool(_read_logs, body, encoding, protobuf, settings.max_ingest_bytes)
-        late = await run_in_threadpool(_stored_spans, app.store, decoded.records)
     except BodyError as exc:
         return _error(exc.status, str(exc), protobuf)
+    try:
+        late = await run_in_threadpool(_stored_spans, app.store, decoded.records)
+    except Exception as exc:  # the store's own words: nothing was held, the exporter retries
+        return _error(503, f"the store could not be asked about the records' spans, none was kept: {exc}", protobuf)
     held = [record for record in decoded.records if (record.trace_id, record.span_id) not in late]
     app.live.span_logs.hold(held)
     refused = decoded.rejected + [
