@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 from collections.abc import Iterator, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -116,14 +117,15 @@ class Frame:
         self.output: JSON = None
         self.error: ErrorInfo | None = None
         self.budget = Budget()
-        self._counters: dict[str, int] = {}
+        self._counters: dict[str, itertools.count[int]] = {}
 
     def next_call_id(self, kind: str, config_id: str) -> str:
         """`<callId>/<kind>:<configId>:<seq>`, seq counting per frame per kind:configId in call order."""
         key = f"{kind}:{config_id}"
-        seq = self._counters.get(key, 0)
-        self._counters[key] = seq + 1
-        return f"{self.call_id}/{key}:{seq}"
+        # Threads handed this frame's context (`asyncio.to_thread`, an executor with `copy_context`) take
+        # ids too: `setdefault` and `next` of a counter are each one step under the GIL, so none repeats.
+        counter = self._counters.get(key) or self._counters.setdefault(key, itertools.count())
+        return f"{self.call_id}/{key}:{next(counter)}"
 
     def cached(self, kind: str, content_hash: str | None) -> JournalRecord | None:
         """The recorded output for this input, from the snapshot being replayed; tombstones never match."""
