@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import time
@@ -64,6 +65,7 @@ class RunScope:
         enable_snapshot: bool | None = None,
         sinks: Iterable[Sink] = (),
         metadata: dict[str, JSON] | None = None,
+        name: str | None = None,
     ) -> None:
         enabled = snapshots_enabled_by_default() if enable_snapshot is None else enable_snapshot
         restored = None
@@ -89,20 +91,24 @@ class RunScope:
         if restored is not None:
             self.config["replayOf"] = dict(restored["provenance"])  # type: ignore[arg-type]
         self.metadata = metadata
+        # What the run is called where it has no agent to be named after (a recorded block of code).
+        self.named: dict[str, JSON] = {"name": name} if name else {}
         self._started = 0.0
         self._token: Token[Frame] | None = None
 
     def open(self) -> Frame:
         self._started = time.perf_counter()
         self.run.emitter.emit(
-            self._event(EVENTS.RUN_WITH_START, metadata=describe(self.metadata or {}), config=self.config)
+            self._event(EVENTS.RUN_WITH_START, metadata=describe(self.metadata or {}), config=self.config, **self.named)
         )
         self._token = CURRENT_FRAME.set(self.root)
         return self.root
 
     def close(self, result: Any = None, *, error: BaseException | None = None) -> None:
         if self._token is not None:
-            CURRENT_FRAME.reset(self._token)
+            # A run closed where it was not opened (a process's run, at exit) leaves the context alone.
+            with contextlib.suppress(ValueError):
+                CURRENT_FRAME.reset(self._token)
             self._token = None
         root = self.root
         if error is not None:

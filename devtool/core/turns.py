@@ -24,12 +24,11 @@ from devtool.core.events import EVENTS, TraceEvent, error_info, trace_event
 from devtool.core.frame import Frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, describe
-from devtool.core.model import Usage
+from devtool.core.model import NO_USAGE, Usage
 from devtool.core.snapshot import JournalRecord
 from devtool.core.streaming import TurnProgress
 
 MODEL_CALL: ContextVar[bool] = ContextVar("devtool_model_call", default=False)
-NO_USAGE: Usage = {"promptTokens": 0, "completionTokens": 0, "totalTokens": 0}
 
 
 class Turn:
@@ -76,9 +75,11 @@ class Turn:
         """The recorded answer to this request, from the snapshot being replayed."""
         return self.frame.cached("prompt", self.content_hash)
 
-    def served(self, message: JSON) -> None:
-        """The turn ends with the answer served from the journal: no model was asked."""
-        self._end(message=message, cache=True, success=True)
+    def served(self, message: JSON, *, journal: JSON = None) -> None:
+        """The turn ends with the answer served from the journal (`journal`, if not the message itself):
+        no model was asked."""
+        fields: dict[str, Any] = {} if journal is None else {"response": journal}
+        self._end(message=message, cache=True, success=True, **fields)
 
     def call(self, *, adapter_id: str, provider: str, message_count: int) -> ModelCall:
         """The model is asked: `model:call:start` now, the rest through the `ModelCall`."""
