@@ -17,6 +17,7 @@ entry holds one form, which the SDK parses only as what it asked for.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Final, TypedDict
 
 import orjson
@@ -25,6 +26,7 @@ from devtool.core.frame import Frame
 from devtool.core.jsonvalue import JSON, NotJSONError, content_hash
 from devtool.core.providers.adapter import Answer
 from devtool.core.providers.pricing import default_price_table
+from devtool.core.streaming import PROGRESS_INTERVAL
 from devtool.core.turns import ModelCall, Turn
 from devtool.instrument.api import Api, StreamReader
 from devtool.instrument.errors import StreamClosedError
@@ -127,9 +129,25 @@ class Exchange:
 class Listener:
     """Reads a streamed answer's bytes as the SDK reads them: progress as text arrives, the turn's end at
     the last. A stream closed before the provider's last event ends the turn as failed, journaling
-    nothing (a replay must not serve half an answer)."""
+    nothing (a replay must not serve half an answer).
 
-    __slots__ = ("_broken", "_chunks", "_decoder", "_exchange", "_progress", "_reader", "_status", "done")
+    The bytes are kept as they pass and read in batches: each chunk until the answer's first text (so
+    the first progress, and the time to first token, are when it came), then when the next progress is
+    due (`PROGRESS_INTERVAL`), and the rest at the end: the same reading, a fraction of the calls.
+    """
+
+    __slots__ = (
+        "_broken",
+        "_chunks",
+        "_decoder",
+        "_due",
+        "_exchange",
+        "_progress",
+        "_read",
+        "_reader",
+        "_status",
+        "done",
+    )
 
     def __init__(self, exchange: Exchange, status: int, progress: Any) -> None:
         self._exchange = exchange
@@ -138,18 +156,28 @@ class Listener:
         self._reader = exchange.api.reader()
         self._decoder = SseDecoder()
         self._chunks: list[bytes] = []
+        self._read = 0  # chunks read so far
+        self._due = 0.0  # when to read again (0: at every chunk, until the first text)
         self._broken: Exception | None = None
         self.done = False
 
     def chunk(self, data: bytes) -> None:
         self._chunks.append(data)
-        if self._broken is not None:
+        if self._due and time.perf_counter() < self._due:
+            return
+        self._catch_up()
+
+    def _catch_up(self) -> None:
+        if self._broken is not None or self._read == len(self._chunks):
             return
         reader, progress = self._reader, self._progress
+        data = b"".join(self._chunks[self._read :])
+        self._read = len(self._chunks)
         try:
             for event, text in self._decoder.feed(data):
                 if piece := reader.feed(event, text):
                     progress(piece)
+                    self._due = time.perf_counter() + PROGRESS_INTERVAL
         except Exception as exc:  # bytes we cannot read are the SDK's to refuse; the caller's stream goes on
             self._broken = exc
 
@@ -160,6 +188,7 @@ class Listener:
             return
         self.done = True
         exchange = self._exchange
+        self._catch_up()
         error = error or self._broken
         if error is None and not (ended or self._reader.complete):
             error = StreamClosedError(f"the {exchange.api.name} stream was closed before its end")
