@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pydantic
+import pytest
 
 import devtool
 from devtool.core import MemorySink, run_with
@@ -57,8 +58,10 @@ def ends(sink: MemorySink) -> list[dict[str, Any]]:
 
 
 def test_decorated_functions_keep_what_frameworks_read() -> None:
-    assert inspect.iscoroutinefunction(find) and not inspect.iscoroutinefunction(charge)
-    assert charge.__name__ == "charge" and charge.__doc__ is not None
+    assert inspect.iscoroutinefunction(find)
+    assert not inspect.iscoroutinefunction(charge)
+    assert charge.__name__ == "charge"
+    assert charge.__doc__ is not None
     assert list(inspect.signature(find).parameters) == ["ctx", "query"]
     assert charge("outside") == {"order": "outside", "charged": 100}  # outside a run: the plain function
 
@@ -129,10 +132,8 @@ def test_a_failing_tool_and_agent_are_recorded_as_failed() -> None:
     async def main() -> None:
         shop()
 
-    try:
+    with pytest.raises(ValueError, match="no stock"):
         asyncio.run(run_with(main, sinks=[sink]))
-    except ValueError:
-        pass
     (tool_end,) = [e for e in ends(sink) if e["type"] == "tools:execute:end"]
     assert tool_end["toolResults"][0]["error"]["message"] == "no stock"
     (agent_end,) = [e for e in ends(sink) if e["type"] == "agent:end"]

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -105,7 +104,7 @@ def test_a_recorded_program_shows_rewinds_and_replays_exactly_what_follows(
     live, replay_events = replayed(program, fake_provider, orjson.loads(body))
     assert live == program.requests - 1
     # The tools called before the cut are served from the snapshot (with a handoff first, none was).
-    assert TOOL_RUNS == (["weather Lisbon", "hotels Lisbon"] if program.handoff else ["hotels Lisbon"])
+    assert (["weather Lisbon", "hotels Lisbon"] if program.handoff else ["hotels Lisbon"]) == TOOL_RUNS
     ends = [e["cache"] for e in replay_events if e["type"] == "turn:end"]
     assert ends == [True] + [False] * (program.requests - 1)
 

@@ -94,7 +94,8 @@ def test_install_with_devtool_trace_records_the_whole_process(tmp_path: Path, fa
     done = subprocess.run([sys.executable, "plain_script.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     kinds = [e["type"] for e in events(tmp_path / "process.jsonl")]
-    assert kinds[0] == "runWith:start" and kinds[-1] == "runWith:end"
+    assert kinds[0] == "runWith:start"
+    assert kinds[-1] == "runWith:end"
     assert "turn:end" in kinds
     assert events(tmp_path / "process.jsonl")[0]["name"] == "plain_script"
 

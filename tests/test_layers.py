@@ -115,7 +115,10 @@ def test_import_devtool_is_light_and_its_decorators_come_when_used() -> None:
 
 
 def test_instrumenting_an_sdk_imports_that_sdk_only() -> None:
-    probe = "import sys, devtool.instrument; devtool.instrument.anthropic(); print('anthropic' in sys.modules, 'openai' in sys.modules)"
+    probe = (
+        "import sys, devtool.instrument; devtool.instrument.anthropic();"
+        "print('anthropic' in sys.modules, 'openai' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "False"]
 

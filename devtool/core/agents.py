@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from contextvars import Token
 from typing import Any
 
-from devtool.core.events import EVENTS, TraceEvent, error_info, trace_event
+from devtool.core.events import EVENTS, TraceEvent, trace_event
 from devtool.core.frame import CURRENT_FRAME, Frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import describe
@@ -108,14 +108,9 @@ class AgentScope:
             CURRENT_FRAME.reset(self._token)
             self._token = None
         frame, run = self.frame, self.frame.run
-        if error is not None:
-            frame.status, frame.error = "failed", error_info(error)
-            if run.first_report(error):
-                run.emitter.emit(self._event(EVENTS.ERROR, new_span_id(), self.generation_span, error=frame.error))
-            outcome: dict[str, Any] = {"success": False, "error": frame.error}
-        else:
-            frame.status, frame.output = "completed", result
-            outcome = {"success": True, "result": describe(result)}
+        outcome = frame.settle(result, error)
+        if error is not None and run.first_report(error):
+            run.emitter.emit(self._event(EVENTS.ERROR, new_span_id(), self.generation_span, error=frame.error))
         elapsed = (time.perf_counter() - self._started) * 1000
         memory = frame.memory.to_json()
         run.emitter.emit(

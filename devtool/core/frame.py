@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from devtool.core.budget import Budget
 from devtool.core.errors import OutsideRunError
-from devtool.core.events import Emitter, ErrorInfo, TraceEvent
+from devtool.core.events import Emitter, ErrorInfo, TraceEvent, error_info
 from devtool.core.jsonvalue import JSON, NotJSONError, describe, json_copy
 from devtool.core.snapshot import FrameJournal, FrameSnapshot, JournalRecord, Status
 
@@ -145,6 +145,14 @@ class Frame:
             journal[content_hash] = {"output": None, "contentHash": content_hash, "error": f"not replayable: {exc}"}
             return False
         return True
+
+    def settle(self, result: Any = None, error: BaseException | None = None) -> dict[str, Any]:
+        """The frame's outcome: its status and output or error, and the fields its end events carry."""
+        if error is not None:
+            self.status, self.error = "failed", error_info(error)
+            return {"success": False, "error": self.error}
+        self.status, self.output = "completed", result
+        return {"success": True, "result": describe(result)}
 
     def emit(self, event: TraceEvent) -> None:
         self.run.emitter.emit(event)

@@ -11,7 +11,7 @@ from contextvars import Token
 from typing import Any
 
 from devtool.core.errors import SnapshotDisabledError
-from devtool.core.events import EVENTS, Emitter, Sink, TraceEvent, error_info, trace_event
+from devtool.core.events import EVENTS, Emitter, Sink, TraceEvent, trace_event
 from devtool.core.frame import CURRENT_FRAME, Frame, Run
 from devtool.core.ids import new_span_id, new_trace_id
 from devtool.core.jsonvalue import JSON, describe
@@ -111,12 +111,7 @@ class RunScope:
                 CURRENT_FRAME.reset(self._token)
             self._token = None
         root = self.root
-        if error is not None:
-            root.status, root.error = "failed", error_info(error)
-            outcome: dict[str, Any] = {"success": False, "error": root.error}
-        else:
-            root.status, root.output = "completed", result
-            outcome = {"success": True, "result": describe(result)}
+        outcome = root.settle(result, error)
         elapsed = (time.perf_counter() - self._started) * 1000
         memory = root.memory.to_json()
         self.run.emitter.emit(

@@ -25,9 +25,10 @@ context: `asyncio.to_thread` does; `loop.run_in_executor` and `ThreadPoolExecuto
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar, overload
 
 from devtool.core.agents import AgentScope
@@ -47,42 +48,37 @@ def agent(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -
     def decorate(fn: F) -> F:
         agent_id = name or fn.__name__
 
-        def open_scope(args: tuple[Any, ...], kwargs: dict[str, Any]) -> AgentScope | None:
+        @contextlib.contextmanager
+        def framed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[list[Any]]:
+            """The call's frame around the block, which puts the call's result in the list it is given."""
             parent = CURRENT_FRAME.get(None)
             if parent is None:
-                return None
+                yield []
+                return
             props = _arguments(fn, args, kwargs, ())
             scope = AgentScope(parent, parent.next_call_id("agent", agent_id), agent_id, props, model=None)
             scope.open()
-            return scope
+            result: list[Any] = []
+            try:
+                yield result
+            except BaseException as exc:
+                scope.close(error=exc)
+                raise
+            scope.close(result[0] if result else None)
 
         if inspect.iscoroutinefunction(fn):
 
             async def run_async(*args: Any, **kwargs: Any) -> Any:
-                scope = open_scope(args, kwargs)
-                try:
-                    result = await fn(*args, **kwargs)
-                except BaseException as exc:
-                    if scope is not None:
-                        scope.close(error=exc)
-                    raise
-                if scope is not None:
-                    scope.close(result)
-                return result
+                with framed(args, kwargs) as result:
+                    result.append(await fn(*args, **kwargs))
+                return result[0]
 
             return functools.wraps(fn)(run_async)  # type: ignore[return-value]
 
         def run(*args: Any, **kwargs: Any) -> Any:
-            scope = open_scope(args, kwargs)
-            try:
-                result = fn(*args, **kwargs)
-            except BaseException as exc:
-                if scope is not None:
-                    scope.close(error=exc)
-                raise
-            if scope is not None:
-                scope.close(result)
-            return result
+            with framed(args, kwargs) as result:
+                result.append(fn(*args, **kwargs))
+            return result[0]
 
         return functools.wraps(fn)(run)  # type: ignore[return-value]
 
