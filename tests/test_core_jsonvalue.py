@@ -7,7 +7,15 @@ from dataclasses import dataclass
 
 import pytest
 
-from devtool.core.jsonvalue import NotJSONError, canonical_json, content_hash, describe, is_json, json_copy
+from devtool.core.jsonvalue import (
+    NotJSONError,
+    canonical_json,
+    content_hash,
+    content_hash_of_json,
+    describe,
+    is_json,
+    json_copy,
+)
 
 
 def test_canonical_json_sorts_keys_at_every_level_without_whitespace_in_utf8() -> None:
@@ -58,3 +66,10 @@ def test_describe_marks_what_is_not_json() -> None:
     assert described["$notJson"] == "$.p is a tests.test_core_jsonvalue.Point, not a JSON value"
     assert "Point(x=1)" in str(described["$repr"])
     assert describe({"ok": [1, "two"]}) == {"ok": [1, "two"]}
+
+
+def test_an_integer_beyond_64_bits_has_no_canonical_json() -> None:
+    with pytest.raises(NotJSONError, match="cannot be written as canonical JSON"):
+        canonical_json({"seed": 2**70})
+    with pytest.raises(NotJSONError):
+        content_hash_of_json({"seed": 2**70})

@@ -315,3 +315,22 @@ def test_gathered_requests_number_in_the_order_they_were_made_whatever_order_the
         ("root/turn:gpt-4.1-mini:2", "answer 2"),
     ]
     assert all(e["cache"] for e in of(second, "turn:end"))
+
+
+def test_a_request_json_cannot_hash_runs_and_is_recorded_but_not_journaled(fake_provider: FakeProvider) -> None:
+    fake_provider.reply({"text": "big seed"}, times=None)
+    client = openai.OpenAI(base_url=fake_provider.openai_base_url, api_key=KEY)
+    sink = MemorySink()
+
+    async def main() -> Any:
+        # The SDK sends an integer beyond 64 bits; the canonical JSON of the content hash cannot hold it.
+        answer = client.chat.completions.create(model="gpt-4.1-mini", messages=HI, seed=2**70)
+        return answer.choices[0].message.content, dump_snapshot()
+
+    answer, snapshot = asyncio.run(run_with(main, sinks=[sink]))
+    assert answer == "big seed"
+    assert fake_provider.count() == 1
+    (start,) = of(sink, "turn:start")
+    assert start["contentHash"] is None
+    assert of(sink, "turn:end")[0]["message"]["content"] == "big seed"
+    assert snapshot["root"]["journal"]["prompt"] == {}
