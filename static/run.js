@@ -80,12 +80,32 @@
     htmx.ajax("GET", url, { target: "#selection", swap: "outerHTML" });
   }
 
+  // A click on a merged bar selects the first span it holds and zooms in on the bar, in one request
+  // for the whole workspace (the server finds the span; the URL it pushes names it).
+  function pickFrom(bar) {
+    const start = +bar.dataset.start, end = +bar.dataset.end;
+    const pad = Math.max((end - start) * 0.1, MIN_WINDOW_MS);
+    const [s, e] = clampWindow(start - pad, end + pad);
+    const pick = `${bar.dataset.row},${start},${end},${bar.dataset.kind}`;
+    const url = `${workspace().dataset.pageUrl}?${query(null, s, e, { pick, w: paneWidth() })}`;
+    timelineRequest += 1;
+    htmx.ajax("GET", url, { target: "#workspace", swap: "outerHTML" });
+  }
+
+  // The selected span's bar, or the merged bar that holds it (same row and kind, its start inside).
   function markSelectedBar() {
     const selection = $("#selection");
     if (selection) workspace().dataset.span = selection.dataset.span;
     const span = workspace().dataset.span;
     document.querySelectorAll("#bars rect.selected").forEach((bar) => bar.classList.remove("selected"));
-    if (span) document.querySelectorAll(`#bars rect[data-span="${CSS.escape(span)}"]`).forEach((bar) => bar.classList.add("selected"));
+    if (!span) return;
+    const own = document.querySelectorAll(`#bars rect[data-span="${CSS.escape(span)}"]`);
+    own.forEach((bar) => bar.classList.add("selected"));
+    if (own.length || !selection || !selection.dataset.row) return;
+    const { row, kind } = selection.dataset, at = +selection.dataset.start;
+    for (const bar of document.querySelectorAll(`#bars rect[data-count][data-row="${CSS.escape(row)}"]`)) {
+      if (bar.dataset.kind === kind && +bar.dataset.start <= at && at <= +bar.dataset.end) bar.classList.add("selected");
+    }
   }
 
   // -- timeline: click, brush, wheel -------------------------------------------------------------
@@ -127,9 +147,7 @@
     } else if (target.matches("rect.bar[data-span]")) {
       select(target.dataset.span);
     } else if (target.matches("rect.bar[data-count]")) {
-      const start = +target.dataset.start, end = +target.dataset.end;
-      const pad = Math.max((end - start) * 0.1, MIN_WINDOW_MS);
-      zoomTo(start - pad, end + pad);
+      pickFrom(target);
     }
   });
 

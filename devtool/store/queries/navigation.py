@@ -41,6 +41,16 @@ class SpanHit:
 
 
 @dataclass(frozen=True)
+class SpanPlace:
+    """Where a span is drawn on the timeline: its row (depth), kind and start."""
+
+    span_id: str
+    depth: int
+    kind: str
+    start_ms: float
+
+
+@dataclass(frozen=True)
 class Memory:
     """The memory a generation ended with (`generation:end`), and the span that carried it."""
 
@@ -79,6 +89,29 @@ def frame_path(store: Store, trace_id: str, span_id: str) -> list[PathStep]:
     if not rows and not store.query("SELECT 1 FROM spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]):
         raise NotFoundError(f"no span {span_id!r} in run {trace_id!r}")
     return [PathStep(span, int(index), kind, agent) for span, index, kind, agent in rows]
+
+
+def span_place(store: Store, trace_id: str, span_id: str) -> SpanPlace | None:
+    """Where span `span_id` is drawn (a tool result `batch#i`: its batch), or None when there is no such span."""
+    rows = store.query(
+        "SELECT span_id, depth, kind, start_ts FROM spans WHERE trace_id = ? AND span_id = ?",
+        [trace_id, span_id.partition("#")[0]],
+    )
+    return SpanPlace(*rows[0]) if rows else None
+
+
+def first_span_in(store: Store, trace_id: str, depth: int, kind: str, start_ms: float, end_ms: float) -> str | None:
+    """The earliest span of `kind` at `depth` starting between `start_ms` and `end_ms`: what a click on a
+    merged bar of the timeline selects."""
+    rows = store.query(
+        """
+        SELECT span_id FROM spans
+        WHERE trace_id = ? AND depth = ? AND kind = ? AND start_ts BETWEEN ? AND ? AND NOT instant
+        ORDER BY start_ts, start_event_id LIMIT 1
+        """,
+        [trace_id, depth, kind, start_ms, end_ms],
+    )
+    return str(rows[0][0]) if rows else None
 
 
 def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> list[SpanHit]:
