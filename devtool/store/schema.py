@@ -24,6 +24,8 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   (`devtool.core.frame_index`): per frame, when it was made and last changed, its events and its
   sealed node. `last_event_id` is the run's last event when it was indexed: a run that has grown
   since is rewound from its events until it is indexed again.
+- Migration 4 counts a run's `spans`, `failed` and `running` over the spans its page shows (not
+  instants, prompt loops or model calls), as `derive` does from then on.
 """
 
 from __future__ import annotations
@@ -158,5 +160,17 @@ MIGRATIONS: list[str] = [
         error JSON,
         events BIGINT[] NOT NULL
     );
+    """,
+    """
+    UPDATE runs SET spans = counted.spans, failed = counted.failed, running = counted.running
+    FROM (
+        SELECT trace_id,
+               count(*) FILTER (WHERE shown) AS spans,
+               count(*) FILTER (WHERE shown AND status = 'failed') AS failed,
+               count(*) FILTER (WHERE shown AND status = 'running') AS running
+        FROM (SELECT trace_id, status, NOT instant AND kind NOT IN ('promptAgent', 'model:call') AS shown FROM spans)
+        GROUP BY trace_id
+    ) counted
+    WHERE runs.trace_id = counted.trace_id;
     """,
 ]
