@@ -236,8 +236,47 @@
     pending = setTimeout(() => select(link.dataset.span), 180);
   }
 
+  // The find box: ↓/↑ move through its hits, Enter opens the chosen one (the first by default; when
+  // the hits for what was typed have not come yet, the first of them once they do).
+  let openWhenFound = false;
+  const hits = () => [...document.querySelectorAll("#search-results a.select")];
+  const hitsAnswer = () => { const list = $("#search-results .hits"); return list ? list.dataset.q : null; };
+
+  function chooseHit(link) {
+    hits().forEach((a) => { a.classList.toggle("active", a === link); a.setAttribute("aria-selected", String(a === link)); });
+    if (link) link.scrollIntoView({ block: "nearest" });
+  }
+
+  function findBoxKey(event, box) {
+    const found = hits();
+    const current = found.findIndex((a) => a.classList.contains("active"));
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      event.preventDefault();
+      if (!found.length) return;
+      const step = event.key === "ArrowDown" ? 1 : -1;
+      chooseHit(found[current < 0 ? (step > 0 ? 0 : found.length - 1) : Math.min(found.length - 1, Math.max(0, current + step))]);
+    } else if (event.key === "Enter") {
+      event.preventDefault();
+      if (found.length && hitsAnswer() === box.value.trim()) select(found[Math.max(current, 0)].dataset.span);
+      else if (box.value.trim()) openWhenFound = true;
+    } else if (event.key === "Escape") {
+      box.blur();
+    }
+  }
+
+  document.addEventListener("htmx:afterSwap", (event) => {
+    if (!event.detail.target || event.detail.target.id !== "search-results") return;
+    const found = hits();
+    if (found.length) chooseHit(found[0]);
+    if (openWhenFound && found.length && hitsAnswer() === $("#span-search").value.trim()) {
+      openWhenFound = false;
+      select(found[0].dataset.span);
+    }
+  });
+
   document.addEventListener("keydown", (event) => {
     if (!workspace() || event.metaKey || event.ctrlKey || event.altKey) return;
+    if (event.target.id === "span-search") { findBoxKey(event, event.target); return; }
     const typing = event.target.closest("input, textarea, select");
     if (typing) {
       if (event.key === "Escape") event.target.blur();

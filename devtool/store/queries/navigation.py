@@ -114,18 +114,37 @@ def first_span_in(store: Store, trace_id: str, depth: int, kind: str, start_ms: 
     return str(rows[0][0]) if rows else None
 
 
+def span_hit_order(text: str = "$text", prefix: str = "$prefix") -> str:
+    """The find box's order of hits, as SQL `ORDER BY` terms over `spans`, whatever found them (a scan,
+    or an index over names and text): the span named exactly `text`, then names that begin with it,
+    then names where a word does (`web_search` for "search"), then names that hold it, then spans found
+    by their agent, callId, id or error; within each, tool calls and agents (what a person looks for
+    by name) before generations and turns, then in time. `text` and `prefix` name the parameters that
+    hold the text and the LIKE-escaped `text%`."""
+    return f"""
+        CASE WHEN lower(name) = lower({text}) THEN 0
+             WHEN name ILIKE {prefix} ESCAPE '\\' THEN 1
+             WHEN regexp_matches(name, '(?i)[^a-z0-9]' || regexp_escape({text})) THEN 2
+             WHEN contains(lower(name), lower({text})) THEN 3
+             ELSE 4 END,
+        CASE kind WHEN 'tools:execute' THEN 0 WHEN 'agent' THEN 1 ELSE 2 END,
+        start_ts, start_event_id
+    """
+
+
 def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> list[SpanHit]:
-    """Spans of a run whose name, agent, callId, span id or error contain `text` (case-insensitive)."""
-    pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    """Spans of a run whose name, agent, callId, span id or error contain `text` (case-insensitive),
+    best first (`span_hit_order`)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     rows = store.query(
         f"""
         SELECT span_id, kind, name, agent_id, call_id, status, start_ts FROM spans
         WHERE trace_id = $trace AND {_SHOWN} AND (
             name ILIKE $p ESCAPE '\\' OR agent_id ILIKE $p ESCAPE '\\' OR call_id ILIKE $p ESCAPE '\\'
             OR span_id ILIKE $p ESCAPE '\\' OR error ILIKE $p ESCAPE '\\')
-        ORDER BY start_ts, start_event_id LIMIT $limit
+        ORDER BY {span_hit_order()} LIMIT $limit
         """,
-        {"trace": trace_id, "p": pattern, "limit": limit},
+        {"trace": trace_id, "text": text, "p": f"%{escaped}%", "prefix": f"{escaped}%", "limit": limit},
     )
     return [SpanHit(*row) for row in rows]
 
