@@ -9,6 +9,28 @@
   const MIN_WINDOW_MS = 0.001;
 
   const $ = (selector, root = document) => root.querySelector(selector);
+
+  // Brings `element` into view inside its scrolling pane only (scrollIntoView would scroll the page
+  // too, and a link opened at 1024×768 would show the tree but not the run's title).
+  function reveal(element, pane, center = false) {
+    if (!element || !pane) return;
+    const box = element.getBoundingClientRect(), view = pane.getBoundingClientRect();
+    const sticky = pane.querySelector(":scope > .tree-search");
+    const top = view.top + (sticky && sticky.contains(element) ? 0 : sticky ? sticky.offsetHeight : 0);
+    if (center) pane.scrollTop += box.top - top - (view.bottom - top - box.height) / 2;
+    else if (box.top < top) pane.scrollTop -= top - box.top;
+    else if (box.bottom > view.bottom) pane.scrollTop += box.bottom - view.bottom;
+  }
+  const revealRow = (row, center) => row && reveal(row, row.closest(".tree-pane"), center);
+
+  // The tree and the detail fill the window below the timeline (at least 320 px), each scrolling
+  // on its own; the timeline's height changes with its lanes, so this is done after every swap.
+  function fitPanes() {
+    const lower = $("#selection");
+    if (!lower) return;
+    const top = lower.getBoundingClientRect().top + window.scrollY;
+    lower.style.height = `${Math.max(320, Math.floor(window.innerHeight - top - 12))}px`;
+  }
   const workspace = () => $("#workspace");
   const timeline = () => $("#timeline");
 
@@ -231,7 +253,7 @@
   function moveSelection(link) {
     document.querySelectorAll("#tree .row.pending").forEach((row) => row.classList.remove("pending"));
     link.closest(".row").classList.add("pending");
-    link.scrollIntoView({ block: "nearest" });
+    revealRow(link.closest(".row"));
     clearTimeout(pending);
     pending = setTimeout(() => select(link.dataset.span), 180);
   }
@@ -244,7 +266,7 @@
 
   function chooseHit(link) {
     hits().forEach((a) => { a.classList.toggle("active", a === link); a.setAttribute("aria-selected", String(a === link)); });
-    if (link) link.scrollIntoView({ block: "nearest" });
+    if (link) reveal(link, $("#search-results .hits"));
   }
 
   function findBoxKey(event, box) {
@@ -338,21 +360,21 @@
   document.addEventListener("htmx:afterSettle", (event) => {
     settle();
     markSelectedBar();
+    fitPanes();
     if (event.detail.target && ["workspace", "selection"].includes(event.detail.target.id)) {
-      const selected = $("#tree .row.selected");
-      if (selected) selected.scrollIntoView({ block: "nearest" });
+      revealRow($("#tree .row.selected"));
     }
   });
   document.addEventListener("DOMContentLoaded", () => {
     settle();
     fitWidth();
-    const selected = $("#tree .row.selected");
-    if (selected) selected.scrollIntoView({ block: "center" });
+    fitPanes();
+    revealRow($("#tree .row.selected"), true);
   });
   let resizing = null;
   let resized = false;
   window.addEventListener("resize", () => {
     clearTimeout(resizing);
-    resizing = setTimeout(() => { resized = true; fitWidth(); settle(); }, 250);
+    resizing = setTimeout(() => { resized = true; fitWidth(); settle(); fitPanes(); }, 250);
   });
 })();

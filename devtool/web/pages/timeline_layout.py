@@ -6,8 +6,9 @@ sub-agents, their turns and tool calls), so each depth row is split into lanes: 
 lane of its frame parent when that lane is free there (so a sub-agent's generation and turns line up
 under it), else in the first lane free at its start. Past `MAX_LANES` lanes, bars share the last one
 (marked as overflowing: more run at once than a row shows). A bar is drawn at least `MIN_BAR_PX`
-wide, so a cached call served in no time can still be seen and clicked; lanes are decided by true
-extents, so those widened bars never push the span right after them into a new lane.
+wide, so a cached call served in no time can still be seen and clicked, and drawn over the bars
+around it; it holds its lane only where it starts, so it never pushes the span right after it (of
+its own parent, or of another whose calls merged with it) into a lane of its own.
 
 A selected span is outlined where it is drawn: its own bar, or the merged bar that holds it.
 Everything here works on the bars already bounded by the store, never on a run's spans.
@@ -24,7 +25,7 @@ from devtool.store.queries import TimelineBar, TimelineWindow
 LANE_HEIGHT = 18
 ROW_GAP = 4
 MAX_LANES = 16
-MIN_BAR_PX = 3.0
+MIN_BAR_PX = 4.0
 LABEL_MIN_PX = 48
 # Labels are elements too: with them capped, a drawing holds at most its bars + MAX_LABELS + the axis.
 MAX_LABELS = 800
@@ -144,9 +145,10 @@ def layout(
             x0 = max(0.0, (bar.start_ms - window.start_ms) * scale)
             x1 = min(float(width), (end - window.start_ms) * scale)
             lane, overflow = _lane(lanes, x0, lane_of.get(bar.parent_id) if bar.parent_id else None)
-            # Lanes go by true extents: a narrow bar is drawn wider, but the span right after it may
-            # still start in its lane (drawn over its widened part), without opening a lane of its own.
-            lanes[lane] = max(lanes[lane], x1, x0 + 0.01)
+            # A bar too narrow to see holds its lane at its start only: a span starting right after it
+            # (or a sibling's, when spans of several parents merged) takes that lane rather than open
+            # one; the narrow bar is drawn over it, at least MIN_BAR_PX wide.
+            lanes[lane] = max(lanes[lane], x1 if x1 - x0 >= MIN_BAR_PX else x0 + 0.01)
             if bar.span_id is not None:
                 lane_of[bar.span_id] = lane
             drawn = max(x1 - x0, MIN_BAR_PX)
