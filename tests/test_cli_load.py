@@ -62,7 +62,7 @@ def test_skipping_bad_lines_names_each(devtool: DevtoolRunner, tmp_path: Path) -
     result = devtool("load", "--db", str(db), "--bad-lines", "skip", str(bad))
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [
-        f"{bad}:83: skipped: not JSON (unexpected character, expected a JSON value at column 1)",
+        f"{bad}:83:1: skipped: not JSON: “oops”",
         f"{bad}:84: skipped: not a JSON object but an array",
     ]
     assert "2 bad lines skipped" in result.stdout

@@ -124,7 +124,8 @@ def load_files(
         if bar:
             bar.clear()
         for problem in result.problems:
-            where = f"{path}:{problem.line}" if problem.line is not None else f"{path}: element {problem.element}"
+            at = f"{problem.line}:{problem.column}" if problem.column is not None else f"{problem.line}"
+            where = f"{path}:{at}" if problem.line is not None else f"{path}: element {problem.element}"
             print(f"{where}: skipped: {problem.message}", file=sys.stderr)
         if result.bad_lines > len(result.problems):
             print(f"{path}: and {result.bad_lines - len(result.problems)} more bad lines skipped", file=sys.stderr)
