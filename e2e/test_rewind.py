@@ -150,8 +150,25 @@ def test_billing_ops_rewind_at_the_account_hold(
     expect(page.locator(".pdetail-type")).to_have_text("tool_call")
     expect(page.locator("#plan-affected")).to_have_text("2")
     expect(page.locator(".lane .mark.t-rewind, .mark.t-rewind")).to_have_count(0)
+    # The plan lists what it reaches; changing the mode says what that mode does to each entry.
+    plan = page.locator("#plan-entries tr.plan-row")
+    expect(plan).to_have_count(2)
+    expect(plan.first).to_contain_text("apply_account_hold")
+    page.locator("#rewind-mode").select_option("conversation_only")
+    expect(page.locator("#plan-entries th").last).to_have_text("conversation only")
+    expect(plan.locator(".fate")).to_have_text(["kept", "kept"])
     page.locator("#rewind-mode").select_option("code_only")
+    expect(plan.locator(".fate")).to_have_text(["taken back", "taken back"])
+    # Apply names the journal file it will append to and asks first; Cancel writes nothing.
     page.locator("#rewind-apply").click()
+    question = page.locator("#rewind-confirm-question")
+    expect(question).to_contain_text("billing-ops.jsonl")
+    expect(question).to_contain_text("code only")
+    page.locator("#rewind-confirm-cancel").click()
+    expect(page.locator("#rewind-confirm")).to_have_count(0)
+    expect(page.locator("#rewind-mode")).to_have_value("code_only")
+    page.locator("#rewind-apply").click()
+    page.locator("#rewind-confirm-yes").click()
     page.wait_for_url(re.compile(r".*/processes/billing-ops\?entry=rewind-[0-9a-f]+"))
     expect(page.locator(".pdetail-type")).to_have_text("rewind")
     expect(page.locator(".mark.t-rewind")).to_have_count(1)
@@ -160,4 +177,9 @@ def test_billing_ops_rewind_at_the_account_hold(
     expect(state).to_contain_text("delinquent")
     expect(state).not_to_contain_text("account_hold_applied")
     expect(page.locator("#rewind-where")).to_contain_text("Recorded in the process's journal")
+    # The rewind came minutes (or days) after the incident: that quiet stretch is cut out of the
+    # axis, so the incident's 200 ms still spread across the chart instead of sitting in one pixel.
+    expect(page.locator(".pchart-cut")).to_contain_text("without entries cut out")
+    xs = [float(x) for x in page.locator(".lane-context .mark").evaluate_all("ms => ms.map(m => m.dataset.x)")]
+    assert max(xs) - min(xs) > 50  # percent of the chart's width
     page.screenshot(path=screenshot_path("process-rewind"), full_page=True)
