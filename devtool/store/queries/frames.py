@@ -23,6 +23,7 @@ import orjson
 from devtool.store.database import Store
 from devtool.store.derive import HIDDEN_KINDS
 from devtool.store.errors import NotFoundError
+from devtool.store.queries.events import event_fields
 
 TOOL_RESULT = "tool"
 _CROWD = 1000  # children past which a parent's page is a query of its own
@@ -33,7 +34,6 @@ _COLUMNS = (
     "frame_children, end_event_id, start_event_id"
 )
 PROPS_SHOWN = 60  # characters of an agent's props summary
-_PROPS_RANGE = 250_000  # event ids one props lookup may span (a range DuckDB decompresses)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,26 +167,11 @@ def _twins(siblings: list[_Draft]) -> list[_Draft]:
 
 
 def _add_props(cursor: Any, drafts: list[_Draft]) -> None:
-    """Each twin agent's props summary, read from its start event. Siblings start close together, so
-    their start events are a short range of ids; ranges wider than `_PROPS_RANGE` are left out rather
-    than decompressed."""
+    """Each twin agent's props summary, read from its start event."""
     agents = {d.start_event_id: d for d in drafts if d.start_event_id is not None}
-    ids = sorted(agents)
-    clusters: list[list[int]] = []
-    for event_id in ids:
-        if clusters and event_id - clusters[-1][0] <= _PROPS_RANGE:
-            clusters[-1].append(event_id)
-        else:
-            clusters.append([event_id])
-    for cluster in clusters[:8]:
-        rows = cursor.execute(
-            f"SELECT event_id, left(body->>'$.props', 2000) FROM events "
-            f"WHERE event_id BETWEEN ? AND ? AND event_id IN ({_placeholders(cluster)})",
-            [cluster[0], cluster[-1], *cluster],
-        ).fetchall()
-        for event_id, raw in rows:
-            draft = agents[event_id]
-            draft.node = replace(draft.node, props=props_summary(raw))
+    for event_id, raw in event_fields(cursor, agents, "$.props").items():
+        draft = agents[event_id]
+        draft.node = replace(draft.node, props=props_summary(raw))
 
 
 def props_summary(raw: str | None) -> str | None:
