@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from e2e.conftest import Server
+from e2e.conftest import Server, Shoot
 from e2e.demo_server import running_demo
 
 WRITER = "root/agent:research-lead:0/agent:writer:0"
@@ -31,8 +31,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str
 
 def select_span(page: Page, kind: str, name: str) -> str:
     """Find a span with the search box and select it; its callId, as the detail panel shows it."""
-    # A selection swaps the search box for a new one, which htmx wires up when the swap settles (20 ms
-    # after it shows): typed into before that, it would never search. Nobody types that fast.
+    # A selection swaps the panes around the search box (which stays); wait for it to settle.
     expect(page.locator(".htmx-added, .htmx-settling, .htmx-swapping")).to_have_count(0)
     page.keyboard.press("/")
     page.locator("#span-search").fill(name)
@@ -63,11 +62,12 @@ def badges(row: Locator) -> tuple[int, int]:
 
 
 def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
-    page: Page, demo: tuple[Server, str], screenshot_path: Callable[[str], Path]
+    page: Page, demo: tuple[Server, str], shoot: Shoot
 ) -> None:
     server, trace_id = demo
     page.goto(f"{server.url}runs/{trace_id}")
-    call_id = select_span(page, "tools:execute", "fetch_page")
+    # A researcher's batch of two fetches (the find box puts an exact name first).
+    call_id = select_span(page, "tools:execute", "fetch_page, fetch_page")
     # A batch of one tool call carries that call's callId; a batch of several, its agent's.
     agent = call_id.rsplit("/", 1)[0] if call_id.rsplit("/", 1)[-1].startswith("tool:") else call_id
     page.locator("#rewind-before").click()
@@ -77,7 +77,7 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     expect(page.locator("#snapshot-run")).to_have_attribute("href", re.compile(f"/runs/{trace_id}\\?span="))
     frame = page.locator(f'#frames li[data-call-id="{agent}"]')
     expect(frame.locator(".status-badge").first).to_have_text("running")
-    page.screenshot(path=screenshot_path("snapshot"), full_page=True)
+    shoot(page, "snapshot")
 
     # The same cut again is the same snapshot: same link.
     page.go_back()
@@ -89,6 +89,10 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     # it was rewound to before ran live.
     select_span(page, "tools:execute", "web_search")
     expect(page.locator("#detail header .badge.cached")).to_be_visible()
+    # Calls served from the journal take no time; each is still drawn wide enough to see and click.
+    cached = page.locator("#bars rect.bar.cached")
+    expect(cached.first).to_be_visible()
+    assert min(float(w) for w in cached.evaluate_all("bars => bars.map(b => b.getAttribute('width'))")) >= 4
     select_span(page, "tools:execute", "fetch_page")
     expect(page.locator("#detail header .badge.cached")).to_have_count(0)
 
@@ -98,7 +102,7 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     cached, live = badges(page.locator(f'tr.compare-row[data-call-id="{agent}"]'))
     assert cached >= 3  # its first turn, its search and its second turn
     assert live >= 3  # the fetches and the turn after them
-    page.screenshot(path=screenshot_path("compare"), full_page=True)
+    shoot(page, "compare")
 
 
 def test_fork_by_editing_memory_replay_and_see_the_changed_output(

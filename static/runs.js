@@ -59,7 +59,8 @@
     const input = form.querySelector("input[type=file]");
     input.addEventListener("change", () => send(form));
     form.addEventListener("htmx:afterRequest", (event) => {
-      if (event.detail.successful) input.value = "";
+      // By status: a refusal is swapped in as a page (htmx:beforeSwap below), which htmx then calls a success.
+      if (event.detail.xhr && event.detail.xhr.status < 300) input.value = "";
       showChosen(input);
     });
   }
