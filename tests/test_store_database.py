@@ -51,11 +51,11 @@ def test_a_later_migration_runs_once_on_an_older_file(tmp_path: Path, monkeypatc
         reopened.close()
 
 
-def test_migration_4_counts_a_stored_runs_spans_as_its_page_does(
+def test_migration_5_counts_a_stored_runs_spans_as_its_page_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A store written before migration 4 counted every span: instants, prompt loops, model calls.
-    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:3])
+    # A store written before migration 5 counted every span: instants, prompt loops, model calls.
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:4])
     t = Trace()
     root = t.start("agent")
     loop = t.start("promptAgent", root)

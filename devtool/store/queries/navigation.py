@@ -246,14 +246,3 @@ def _json_object(text: str | None) -> dict[str, Any] | None:
         return None
     return value if isinstance(value, dict) else None
 
-
-def model_calls(store: Store, trace_id: str, turn_span_id: str) -> list[dict[str, Any]]:
-    """The `model:call:end` events under a turn: usage, cost, duration of each real model request."""
-    rows = store.query(
-        """
-        SELECT e.body FROM spans s JOIN events e ON e.event_id = s.end_event_id
-        WHERE s.trace_id = ? AND s.parent_span_id = ? AND s.kind = 'model:call' ORDER BY s.start_ts
-        """,
-        [trace_id, turn_span_id],
-    )
-    return [orjson.loads(body) for (body,) in rows]
