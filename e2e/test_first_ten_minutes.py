@@ -30,12 +30,17 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dic
         yield server, traces
 
 
+def open_run(page: Page, demo: tuple[Server, dict[str, str]], name: str) -> None:
+    """The run page of demo run `name` in a 1600×1000 window."""
+    server, traces = demo
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    page.goto(f"{server.url}runs/{traces[name]}")
+
+
 def test_parallel_researchers_get_lanes_and_every_bar_is_in_the_tree(
     page: Page, demo: tuple[Server, dict[str, str]]
 ) -> None:
-    server, traces = demo
-    page.set_viewport_size({"width": 1600, "height": 1000})
-    page.goto(f"{server.url}runs/{traces['research']}")
+    open_run(page, demo, "research")
     researchers = page.locator('#bars rect.bar.k-agent[data-span][data-title^="agent researcher"]')
     expect(researchers).to_have_count(3)
     lanes = {researchers.nth(i).get_attribute("y") for i in range(3)}
@@ -99,9 +104,7 @@ def test_every_page_is_usable_at_1024_by_768(page: Page, demo: tuple[Server, dic
 def test_the_panes_fill_the_window_and_a_stack_is_not_a_box_of_its_own(
     page: Page, demo: tuple[Server, dict[str, str]]
 ) -> None:
-    server, traces = demo
-    page.set_viewport_size({"width": 1600, "height": 1000})
-    page.goto(f"{server.url}runs/{traces['release-check']}")
+    open_run(page, demo, "release-check")
     page.locator("#tree a.select", has_text="release-checker").first.click()
     expect(page.locator("#detail h2")).to_contain_text("release-checker")
     detail = page.locator("#detail").bounding_box()
