@@ -146,6 +146,9 @@ def test_each_frame_says_where_its_memory_comes_from_and_what_the_run_set_later(
     assert "note" in later.text()
     assert "done" in later.text()
     assert json.loads(one(researcher, "textarea.json-editor").text()) == {}  # the fork editor starts from the snapshot
+    # The run's root frame ends no generation: its memory is empty, and it says so.
+    root = one(html(client.get(f"/snapshots/{inside}").text), 'li.frame[data-call-id="root"]')
+    assert one(root, ".memory-origin").text().startswith("empty: the run ended no generation in this frame")
     # Cut after the agent: its memory is its generation's end, and nothing came later.
     after = rewind(client, trace_id, span_of(store, trace_id, "researcher", "agent"), "after")
     researcher = one(html(client.get(f"/snapshots/{after}").text), 'li.frame[data-call-id="root/agent:researcher:0"]')

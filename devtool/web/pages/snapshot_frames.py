@@ -150,9 +150,13 @@ def _cut(store: Store, trace_id: str, provenance: dict[str, Any], timestamp: Any
     return None
 
 
-def _origin(row: FrameRow, ends: list[GenerationEnd], cut: CutPoint, started: float) -> MemoryOrigin | None:
+def _origin(row: FrameRow, ends: list[GenerationEnd], cut: CutPoint, started: float) -> MemoryOrigin:
     if not ends:
-        return None
+        # The run's root and an agent that never ended a generation: nothing for restore to take.
+        empty = "the run ended no generation in this frame"
+        if row.memory:
+            return MemoryOrigin(f"edited: {empty}, so its memory here was empty", {}, "")
+        return MemoryOrigin(f"empty: {empty} (memory is restored from a frame's generation ends)", {}, "")
     before = [end for end in ends if cut.keeps(end.ended_ms, end.event_id)]
     after = [end for end in ends if not cut.keeps(end.ended_ms, end.event_id)]
     if before:
