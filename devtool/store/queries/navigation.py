@@ -245,4 +245,3 @@ def _json_object(text: str | None) -> dict[str, Any] | None:
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
-
