@@ -71,6 +71,10 @@ def test_the_counts_agree_on_the_runs_page_the_header_and_the_timeline(
     spans = int(page.locator(".run-facts dt", has_text=re.compile("^spans$")).locator("xpath=../dd").inner_text())
     assert note == f"{failed} failed spans"
     assert spans == int(page.locator("#timeline").get_attribute("data-spans") or 0)
+    # The demo's own log, loading the file, said the same number.
+    logged = re.search(r"release-check\.trace\.jsonl: \d+ events, (\d+) spans", server.output())
+    assert logged is not None, server.output()
+    assert int(logged.group(1)) == spans
     expect(page.locator("#bars rect.bar.merged.s-failed")).to_have_count(0)
     expect(page.locator("#bars rect.bar.s-failed[data-span]")).to_have_count(failed)
 
