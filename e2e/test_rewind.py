@@ -48,6 +48,8 @@ def replay(page: Page) -> str:
     page.locator("#replay-button").click()
     expect(page.locator("#replay-entrypoint")).to_have_text("devtool.demo.research:main")
     expect(page.locator("#replay-argv")).to_contain_text("--snapshot=")
+    # Every argument can be read where it is: a long one wraps rather than run past the block's edge.
+    assert page.locator("#replay-argv").evaluate("node => node.scrollWidth - node.clientWidth") <= 1
     page.locator("#replay-run").click()
     page.wait_for_url(re.compile(r".*/runs/[0-9a-f]{32}$"), timeout=30_000)
     expect(page.locator("#run-header .status-badge")).to_have_text("completed", timeout=30_000)
