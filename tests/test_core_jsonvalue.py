@@ -1,10 +1,11 @@
-"""Strict JSON, canonical bytes and the SHA-256 content hash."""
+"""Strict JSON, canonical bytes, the SHA-256 content hash, and where a text stops being JSON."""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
 
+import orjson
 import pytest
 
 from devtool.core.jsonvalue import (
@@ -15,6 +16,7 @@ from devtool.core.jsonvalue import (
     describe,
     is_json,
     json_copy,
+    where_not_json,
 )
 
 
@@ -73,3 +75,22 @@ def test_an_integer_beyond_64_bits_has_no_canonical_json() -> None:
         canonical_json({"seed": 2**70})
     with pytest.raises(NotJSONError):
         content_hash_of_json({"seed": 2**70})
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        (b"this is not json", (1, 1, "“this is not json”")),
+        (b'{"a": tru}', (1, 7, "“tru}”")),
+        (b'{"a": 1', (1, 8, "cut short")),
+        (b"[1,\n2,\n3 x]", (3, 3, "“x]”")),
+        ('{"é": 1 x}'.encode(), (1, 9, "“x}”")),  # columns count characters, not bytes
+        (b'{"a": "' + b"x" * 40 + b'" oops and more after it}', (1, 50, "“oops and more after it}”")),
+        (b"\x01\x02", (1, 1, "“··”")),
+    ],
+)
+def test_where_a_text_stops_being_json_is_said_in_a_readers_words(text: bytes, where: tuple[int, int, str]) -> None:
+    with pytest.raises(orjson.JSONDecodeError) as caught:
+        orjson.loads(text)
+    assert where_not_json(text, caught.value) == where
+    assert "expected" not in where[2]
