@@ -134,6 +134,8 @@ def load_files(
 
 
 def _describe(result: LoadResult, seconds: float) -> str:
+    if result.already_loaded and not (result.events or result.journal_entries):
+        return f"{result.path}: every event in it is stored already, nothing added"
     if result.already_loaded:
         what = (
             _count(result.events, "event")

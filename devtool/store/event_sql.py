@@ -71,8 +71,20 @@ COLUMNS = (
 )
 
 
-def insert_events_sql(relation: str) -> str:
-    """INSERT … SELECT from `relation` (`body`, and `n` from 1 in load order); parameters `$base`, `$source`."""
+# An event's identity (`events.event_key`): a 64-bit hash of its JSON text as stored, compared within
+# its trace. The same event arriving again (an exporter's retry of a batch, a file loaded again with
+# more lines, a followed file read again) has the same text: the exporter sends the same body, a file
+# the same line. Distinct events differ in text (timestamp, span id, the exporter's `_seq`).
+EVENT_KEY_SQL = "hash(body::VARCHAR)"
+
+
+def insert_events_sql(relation: str, *, traces: bool = False) -> str:
+    """INSERT … SELECT from `relation` (`body`, and `n` from 1 in load order); parameters `$base`, `$source`.
+
+    Events already stored (same trace, same `event_key`) are left out; with `traces`, only the
+    stored events of the traces in the list `$traces` are looked at (a live batch knows its traces).
+    """
+    known = "SELECT trace_id, event_key FROM events" + (" WHERE trace_id IN (SELECT unnest($traces))" if traces else "")
     return f"""
     INSERT INTO events
     SELECT
@@ -93,8 +105,14 @@ def insert_events_sql(relation: str) -> str:
         e.usage.promptTokens,
         e.usage.completionTokens,
         body,
-        CASE WHEN t = 'model:call:end' THEN e.costs.micro_usd END
-    FROM (SELECT e, body, n, e.type AS t FROM (SELECT from_json(body, '{STRUCTURE}') AS e, body, n FROM {relation}))
+        CASE WHEN t = 'model:call:end' THEN e.costs.micro_usd END,
+        k
+    FROM (
+        SELECT e, body, n, e.type AS t, k FROM (
+            SELECT from_json(body, '{STRUCTURE}') AS e, body, n, {EVENT_KEY_SQL} AS k FROM {relation}
+        )
+    ) fresh
+    ANTI JOIN ({known}) stored ON stored.event_key = fresh.k AND stored.trace_id = fresh.e.trace.traceId
     """
 
 
@@ -111,16 +129,22 @@ def insert_events(
     params: dict[str, object],
     *,
     derive_spans: bool = True,
+    traces: list[str] | None = None,
 ) -> tuple[int, int, tuple[str, ...]]:
     """Insert the events of `relation` (its parameters in `params`), then derive their spans (unless
     `derive_spans` is False: the caller sees to it).
 
-    Returns (events, spans, trace ids); no spans nor traces when not derived. The caller holds the
-    write lock, in a transaction.
+    Returns (events stored, spans, trace ids); no spans nor traces when not derived. Events stored
+    already are not stored again (`insert_events_sql`), so ids may skip the numbers of those: they
+    still only grow. `traces`, when given, lists every trace of the relation's events (the check for
+    stored ones then reads only those). The caller holds the write lock, in a transaction.
     """
     base = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
-    count = conn.execute(insert_events_sql(relation), {**params, "base": base, "source": source_id}).fetchall()[0][0]
+    params = {**params, "base": base, "source": source_id}
+    if traces is not None:
+        params["traces"] = traces
+    count = conn.execute(insert_events_sql(relation, traces=traces is not None), params).fetchall()[0][0]
     if count == 0 or not derive_spans:
         return count, 0, ()
-    derived, traces = derive.refresh(conn, base)
-    return count, derived, traces
+    derived, refreshed = derive.refresh(conn, base)
+    return count, derived, refreshed

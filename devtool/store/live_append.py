@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from devtool.store.database import Store
 from devtool.store.event_gate import CheckedEvent, check_events
 from devtool.store.event_sql import insert_events
@@ -31,36 +33,63 @@ _BATCH = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS 
 
 def append_events(
     store: Store, events: Sequence[Mapping[str, Any]], *, stream: str = "live", derive: bool = True
-) -> list[int]:
-    """Check `events` (TraceEvent dicts) at the gate, append them in order and return their ids;
-    `InvalidEventsError` if any is bad (then none is stored)."""
+) -> list[int | None]:
+    """Check `events` (TraceEvent dicts) at the gate, append them in order and return their ids (None
+    for one stored already); `InvalidEventsError` if any is bad (then none is stored)."""
     return store_events(store, check_events(events), stream=stream, derive=derive)
 
 
 def store_events(
     store: Store, events: Sequence[CheckedEvent], *, stream: str = "live", derive: bool = True
-) -> list[int]:
+) -> list[int | None]:
     """Append `events`, checked at the gate already, in order and return their ids.
 
-    `derive=False` leaves their spans and run summaries in the store's backlog.
+    Exactly once: an event stored already (by an earlier batch, a file, another stream; see
+    `event_sql.EVENT_KEY_SQL`), or given twice in `events`, is stored once, and its place in the
+    returned list is None. `derive=False` leaves their spans and run summaries in the store's backlog.
     """
     if not events:
         return []
+    # Repeats inside the batch (two retries grouped into one append) go before the SQL, which only
+    # compares against what is stored.
+    slot_of: dict[str, int] = {}  # each distinct text's place in `texts`
+    firsts: list[int] = []  # the index in `events` of each slot's first event
+    for index, event in enumerate(events):
+        if slot_of.setdefault(event.text, len(firsts)) == len(firsts):
+            firsts.append(index)
+    texts = list(slot_of)
+    traces = sorted({_trace_id(event) for event in events})
     with store.transaction(derives=False) as conn:
         source_id = _live_source(conn, stream)
-        texts = [event.text for event in events]
-        count, _, _ = insert_events(conn, _BATCH, source_id, {"events": texts}, derive_spans=False)
-        last = conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0]
-        conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [count, source_id])
-        first = last - count + 1
-        store.backlog.add(
-            conn.execute(
-                "SELECT trace_id, min(event_id) FROM events WHERE event_id >= ? GROUP BY trace_id", [first]
-            ).fetchall()
-        )
-    if derive:
+        base = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
+        count, _, _ = insert_events(conn, _BATCH, source_id, {"events": texts}, derive_spans=False, traces=traces)
+        stored: dict[int, int] = {}
+        if count:
+            conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [count, source_id])
+            # A new text's id is base + its slot + 1 (`_BATCH` numbers from 1).
+            stored = dict(
+                conn.execute(
+                    "SELECT event_id - $base - 1, event_id FROM events WHERE event_id > $base", {"base": base}
+                ).fetchall()
+            )
+            store.backlog.add(
+                conn.execute(
+                    "SELECT trace_id, min(event_id) FROM events WHERE event_id > ? GROUP BY trace_id", [base]
+                ).fetchall()
+            )
+    if derive and count:
         store.derive_backlog()
-    return list(range(first, last + 1))
+    ids: list[int | None] = []
+    for index, event in enumerate(events):
+        slot = slot_of[event.text]
+        ids.append(stored.get(slot) if firsts[slot] == index else None)
+    return ids
+
+
+def _trace_id(event: CheckedEvent) -> str:
+    trace_id = event.event["trace"]["traceId"]
+    # As the store reads it (`from_json` to VARCHAR): a string as is, anything else as its JSON text.
+    return trace_id if isinstance(trace_id, str) else orjson.dumps(trace_id).decode()
 
 
 def _live_source(conn: Any, stream: str) -> int:

@@ -27,6 +27,8 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - Since migration 4, `events.cost_micro_usd` is a `model:call:end`'s `costs.micro_usd` (NULL when its
   price is unknown), and a run's `cost_micro_usd` sums its priced calls (NULL when none is priced)
   and `unpriced_calls` counts its successful calls without a price: its total is unknown, not $0.
+- Since migration 5, `events.event_key` is the event's identity within its trace (`event_sql.
+  EVENT_KEY_SQL`): an event whose trace holds one with the same key is not stored again.
 """
 
 from __future__ import annotations
@@ -174,5 +176,9 @@ MIGRATIONS: list[str] = [
         FROM events WHERE type = 'model:call:end' GROUP BY trace_id
     ) c
     WHERE runs.trace_id = c.trace_id;
+    """,
+    """
+    ALTER TABLE events ADD COLUMN event_key UBIGINT;
+    UPDATE events SET event_key = hash(body::VARCHAR);
     """,
 ]
