@@ -21,6 +21,17 @@ from devtool.core.jsonvalue import describe
 from devtool.core.model import Model
 from devtool.core.providers import resolve_model
 
+# Fields of the TypeScript library's agent and generation events that have no counterpart here:
+# what they mean for us (no scope layers, resources or equipped prompts; never reborn).
+AGENT_FIELDS: dict[str, Any] = {"scopeLayers": [], "resourceKeys": [], "maxReborns": 0}
+EMPTY_DRAFT: dict[str, Any] = {
+    "systemPrompts": [],
+    "instructions": [],
+    "tools": [],
+    "scopeLayers": [],
+    "resourceKeys": [],
+}
+
 
 class Agent:
     """A named handler that runs as its own frame. Create with `create_agent`."""
@@ -57,20 +68,28 @@ class Agent:
         def event(kind: str, span: str, parent_span: str, **fields: Any) -> TraceEvent:
             return trace_event(kind, self.id, run.trace_id, span, parent_span, callId=call_id, **fields)
 
+        # The TypeScript library's agent fields, with their meanings here: no scope layers or resources,
+        # and no reborn (one generation per call).
+        agent_fields = {"props": described_props, **AGENT_FIELDS}
+
         def finish(outcome: dict[str, Any]) -> None:
             elapsed = (time.perf_counter() - started) * 1000
             memory = frame.memory.to_json()
+            reason = "return" if outcome.get("success") else "error"
             run.emitter.emit(
-                event(EVENTS.GENERATION_END, generation_span, agent_span, generationId=0, memory=memory,
-                      duration=elapsed, **outcome)
+                event(EVENTS.GENERATION_END, generation_span, agent_span, generationId=0, props=described_props,
+                      memory=memory, endReason=reason, draft=EMPTY_DRAFT, duration=elapsed, **outcome)
             )  # fmt: skip
             run.emitter.emit(
-                event(EVENTS.AGENT_END, agent_span, parent.span_id, props=described_props, duration=elapsed, **outcome)
-            )
+                event(EVENTS.AGENT_END, agent_span, parent.span_id, duration=elapsed, generationCount=1,
+                      **agent_fields, **outcome)
+            )  # fmt: skip
 
         started = time.perf_counter()
-        run.emitter.emit(event(EVENTS.AGENT_START, agent_span, parent.span_id, props=described_props))
-        run.emitter.emit(event(EVENTS.GENERATION_START, generation_span, agent_span, generationId=0))
+        run.emitter.emit(event(EVENTS.AGENT_START, agent_span, parent.span_id, **agent_fields))
+        run.emitter.emit(
+            event(EVENTS.GENERATION_START, generation_span, agent_span, generationId=0, props=described_props)
+        )
         token = CURRENT_FRAME.set(frame)
         try:
             result = self.handler(props)

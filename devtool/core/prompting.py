@@ -149,18 +149,19 @@ class _Conversation:
         frame, span, started = self.frame, new_span_id(), time.perf_counter()
         turn_call_id = frame.next_call_id("turn", self.model.id)
         digest = content_hash([messages, self.schema, self.identity, self.definitions])
-        common = {"callId": turn_call_id, "step": step, "model": self.identity, "contentHash": digest}
-        frame.emit(
-            self._event(
-                EVENTS.TURN_START,
-                span,
-                self.span_id,
-                messages=list(messages),
-                schema=self.schema,
-                toolConfig={"tools": self.definitions},
-                **common,
-            )
-        )
+        # An end event repeats its start's fields, as in the TypeScript library (its restore and
+        # viewers read a turn from its end alone).
+        common = {
+            "callId": turn_call_id,
+            "step": step,
+            "model": self.identity,
+            "contentHash": digest,
+            "messages": list(messages),
+            "messageCount": len(messages),
+            "schema": self.schema,
+            "toolConfig": {"tools": self.definitions},
+        }
+        frame.emit(self._event(EVENTS.TURN_START, span, self.span_id, **common))
         entry = frame.cached("prompt", digest)
         if entry is not None:
             message: Message = json_copy(entry["output"])  # type: ignore[assignment]
@@ -170,6 +171,7 @@ class _Conversation:
                     span,
                     self.span_id,
                     message=message,
+                    resultType=_result_type(message),
                     cache=True,
                     success=True,
                     duration=(time.perf_counter() - started) * 1000,
@@ -200,6 +202,7 @@ class _Conversation:
                 span,
                 self.span_id,
                 message=describe(message),
+                resultType=_result_type(message),
                 cache=False,
                 success=True,
                 duration=(time.perf_counter() - started) * 1000,
@@ -210,7 +213,7 @@ class _Conversation:
 
     async def _call_model(self, turn_span: str, turn_call_id: str, step: int, messages: list[Message]) -> Message:
         frame, span, started = self.frame, new_span_id(), time.perf_counter()
-        who = {"adapterId": self.model.id, "provider": self.model.provider}
+        who = {"adapterId": self.model.id, "provider": self.model.provider, "usedTools": bool(self.definitions)}
         frame.emit(self._event(EVENTS.MODEL_CALL_START, span, turn_span, messageCount=len(messages), **who))
         progress: TurnProgress | None = None
         try:
@@ -246,7 +249,7 @@ class _Conversation:
         costs = reply.get("costs")
         for budget in (frame.budget, frame.run.budget):
             budget.add_call(self.model.id, self.model.provider, usage, costs)
-        outcome: dict[str, Any] = {"usage": usage, "costs": costs}
+        outcome: dict[str, Any] = {"usage": usage, "costs": costs, **_model_answer(message)}
         if "finishReason" in reply:
             outcome["finishReason"] = reply["finishReason"]
         if progress is not None and progress.first_at is not None:
@@ -308,3 +311,34 @@ def _assistant_message(message: Any, model: Model) -> Message:
         return json_copy({**message, "role": "assistant"})  # type: ignore[return-value]
     except NotJSONError as exc:
         raise ModelError(f"model {model.id!r} returned a message that is not JSON: {exc}") from None
+
+
+def _result_type(message: Message) -> str:
+    """What a turn's answer is, in the TypeScript library's words: tool calls, or content."""
+    return "tool_calls" if message.get("tool_calls") else "content"
+
+
+def _model_answer(message: Message) -> dict[str, Any]:
+    """`model:call:end`'s account of the answer as the TypeScript library gives it: the text
+    (`rawText`), the tool calls with their arguments as JSON text (`toolCalls`), and `finishReason`
+    (the adapter's own when it gives one, which the caller's fields then replace)."""
+    calls = [
+        {
+            "id": call.get("id", ""),
+            "name": call.get("name", ""),
+            "arguments": _arguments_text(call.get("arguments", {})),
+        }
+        for call in message.get("tool_calls") or []
+    ]
+    content = message.get("content")
+    answer: dict[str, Any] = {
+        "rawText": content if isinstance(content, str) else "",
+        "finishReason": "tool_calls" if calls else "stop",
+    }
+    if calls:
+        answer["toolCalls"] = calls
+    return answer
+
+
+def _arguments_text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else orjson.dumps(arguments, default=str).decode()

@@ -166,8 +166,9 @@ async def _execute(frame: Frame, planned: PlannedCall) -> Outcome:
     except NotJSONError:
         input_json, hashable = describe(planned.input), False
     result: ToolResult = {
-        "callId": planned.call_id,
-        "toolCallId": planned.tool_call_id,
+        # The TypeScript library's meaning: the model's id for the call (ours when no model asked).
+        "callId": planned.tool_call_id or planned.call_id,
+        "callPath": planned.call_id,
         "toolName": _name(planned),
         "input": input_json,
         "success": False,
