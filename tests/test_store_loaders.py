@@ -77,7 +77,7 @@ def test_a_json_array_loads_as_its_jsonl_would(store: Store, tmp_path: Path) -> 
         )
     finally:
         other.close()
-    assert (as_array.kind, as_array.events, as_array.spans) == ("trace-json-array", 82, 48)
+    assert (as_array.kind, as_array.events, as_array.spans) == ("trace-json-array", 82, 34)
 
 
 @pytest.mark.parametrize("path", JOURNALS, ids=lambda p: p.name)

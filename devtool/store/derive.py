@@ -245,7 +245,9 @@ def refresh(
         _refresh_stored(conn, new)
     conn.execute("DELETE FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
     conn.execute(_RUNS)
-    derived = conn.execute("SELECT count(*) FROM derived").fetchall()[0][0]
+    # Counted as a run's summary counts them (`runs.spans`): a point event with a span id of its own
+    # (`budget:update`, `validation:success`) is an instant, an event on the timeline, not a span.
+    derived = conn.execute("SELECT count(*) FROM derived WHERE NOT instant").fetchall()[0][0]
     traces = tuple(row[0] for row in conn.execute("SELECT trace_id FROM touched_traces ORDER BY 1").fetchall())
     conn.execute("DROP TABLE derived; DROP TABLE placed; DROP TABLE touched_traces")
     return int(derived), traces
