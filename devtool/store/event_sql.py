@@ -78,13 +78,28 @@ COLUMNS = (
 EVENT_KEY_SQL = "hash(body::VARCHAR)"
 
 
-def insert_events_sql(relation: str, *, traces: bool = False) -> str:
+# The positions (from 1) of the texts in the list `$texts` whose events are stored already, in the
+# traces of the list `$traces`: a live batch's check before its insert.
+STORED_SQL = f"""
+    SELECT n FROM (
+        SELECT {EVENT_KEY_SQL.replace("body::VARCHAR", "t")} AS k, n FROM unnest($texts) WITH ORDINALITY AS u(t, n)
+    )
+    WHERE k IN (SELECT event_key FROM events WHERE trace_id = ANY($traces))
+"""
+
+
+def insert_events_sql(relation: str, *, dedup: bool = True) -> str:
     """INSERT … SELECT from `relation` (`body`, and `n` from 1 in load order); parameters `$base`, `$source`.
 
-    Events already stored (same trace, same `event_key`) are left out; with `traces`, only the
-    stored events of the traces in the list `$traces` are looked at (a live batch knows its traces).
+    Events already stored (same trace, same `event_key`) are left out, unless `dedup` is False (the
+    caller checked: `STORED_SQL`).
     """
-    known = "SELECT trace_id, event_key FROM events" + (" WHERE trace_id IN (SELECT unnest($traces))" if traces else "")
+    stored = (
+        "ANTI JOIN (SELECT trace_id, event_key FROM events) stored"
+        " ON stored.event_key = fresh.k AND stored.trace_id = fresh.e.trace.traceId"
+        if dedup
+        else ""
+    )
     return f"""
     INSERT INTO events
     SELECT
@@ -112,7 +127,7 @@ def insert_events_sql(relation: str, *, traces: bool = False) -> str:
             SELECT from_json(body, '{STRUCTURE}') AS e, body, n, {EVENT_KEY_SQL} AS k FROM {relation}
         )
     ) fresh
-    ANTI JOIN ({known}) stored ON stored.event_key = fresh.k AND stored.trace_id = fresh.e.trace.traceId
+    {stored}
     """
 
 
@@ -129,21 +144,18 @@ def insert_events(
     params: dict[str, object],
     *,
     derive_spans: bool = True,
-    traces: list[str] | None = None,
+    dedup: bool = True,
 ) -> tuple[int, int, tuple[str, ...]]:
     """Insert the events of `relation` (its parameters in `params`), then derive their spans (unless
     `derive_spans` is False: the caller sees to it).
 
     Returns (events stored, spans, trace ids); no spans nor traces when not derived. Events stored
-    already are not stored again (`insert_events_sql`), so ids may skip the numbers of those: they
-    still only grow. `traces`, when given, lists every trace of the relation's events (the check for
-    stored ones then reads only those). The caller holds the write lock, in a transaction.
+    already are not stored again (`insert_events_sql`; not checked with `dedup` False), so ids may skip
+    the numbers of those: they still only grow. The caller holds the write lock, in a transaction.
     """
     base = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
     params = {**params, "base": base, "source": source_id}
-    if traces is not None:
-        params["traces"] = traces
-    count = conn.execute(insert_events_sql(relation, traces=traces is not None), params).fetchall()[0][0]
+    count = conn.execute(insert_events_sql(relation, dedup=dedup), params).fetchall()[0][0]
     if count == 0 or not derive_spans:
         return count, 0, ()
     derived, refreshed = derive.refresh(conn, base)

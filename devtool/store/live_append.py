@@ -23,7 +23,7 @@ import orjson
 
 from devtool.store.database import Store
 from devtool.store.event_gate import CheckedEvent, check_events
-from devtool.store.event_sql import insert_events
+from devtool.store.event_sql import STORED_SQL, insert_events
 
 LIVE_KIND = "live"
 
@@ -50,8 +50,7 @@ def store_events(
     """
     if not events:
         return []
-    # Repeats inside the batch (two retries grouped into one append) go before the SQL, which only
-    # compares against what is stored.
+    # Repeats inside the batch (two retries grouped into one append) go first, then what the store has.
     slot_of: dict[str, int] = {}  # each distinct text's place in `texts`
     firsts: list[int] = []  # the index in `events` of each slot's first event
     for index, event in enumerate(events):
@@ -60,30 +59,28 @@ def store_events(
     texts = list(slot_of)
     traces = sorted({_trace_id(event) for event in events})
     with store.transaction(derives=False) as conn:
-        source_id = _live_source(conn, stream)
-        base = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
-        count, _, _ = insert_events(conn, _BATCH, source_id, {"events": texts}, derive_spans=False, traces=traces)
-        stored: dict[int, int] = {}
-        if count:
+        stored = {n - 1 for (n,) in conn.execute(STORED_SQL, {"texts": texts, "traces": traces}).fetchall()}
+        new = [slot for slot in range(len(texts)) if slot not in stored]
+        ids: dict[int, int] = {}
+        if new:
+            source_id = _live_source(conn, stream)
+            rows: dict[str, object] = {"events": [texts[slot] for slot in new]}
+            count, _, _ = insert_events(conn, _BATCH, source_id, rows, derive_spans=False, dedup=False)
+            last = conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0]
             conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [count, source_id])
-            # A new text's id is base + its slot + 1 (`_BATCH` numbers from 1).
-            stored = dict(
-                conn.execute(
-                    "SELECT event_id - $base - 1, event_id FROM events WHERE event_id > $base", {"base": base}
-                ).fetchall()
-            )
+            first = last - count + 1
+            ids = {slot: first + place for place, slot in enumerate(new)}
             store.backlog.add(
                 conn.execute(
-                    "SELECT trace_id, min(event_id) FROM events WHERE event_id > ? GROUP BY trace_id", [base]
+                    "SELECT trace_id, min(event_id) FROM events WHERE event_id >= ? GROUP BY trace_id", [first]
                 ).fetchall()
             )
-    if derive and count:
+    if derive and ids:
         store.derive_backlog()
-    ids: list[int | None] = []
-    for index, event in enumerate(events):
-        slot = slot_of[event.text]
-        ids.append(stored.get(slot) if firsts[slot] == index else None)
-    return ids
+    return [
+        ids.get(slot_of[event.text]) if firsts[slot_of[event.text]] == index else None
+        for index, event in enumerate(events)
+    ]
 
 
 def _trace_id(event: CheckedEvent) -> str:
