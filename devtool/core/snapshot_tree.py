@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from devtool.core.budget import empty_budget_state
 from devtool.core.jsonvalue import JSON, content_hash_of_json
 
 Node = dict[str, Any]
@@ -57,9 +56,6 @@ def assemble(top: Mapping[str, Any], nodes: Mapping[str, Node]) -> dict[str, Any
 
     def frame(key: str) -> dict[str, Any]:
         node = nodes[key]
-        whole = {**node, "children": {call_id: frame(child) for call_id, child in node["children"].items()}}
-        if "budgetState" not in whole:  # stored before frames carried one
-            whole["budgetState"] = empty_budget_state()
-        return whole
+        return {**node, "children": {call_id: frame(child) for call_id, child in node["children"].items()}}
 
     return {**top, "root": frame(top["root"])}
