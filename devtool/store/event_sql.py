@@ -79,12 +79,14 @@ EVENT_KEY_SQL = "hash(body::VARCHAR)"
 
 
 # The positions (from 1) of the texts in the list `$texts` whose events are stored already, in the
-# traces of the list `$traces`: a live batch's check before its insert.
+# traces of the list `$traces`: a live batch's check before its insert. A stored copy has the same
+# timestamp, so only stored events between the batch's first and last (`$lo`, `$hi`) are read: the
+# `ts` column's min/max per row group skip the rest of a long run, which a live run stores in time order.
 STORED_SQL = f"""
     SELECT n FROM (
         SELECT {EVENT_KEY_SQL.replace("body::VARCHAR", "t")} AS k, n FROM unnest($texts) WITH ORDINALITY AS u(t, n)
     )
-    WHERE k IN (SELECT event_key FROM events WHERE trace_id = ANY($traces))
+    WHERE k IN (SELECT event_key FROM events WHERE ts BETWEEN $lo AND $hi AND trace_id = ANY($traces))
 """
 
 

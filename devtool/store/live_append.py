@@ -59,7 +59,9 @@ def store_events(
     texts = list(slot_of)
     traces = sorted({_trace_id(event) for event in events})
     with store.transaction(derives=False) as conn:
-        stored = {n - 1 for (n,) in conn.execute(STORED_SQL, {"texts": texts, "traces": traces}).fetchall()}
+        times = [float(event.event["timestamp"]) for event in events]
+        check = {"texts": texts, "traces": traces, "lo": min(times), "hi": max(times)}
+        stored = {n - 1 for (n,) in conn.execute(STORED_SQL, check).fetchall()}
         new = [slot for slot in range(len(texts)) if slot not in stored]
         ids: dict[int, int] = {}
         if new:
