@@ -50,7 +50,7 @@ DERIVE_SHARE = 0.5
 class _Batch:
     events: Sequence[CheckedEvent]
     stream: str
-    done: asyncio.Future[list[int]] = field(repr=False)
+    done: asyncio.Future[list[int | None]] = field(repr=False)
 
 
 class Appender:
@@ -65,8 +65,9 @@ class Appender:
         self._flush: asyncio.Task[None] | None = None
         self._derive: asyncio.Task[None] | None = None
 
-    async def append(self, events: Sequence[CheckedEvent], *, stream: str) -> list[int]:
-        """Store `events` and return their ids, in order; raises what the store raised."""
+    async def append(self, events: Sequence[CheckedEvent], *, stream: str) -> list[int | None]:
+        """Store `events` and return their ids, in order (None for one that was stored already: it is
+        neither stored nor published again); raises what the store raised."""
         if not events:
             return []
         batch = _Batch(events, stream, asyncio.get_running_loop().create_future())
@@ -119,14 +120,16 @@ class Appender:
                     batch.done.add_done_callback(_retrieve)
                     continue
                 batch.done.set_result(result)
-                stored.extend(LiveEvent.of(i, e.event) for i, e in zip(result, batch.events, strict=True))
+                stored.extend(
+                    LiveEvent.of(i, e.event) for i, e in zip(result, batch.events, strict=True) if i is not None
+                )
             self.broker.publish(stored)
             if self._derive is None or self._derive.done():
                 self._derive = asyncio.create_task(self._follow(), name="devtool-live-derive")
 
-    async def _store(self, group: list[_Batch]) -> list[list[int] | Exception]:
+    async def _store(self, group: list[_Batch]) -> list[list[int | None] | Exception]:
         """Each batch's ids, or the error that kept it out: one transaction per stream when all goes well."""
-        results: list[list[int] | Exception] = []
+        results: list[list[int | None] | Exception] = []
         index = 0
         while index < len(group):
             end = index
@@ -146,7 +149,7 @@ class Appender:
             index = end
         return results
 
-    async def _store_one(self, events: Sequence[CheckedEvent], stream: str) -> list[int] | Exception:
+    async def _store_one(self, events: Sequence[CheckedEvent], stream: str) -> list[int | None] | Exception:
         try:
             ids = await run_in_threadpool(store_events, self.store, events, stream=stream, derive=False)
         except Exception as exc:  # whatever the store raised must reach the waiting requests, not hang them
@@ -172,6 +175,6 @@ def _take_group(pending: list[_Batch]) -> list[_Batch]:
     return group
 
 
-def _retrieve(future: asyncio.Future[list[int]]) -> None:
+def _retrieve(future: asyncio.Future[list[int | None]]) -> None:
     if not future.cancelled():
         future.exception()

@@ -7,8 +7,10 @@ then by the exporter's `_seq` counter); good ones are stored even when others in
 in one transaction, and published to the live streams.
 
 Answers, JSON:
-- 200 `{"accepted": n, "ids": [...], "rejected": []}`: all stored (`ids`: store positions, in the
-  order the events were posted);
+- 200 `{"accepted": n, "ids": [...], "duplicates": d, "rejected": []}`: all stored (`ids`: store
+  positions, in the order the events were posted). An event stored already (the same batch posted
+  again because its answer was lost: exporters retry) is accepted and not stored again: its id is
+  null and `duplicates` counts it. So a retry is always safe;
 - 422 the same, with `"error"` and `"rejected": [{"index", "reason"}, ...]` (the first
   `SHOWN_REJECTIONS`; `"rejectedTotal"` counts them all): the others were stored;
 - 400 a body that is not a JSON array, 413 a body over `max_ingest_bytes` or a batch over
@@ -61,6 +63,7 @@ async def ingest(request: Request) -> JSONResponse:
     answer: dict[str, Any] = {
         "accepted": len(ids),
         "ids": ids,
+        "duplicates": ids.count(None),
         "rejected": [{"index": r.index, "reason": r.reason} for r in batch.rejected[:SHOWN_REJECTIONS]],
     }
     if not batch.rejected:
