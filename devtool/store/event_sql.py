@@ -22,8 +22,8 @@ from devtool.store.event_gate import TIMESTAMP_SQL, VALID_SQL
 # Fields that are checked are read as JSON (so a wrong kind of value is seen, not cast away);
 # the others as the type the UI wants, where a wrong kind of value becomes NULL.
 STRUCTURE = (
-    '{"type": "VARCHAR", "timestamp": "JSON", "schemaVersion": "JSON", '
-    '"trace": {"traceId": "VARCHAR", "spanId": "VARCHAR", "parentSpanId": "VARCHAR"}, '
+    '{"type": "JSON", "timestamp": "JSON", "schemaVersion": "JSON", '
+    '"trace": {"traceId": "JSON", "spanId": "JSON", "parentSpanId": "JSON"}, '
     '"agentId": "VARCHAR", "callId": "VARCHAR", "contentHash": "VARCHAR", "cache": "BOOLEAN", '
     '"success": "BOOLEAN", "error": "JSON", "step": "BIGINT", "generationId": "BIGINT", '
     '"toolNames": "VARCHAR[]", "name": "VARCHAR", "adapterId": "VARCHAR", "entrypoint": "VARCHAR", '
@@ -60,16 +60,6 @@ _ERROR = """
 """
 
 
-COLUMNS = (
-    "{'type': 'VARCHAR', 'timestamp': 'JSON', 'schemaVersion': 'JSON', "
-    "'trace': 'STRUCT(traceId VARCHAR, spanId VARCHAR, parentSpanId VARCHAR)', "
-    "'agentId': 'VARCHAR', 'callId': 'VARCHAR', 'contentHash': 'VARCHAR', 'cache': 'BOOLEAN', "
-    "'success': 'BOOLEAN', 'error': 'JSON', 'step': 'BIGINT', 'generationId': 'BIGINT', "
-    "'toolNames': 'VARCHAR[]', 'name': 'VARCHAR', 'adapterId': 'VARCHAR', 'entrypoint': 'VARCHAR', "
-    "'message': 'JSON', 'usage': 'STRUCT(promptTokens BIGINT, completionTokens BIGINT)'}"
-)
-
-
 def insert_events_sql(relation: str) -> str:
     """INSERT … SELECT from `relation` (`body`, and `n` from 1 in load order); parameters `$base`, `$source`."""
     return f"""
@@ -77,9 +67,9 @@ def insert_events_sql(relation: str) -> str:
     SELECT
         $base + n AS event_id,
         $source AS source_id,
-        e.trace.traceId,
-        e.trace.spanId,
-        nullif(e.trace.parentSpanId, ''),
+        e.trace.traceId ->> '$',
+        e.trace.spanId ->> '$',
+        nullif(e.trace.parentSpanId ->> '$', ''),
         t,
         CASE WHEN {VALID_SQL} THEN {TIMESTAMP_SQL} ELSE error('{INVALID_EVENT}') END,
         e.agentId,
@@ -92,7 +82,10 @@ def insert_events_sql(relation: str) -> str:
         e.usage.promptTokens,
         e.usage.completionTokens,
         body
-    FROM (SELECT e, body, n, e.type AS t FROM (SELECT from_json(body, '{STRUCTURE}') AS e, body, n FROM {relation}))
+    FROM (
+        SELECT e, body, n, e.type ->> '$' AS t
+        FROM (SELECT from_json(body, '{STRUCTURE}') AS e, body, n FROM {relation})
+    )
     """
 
 
