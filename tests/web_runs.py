@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 from selectolax.lexbor import LexborNode as Node
 from starlette.testclient import TestClient
 
 from devtool.core import CoreError, JsonlSink, run_with
-from devtool.store import Store, load_file
+from devtool.store import Store, derive, load_file
+from devtool.store.event_gate import VALID_SQL
+from devtool.store.event_sql import insert_events_sql
 from devtool.store.queries.navigation import search_spans
 
 
@@ -57,3 +61,26 @@ def rewind(client: TestClient, trace_id: str, span_id: str, anchor: str) -> str:
     location = response.headers["location"]
     assert location.startswith("/snapshots/")
     return location.removeprefix("/snapshots/")
+
+
+def store_unchecked(store: Store, events: list[dict[str, Any]]) -> None:
+    """Store `events` as a store written before the event gate had its limits holds them (any time,
+    any nesting), spans and runs derived as usual: what the pages must still show."""
+    relation = "(SELECT $body::JSON AS body, 1 AS n)"
+    with store.transaction() as conn:
+        base = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
+        for index, event in enumerate(events):
+            sql = insert_events_sql(relation).replace(VALID_SQL, "true")
+            conn.execute(sql, {"body": json.dumps(event), "source": 0, "base": base + index})
+        derive.refresh(conn, base)
+
+
+def run_pages(trace_id: str, spans: list[str]) -> list[str]:
+    """Every page and fragment of a run a browser can ask for, its spans selected one by one."""
+    base = f"/runs/{quote(trace_id, safe='')}"
+    pages = [base, f"{base}/timeline?w=1200", f"{base}/header", f"{base}/tree", f"{base}/actions"]
+    pages += [f"{base}/export.jsonl.gz", f"{base}/search?q=a"]
+    for span in spans:
+        pages += [f"{base}?span={quote(span, safe='')}", f"{base}/select?span={quote(span, safe='')}"]
+        pages.append(f"{base}/tree/{quote(span, safe='')}/children?offset=0")
+    return pages

@@ -69,9 +69,10 @@ _BARS = """
     fine AS (
         -- Pixels on the window's scale but not clipped to it: spans that began before the window
         -- (or end after it) at different times stay apart, as they would be drawn zoomed out.
+        -- Bounded only so a narrow window over a run of years stays within BIGINT.
         SELECT depth,
-               floor((start_ts - $start) * $scale)::BIGINT AS start_px,
-               floor((end_ts - $start) * $scale)::BIGINT AS end_px,
+               floor(least(greatest((start_ts - $start) * $scale, -1e18), 1e18))::BIGINT AS start_px,
+               floor(least(greatest((end_ts - $start) * $scale, -1e18), 1e18))::BIGINT AS end_px,
                min(start_ts) AS first, max(end_ts) AS last, count(*) AS n,
                any_value(span_id) AS span_id, min(kind) AS kind, any_value(name) AS name,
                count(*) FILTER (WHERE status = 'failed') AS failed,
