@@ -93,6 +93,10 @@ class Access:
             return True
         return self.bearer(request) or _equal(request.cookies.get(SESSION_COOKIE), self.session)
 
+    def is_page_token(self, given: str | None) -> bool:
+        """Whether `given` is the per-server token this server's pages carry."""
+        return _equal(given, self.csrf)
+
     def is_token(self, given: str) -> bool:
         """Whether `given` is the team token (compared in constant time)."""
         return self.token is not None and _equal(given, self.token)
