@@ -8,6 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from devtool.demo import billing, research
@@ -28,6 +31,7 @@ def assert_secured(headers: dict[str, str] | object) -> None:
     assert headers["content-security-policy"] == POLICY  # type: ignore[index]
     assert headers["x-content-type-options"] == "nosniff"  # type: ignore[index]
     assert headers["referrer-policy"] == "same-origin"  # type: ignore[index]
+    assert headers["x-frame-options"] == "DENY"  # type: ignore[index]  # frame-ancestors, for old browsers
 
 
 @pytest.mark.parametrize(
@@ -43,6 +47,19 @@ def assert_secured(headers: dict[str, str] | object) -> None:
 def test_every_kind_of_answer_carries_the_headers(client: TestClient, method: str, path: str) -> None:
     response = client.request(method, path, content=b"{}", follow_redirects=False)
     assert response.status_code in (200, 308, 400, 404)
+    assert_secured(response.headers)
+
+
+def test_the_page_of_an_unexpected_error_carries_them_too(store: Store) -> None:
+    def broken(request: Request) -> Response:
+        raise RuntimeError("a bug")
+
+    app = create_app(store)
+    app.router.routes.append(Route("/broken", broken))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.get("/broken")
+    assert response.status_code == 500
+    assert "hit a bug (RuntimeError)" in response.text
     assert_secured(response.headers)
 
 

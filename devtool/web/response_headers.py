@@ -4,14 +4,16 @@
   the benchmarks.
 - `Content-Security-Policy: default-src 'self'; frame-ancestors 'none'`: scripts, styles, images,
   fonts and connections (htmx requests, SSE) from this server only, and no page of the DevTool in a
-  frame of another site. It holds because the pages have no inline script, no `style` attribute
+  frame of another site (a framed confirm page under a decoy is how a click gets stolen);
+  `X-Frame-Options: DENY` says the same to browsers that predate `frame-ancestors`. It holds because the pages have no inline script, no `style` attribute
   (positions go through `static/place.js`, which sets them in the CSSOM) and no `data:` URL; htmx is
   told not to add its own `<style>` (`<meta name="htmx-config">` in `base.html`).
 - `X-Content-Type-Options: nosniff`: a file is what its `Content-Type` says (an uploaded trace is
   never run as a script).
 - `Referrer-Policy: same-origin`: the DevTool's URLs (run and process ids) are not sent to other sites.
 
-Not on the 500 page of an unexpected error: Starlette makes that one outside all middleware.
+The 500 page of an unexpected error is made outside all middleware (Starlette's `ServerErrorMiddleware`
+is outermost), so its handler adds `SECURITY_HEADERS` itself.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-SECURITY = (
-    (b"content-security-policy", b"default-src 'self'; frame-ancestors 'none'"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"same-origin"),
-)
+SECURITY_HEADERS = {
+    "content-security-policy": "default-src 'self'; frame-ancestors 'none'",
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+}
+_SECURITY = tuple((name.encode(), value.encode()) for name, value in SECURITY_HEADERS.items())
 
 
 class ResponseHeaders:
@@ -43,7 +47,7 @@ class ResponseHeaders:
             if message["type"] == "http.response.start":
                 elapsed = (time.perf_counter() - started) * 1000
                 timing = (b"server-timing", f"app;dur={elapsed:.1f}".encode())
-                message["headers"] = [*message.get("headers", ()), timing, *SECURITY]
+                message["headers"] = [*message.get("headers", ()), timing, *_SECURITY]
             await send(message)
 
         await self.app(scope, receive, with_headers)
