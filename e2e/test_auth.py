@@ -72,6 +72,11 @@ def test_a_teammate_signs_in_rewinds_and_shares_a_link_that_holds_no_secret(
         teammate.wait_for_url(link)
         expect(teammate.locator(".provenance .who")).to_have_text("Ana")
         expect(teammate.locator("#frames li.frame")).not_to_have_count(0)
+        # Signing out ends the session: the same link asks for the token again.
+        teammate.locator("#sign-out").click()
+        expect(teammate.locator("#login-title")).to_be_visible()
+        teammate.goto(link)
+        expect(teammate.locator("#login-title")).to_be_visible()
     finally:
         other.close()
 

@@ -4,10 +4,11 @@
   the benchmarks.
 - `Content-Security-Policy: default-src 'self'; frame-ancestors 'none'`: scripts, styles, images,
   fonts and connections (htmx requests, SSE) from this server only, and no page of the DevTool in a
-  frame of another site (a framed confirm page under a decoy is how a click gets stolen);
-  `X-Frame-Options: DENY` says the same to browsers that predate `frame-ancestors`. It holds because the pages have no inline script, no `style` attribute
-  (positions go through `static/place.js`, which sets them in the CSSOM) and no `data:` URL; htmx is
-  told not to add its own `<style>` (`<meta name="htmx-config">` in `base.html`).
+  frame of another site (a framed confirm page under a decoy is how a click gets stolen). It holds
+  because the pages have no inline script, no `style` attribute (positions go through
+  `static/place.js`, which sets them in the CSSOM) and no `data:` URL; htmx is told not to add its
+  own `<style>` (`<meta name="htmx-config">` in `base.html`).
+- `X-Frame-Options: DENY`: the same for browsers that predate `frame-ancestors`.
 - `X-Content-Type-Options: nosniff`: a file is what its `Content-Type` says (an uploaded trace is
   never run as a script).
 - `Referrer-Policy: same-origin`: the DevTool's URLs (run and process ids) are not sent to other sites.

@@ -27,6 +27,8 @@ class Settings:
     follow_interval: float = 0.1
     # The team token (`--token`, `DEVTOOL_TOKEN`): with one, every request must carry it (see `auth`).
     token: str | None = None
+    # How long a teammate's sign-in lasts (a restart or signing out ends it sooner).
+    session_seconds: float = 12 * 3600
     # Replay runs entrypoints from modules under this folder only (None: where the server started).
     replay_root: Path | None = None
     # Runs of at least this many events get a frame index in the background (`actions/frame_indexer.py`),
