@@ -1,4 +1,5 @@
-"""The pages' filters are total: any number a store can hold reads as something, never an error."""
+"""The pages' Jinja filters: money from micro-dollars, and times and durations total over any number
+a store can hold (each reads as something, never an error)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,27 @@ import math
 
 import pytest
 
-from devtool.web.filters import clock, duration
+from devtool.web.filters import clock, duration, usd
+
+
+@pytest.mark.parametrize(
+    ("micro", "shown"),
+    [
+        (None, "—"),  # no price: unknown, not free
+        (0, "$0.00"),
+        (1, "$0.00000100"),
+        (955, "$0.000955"),
+        (955.4, "$0.000955"),
+        (12_345, "$0.0123"),
+        (99_999, "$0.100"),
+        (999_999, "$1.00"),
+        (1_234_567, "$1.23"),
+        (123_456_789, "$123.46"),
+        (12_345_678_901, "$12,345.68"),
+    ],
+)
+def test_usd_shows_money_with_three_significant_digits_under_a_dollar(micro: float | None, shown: str) -> None:
+    assert usd(micro) == shown
 
 
 def test_a_time_is_shown_as_utc_to_the_millisecond() -> None:

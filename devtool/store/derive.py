@@ -189,12 +189,15 @@ _RUNS = """
         e.n, coalesce(s.spans, 0), coalesce(s.agents, 0), coalesce(s.failed, 0), coalesce(s.running, 0),
         e.prompt_tokens, e.completion_tokens,
         coalesce(s.agent_ids, ''),
-        e.first_id, e.last_id
+        e.first_id, e.last_id,
+        e.cost_micro_usd, e.unpriced_calls
     FROM (
         SELECT trace_id, count(*) AS n, min(ts) AS started, max(ts) AS ended,
                coalesce(sum(prompt_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS prompt_tokens,
                coalesce(sum(completion_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS completion_tokens,
-               min(event_id) AS first_id, max(event_id) AS last_id
+               min(event_id) AS first_id, max(event_id) AS last_id,
+               sum(cost_micro_usd) FILTER (WHERE type = 'model:call:end') AS cost_micro_usd,
+               count(*) FILTER (WHERE type = 'model:call:end' AND success AND cost_micro_usd IS NULL) AS unpriced_calls
         FROM events WHERE trace_id IN (SELECT trace_id FROM touched_traces)
         GROUP BY trace_id
     ) e

@@ -24,6 +24,9 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   (`devtool.core.frame_index`): per frame, when it was made and last changed, its events and its
   sealed node. `last_event_id` is the run's last event when it was indexed: a run that has grown
   since is rewound from its events until it is indexed again.
+- Since migration 4, `events.cost_micro_usd` is a `model:call:end`'s `costs.micro_usd` (NULL when its
+  price is unknown), and a run's `cost_micro_usd` sums its priced calls (NULL when none is priced)
+  and `unpriced_calls` counts its successful calls without a price: its total is unknown, not $0.
 """
 
 from __future__ import annotations
@@ -158,5 +161,18 @@ MIGRATIONS: list[str] = [
         error JSON,
         events BIGINT[] NOT NULL
     );
+    """,
+    """
+    ALTER TABLE events ADD COLUMN cost_micro_usd DOUBLE;
+    UPDATE events SET cost_micro_usd = TRY_CAST(body->'costs'->>'micro_usd' AS DOUBLE) WHERE type = 'model:call:end';
+    ALTER TABLE runs ADD COLUMN cost_micro_usd DOUBLE;
+    ALTER TABLE runs ADD COLUMN unpriced_calls BIGINT DEFAULT 0;
+    UPDATE runs SET cost_micro_usd = c.cost, unpriced_calls = c.unpriced
+    FROM (
+        SELECT trace_id, sum(cost_micro_usd) AS cost,
+               count(*) FILTER (WHERE cost_micro_usd IS NULL AND success) AS unpriced
+        FROM events WHERE type = 'model:call:end' GROUP BY trace_id
+    ) c
+    WHERE runs.trace_id = c.trace_id;
     """,
 ]

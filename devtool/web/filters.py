@@ -1,7 +1,8 @@
-"""Jinja filters the pages share: durations, times, CSS-safe names, short ids."""
+"""Jinja filters the pages share: durations, times, money, CSS-safe names, short ids."""
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -26,6 +27,19 @@ def clock(ms: float | None) -> str:
         return f"{ms:.6g} ms since the epoch"
 
 
+def usd(micro: float | None) -> str:
+    """Micro-dollars as money: `$12.34`, `$0.0123`, `$0.000955` (three significant digits under a
+    dollar, so a cheap call is not shown as $0.00); None, a cost that is not known, is "—"."""
+    if micro is None:
+        return "—"
+    dollars = micro / 1_000_000
+    rounded = float(f"{dollars:.3g}")
+    if rounded >= 1 or rounded == 0:
+        return f"${dollars:,.2f}"
+    decimals = max(2, 2 - math.floor(math.log10(rounded)))
+    return f"${rounded:.{decimals}f}"
+
+
 def css_ident(value: object) -> str:
     """`tools:execute` → `tools-execute`: a kind or status usable in a class name."""
     return re.sub(r"[^a-zA-Z0-9_-]+", "-", str(value)).strip("-") or "unknown"
@@ -46,6 +60,7 @@ def compact_json(value: Any) -> str:
 FILTERS = {
     "duration": duration,
     "clock": clock,
+    "usd": usd,
     "css_ident": css_ident,
     "short_id": short_id,
     "compact_json": compact_json,
