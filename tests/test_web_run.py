@@ -19,8 +19,9 @@ from devtool.store.queries.navigation import search_spans
 from devtool.web import create_app
 from devtool.web.links import run_url
 from devtool.web.pages.run_workspace import MAX_BARS
+from testkit.fuzz import run_pages
 from tests.conftest import Trace
-from tests.web_runs import html, one, record, run_pages, store_unchecked
+from tests.web_runs import html, one, record, store_unchecked
 
 
 @pytest.fixture

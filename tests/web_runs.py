@@ -8,7 +8,6 @@ import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 from selectolax.lexbor import LexborNode as Node
@@ -74,13 +73,3 @@ def store_unchecked(store: Store, events: list[dict[str, Any]]) -> None:
             conn.execute(sql, {"body": json.dumps(event), "source": 0, "base": base + index})
         derive.refresh(conn, base)
 
-
-def run_pages(trace_id: str, spans: list[str]) -> list[str]:
-    """Every page and fragment of a run a browser can ask for, its spans selected one by one."""
-    base = f"/runs/{quote(trace_id, safe='')}"
-    pages = [base, f"{base}/timeline?w=1200", f"{base}/header", f"{base}/tree", f"{base}/actions"]
-    pages += [f"{base}/export.jsonl.gz", f"{base}/search?q=a"]
-    for span in spans:
-        pages += [f"{base}?span={quote(span, safe='')}", f"{base}/select?span={quote(span, safe='')}"]
-        pages.append(f"{base}/tree/{quote(span, safe='')}/children?offset=0")
-    return pages
