@@ -241,13 +241,21 @@ async def _csrf_of(request: Request, receive: Receive) -> tuple[Receive, str | N
 
 
 def _same_origin(headers: Headers) -> bool:
-    """Whether a browser request came from a page of this server (by `Origin`, else `Sec-Fetch-Site`)."""
+    """Whether a browser request came from a page of this server (by `Origin`, else `Sec-Fetch-Site`,
+    else `Referer`: a browser too old for the first two still says which page sent it)."""
     origin = headers.get("origin")
     if origin is not None:
-        parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and parts.netloc.lower() == headers.get("host", "").lower()
+        return _names_host(origin, headers)
     site = headers.get("sec-fetch-site")
-    return site is None or site in ("same-origin", "none")
+    if site is not None:
+        return site in ("same-origin", "none")
+    referer = headers.get("referer")
+    return referer is None or _names_host(referer, headers)
+
+
+def _names_host(url: str, headers: Headers) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and parts.netloc.lower() == headers.get("host", "").lower()
 
 
 def _loopback_host(host: str) -> bool:
