@@ -1,6 +1,6 @@
 """The fuzz of what comes in and what the pages then answer: hostile TraceEvent batches (hypothesis
 strategies) and every page a browser can ask of the runs they touch, for `tests/test_web_fuzz.py`
-(minutes) and `bench/soak_fuzz.py` (as long as you like).
+(minutes) and `bench/soak.py` (as long as you like).
 
 A batch mixes good events with events a careless or hostile producer sends: times in other units
 or out of any calendar, ids and types of the wrong kind, nesting past the limits, markup and control

@@ -1,15 +1,15 @@
 """Fuzz: hostile batches in through HTTP ingest and the upload form (the file load), then every page
 of the runs they touched answers 200 or 4xx within a second. `testkit.fuzz` has the strategies and
-the pages; `bench/soak_fuzz.py` runs the same against a real server for as long as asked."""
+the pages; `bench/soak.py` runs the same against a real server for as long as asked."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
@@ -22,15 +22,14 @@ EVENTS = 2000  # fuzzed events a run of the suite sends, at least
 PAGES = 8  # asked after each batch
 
 
-def test_every_page_answers_whatever_came_in(store: Store, tmp_path: Path) -> None:
+@pytest.mark.timeout(900)  # 75 batches and ~600 pages; on a loaded machine, minutes
+def test_every_page_answers_whatever_came_in(store: Store) -> None:
     sent: Counter[str] = Counter()
     probe = Probe()
     with TestClient(create_app(store), raise_server_exceptions=False) as client:
 
         @settings(max_examples=75, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-        @given(
-            batch=BATCHES, door=st.sampled_from(["ingest", "upload"]), window=WINDOW, query=TEXT, data=st.data()
-        )
+        @given(batch=BATCHES, door=st.sampled_from(["ingest", "upload"]), window=WINDOW, query=TEXT, data=st.data())
         def case(batch: list[Any], door: str, window: Any, query: str, data: st.DataObject) -> None:
             if door == "ingest":
                 body = json.dumps(batch).encode()
