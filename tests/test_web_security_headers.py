@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,8 @@ from starlette.testclient import TestClient
 from devtool.demo import billing, research
 from devtool.store import Store, load_file
 from devtool.web import create_app
+from devtool.web.settings import Settings
+from tests.conftest import Trace
 from tests.web_runs import html, record
 
 POLICY = "default-src 'self'; frame-ancestors 'none'"
@@ -80,3 +83,17 @@ def test_the_pages_hold_nothing_the_policy_refuses(client: TestClient, store: St
         assert "data:" not in response.text, path
     chart = html(client.get(f"/processes/{billing.PROCESS_ID}").text)
     assert chart.css(".mark[data-x]")  # positions come as data, placed by static/place.js
+
+
+def test_the_server_timing_says_how_long_a_page_waited_for_live_appends_to_be_derived(store: Store) -> None:
+    t = Trace()
+    root = t.start("agent")
+    t.end(root)
+    # Derives come at most once a minute here, so the page finds the posted events not yet derived.
+    with TestClient(create_app(store, Settings(live_interval=60))) as client:
+        assert client.post("/api/v1/traces", json=t.events).status_code == 200
+        waited = client.get(f"/runs/{t.trace_id}")
+        settled = client.get(f"/runs/{t.trace_id}")
+    assert waited.status_code == 200
+    assert re.fullmatch(r"app;dur=[\d.]+, settle;dur=[\d.]+", waited.headers["server-timing"])
+    assert re.fullmatch(r"app;dur=[\d.]+", settled.headers["server-timing"])  # nothing left to wait for

@@ -1,7 +1,8 @@
 """Headers on every response: how long the server took, and what the browser may do with the answer.
 
 - `Server-Timing: app;dur=<ms>` (time to the response's first byte), for the browser's devtools and
-  the benchmarks.
+  the benchmarks; and `settle;dur=<ms>` when part of it was waiting for live appends to be derived
+  (`live/settled.py`).
 - `Content-Security-Policy: default-src 'self'; frame-ancestors 'none'`: scripts, styles, images,
   fonts and connections (htmx requests, SSE) from this server only, and no page of the DevTool in a
   frame of another site (a framed confirm page under a decoy is how a click gets stolen). It holds
@@ -22,6 +23,8 @@ from __future__ import annotations
 import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from devtool.web.live.settled import SETTLE_MS
 
 SECURITY_HEADERS = {
     "content-security-policy": "default-src 'self'; frame-ancestors 'none'",
@@ -47,7 +50,9 @@ class ResponseHeaders:
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 elapsed = (time.perf_counter() - started) * 1000
-                timing = (b"server-timing", f"app;dur={elapsed:.1f}".encode())
+                settle = scope.get(SETTLE_MS)
+                spent = f"app;dur={elapsed:.1f}" + ("" if settle is None else f", settle;dur={settle:.1f}")
+                timing = (b"server-timing", spent.encode())
                 message["headers"] = [*message.get("headers", ()), timing, *_SECURITY]
             await send(message)
 
