@@ -44,6 +44,7 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "/": ("q", "status", "page"),
     "/login": ("next",),
     "/live/runs": ("after",),
+    "/api/v1/server": (),
     "/snapshots": ("page",),
     "/snapshots/{snapshot_id}.json": (),
     "/snapshots/{snapshot_id}": ("frames",),

@@ -72,4 +72,3 @@ def store_unchecked(store: Store, events: list[dict[str, Any]]) -> None:
             sql = insert_events_sql(relation).replace(VALID_SQL, "true")
             conn.execute(sql, {"body": json.dumps(event), "source": 0, "base": base + index})
         derive.refresh(conn, base)
-

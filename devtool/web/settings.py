@@ -29,6 +29,9 @@ class Settings:
     token: str | None = None
     # How long a teammate's sign-in lasts (a restart or signing out ends it sooner).
     session_seconds: float = 12 * 3600
+    # The command line's token (`devtool serve` writes it beside the database, readable by its user
+    # only): `devtool load` and `devtool export` on this machine work through the server with it.
+    local_token: str | None = None
     # Replay runs entrypoints from modules under this folder only (None: where the server started).
     replay_root: Path | None = None
     # Runs of at least this many events get a frame index in the background (`actions/frame_indexer.py`),
