@@ -61,12 +61,12 @@ def test_spans_too_narrow_to_see_merge_into_counted_bars(store: Store) -> None:
 def test_parallel_spans_that_start_and_end_together_stay_apart(store: Store) -> None:
     # Three researchers fanned out at once that take the same time: wide enough to see, so each is a
     # bar of its own (the layout gives them lanes), never one "3 spans" bar.
-    t = Trace(start_ms=0.0)
-    root = t.start("agent", agentId="lead", at=0.0)
-    researchers = [t.start("agent", root, agentId="researcher", at=100.0) for _ in range(3)]
+    t = Trace(start_ms=T0)
+    root = t.start("agent", agentId="lead", at=T0)
+    researchers = [t.start("agent", root, agentId="researcher", at=T0 + 100.0) for _ in range(3)]
     for researcher in researchers:
-        t.end(researcher, at=400.0)
-    t.end(root, at=1000.0)
+        t.end(researcher, at=T0 + 400.0)
+    t.end(root, at=T0 + 1000.0)
     append_events(store, t.events)
     row = [bar for bar in timeline_window(store, t.trace_id, width_px=100).bars if bar.row == 1]
     assert sorted(bar.span_id or "" for bar in row) == sorted(researchers)
@@ -75,15 +75,15 @@ def test_parallel_spans_that_start_and_end_together_stay_apart(store: Store) -> 
 
 def test_a_merged_bar_holds_one_kind_and_says_whether_its_names_differ(store: Store) -> None:
     # Quick turns and tool calls of two workers, interleaved at one depth: each kind merges apart.
-    t = Trace(start_ms=0.0)
-    root = t.start("agent", agentId="lead", at=0.0)
+    t = Trace(start_ms=T0)
+    root = t.start("agent", agentId="lead", at=T0)
     for index in range(40):
-        turn = t.start("turn", root, step=index, at=index * 1.0)
-        t.end(turn, at=index * 1.0 + 0.1)
+        turn = t.start("turn", root, step=index, at=T0 + index * 1.0)
+        t.end(turn, at=T0 + index * 1.0 + 0.1)
         tool = "web_search" if index % 2 else "fetch_page"
-        tools = t.start("tools:execute", root, toolNames=[tool], at=index + 0.2)
-        t.end(tools, at=index + 0.3)
-    t.end(root, at=1000.0)
+        tools = t.start("tools:execute", root, toolNames=[tool], at=T0 + index + 0.2)
+        t.end(tools, at=T0 + index + 0.3)
+    t.end(root, at=T0 + 1000.0)
     append_events(store, t.events)
     # 60 px over 1000 ms: the first MIN_PX columns hold all 40 ms of them.
     row = [bar for bar in timeline_window(store, t.trace_id, width_px=60).bars if bar.row == 1]
@@ -97,15 +97,15 @@ def test_a_merged_bar_holds_one_kind_and_says_whether_its_names_differ(store: St
 
 
 def test_spans_the_tree_looks_through_are_not_drawn(store: Store) -> None:
-    t = Trace(start_ms=0.0)
-    root = t.start("agent", agentId="lead", at=0.0)
-    loop = t.start("promptAgent", root, at=10.0)
-    turn = t.start("turn", loop, at=10.0)
-    call = t.start("model:call", turn, at=11.0)
-    t.end(call, at=80.0)
-    t.end(turn, at=90.0)
-    t.end(loop, at=90.0)
-    t.end(root, at=100.0)
+    t = Trace(start_ms=T0)
+    root = t.start("agent", agentId="lead", at=T0)
+    loop = t.start("promptAgent", root, at=T0 + 10.0)
+    turn = t.start("turn", loop, at=T0 + 10.0)
+    call = t.start("model:call", turn, at=T0 + 11.0)
+    t.end(call, at=T0 + 80.0)
+    t.end(turn, at=T0 + 90.0)
+    t.end(loop, at=T0 + 90.0)
+    t.end(root, at=T0 + 100.0)
     append_events(store, t.events)
     kinds = {bar.kind for bar in timeline_window(store, t.trace_id, width_px=100).bars}
     assert kinds == {"agent", "turn"}
