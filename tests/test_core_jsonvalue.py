@@ -12,6 +12,7 @@ from devtool.core.jsonvalue import (
     NotJSONError,
     canonical_json,
     content_hash,
+    content_hash_of_json,
     describe,
     is_json,
     json_copy,
@@ -67,6 +68,13 @@ def test_describe_marks_what_is_not_json() -> None:
     assert described["$notJson"] == "$.p is a tests.test_core_jsonvalue.Point, not a JSON value"
     assert "Point(x=1)" in str(described["$repr"])
     assert describe({"ok": [1, "two"]}) == {"ok": [1, "two"]}
+
+
+def test_an_integer_beyond_64_bits_has_no_canonical_json() -> None:
+    with pytest.raises(NotJSONError, match="cannot be written as canonical JSON"):
+        canonical_json({"seed": 2**70})
+    with pytest.raises(NotJSONError):
+        content_hash_of_json({"seed": 2**70})
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,9 @@ seconds: a live view shows it, and the turn's `turn:end` carries the whole messa
 reads it: restore skips it, the journal never holds it); `model:call:end` carries `costs: null`
 when the model's price is unknown (never `{}`, which would read as free), `usage.details` with
 cache and reasoning tokens, `finishReason` and `ttft` as the TypeScript library names them; an
-error's `details` holds a `CoreError`'s structured facts (a `ModelError`'s provider, status, code).
+error's `details` holds a `CoreError`'s structured facts (a `ModelError`'s provider, status, code);
+`runWith:start` carries the run's `name` when it was given one (`devtool.record`); the `turn:end` of
+an instrumented SDK request carries, as `response`, the provider's answer it journaled (`turns.py`).
 """
 
 from __future__ import annotations
@@ -92,6 +94,8 @@ class TraceEvent(TypedDict, total=False):
     metadata: JSON
     config: JSON
     entrypoint: str
+    name: str
+    response: JSON
     generationId: int
     step: int
     messages: JSON

@@ -83,7 +83,7 @@ def kind_of(value: Any) -> str:
 def canonical_json(value: Any) -> bytes:
     """Keys sorted at every level, no whitespace, UTF-8. Raises `NotJSONError` for non-JSON."""
     json_copy(value)
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    return _sorted_json(value)
 
 
 def content_hash(value: Any) -> str:
@@ -93,7 +93,14 @@ def content_hash(value: Any) -> str:
 
 def content_hash_of_json(value: JSON) -> str:
     """`content_hash` of a value already known to be JSON (a `json_copy`), without checking it again."""
-    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return hashlib.sha256(_sorted_json(value)).hexdigest()
+
+
+def _sorted_json(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError as exc:  # Python's JSON takes an integer of any size; ours stops at 64 bits
+        raise NotJSONError(f"$ cannot be written as canonical JSON: {exc}") from None
 
 
 def _short_repr(value: Any, limit: int = 200) -> str:

@@ -12,7 +12,8 @@ to restores the one asked for.
 The rebuild, in one pass over the events up to the cut: frames from `agent:start`/`agent:end`
 (the run's own frame from `runWith:start`/`runWith:end`, or a synthetic one when those are missing);
 memory from `generation:end` (and `runWith:end` for the root); the prompt journal from successful
-`turn:end` events with a contentHash and a message; the tool journal from each successful result of
+`turn:end` events with a contentHash and a message (or, from an instrumented SDK request, the
+`response` it journaled); the tool journal from each successful result of
 a `tools:execute:end` (failed results are skipped, so those calls run again on a replay; a result
 marked `tombstone` becomes a tombstone entry, never replayed). Every span is attributed to a frame
 through `parentSpanId`, so sibling agents whose events interleave (parallel sub-agents) each get their

@@ -245,11 +245,12 @@ class Walk:
 
     def _turn_end(self, event: Event, trace: Trace, span: str) -> RestoredFrame | None:
         digest = event.get("contentHash")
-        message = event.get("message")
-        if event.get("success") is not True or type(digest) is not str or message is None:
+        # An instrumented SDK request journals the provider's response, which its end carries.
+        output = event["response"] if "response" in event else event.get("message")
+        if event.get("success") is not True or type(digest) is not str or output is None:
             return None
         frame = self._parent(trace)
-        frame.prompt[digest] = {"output": message, "contentHash": digest}
+        frame.prompt[digest] = {"output": output, "contentHash": digest}
         return frame
 
     def _tools_end(self, event: Event, trace: Trace, span: str) -> RestoredFrame | None:

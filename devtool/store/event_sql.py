@@ -38,7 +38,7 @@ _LABEL = """
     CASE
         WHEN t LIKE '%:end' THEN NULL
         WHEN t = 'agent:start' THEN coalesce(nullif(e.agentId, ''), 'agent')
-        WHEN t = 'runWith:start' THEN coalesce(e.entrypoint, 'runWith')
+        WHEN t = 'runWith:start' THEN coalesce(e.entrypoint, e.name, 'runWith')
         WHEN t = 'generation:start' THEN 'generation ' || coalesce(e.generationId, 0)
         WHEN t = 'turn:start' THEN 'turn ' || coalesce(e.step, 0)
         WHEN t = 'promptAgent:start' THEN 'prompt'
