@@ -15,6 +15,7 @@ from devtool.core.events import EVENTS, Emitter, Sink, TraceEvent, trace_event
 from devtool.core.frame import CURRENT_FRAME, Frame, Run
 from devtool.core.ids import new_span_id, new_trace_id
 from devtool.core.jsonvalue import JSON, describe
+from devtool.core.lookups import Observer
 from devtool.core.snapshot import ROOT_CALL_ID, AgentSnapshot, normalize, validate
 
 
@@ -30,6 +31,7 @@ async def run_with(
     enable_snapshot: bool | None = None,
     sinks: Iterable[Sink] = (),
     metadata: dict[str, JSON] | None = None,
+    observe: Observer | None = None,
 ) -> Any:
     """Run `fn()` as the root of a new run; with `snapshot`, prompts and tools replay from its journal.
 
@@ -66,6 +68,7 @@ class RunScope:
         sinks: Iterable[Sink] = (),
         metadata: dict[str, JSON] | None = None,
         name: str | None = None,
+        observe: Observer | None = None,
     ) -> None:
         enabled = snapshots_enabled_by_default() if enable_snapshot is None else enable_snapshot
         restored = None
@@ -76,7 +79,7 @@ class RunScope:
                     "pass enable_snapshot=True to replay one"
                 )
             restored = normalize(validate(snapshot))
-        self.run = Run(trace_id=new_trace_id(), emitter=Emitter(sinks), enable_snapshot=enabled)
+        self.run = Run(trace_id=new_trace_id(), emitter=Emitter(sinks), enable_snapshot=enabled, observe=observe)
         self.span = new_span_id()
         self.root = Frame(
             run=self.run,

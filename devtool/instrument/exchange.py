@@ -54,9 +54,12 @@ class Exchange:
         self.body = body
         self.streamed = body.get("stream") is True
         self.model = str(body.get("model", ""))
+        meaning = {
+            "api": api.name,
+            "request": {name: value for name, value in body.items() if name not in api.not_hashed},
+        }
         try:
-            meaning = {name: value for name, value in body.items() if name not in api.not_hashed}
-            digest: str | None = content_hash({"api": api.name, "request": meaning})
+            digest: str | None = content_hash(meaning)
         except NotJSONError:  # a body the SDK sends but JSON cannot hold: recorded, never journaled
             digest = None
         call_id = frame.next_call_id("turn", self.model)
@@ -67,6 +70,7 @@ class Exchange:
             step=int(call_id.rpartition(":")[2]),
             model={"id": self.model, "provider": api.provider},
             content_hash=digest,
+            request=meaning,
         )
         shown = api.shown(body)
         self.turn.start(messages=shown.messages, schema=shown.schema, tools=shown.tools)  # type: ignore[arg-type]
