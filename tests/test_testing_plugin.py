@@ -25,7 +25,7 @@ pytestmark = pytest.mark.timeout(240)
 # imported before it, and would otherwise import them again each time, seconds on a loaded machine.
 devtool.instrument.installed_sdks()
 
-SUPPORT_BOT = '''
+SUPPORT_BOT = """
 import os
 import openai
 import pytest
@@ -62,9 +62,9 @@ def ask(text):
 def test_support():
     assert ask(QUESTION) == "It shipped yesterday."
     assert ask("Say thanks in French.") == "Merci."
-'''
+"""
 
-CORE_AGENT = '''
+CORE_AGENT = """
 from pathlib import Path
 
 import devtool
@@ -107,7 +107,7 @@ def test_order(agent_cassette):
 
 
 ORDER = "A17"
-'''
+"""
 
 
 def script_support(fake: FakeProvider) -> None:
@@ -279,7 +279,7 @@ def test_a_refusal_the_code_catches_still_fails_the_test(project: pytest.Pyteste
     project.makepyfile(test_bot=swallowing)
     failed = pytest_run(project)
     failed.assert_outcomes(failed=1)
-    failed.stdout.fnmatch_lines(["*+*\"content\": \"Say hello in French.\",*"])
+    failed.stdout.fnmatch_lines(['*+*"content": "Say hello in French.",*'])
     assert fake_provider.count() == 2
 
 

@@ -38,8 +38,12 @@ async def run_with(
     The snapshot is validated before anything runs (a malformed one raises `SnapshotError` naming
     the field). With snapshots off (`enable_snapshot=False`, or `DEVTOOL_ENV=production` and no
     explicit `True`) nothing is journaled and passing a snapshot raises `SnapshotDisabledError`.
+    `observe` hears of every journal lookup before its call is answered (`lookups.py`), and may refuse
+    the call by raising.
     """
-    scope = RunScope(snapshot=snapshot, enable_snapshot=enable_snapshot, sinks=sinks, metadata=metadata)
+    scope = RunScope(
+        snapshot=snapshot, enable_snapshot=enable_snapshot, sinks=sinks, metadata=metadata, observe=observe
+    )
     scope.open()
     try:
         result = fn()

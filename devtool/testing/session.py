@@ -10,6 +10,9 @@ record mode makes of it, in VCR's words:
 
 - `once` (the default): no cassette yet, the calls are made and recorded; else a strict replay.
 - `none`: a strict replay, always (CI): no model or tool is ever called, a missing cassette holds nothing.
+
+A strict replay sends nothing, so it needs no key: `OPENAI_API_KEY`/`ANTHROPIC_API_KEY`, when unset, are
+set to a placeholder for the block (an SDK client refuses to be made without one).
 - `new_episodes`: calls the cassette holds are replayed, new ones made and recorded.
 - `all`: every call made and recorded again.
 
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
 from devtool.core.http_sink import HttpSink
 from devtool.core.jsonvalue import JSON, describe
@@ -41,6 +44,10 @@ from devtool.instrument import installed_sdks
 from devtool.testing import cassette
 from devtool.testing.errors import CassetteMiss, TestingError
 from devtool.testing.report import Miss, miss_report
+
+# The SDKs' key variables, given a placeholder during a strict replay when unset.
+KEY_VARIABLES: Final = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+PLACEHOLDER_KEY: Final = "devtool-cassette-replay-sends-nothing"
 
 
 class Mode(StrEnum):
@@ -82,6 +89,7 @@ class AgentCassette:
         self._recorded: dict[str, cassette.Call] = {}
         self._seen: dict[str, _Seen] = {}
         self._secrets: tuple[str, ...] = ()
+        self._placeholders: list[str] = []
 
     @property
     def link(self) -> str | None:
@@ -112,6 +120,9 @@ class AgentCassette:
         self._recorded = {call.call_id: call for call in recorded}
         self.strict = self.mode == Mode.NONE or (self.mode == Mode.ONCE and exists)
         self._secrets = cassette.environment_secrets()
+        if self.strict:  # nothing is sent, so CI needs no key; the SDKs refuse to start without one
+            self._placeholders = [name for name in KEY_VARIABLES if not os.environ.get(name)]
+            os.environ.update(dict.fromkeys(self._placeholders, PLACEHOLDER_KEY))
         self._sinks = [HttpSink(f"{self.url}/api/v1/traces")] if self.url else []
         self._scope = RunScope(
             snapshot=cassette.snapshot(recorded) if replaying else None,
@@ -139,6 +150,8 @@ class AgentCassette:
         finally:
             for sink in self._sinks:
                 sink.close()
+            for name in self._placeholders:
+                os.environ.pop(name, None)
         if self.strict:
             if self.misses and error is None:  # the code caught the refusal: the test fails all the same
                 raise CassetteMiss(self.misses[0])
