@@ -11,14 +11,13 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import devtool.instrument
 from testkit.fake_provider import DEFAULT_KEY, FakeProvider
-from tests.test_instrument_programs import page_names
+from tests.test_instrument_programs import page_names, served  # noqa: F401 (a real devtool serve, a fixture)
 
 pytestmark = pytest.mark.timeout(240)
 # The SDKs (and their instrumentation) imported once, here: a pytest run inside this one keeps what was
@@ -417,23 +416,6 @@ def test_a_malformed_cassette_is_named_with_where(project: pytest.Pytester, fake
     assert path.read_text() == '{"devtoolCassette": 1,\n "calls": [\n'  # kept as it was
 
 
-@pytest.fixture(scope="module")
-def devtool_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    folder = tmp_path_factory.mktemp("serve")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "devtool", "serve", "--port", "0", "--db", str(folder / "s.db")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    first = process.stdout.readline()
-    assert first.startswith("DevTool at "), first
-    yield first.split(" at ", 1)[1].strip().rstrip("/")
-    process.terminate()
-    process.wait(timeout=10)
-
-
 def page(url: str) -> tuple[int, str]:
     deadline = time.monotonic() + 20
     while True:
@@ -447,27 +429,28 @@ def page(url: str) -> tuple[int, str]:
 
 
 def test_devtool_url_streams_the_run_and_a_failure_ends_with_its_link(
-    project: pytest.Pytester, fake_provider: FakeProvider, devtool_serve: str
+    project: pytest.Pytester, fake_provider: FakeProvider, request: pytest.FixtureRequest
 ) -> None:
+    url: str = request.getfixturevalue("served")  # a real `devtool serve`, shared with the instrument tests
     script_support(fake_provider)
     project.makepyfile(test_bot=SUPPORT_BOT.replace('== "Merci."', '== "Danke."'))
-    failed = pytest_run(project, f"--devtool-url={devtool_serve}")
+    failed = pytest_run(project, f"--devtool-url={url}")
     failed.assert_outcomes(failed=1)
     out = failed.stdout.str()
     block = out[out.index("_ test_support _") : out.rindex("\n", 0, out.index("short test summary"))]
     assert "AssertionError" in block
     (link,) = re.findall(r"the run: (http://\S+)", block)
-    assert link.startswith(f"{devtool_serve}/runs/")
+    assert link.startswith(f"{url}/runs/")
     assert block.rstrip().endswith(link)
     status, html = page(link)
     assert status == 200
     assert "test_bot.py::test_support" in html
     trace_id = link.rpartition("/")[2]
-    assert {"turn 0", "turn 1"} <= set(page_names(devtool_serve, trace_id, {"turn 0", "turn 1"}))
+    assert {"turn 0", "turn 1"} <= set(page_names(url, trace_id, {"turn 0", "turn 1"}))
 
     # A strict replay's refusal ends with the link too, and that run is on the DevTool as well.
     project.makepyfile(test_bot=SUPPORT_BOT.replace("Where is my order A17?", "Where is my order B22?"))
-    refused = pytest_run(project, f"--devtool-url={devtool_serve}/")
+    refused = pytest_run(project, f"--devtool-url={url}/")
     refused.assert_outcomes(failed=1)
     lines = refused.stdout.str().splitlines()
     at = next(i for i, line in enumerate(lines) if "re-record this test:" in line)
