@@ -195,6 +195,18 @@ def test_core_agents_and_devtool_tools_replay_without_calling_anything(
     assert fake_provider.count() == 2
     assert log.read_text() == "weather Lisbon\norder A17\n"  # no tool ran again
 
+    # An agent's changed prompt is refused in its name, at its callId; nothing is asked, no tool runs.
+    project.makepyfile(test_core=CORE_AGENT.replace('{"city": "Lisbon"}', '{"city": "Porto"}'))
+    failed = pytest_run(project, "--devtool-record=none", "-k", "test_forecast")
+    failed.assert_outcomes(failed=1, deselected=1)
+    out = diff_lines(failed.stdout.lines)
+    assert "agent 'forecaster' made a model request its cassette does not hold" in out
+    assert "callId    root/agent:forecaster:0/turn:gpt-4.1-mini:0" in out
+    assert '-"content": "What should I wear in Lisbon?",' in out
+    assert '+"content": "What should I wear in Porto?",' in out
+    assert fake_provider.count() == 2
+    assert log.read_text() == "weather Lisbon\norder A17\n"
+
 
 def test_a_changed_prompt_fails_with_its_diff_and_the_command_that_records_just_it(
     project: pytest.Pytester, fake_provider: FakeProvider
@@ -398,6 +410,28 @@ def test_stream():
     (call,) = json.loads(cassette(project, "test_stream", "test_stream").read_text())["calls"]
     assert isinstance(call["output"]["sse"], list)
     assert sum(line.startswith("data: ") for line in call["output"]["sse"]) > 2
+    pytest_run(project, "--devtool-record=none").assert_outcomes(passed=1)
+    assert fake_provider.count() == 1
+
+
+def test_an_anthropic_agent_replays_too(project: pytest.Pytester, fake_provider: FakeProvider) -> None:
+    fake_provider.reply({"text": "Bonjour."}, api="anthropic.messages")
+    project.makepyfile(
+        test_claude="""
+import anthropic
+import pytest
+
+@pytest.mark.agent_cassette
+def test_claude():
+    reply = anthropic.Anthropic().messages.create(
+        model="claude-sonnet-4-5", max_tokens=64, messages=[{"role": "user", "content": "Say hello in French."}])
+    assert reply.content[0].text == "Bonjour."
+"""
+    )
+    pytest_run(project).assert_outcomes(passed=1)
+    (call,) = json.loads(cassette(project, "test_claude", "test_claude").read_text())["calls"]
+    assert call["request"]["api"] == "anthropic.messages"
+    assert call["request"]["request"]["max_tokens"] == 64
     pytest_run(project, "--devtool-record=none").assert_outcomes(passed=1)
     assert fake_provider.count() == 1
 
