@@ -292,6 +292,33 @@ def test_a_refusal_the_code_catches_still_fails_the_test(project: pytest.Pyteste
     failed.assert_outcomes(failed=1)
     failed.stdout.fnmatch_lines(['*+*"content": "Say hello in French.",*'])
     assert fake_provider.count() == 2
+    # Each refused call is counted (here the code went on after the first, caught, refusal).
+    project.makepyfile(test_bot=swallowing.replace("pass", 'ask("Say goodbye in French.")'))
+    failed = pytest_run(project)
+    failed.assert_outcomes(failed=1)
+    failed.stdout.fnmatch_lines(['*+*"content": "Say hello in French.",*', "*(1 more call refused after it)"])
+    assert fake_provider.count() == 2
+
+
+def test_the_rerecord_command_works_from_where_pytest_was_started(
+    project: pytest.Pytester, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script_support(fake_provider)
+    project.makeini("[pytest]\n")
+    (project.path / "tests").mkdir()
+    (project.path / "tests" / "test_bot.py").write_text(SUPPORT_BOT)
+    monkeypatch.chdir(project.path / "tests")
+    pytest_run(project).assert_outcomes(passed=1)
+    assert (project.path / "tests" / "__snapshots__" / "test_bot" / "test_support.json").exists()
+    (project.path / "tests" / "test_bot.py").write_text(SUPPORT_BOT.replace("A17", "B22"))
+    failed = pytest_run(project)
+    failed.assert_outcomes(failed=1)
+    (command,) = re.findall(r"re-record this test: (.*)", failed.stdout.str())
+    assert command == (
+        f"cd {shlex.quote(str(project.path))} && "
+        "python -m pytest tests/test_bot.py::test_support --devtool-record=new_episodes"
+    )
+    failed.stdout.fnmatch_lines(["*cassette  tests/__snapshots__/test_bot/test_support.json"])
 
 
 @pytest.mark.parametrize("change", ["headers", "request_id", "timeout", "user_agent"])

@@ -93,7 +93,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
             raise
     # Here only when a strict replay refused a call: its report alone, raised outside the `except` (where
     # pytest would print the refusal's exception before it) and with no traceback (the report says it all).
-    pytest.fail(refused.misses[0], pytrace=False)
+    pytest.fail(refused.failure(), pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -96,6 +96,12 @@ class AgentCassette:
         """The run's page in the DevTool it is streamed to (`--devtool-url`)."""
         return f"{self.url}/runs/{self.trace_id}" if self.url and self.trace_id else None
 
+    def failure(self) -> str:
+        """What the test fails with after a strict replay refused calls: the first refusal's report (the
+        calls after it often differ only because it did), and how many more there were."""
+        more = len(self.misses) - 1
+        return self.misses[0] + (f"\n  ({more} more call{'s' * (more > 1)} refused after it)" if more else "")
+
     def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """`fn(*args, **kwargs)` in the cassette's run; a coroutine it returns is run to its end."""
         with self:
@@ -154,7 +160,7 @@ class AgentCassette:
                 os.environ.pop(name, None)
         if self.strict:
             if self.misses and error is None:  # the code caught the refusal: the test fails all the same
-                raise CassetteMiss(self.misses[0])
+                raise CassetteMiss(self.failure())
             return
         self._write(scope.root.to_snapshot())
 
