@@ -111,6 +111,7 @@ async def openai_sdk(fake: FakeProvider, writer_prompt: str) -> str:
                 {"role": "user", "content": f"Write it up: {notes}"},
             ],
             stream=True,
+            stream_options={"include_usage": True},
         )
         return "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
 

@@ -20,7 +20,7 @@ import devtool.instrument
 from devtool.core import MemorySink, run_with
 from devtool.core.debugger import dump_snapshot
 from testkit.fake_provider import FakeProvider
-from tests.instrument_agents import CHANGED_WRITER, PROGRAMS, TOOL_RUNS, WRITER, Program, script
+from tests.instrument_agents import CHANGED_WRITER, PROGRAMS, QUESTION, TOOL_RUNS, WRITER, Program, script
 from tests.test_web_replay import http
 from tests.web_runs import html
 
@@ -93,6 +93,14 @@ def test_a_recorded_program_shows_rewinds_and_replays_exactly_what_follows(
     names = page_names(served, trace_id, {*agents, *turns[:1], "weather", "hotels"})
     assert {*agents, "turn 0", "turn 1", "weather", "hotels"} <= set(names), names
     assert names.count("weather") == names.count("hotels") == 1
+    # Each turn shows what the model saw and what it cost, whichever client made the request.
+    starts = [e for e in events if e["type"] == "turn:start"]
+    assert QUESTION in orjson.dumps(starts[0]["messages"]).decode()
+    offered = {tool["name"] for start in starts for tool in start["toolConfig"]["tools"]}
+    assert {"weather", "hotels"} <= offered
+    calls = [e for e in events if e["type"] == "model:call:end"]
+    assert len(calls) == program.requests
+    assert all(call["usage"]["totalTokens"] > 0 and call["costs"]["micro_usd"] > 0 for call in calls)
 
     # Rewind to just before the second model request, through the DevTool, and replay from there.
     second = [e for e in events if e["type"] == "turn:start"][1]["trace"]["spanId"]

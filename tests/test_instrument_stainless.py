@@ -216,3 +216,121 @@ def test_a_stream_closed_early_is_a_failed_turn_and_not_journaled(fake_provider:
     assert end["success"] is False
     assert end["error"]["name"] == "StreamClosedError"
     assert snapshot["root"]["journal"]["prompt"] == {}
+
+
+ANSWER = "Tiles, trams and tarts: Lisbon in eight-byte pieces."
+
+
+def _texts(kind: str, events: list[Any]) -> list[str]:
+    """The answer's text pieces, chunk by chunk, as each API streams them."""
+    if kind == "chat":
+        return [e.choices[0].delta.content for e in events if e.choices and e.choices[0].delta.content]
+    if kind == "responses":
+        return [e.delta for e in events if e.type == "response.output_text.delta"]
+    return [e.delta.text for e in events if e.type == "content_block_delta" and e.delta.type == "text_delta"]
+
+
+def _ask(kind: str, client: Any, streamed: bool) -> Any:
+    if kind == "chat":
+        usage = {"stream_options": {"include_usage": True}} if streamed else {}
+        return client.chat.completions.create(model="gpt-4.1-mini", messages=HI, stream=streamed, **usage)
+    if kind == "responses":
+        return client.responses.create(model="gpt-4.1-mini", input="hi", stream=streamed)
+    return client.messages.create(model="claude-haiku-4-5", max_tokens=64, messages=HI, stream=streamed)
+
+
+def _client(kind: str, fake: FakeProvider, asynchronous: bool) -> Any:
+    if kind == "messages":
+        sdk_class = anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic
+        return sdk_class(base_url=fake.anthropic_base_url, api_key=KEY)
+    return (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(base_url=fake.openai_base_url, api_key=KEY)
+
+
+@pytest.mark.parametrize("kind", ["chat", "responses", "messages"])
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+def test_each_api_sync_and_async_streamed_and_whole_replays_what_it_recorded(
+    fake_provider: FakeProvider, kind: str, asynchronous: bool, streamed: bool
+) -> None:
+    fake_provider.reply({"text": ANSWER, "usage": {"input": 9, "output": 13}})
+
+    async def ask() -> Any:
+        client = _client(kind, fake_provider, asynchronous)
+        result = _ask(kind, client, streamed)
+        result = await result if asynchronous else result
+        if not streamed:
+            answer = type(result).__name__, result.model_dump()
+        else:
+            events = [e async for e in result] if asynchronous else list(result)
+            answer = type(events[0]).__name__, _texts(kind, events)
+        closed = client.close()
+        if asynchronous:
+            await closed
+        return answer
+
+    result, again, first, second = recorded_and_replayed(ask)
+    assert fake_provider.count() == 1  # the replay sent no request
+    assert again == result  # the SDK's own types, the same content; streamed: the same chunks' text
+    if streamed:
+        assert len(result[1]) > 1
+        assert "".join(result[1]) == ANSWER
+    (end,) = of(first, "turn:end")
+    assert end["message"]["content"] == ANSWER
+    (call,) = of(first, "model:call:end")
+    assert call["usage"]["promptTokens"] == 9
+    assert call["usage"]["completionTokens"] == 13
+    assert call["costs"]["micro_usd"] > 0
+    assert [e["cache"] for e in of(second, "turn:end")] == [True]
+    assert of(second, "model:call:start") == []
+
+
+def test_gathered_requests_number_in_the_order_they_were_made_whatever_order_they_end(
+    fake_provider: FakeProvider,
+) -> None:
+    # The first request is answered last: callIds follow the requests' creation, not their answers.
+    for n, delay in ((0, 0.6), (1, 0.3), (2, 0)):
+        fake_provider.reply({"text": f"answer {n}", "delay": delay}, last=f"question {n}", times=None)
+
+    async def ask() -> Any:
+        client = openai.AsyncOpenAI(base_url=fake_provider.openai_base_url, api_key=KEY)
+        completions = await asyncio.gather(
+            *(
+                client.chat.completions.create(
+                    model="gpt-4.1-mini", messages=[{"role": "user", "content": f"question {n}"}]
+                )
+                for n in range(3)
+            )
+        )
+        await client.close()
+        return [c.choices[0].message.content for c in completions]
+
+    result, again, first, second = recorded_and_replayed(ask)
+    assert result == again == ["answer 0", "answer 1", "answer 2"]
+    assert fake_provider.count() == 3
+    ended = [(e["callId"], e["message"]["content"]) for e in of(first, "turn:end")]
+    assert [answer for _, answer in ended] == ["answer 2", "answer 1", "answer 0"]  # they did end in reverse
+    assert sorted(ended) == [
+        ("root/turn:gpt-4.1-mini:0", "answer 0"),
+        ("root/turn:gpt-4.1-mini:1", "answer 1"),
+        ("root/turn:gpt-4.1-mini:2", "answer 2"),
+    ]
+    assert all(e["cache"] for e in of(second, "turn:end"))
+
+
+def test_a_request_json_cannot_hash_runs_and_is_recorded_but_not_journaled(fake_provider: FakeProvider) -> None:
+    fake_provider.reply({"text": "big seed"}, times=None)
+    client = openai.OpenAI(base_url=fake_provider.openai_base_url, api_key=KEY)
+    sink = MemorySink()
+
+    async def main() -> Any:
+        # The SDK sends an integer beyond 64 bits; the canonical JSON of the content hash cannot hold it.
+        answer = client.chat.completions.create(model="gpt-4.1-mini", messages=HI, seed=2**70)
+        return answer.choices[0].message.content, dump_snapshot()
+
+    answer, snapshot = asyncio.run(run_with(main, sinks=[sink]))
+    assert answer == "big seed"
+    assert fake_provider.count() == 1
+    (start,) = of(sink, "turn:start")
+    assert start["contentHash"] is None
+    assert of(sink, "turn:end")[0]["message"]["content"] == "big seed"
+    assert snapshot["root"]["journal"]["prompt"] == {}

@@ -51,6 +51,31 @@ def test_a_later_migration_runs_once_on_an_older_file(tmp_path: Path, monkeypatc
         reopened.close()
 
 
+def test_migration_5_counts_a_stored_runs_spans_as_its_page_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A store written before migration 5 counted every span: instants, prompt loops, model calls.
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:4])
+    t = Trace()
+    root = t.start("agent")
+    loop = t.start("promptAgent", root)
+    t.end(t.start("model:call", loop), success=False)
+    t.end(loop)
+    t.point("error", root, error={"message": "boom"})
+    t.end(root, success=False)
+    store = Store(tmp_path / "s.duckdb")
+    append_events(store, t.events)
+    with store.writer() as conn:
+        conn.execute("UPDATE runs SET spans = 4, failed = 3")
+    store.close()
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS)
+    reopened = Store(tmp_path / "s.duckdb")
+    try:
+        assert reopened.query("SELECT spans, failed FROM runs") == [(1, 1)]
+    finally:
+        reopened.close()
+
+
 def test_a_file_from_a_newer_devtool_is_refused(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.duckdb")
     with store.writer() as conn:

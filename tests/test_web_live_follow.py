@@ -74,7 +74,7 @@ def test_bad_lines_are_named_and_skipped_blank_lines_crlf_and_a_bom_are_fine(tmp
     found = TailReader(path).read()
     assert events_of(found) == events
     assert found.problems[0][0] == 3
-    assert found.problems[0][1].startswith("not JSON: ")
+    assert found.problems[0][1].startswith("not JSON at column 2: ")
     assert found.problems[1] == (5, 'no "timestamp"')
 
 

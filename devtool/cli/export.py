@@ -6,6 +6,9 @@
 
 `-o -` writes to stdout. An existing file is not overwritten without `--force`. The file is written
 beside its final name and renamed into place, so a failed export leaves nothing half-written.
+
+When a `devtool serve` owns the database, the export is read from that server (its export of the run
+or the snapshot's JSON, the same bytes), which sees a consistent state of the store while it serves.
 """
 
 from __future__ import annotations
@@ -14,12 +17,19 @@ import argparse
 import os
 import sys
 import tempfile
-from collections.abc import Iterable
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from devtool.cli.errors import CliError
-from devtool.cli.options import add_db_option, open_store
+from devtool.cli.options import add_db_option, default_db_path, open_store, require_web_extra
+from devtool.cli.server_file import RunningServer, running_server
+
+if TYPE_CHECKING:
+    from devtool.store import Store
 
 
 def register(subparsers: Any) -> None:
@@ -36,28 +46,62 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_web_extra()
+    server = running_server(args.db or default_db_path())
+    if server is not None:
+        print(
+            f"devtool export: the DevTool at {server.url} has this database open: exporting through it", file=sys.stderr
+        )
+        return _export(args, _from_server(server, args))
     store = open_store(args)
+    try:
+        return _export(args, _from_store(store, args))
+    finally:
+        store.close()
+
+
+def _from_store(store: Store, args: argparse.Namespace) -> Iterator[bytes]:
     from devtool.store import NotFoundError
     from devtool.store.export import export_run, export_snapshot
 
     try:
         if args.snapshot:
-            chunks: Iterable[bytes] = [export_snapshot(store, args.snapshot)]
-            default = f"snapshot-{_safe(args.snapshot)[:12]}.json"
+            yield export_snapshot(store, args.snapshot)
         else:
-            chunks = export_run(store, args.trace_id)
-            default = f"{_safe(args.trace_id)[:80]}.trace.jsonl.gz"
-        destination = args.output or default
-        if destination == "-":
-            for chunk in chunks:
-                sys.stdout.buffer.write(chunk)
-            sys.stdout.buffer.flush()
-            return 0
-        size = _write(Path(destination), chunks, force=args.force)
+            yield from export_run(store, args.trace_id)
     except NotFoundError as exc:
         raise CliError(str(exc)) from None
-    finally:
-        store.close()
+
+
+def _from_server(server: RunningServer, args: argparse.Namespace) -> Iterator[bytes]:
+    """The export, read from the running server in chunks (the run's gzip JSONL, or the snapshot's JSON)."""
+    ident = quote(args.snapshot or args.trace_id, safe="")
+    path = f"snapshots/{ident}.json" if args.snapshot else f"runs/{ident}/export.jsonl.gz"
+    try:
+        with urllib.request.urlopen(server.request(path)) as response:  # noqa: S310 - the server file's http URL
+            while chunk := response.read(1 << 20):
+                yield chunk
+    except urllib.error.HTTPError as exc:
+        what = f"snapshot {args.snapshot!r}" if args.snapshot else f"run {args.trace_id!r}"
+        if exc.code == 404:
+            raise CliError(f"no {what} in the DevTool at {server.url}") from None
+        raise CliError(f"the DevTool at {server.url} could not export {what}: it answered {exc.code}") from None
+    except OSError as exc:
+        raise CliError(f"the DevTool at {server.url} stopped answering: {getattr(exc, 'reason', exc)}") from None
+
+
+def _export(args: argparse.Namespace, chunks: Iterable[bytes]) -> int:
+    if args.snapshot:
+        default = f"snapshot-{_safe(args.snapshot)[:12]}.json"
+    else:
+        default = f"{_safe(args.trace_id)[:80]}.trace.jsonl.gz"
+    destination = args.output or default
+    if destination == "-":
+        for chunk in chunks:
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.flush()
+        return 0
+    size = _write(Path(destination), chunks, force=args.force)
     print(f"wrote {destination} ({size:,} bytes)", file=sys.stderr)
     return 0
 

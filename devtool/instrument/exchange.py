@@ -23,7 +23,7 @@ from typing import Any, Final, TypedDict
 import orjson
 
 from devtool.core.frame import Frame
-from devtool.core.jsonvalue import JSON, NotJSONError, content_hash
+from devtool.core.jsonvalue import JSON, NotJSONError, content_hash_of_json
 from devtool.core.providers.adapter import Answer
 from devtool.core.providers.pricing import default_price_table
 from devtool.core.streaming import PROGRESS_INTERVAL
@@ -54,13 +54,13 @@ class Exchange:
         self.body = body
         self.streamed = body.get("stream") is True
         self.model = str(body.get("model", ""))
-        meaning = {
+        meaning: dict[str, JSON] = {
             "api": api.name,
             "request": {name: value for name, value in body.items() if name not in api.not_hashed},
         }
-        try:
-            digest: str | None = content_hash(meaning)
-        except NotJSONError:  # a body the SDK sends but JSON cannot hold: recorded, never journaled
+        try:  # the body is a `json_copy` already
+            digest: str | None = content_hash_of_json(meaning)
+        except NotJSONError:  # an integer beyond canonical JSON's 64 bits: recorded, never journaled
             digest = None
         call_id = frame.next_call_id("turn", self.model)
         self.turn = Turn(

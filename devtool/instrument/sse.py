@@ -26,7 +26,15 @@ class SseDecoder:
 
 
 def _event(block: bytes) -> tuple[str | None, str] | None:
-    name: str | None = None
+    # The providers' events are one `data:` line, or an `event:` line and one `data:` line: read at
+    # once (a stream of hundreds of events spends its reading here); anything else line by line.
+    if block.startswith(b"data: ") and b"\n" not in block:
+        return None, block[6:].decode("utf-8", "replace")
+    if block.startswith(b"event: "):
+        name, _, rest = block[7:].partition(b"\n")
+        if rest.startswith(b"data: ") and b"\n" not in rest and b"\n" not in name:
+            return name.decode("utf-8", "replace"), rest[6:].decode("utf-8", "replace")
+    name_of: str | None = None
     data: list[str] = []
     for line in block.decode("utf-8", "replace").split("\n"):
         field, _, value = line.partition(":")
@@ -34,5 +42,5 @@ def _event(block: bytes) -> tuple[str | None, str] | None:
         if field == "data":
             data.append(value)
         elif field == "event":
-            name = value
-    return (name, "\n".join(data)) if data else None
+            name_of = value
+    return (name_of, "\n".join(data)) if data else None

@@ -179,7 +179,10 @@ _MOVED = f"""
            OR (NOT r.instant AND r.kind NOT IN {HIDDEN_KINDS}) <> (NOT d.instant AND d.kind NOT IN {HIDDEN_KINDS}))
 """
 
-_RUNS = """
+# A run's counts are of the spans its page shows (the frame tree and the timeline): a log line, an error
+# event or a model call inside a turn is not one more span, and the runs list, the run's header and
+# the load's summary all say the same number.
+_RUNS = f"""
     INSERT INTO runs
     SELECT
         e.trace_id,
@@ -208,10 +211,10 @@ _RUNS = """
                CASE WHEN bool_or(status = 'running') FILTER (WHERE depth = 0 AND NOT instant) THEN 'running'
                     WHEN bool_or(status = 'failed') FILTER (WHERE depth = 0 AND NOT instant) THEN 'failed'
                     ELSE 'completed' END AS status,
-               count(*) FILTER (WHERE NOT instant) AS spans,
+               count(*) FILTER (WHERE {_SHOWN}) AS spans,
                count(*) FILTER (WHERE kind = 'agent') AS agents,
-               count(*) FILTER (WHERE status = 'failed') AS failed,
-               count(*) FILTER (WHERE status = 'running') AS running,
+               count(*) FILTER (WHERE status = 'failed' AND {_SHOWN}) AS failed,
+               count(*) FILTER (WHERE status = 'running' AND {_SHOWN}) AS running,
                string_agg(DISTINCT agent_id, ' ' ORDER BY agent_id) FILTER (WHERE kind = 'agent') AS agent_ids
         FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces)
         GROUP BY trace_id
@@ -225,7 +228,8 @@ def refresh(
     """Derive spans and run summaries for the events with ids above `after_event_id` (of `traces` only,
     when given: the derive of a live backlog, whose range may hold a load's events, derived already).
 
-    Returns how many spans were (re)derived and the ids of the traces they belong to.
+    Returns how many spans were (re)derived (of those the pages show and count: not instants, not
+    `HIDDEN_KINDS`) and the ids of the traces they belong to.
     """
     new = f"event_id > {int(after_event_id)}"
     only = "" if traces is None else " AND trace_id IN (SELECT unnest($traces))"
@@ -245,7 +249,7 @@ def refresh(
         _refresh_stored(conn, new)
     conn.execute("DELETE FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
     conn.execute(_RUNS)
-    derived = conn.execute("SELECT count(*) FROM derived").fetchall()[0][0]
+    derived = conn.execute(f"SELECT count(*) FROM derived WHERE {_SHOWN}").fetchall()[0][0]
     traces = tuple(row[0] for row in conn.execute("SELECT trace_id FROM touched_traces ORDER BY 1").fetchall())
     conn.execute("DROP TABLE derived; DROP TABLE placed; DROP TABLE touched_traces")
     return int(derived), traces

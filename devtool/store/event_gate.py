@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from devtool.core.jsonvalue import kind_of
+from devtool.core.jsonvalue import kind_of, where_not_json
 from devtool.store.errors import BatchTooLargeError, InvalidEventsError, LineProblem, NotABatchError
 from devtool.store.rules import shown_value
 from devtool.store.scan import MAX_KEPT
@@ -126,7 +126,8 @@ def read_line(line: bytes) -> CheckedEvent | Refused:
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        return Refused(f"not JSON: {exc}", json=False)
+        _, column, found = where_not_json(line, exc)
+        return Refused(f"not JSON at column {column}: {found}", json=False)
     return check_event(value)
 
 

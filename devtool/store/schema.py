@@ -27,6 +27,8 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - Since migration 4, `events.cost_micro_usd` is a `model:call:end`'s `costs.micro_usd` (NULL when its
   price is unknown), and a run's `cost_micro_usd` sums its priced calls (NULL when none is priced)
   and `unpriced_calls` counts its successful calls without a price: its total is unknown, not $0.
+- Migration 5 counts a run's `spans`, `failed` and `running` over the spans its page shows (not
+  instants, prompt loops or model calls), as `derive` does from then on.
 """
 
 from __future__ import annotations
@@ -174,5 +176,17 @@ MIGRATIONS: list[str] = [
         FROM events WHERE type = 'model:call:end' GROUP BY trace_id
     ) c
     WHERE runs.trace_id = c.trace_id;
+    """,
+    """
+    UPDATE runs SET spans = counted.spans, failed = counted.failed, running = counted.running
+    FROM (
+        SELECT trace_id,
+               count(*) FILTER (WHERE shown) AS spans,
+               count(*) FILTER (WHERE shown AND status = 'failed') AS failed,
+               count(*) FILTER (WHERE shown AND status = 'running') AS running
+        FROM (SELECT trace_id, status, NOT instant AND kind NOT IN ('promptAgent', 'model:call') AS shown FROM spans)
+        GROUP BY trace_id
+    ) counted
+    WHERE runs.trace_id = counted.trace_id;
     """,
 ]

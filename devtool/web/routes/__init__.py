@@ -5,6 +5,7 @@
 - `snapshots`: `/snapshots…` (pages, upload, fork, replay) and `/replays/<id>`
 - `processes`: `/processes/<process_id>` and its rewind (and the old `/process-rewind`, redirected)
 - `ingest`: `POST /api/v1/traces`
+- `local`: `/api/v1/server`, `POST /api/v1/load` (the command line beside a running server)
 - `login`: `/login`
 
 Endpoints speak HTTP only: what a page shows is built in `devtool.web.pages`, what changes state is
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from devtool.web.routes import ingest, login, processes, run, runs_list, snapshots
+from devtool.web.routes import ingest, local, login, processes, run, runs_list, snapshots
 
 ROUTES: list[BaseRoute] = [
     *login.routes,
@@ -24,4 +25,5 @@ ROUTES: list[BaseRoute] = [
     *processes.routes,
     *run.routes,
     *ingest.routes,
+    *local.routes,
 ]
