@@ -463,6 +463,45 @@ def test_claude():
     assert fake_provider.count() == 1
 
 
+def test_async_tests_record_and_replay(project: pytest.Pytester, fake_provider: FakeProvider) -> None:
+    fake_provider.reply({"text": "hi"}, times=None)
+    project.makepyfile(
+        test_async="""
+import openai
+import pytest
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def ask(text):
+    reply = await openai.AsyncOpenAI().chat.completions.create(
+        model="gpt-4.1-mini", messages=[{"role": "user", "content": text}])
+    return reply.choices[0].message.content
+
+
+@pytest.mark.agent_cassette
+async def test_marker():
+    assert await ask("hello from the marker") == "hi"
+
+
+async def test_block(agent_cassette):
+    async with agent_cassette:
+        assert await ask("hello from a block") == "hi"
+"""
+    )
+    pytest_run(project).assert_outcomes(passed=2)
+    assert fake_provider.count() == 2
+    for test in ("test_marker", "test_block"):
+        assert len(json.loads(cassette(project, "test_async", test).read_text())["calls"]) == 1
+    pytest_run(project, "--devtool-record=none").assert_outcomes(passed=2)
+    assert fake_provider.count() == 2
+
+
 def test_a_malformed_cassette_is_named_with_where(project: pytest.Pytester, fake_provider: FakeProvider) -> None:
     project.makepyfile(test_bot=SUPPORT_BOT)
     path = cassette(project, "test_bot", "test_support")

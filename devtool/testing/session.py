@@ -1,7 +1,7 @@
 """`AgentCassette`: one test's cassette, and the run its agent code runs in, recorded or replayed.
 
     def test_order(agent_cassette):
-        with agent_cassette:                  # or agent_cassette.run(fn, *args); or @pytest.mark.agent_cassette
+        with agent_cassette:                  # `async with`, agent_cassette.run(fn, *args), @pytest.mark.agent_cassette
             answer = support_bot("Where is my order A17?")
 
 The block is one run (core's `RunScope`, so `prompt()` turns, `@devtool.agent`/`@devtool.tool` calls and
@@ -163,6 +163,14 @@ class AgentCassette:
                 raise CassetteMiss(self.failure())
             return
         self._write(scope.root.to_snapshot())
+
+    async def __aenter__(self) -> AgentCassette:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.__exit__(kind, error, traceback)
 
     def _observe(self, lookup: Lookup) -> None:
         request = cassette.scrub(describe(lookup.request), self._secrets)
