@@ -479,8 +479,9 @@ def anyio_backend():
 
 
 async def ask(text):
-    reply = await openai.AsyncOpenAI().chat.completions.create(
-        model="gpt-4.1-mini", messages=[{"role": "user", "content": text}])
+    async with openai.AsyncOpenAI() as client:  # closed in its own event loop (each test has one)
+        reply = await client.chat.completions.create(
+            model="gpt-4.1-mini", messages=[{"role": "user", "content": text}])
     return reply.choices[0].message.content
 
 
