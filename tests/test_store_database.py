@@ -64,9 +64,12 @@ def test_migration_5_counts_a_stored_runs_spans_as_its_page_does(
     t.point("error", root, error={"message": "boom"})
     t.end(root, success=False)
     store = Store(tmp_path / "s.duckdb")
+    with store.writer() as conn:  # today's appends write event_key (migration 6): an old store had none
+        conn.execute("ALTER TABLE events ADD COLUMN event_key UBIGINT")
     append_events(store, t.events)
     with store.writer() as conn:
         conn.execute("UPDATE runs SET spans = 4, failed = 3")
+        conn.execute("ALTER TABLE events DROP COLUMN event_key")
     store.close()
     monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS)
     reopened = Store(tmp_path / "s.duckdb")
@@ -116,3 +119,24 @@ def test_a_transaction_that_raises_writes_nothing(store: Store) -> None:
     with pytest.raises(RuntimeError):
         write_then_fail()
     assert store.query("SELECT count(*) FROM snapshots") == [(0,)]
+
+
+def test_migration_6_gives_stored_events_their_identity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:5])
+    t = Trace()
+    t.start("agent")
+    store = Store(tmp_path / "s.duckdb")
+    with store.writer() as conn:
+        conn.execute("ALTER TABLE events ADD COLUMN event_key UBIGINT")
+    append_events(store, t.events)
+    with store.writer() as conn:
+        conn.execute("ALTER TABLE events DROP COLUMN event_key")
+    store.close()
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS)
+    reopened = Store(tmp_path / "s.duckdb")
+    try:
+        # An event stored before the migration is known by its key: sent again, it is not stored again.
+        assert append_events(reopened, t.events) == [None]
+        assert reopened.query("SELECT count(*) FROM events") == [(1,)]
+    finally:
+        reopened.close()

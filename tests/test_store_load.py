@@ -392,3 +392,24 @@ def test_a_file_of_gigabytes_with_a_broken_tail_is_named_in_bounded_memory(tmp_p
     # Never the 2,200 MiB line in memory: DuckDB's reader buffers up to its object limit (512 MiB)
     # a few times over while it finds the line too long (1.3-1.6 GiB seen here), then the scan streams.
     assert usage.ru_maxrss < 2_000 * 1024  # KiB
+
+
+def test_a_file_overlapping_one_loaded_before_adds_only_its_new_events(store: Store, tmp_path: Path) -> None:
+    lines = (CORPUS / "rejelly" / "nested.trace.jsonl").read_bytes().splitlines(keepends=True)
+    half = tmp_path / "half.jsonl"
+    half.write_bytes(b"".join(lines[: len(lines) // 2]))
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    assert load_file(store, half).events == len(lines) // 2
+    grown = load_file(store, whole)
+    assert grown.events == len(lines) - len(lines) // 2
+    assert store.query("SELECT count(*), count(DISTINCT event_key) FROM events") == [(len(lines), len(lines))]
+    (trace_id,) = grown.traces
+    assert store.query("SELECT events FROM runs WHERE trace_id = ?", [trace_id]) == [(len(lines),)]
+    # The first half again, under another name: nothing new, and said so.
+    again = tmp_path / "again.jsonl"
+    again.write_bytes(b"".join(lines[:5]))
+    repeat = load_file(store, again)
+    assert repeat.already_loaded
+    assert repeat.events == 0
+    assert store.query("SELECT count(*) FROM events") == [(len(lines),)]

@@ -199,6 +199,8 @@ def _reason(exc: BaseException) -> str:
 
 
 def _describe(result: LoadResult, seconds: float) -> str:
+    if result.already_loaded and not (result.events or result.journal_entries):
+        return f"{result.path}: every event in it is stored already, nothing added"
     if result.already_loaded:
         what = (
             _count(result.events, "event")

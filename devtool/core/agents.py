@@ -22,6 +22,17 @@ from devtool.core.jsonvalue import describe
 from devtool.core.model import Model
 from devtool.core.providers import resolve_model
 
+# Fields of the TypeScript library's agent and generation events that have no counterpart here:
+# what they mean for us (no scope layers, resources or equipped prompts; never reborn).
+AGENT_FIELDS: dict[str, Any] = {"scopeLayers": [], "resourceKeys": [], "maxReborns": 0}
+EMPTY_DRAFT: dict[str, Any] = {
+    "systemPrompts": [],
+    "instructions": [],
+    "tools": [],
+    "scopeLayers": [],
+    "resourceKeys": [],
+}
+
 
 class Agent:
     """A named handler that runs as its own frame. Create with `create_agent`."""
@@ -98,8 +109,13 @@ class AgentScope:
     def open(self) -> Frame:
         self._started = time.perf_counter()
         emit = self.frame.run.emitter.emit
-        emit(self._event(EVENTS.AGENT_START, self.agent_span, self.parent.span_id, props=self.props))
-        emit(self._event(EVENTS.GENERATION_START, self.generation_span, self.agent_span, generationId=0))
+        fields = {"props": self.props, **AGENT_FIELDS}
+        emit(self._event(EVENTS.AGENT_START, self.agent_span, self.parent.span_id, **fields))
+        emit(
+            self._event(
+                EVENTS.GENERATION_START, self.generation_span, self.agent_span, generationId=0, props=self.props
+            )
+        )
         self._token = CURRENT_FRAME.set(self.frame)
         return self.frame
 
@@ -113,13 +129,15 @@ class AgentScope:
             run.emitter.emit(self._event(EVENTS.ERROR, new_span_id(), self.generation_span, error=frame.error))
         elapsed = (time.perf_counter() - self._started) * 1000
         memory = frame.memory.to_json()
+        # The TypeScript library's fields, with their meanings here: one generation, never reborn.
+        reason = "return" if outcome.get("success") else "error"
         run.emitter.emit(
-            self._event(EVENTS.GENERATION_END, self.generation_span, self.agent_span, generationId=0, memory=memory,
-                        duration=elapsed, **outcome)
+            self._event(EVENTS.GENERATION_END, self.generation_span, self.agent_span, generationId=0, props=self.props,
+                        memory=memory, endReason=reason, draft=EMPTY_DRAFT, duration=elapsed, **outcome)
         )  # fmt: skip
         run.emitter.emit(
             self._event(EVENTS.AGENT_END, self.agent_span, self.parent.span_id, props=self.props, duration=elapsed,
-                        **outcome)
+                        generationCount=1, **AGENT_FIELDS, **outcome)
         )  # fmt: skip
 
     def _event(self, kind: str, span: str, parent_span: str, **fields: Any) -> TraceEvent:

@@ -14,14 +14,14 @@ import itertools
 from collections.abc import Iterator, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from devtool.core.budget import Budget
 from devtool.core.errors import OutsideRunError
 from devtool.core.events import Emitter, ErrorInfo, TraceEvent, error_info
 from devtool.core.jsonvalue import JSON, NotJSONError, describe, json_copy
 from devtool.core.lookups import Lookup, LookupKind, Observer
-from devtool.core.snapshot import FrameJournal, FrameSnapshot, JournalRecord, Status
+from devtool.core.snapshot import FrameJournal, FrameSnapshot, JournalRecord, Status, with_budget_states
 
 if TYPE_CHECKING:
     from devtool.core.model import Model
@@ -178,7 +178,10 @@ class Frame:
 
     def to_snapshot(self) -> FrameSnapshot:
         """This frame and its descendants as a JSON-ready, deep-copied snapshot frame."""
-        children: dict[str, FrameSnapshot] = copy.deepcopy(self.restored_children)
+        children: dict[str, FrameSnapshot] = {
+            call_id: cast(FrameSnapshot, with_budget_states(copy.deepcopy(cast(dict[str, Any], child))))
+            for call_id, child in self.restored_children.items()
+        }
         children.update((call_id, child.to_snapshot()) for call_id, child in self.children.items())
         frame: FrameSnapshot = {
             "callId": self.call_id,

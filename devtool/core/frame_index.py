@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from devtool.core.budget import BudgetTotals, empty_budget_state
 from devtool.core.errors import RestoreError
 from devtool.core.jsonvalue import JSON
 from devtool.core.restore_frames import RestoredFrame
@@ -84,12 +85,26 @@ class SealedChild(RestoredFrame):
     the index's rows, without the journals and children a walked frame starts with.
     """
 
-    __slots__ = ("created", "node", "parent")
+    __slots__ = ("aggregate", "created", "node", "parent")
 
-    def __init__(self, parent: int, created: int, call_id: str, node: str, status: Status, error: JSON) -> None:
+    def __init__(
+        self,
+        parent: int,
+        created: int,
+        call_id: str,
+        node: str,
+        status: Status,
+        error: JSON,
+        aggregate: BudgetTotals | None = None,
+    ) -> None:
         # No RestoredFrame.__init__: its empty memory, journals and children would never be read.
         self.parent, self.created, self.call_id, self.node = parent, created, call_id, node
         self.status, self.error = status, error
+        # Its node's `budgetState.aggregate`, which its open parent's aggregate adds up.
+        self.aggregate = aggregate or empty_budget_state()["aggregate"]
+
+    def aggregate_totals(self) -> BudgetTotals:
+        return self.aggregate
 
 
 @dataclass(frozen=True)

@@ -188,7 +188,8 @@ class _Conversation:
             raise
         finally:
             MODEL_CALL.reset(token)
-        call.answered(reply.get("usage"), reply.get("costs"), reply.get("finishReason"))
+        answer: Any = message
+        call.answered(reply.get("usage"), reply.get("costs"), reply.get("finishReason"), message=answer)
         return message
 
     async def _run_tools(self, requests: list[ToolCallRequest]) -> list[Message]:

@@ -244,8 +244,9 @@ class _Step:
         except NotJSONError:
             self.input, self.hashable = describe(planned.input), False
         self.result: ToolResult = {
-            "callId": planned.call_id,
-            "toolCallId": planned.tool_call_id,
+            # The TypeScript library's meaning: the model's id for the call (ours when no model asked).
+            "callId": planned.tool_call_id or planned.call_id,
+            "callPath": planned.call_id,
             "toolName": _name(planned),
             "input": self.input,
             "success": False,

@@ -20,6 +20,8 @@ import time
 from contextvars import ContextVar
 from typing import Any
 
+import orjson
+
 from devtool.core.events import EVENTS, TraceEvent, error_info, trace_event
 from devtool.core.frame import Frame
 from devtool.core.ids import new_span_id
@@ -35,6 +37,8 @@ class Turn:
     """One model request in `frame`, its span under `parent_span`."""
 
     __slots__ = ("_common", "_started", "call_id", "content_hash", "frame", "parent_span", "request", "span", "step")
+    # `_common` holds the fields every event of the turn repeats; `start` adds what the model saw, so
+    # that `turn:end` repeats them as the TypeScript library's does (its readers take a turn from its end).
 
     def __init__(
         self,
@@ -61,17 +65,9 @@ class Turn:
         return trace_event(kind, self.frame.agent_id, self.frame.run.trace_id, span, parent, **fields)
 
     def start(self, *, messages: JSON, schema: JSON, tools: JSON) -> None:
-        self.frame.emit(
-            self.event(
-                EVENTS.TURN_START,
-                self.span,
-                self.parent_span,
-                messages=messages,
-                schema=schema,
-                toolConfig={"tools": tools},
-                **self._common,
-            )
-        )
+        count = len(messages) if isinstance(messages, list) else 0
+        self._common.update(messages=messages, messageCount=count, schema=schema, toolConfig={"tools": tools})
+        self.frame.emit(self.event(EVENTS.TURN_START, self.span, self.parent_span, **self._common))
 
     def cached(self) -> JournalRecord | None:
         """The recorded answer to this request, from the snapshot being replayed. A run's observer that
@@ -86,7 +82,7 @@ class Turn:
         """The turn ends with the answer served from the journal (`journal`, if not the message itself):
         no model was asked."""
         fields: dict[str, Any] = {} if journal is None else {"response": journal}
-        self._end(message=message, cache=True, success=True, **fields)
+        self._end(message=message, resultType=_result_type(message), cache=True, success=True, **fields)
 
     def call(self, *, adapter_id: str, provider: str, message_count: int) -> ModelCall:
         """The model is asked: `model:call:start` now, the rest through the `ModelCall`."""
@@ -100,7 +96,7 @@ class Turn:
         else:
             self.frame.record("prompt", self.content_hash, journal)
             fields["response"] = journal
-        self._end(message=describe(message), cache=False, success=True, **fields)
+        self._end(message=describe(message), resultType=_result_type(message), cache=False, success=True, **fields)
 
     def failed(self, exc: BaseException) -> None:
         self._end(cache=False, success=False, error=error_info(exc))
@@ -141,13 +137,16 @@ class ModelCall:
         self._progress = TurnProgress(emit)
         return self._progress
 
-    def answered(self, usage: Usage | None, costs: dict[str, float] | None, finish_reason: str | None) -> None:
-        """The answer came: its usage (None: the server counted none) and cost go on the event and budgets."""
+    def answered(
+        self, usage: Usage | None, costs: dict[str, float] | None, finish_reason: str | None, *, message: JSON = None
+    ) -> None:
+        """The answer came: its usage (None: the server counted none) and cost go on the event and budgets,
+        with the answer's text and tool calls (`message`) as the TypeScript library's event gives them."""
         frame = self.turn.frame
         counted = usage or NO_USAGE
         for budget in (frame.budget, frame.run.budget):
             budget.add_call(self._who["adapterId"], self._who["provider"], counted, costs)
-        outcome: dict[str, Any] = {"usage": counted, "costs": costs}
+        outcome: dict[str, Any] = {"usage": counted, "costs": costs, **_model_answer(message)}
         if finish_reason is not None:
             outcome["finishReason"] = finish_reason
         if self._progress is not None and self._progress.first_at is not None:
@@ -163,3 +162,37 @@ class ModelCall:
         turn.frame.emit(
             turn.event(EVENTS.MODEL_CALL_END, self.span, turn.span, duration=elapsed, **fields, **self._who)
         )
+
+
+def _result_type(message: JSON) -> str:
+    """What a turn's answer is, in the TypeScript library's words: tool calls, or content."""
+    return "tool_calls" if isinstance(message, dict) and message.get("tool_calls") else "content"
+
+
+def _model_answer(message: JSON) -> dict[str, Any]:
+    """`model:call:end`'s account of the answer as the TypeScript library gives it: the text
+    (`rawText`), the tool calls with their arguments as JSON text (`toolCalls`), and `finishReason`
+    (the adapter's own when it gives one, which the caller's fields then replace)."""
+    if not isinstance(message, dict):
+        return {}
+    calls = [
+        {
+            "id": call.get("id", ""),
+            "name": call.get("name", ""),
+            "arguments": _arguments_text(call.get("arguments", {})),
+        }
+        for call in message.get("tool_calls") or []  # type: ignore[union-attr]
+        if isinstance(call, dict)
+    ]
+    content = message.get("content")
+    answer: dict[str, Any] = {
+        "rawText": content if isinstance(content, str) else "",
+        "finishReason": "tool_calls" if calls else "stop",
+    }
+    if calls:
+        answer["toolCalls"] = calls
+    return answer
+
+
+def _arguments_text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else orjson.dumps(arguments, default=str).decode()

@@ -120,7 +120,8 @@ class Exchange:
     def _finish(self, answer: Answer, recorded: Recorded) -> None:
         assert self.call is not None
         reply = answer.reply(default_price_table(), self.api.provider, self.model)
-        self.call.answered(reply["usage"], reply.get("costs"), reply.get("finishReason"))
+        message: Any = answer.message
+        self.call.answered(reply["usage"], reply.get("costs"), reply.get("finishReason"), message=message)
         self.turn.answered(answer.message, journal=recorded)  # type: ignore[arg-type]
 
     def _read(self, content: bytes) -> StreamReader:

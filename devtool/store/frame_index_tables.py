@@ -184,9 +184,11 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
         params["open"] = [frame.index for frame in open_frames]
         sealed_rows = cursor.execute(
             f"""
-            SELECT parent, created, call_id, node_id, status, error FROM rewind_frames
-            WHERE trace_id = $trace AND parent IN (SELECT unnest($open)) AND {made} AND {sealed}
-                AND frame NOT IN (SELECT unnest($open))
+            SELECT f.parent, f.created, f.call_id, f.node_id, f.status, f.error,
+                   n.body->'budgetState'->'aggregate'
+            FROM rewind_frames f LEFT JOIN snapshot_nodes n USING (node_id)
+            WHERE f.trace_id = $trace AND f.parent IN (SELECT unnest($open)) AND {made} AND {sealed}
+                AND f.frame NOT IN (SELECT unnest($open))
             """,
             params,
         ).fetchall()
@@ -194,8 +196,16 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
         events = cursor.execute("SELECT event_id, body FROM events WHERE event_id = ANY($ids)", {"ids": ids})
         rows = sorted((event_id, orjson.loads(body)) for event_id, body in events.fetchall())
     children = [
-        SealedChild(parent, created, call_id, node, status, orjson.loads(error) if error is not None else None)
-        for parent, created, call_id, node, status, error in sealed_rows
+        SealedChild(
+            parent,
+            created,
+            call_id,
+            node,
+            status,
+            orjson.loads(error) if error is not None else None,
+            orjson.loads(aggregate) if aggregate is not None else None,
+        )
+        for parent, created, call_id, node, status, error, aggregate in sealed_rows
     ]
     return IndexedCut(rows, open_frames, children)
 

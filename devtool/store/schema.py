@@ -29,6 +29,8 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   and `unpriced_calls` counts its successful calls without a price: its total is unknown, not $0.
 - Migration 5 counts a run's `spans`, `failed` and `running` over the spans its page shows (not
   instants, prompt loops or model calls), as `derive` does from then on.
+- Since migration 6, `events.event_key` is the event's identity within its trace (`event_sql.
+  EVENT_KEY_SQL`): an event whose trace holds one with the same key is not stored again.
 """
 
 from __future__ import annotations
@@ -188,5 +190,9 @@ MIGRATIONS: list[str] = [
         GROUP BY trace_id
     ) counted
     WHERE runs.trace_id = counted.trace_id;
+    """,
+    """
+    ALTER TABLE events ADD COLUMN event_key UBIGINT;
+    UPDATE events SET event_key = hash(body::VARCHAR);
     """,
 ]

@@ -282,7 +282,7 @@ def _tool_results(cursor: Any, batch: _Draft, offset: int, limit: int) -> list[_
             kind=TOOL_RESULT,
             name=str(result.get("toolName") or "tool"),
             agent_id=parent.agent_id,
-            call_id=result.get("callId") if isinstance(result.get("callId"), str) else None,
+            call_id=_call_path(result),
             status="failed" if failed else "completed",
             start_ms=parent.start_ms,
             end_ms=(parent.start_ms + result["duration"]) if isinstance(result.get("duration"), int | float) else None,
@@ -293,3 +293,10 @@ def _tool_results(cursor: Any, batch: _Draft, offset: int, limit: int) -> list[_
         )
         drafts.append(_Draft(node, None))
     return drafts
+
+
+def _call_path(result: dict[str, Any]) -> str | None:
+    """A tool result's callId of ours: `callPath` (traces written before it had it in `callId`, which
+    is the model's id for the call in the TypeScript library's and in ours now)."""
+    path = result.get("callPath", result.get("callId"))
+    return path if isinstance(path, str) else None
