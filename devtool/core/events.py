@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable
 from typing import Any, Final, Required, TypedDict
 
 from devtool.core.errors import CoreError
@@ -163,59 +161,17 @@ def error_info(exc: BaseException) -> ErrorInfo:
     return info
 
 
-# The events held by `Emitter.together()` in this context, with the emitter holding them.
-_HELD: ContextVar[tuple[Emitter, list[TraceEvent]] | None] = ContextVar("devtool_held_events", default=None)
-
-
 class Emitter:
-    """Hands every event to every sink; a sink that raises is reported once and never breaks the run.
-
-    Events are handed on as they are emitted, except inside `together()`: a step of ours that emits
-    several events with none of the caller's code between them (a model call's end and its turn's end)
-    hands them on at its end, to a sink with `write_all` (`JsonlSink`: one `write(2)`) at once.
-    """
+    """Hands every event to every sink; a sink that raises is reported once and never breaks the run."""
 
     def __init__(self, sinks: Iterable[Sink]) -> None:
         self.sinks: tuple[Sink, ...] = tuple(sinks)
         self._reported: set[int] = set()
 
     def emit(self, event: TraceEvent) -> None:
-        held = _HELD.get()
-        if held is not None and held[0] is self:
-            held[1].append(event)
-            return
         for sink in self.sinks:
             try:
                 sink(event)
-            except Exception as exc:
-                self._report(sink, "failed on an event", exc)
-
-    @contextmanager
-    def together(self) -> Iterator[None]:
-        """The events emitted in this context inside the block are handed on at its end (raised or not),
-        in order. Only for a few events made in one go: a crash inside the block loses them."""
-        if _HELD.get() is not None:  # nested: the outer block hands them on
-            yield
-            return
-        events: list[TraceEvent] = []
-        token = _HELD.set((self, events))
-        try:
-            yield
-        finally:
-            _HELD.reset(token)
-            self._emit_all(events)
-
-    def _emit_all(self, events: list[TraceEvent]) -> None:
-        if not events:
-            return
-        for sink in self.sinks:
-            write_all: Any = getattr(sink, "write_all", None)
-            try:
-                if callable(write_all):
-                    write_all(events)
-                else:
-                    for event in events:
-                        sink(event)
             except Exception as exc:
                 self._report(sink, "failed on an event", exc)
 

@@ -32,8 +32,7 @@ class JsonlSink:
 
     Each event is one unbuffered `write(2)` on an O_APPEND file: a crash loses nothing that was
     emitted, lines from several writers never interleave, and a follower (`devtool serve --follow`)
-    sees each event as soon as it happens. Events emitted together (`Emitter.together()`) are one
-    `write(2)` of their lines (`write_all`).
+    sees each event as soon as it happens.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -43,9 +42,6 @@ class JsonlSink:
 
     def __call__(self, event: TraceEvent) -> None:
         os.write(self._fd, orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE))
-
-    def write_all(self, events: list[TraceEvent]) -> None:
-        os.write(self._fd, b"".join([orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE) for event in events]))
 
     def close(self) -> None:
         if self._fd >= 0:

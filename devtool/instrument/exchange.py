@@ -116,10 +116,9 @@ class Exchange:
     def _finish(self, answer: Answer, recorded: Recorded) -> None:
         assert self.call is not None
         reply = answer.reply(default_price_table(), self.api.provider, self.model)
-        with self.turn.frame.run.emitter.together():  # `model:call:end` and `turn:end`: one write
-            self.call.answered(reply["usage"], reply.get("costs"), reply.get("finishReason"))
-            # `recorded` was just parsed from the provider's bytes and nothing else holds it: no copy.
-            self.turn.answered(answer.message, journal=recorded, fresh=True)  # type: ignore[arg-type]
+        self.call.answered(reply["usage"], reply.get("costs"), reply.get("finishReason"))
+        # `recorded` was just parsed from the provider's bytes and nothing else holds it: no copy.
+        self.turn.answered(answer.message, journal=recorded, fresh=True)  # type: ignore[arg-type]
 
     def _read(self, content: bytes) -> StreamReader:
         reader = self.api.reader()

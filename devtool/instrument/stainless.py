@@ -71,8 +71,7 @@ class Sdk:
         body = _body(options, self.unset) if api is not None else None
         if api is None or body is None:
             return None
-        with frame.run.emitter.together():  # `turn:start` and `model:call:start`: one write
-            return Call(self, client, cast_to, options, stream, stream_cls, Exchange(frame, api, body))
+        return Call(self, client, cast_to, options, stream, stream_cls, Exchange(frame, api, body))
 
 
 def instrument(name: str, apis: tuple[Api, ...]) -> bool:
@@ -95,7 +94,8 @@ def instrument(name: str, apis: tuple[Api, ...]) -> bool:
         sdk_module.APIConnectionError,
     )
     unset = tuple(kind for kind in (getattr(sdk_module, "NotGiven", None), getattr(sdk_module, "Omit", None)) if kind)
-    sdk = Sdk(name, apis, httpx, constants.RAW_RESPONSE_HEADER, constants.OVERRIDE_CAST_TO_HEADER, errors, _tees(httpx), unset)
+    headers = (constants.RAW_RESPONSE_HEADER, constants.OVERRIDE_CAST_TO_HEADER)
+    sdk = Sdk(name, apis, httpx, *headers, errors, _tees(httpx), unset)
     base.SyncAPIClient.request = _sync_request(base.SyncAPIClient.request, sdk)
     base.AsyncAPIClient.request = _async_request(base.AsyncAPIClient.request, sdk)
     return True
