@@ -1,5 +1,5 @@
-"""Imports point one way (DESIGN.md's layer table, as `MAY_IMPORT`); core and journal skip the web stack,
-actions and instrument skip it too, and the web layer's page builders speak no HTTP; the model SDKs are
+"""Imports point one way (DESIGN.md's layer table, as `MAY_IMPORT`); core, formats and journal skip the web
+stack, actions and instrument skip it too, and the web layer's page builders speak no HTTP; the model SDKs are
 imported only by the adapters (`devtool/core/providers/`) and the instrumentation (`devtool/instrument/`),
 and only when a model of theirs is used or their instrumentation is asked for; `import devtool` is light."""
 
@@ -15,22 +15,23 @@ import pytest
 from tests.conftest import REPO
 
 WEB_STACK = {"duckdb", "starlette", "jinja2", "sse_starlette", "uvicorn", "httpx", "multipart"}
-LAYERS = ["core", "journal", "instrument", "testing", "demo", "store", "actions", "web", "cli"]
+LAYERS = ["core", "formats", "journal", "instrument", "testing", "demo", "store", "actions", "web", "cli"]
 # Which of our layers each layer may import (besides itself); DESIGN.md's "Layers" table says the same.
 MAY_IMPORT: dict[str, set[str]] = {
     "core": set(),
+    "formats": {"core"},
     "journal": {"core"},
     "instrument": {"core"},
     "testing": {"core", "instrument"},
     "demo": {"core", "journal"},
-    "store": {"core", "journal"},
+    "store": {"core", "journal", "formats"},
     "actions": {"core", "journal", "store"},
-    "web": {"core", "journal", "store", "actions"},
+    "web": {"core", "journal", "formats", "store", "actions"},
     "cli": set(LAYERS) - {"cli"},
 }
 # Layers that import nothing of the web stack: what a user who only records agents installs, and
 # the actions, which the web layer calls and which leave storage to the store.
-NO_WEB_STACK = ("core", "journal", "actions", "instrument")
+NO_WEB_STACK = ("core", "formats", "journal", "actions", "instrument")
 # Page-data builders: no HTTP, no templates.
 PAGES_REFUSE = {"starlette", "jinja2", "sse_starlette"}
 SDKS = {"openai", "anthropic"}

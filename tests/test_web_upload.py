@@ -118,7 +118,8 @@ BAD_FILES = [
         "other.json",
         b'{"hello": "world"}',
         "is neither a trace nor a journal: its first object has keys hello (a TraceEvent has type, timestamp, "
-        "trace; a journal entry has entry_id, process_id, timestamp, entry_type)",
+        "trace; a journal entry has entry_id, process_id, timestamp, entry_type; an OTLP request has "
+        "resourceSpans)",
     ),
     (
         "numbers.json",

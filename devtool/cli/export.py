@@ -1,6 +1,9 @@
 """`devtool export`: a run or a snapshot as a file a teammate loads into their own DevTool.
 
     devtool export TRACE_ID [-o FILE]           the run's events, gzip JSONL (`devtool load` reads it)
+    devtool export TRACE_ID --format otlp       the run as OTLP JSON with GenAI attributes, one request
+                                                a line (Jaeger, Tempo, Phoenix; `devtool load` reads it)
+    devtool export TRACE_ID --format perfetto   the run as Chrome trace-event JSON (Perfetto UI opens it)
     devtool export --snapshot ID [-o FILE]      the snapshot's JSON (`run_with(snapshot=...)` takes it;
                                                 the Snapshots page and `POST /snapshots` load it)
 
@@ -31,14 +34,25 @@ from devtool.cli.server_file import RunningServer, running_server
 if TYPE_CHECKING:
     from devtool.store import Store
 
+FORMATS = ("devtool", "otlp", "perfetto")
+SUFFIXES = {"devtool": ".trace.jsonl.gz", "otlp": ".otlp.jsonl", "perfetto": ".perfetto.json"}
+
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("export", help="write a run (gzip JSONL) or a snapshot (JSON) to a file")
+    parser = subparsers.add_parser(
+        "export", help="write a run (gzip JSONL, OTLP JSON or Perfetto JSON) or a snapshot (JSON) to a file"
+    )
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("trace_id", nargs="?", metavar="TRACE_ID", help="the run to export")
     target.add_argument("--snapshot", metavar="ID", help="export this snapshot instead")
     parser.add_argument(
         "-o", "--output", metavar="FILE", help="where to write (default: a name made from the id; - is stdout)"
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="devtool",
+        help="a run as: devtool (its events, gzip JSONL; default), otlp (OTLP JSON), perfetto (Chrome trace JSON)",
     )
     parser.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     add_db_option(parser)
@@ -47,6 +61,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     require_web_extra()
+    if args.snapshot and args.format != "devtool":
+        raise CliError("--format is for runs; a snapshot is exported as its JSON document")
     server = running_server(args.db or default_db_path())
     if server is not None:
         print(
@@ -62,21 +78,26 @@ def run(args: argparse.Namespace) -> int:
 
 def _from_store(store: Store, args: argparse.Namespace) -> Iterator[bytes]:
     from devtool.store import NotFoundError
-    from devtool.store.export import export_run, export_snapshot
+    from devtool.store.export import export_run, export_run_otlp, export_run_perfetto, export_snapshot
 
+    writers = {"devtool": export_run, "otlp": export_run_otlp, "perfetto": export_run_perfetto}
     try:
         if args.snapshot:
             yield export_snapshot(store, args.snapshot)
         else:
-            yield from export_run(store, args.trace_id)
+            yield from writers[args.format](store, args.trace_id)
     except NotFoundError as exc:
         raise CliError(str(exc)) from None
 
 
+# The running server's URL of each format's export (devtool/web/routes/run.py).
+_SERVED = {"devtool": "export.jsonl.gz", "otlp": "export.otlp.jsonl", "perfetto": "export.perfetto.json"}
+
+
 def _from_server(server: RunningServer, args: argparse.Namespace) -> Iterator[bytes]:
-    """The export, read from the running server in chunks (the run's gzip JSONL, or the snapshot's JSON)."""
+    """The export, read from the running server in chunks (the run's export in its format, or the snapshot's JSON)."""
     ident = quote(args.snapshot or args.trace_id, safe="")
-    path = f"snapshots/{ident}.json" if args.snapshot else f"runs/{ident}/export.jsonl.gz"
+    path = f"snapshots/{ident}.json" if args.snapshot else f"runs/{ident}/{_SERVED[args.format]}"
     try:
         with urllib.request.urlopen(server.request(path)) as response:  # noqa: S310 - the server file's http URL
             while chunk := response.read(1 << 20):
@@ -94,7 +115,7 @@ def _export(args: argparse.Namespace, chunks: Iterable[bytes]) -> int:
     if args.snapshot:
         default = f"snapshot-{_safe(args.snapshot)[:12]}.json"
     else:
-        default = f"{_safe(args.trace_id)[:80]}.trace.jsonl.gz"
+        default = f"{_safe(args.trace_id)[:80]}{SUFFIXES[args.format]}"
     destination = args.output or default
     if destination == "-":
         for chunk in chunks:

@@ -27,6 +27,10 @@ from __future__ import annotations
 
 import duckdb
 
+# The end of a model request, over `events` columns: a `model:call`'s, or a turn's that counts its own
+# tokens (an OpenTelemetry chat span is the request itself; the DevTool's own turns never carry usage).
+MODEL_REQUEST_END = "(type = 'model:call:end' OR (type = 'turn:end' AND prompt_tokens IS NOT NULL))"
+
 # Spans the frame tree looks through: a prompt loop, a model call (and every instant).
 HIDDEN_KINDS = ("promptAgent", "model:call")
 
@@ -196,11 +200,11 @@ _RUNS = f"""
         e.cost_micro_usd, e.unpriced_calls
     FROM (
         SELECT trace_id, count(*) AS n, min(ts) AS started, max(ts) AS ended,
-               coalesce(sum(prompt_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS prompt_tokens,
-               coalesce(sum(completion_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS completion_tokens,
+               coalesce(sum(prompt_tokens) FILTER (WHERE {MODEL_REQUEST_END}), 0) AS prompt_tokens,
+               coalesce(sum(completion_tokens) FILTER (WHERE {MODEL_REQUEST_END}), 0) AS completion_tokens,
                min(event_id) AS first_id, max(event_id) AS last_id,
-               sum(cost_micro_usd) FILTER (WHERE type = 'model:call:end') AS cost_micro_usd,
-               count(*) FILTER (WHERE type = 'model:call:end' AND success AND cost_micro_usd IS NULL) AS unpriced_calls
+               sum(cost_micro_usd) FILTER (WHERE {MODEL_REQUEST_END}) AS cost_micro_usd,
+               count(*) FILTER (WHERE {MODEL_REQUEST_END} AND success AND cost_micro_usd IS NULL) AS unpriced_calls
         FROM events WHERE trace_id IN (SELECT trace_id FROM touched_traces)
         GROUP BY trace_id
     ) e
@@ -208,7 +212,10 @@ _RUNS = f"""
         SELECT trace_id,
                coalesce(arg_min(name, depth * 1e15 + start_ts) FILTER (WHERE kind = 'agent'),
                         arg_min(name, start_ts) FILTER (WHERE depth = 0 AND NOT instant)) AS name,
-               CASE WHEN bool_or(status = 'running') FILTER (WHERE depth = 0 AND NOT instant) THEN 'running'
+               -- A span whose parent is not stored has a parent still open: OpenTelemetry sends a span
+               -- when it ends, so its children come first and the run runs until its root arrives.
+               CASE WHEN bool_or(status = 'running' OR parent_span_id IS NOT NULL)
+                             FILTER (WHERE depth = 0 AND NOT instant) THEN 'running'
                     WHEN bool_or(status = 'failed') FILTER (WHERE depth = 0 AND NOT instant) THEN 'failed'
                     ELSE 'completed' END AS status,
                count(*) FILTER (WHERE {_SHOWN}) AS spans,

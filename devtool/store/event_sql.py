@@ -40,7 +40,7 @@ _LABEL = """
         WHEN t = 'agent:start' THEN coalesce(nullif(e.agentId, ''), 'agent')
         WHEN t = 'runWith:start' THEN coalesce(e.entrypoint, e.name, 'runWith')
         WHEN t = 'generation:start' THEN 'generation ' || coalesce(e.generationId, 0)
-        WHEN t = 'turn:start' THEN 'turn ' || coalesce(e.step, 0)
+        WHEN t = 'turn:start' THEN coalesce(e.name, 'turn ' || coalesce(e.step, 0))
         WHEN t = 'promptAgent:start' THEN 'prompt'
         WHEN t = 'model:call:start' THEN coalesce(e.adapterId, 'model call')
         WHEN t = 'tools:execute:start' THEN coalesce(nullif(array_to_string(e.toolNames, ', '), ''), 'tools')
@@ -93,7 +93,7 @@ def insert_events_sql(relation: str) -> str:
         e.usage.promptTokens,
         e.usage.completionTokens,
         body,
-        CASE WHEN t = 'model:call:end' THEN e.costs.micro_usd END
+        CASE WHEN t IN ('model:call:end', 'turn:end') THEN e.costs.micro_usd END
     FROM (SELECT e, body, n, e.type AS t FROM (SELECT from_json(body, '{STRUCTURE}') AS e, body, n FROM {relation}))
     """
 

@@ -24,6 +24,8 @@ from devtool.store.event_gate import CheckedEvent, check_events
 from devtool.store.event_sql import insert_events
 
 LIVE_KIND = "live"
+# The live stream OTLP exports are stored under: a run whose events came by it came from OpenTelemetry.
+OTLP_STREAM = "otlp"
 
 # The batch as one list parameter, numbered in its order: ids follow the list.
 _BATCH = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"

@@ -236,7 +236,7 @@ def _equal(given: str | None, expected: str) -> bool:
 
 
 def _refuse(request: Request, status: int, message: str) -> Response:
-    if request.url.path.startswith("/api/"):
+    if request.url.path.startswith(("/api/", "/v1/")):  # programs' endpoints (OTLP's too) answer in JSON
         return JSONResponse({"error": message}, status_code=status)
     return HTMLResponse(
         state(request)

@@ -6,7 +6,7 @@ through DuckDB's reader inside the caller's transaction, raising `duckdb.Error` 
 record. `scan(...)` is the slow path after such a failure: it names every bad line or element and
 copies the good ones, as JSONL, for a second `insert` when the policy is to load the good lines.
 
-Adding a format (OpenTelemetry JSON, ...) is a class with these three methods in `LOADERS`.
+Adding a format is a class with these three methods in `LOADERS` (`otlp.py` is the latest).
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from devtool.store.scan import Scan
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """What kind detection looks at: the first non-blank byte, and the first line that is a JSON object."""
+    """What kind detection looks at: the first non-blank byte, the first line that is a JSON object, and
+    the file's first bytes (blanks and a BOM stripped), for formats whose lines outgrow the head."""
 
     first_byte: bytes
     first_object: dict[str, Any] | None
+    head: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)

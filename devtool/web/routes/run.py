@@ -15,7 +15,9 @@ after it has shown: on a big run that is a walk of the span's subtree.
 - `/runs/<trace_id>/actions`: the run header's buttons (copy link, export, snapshots the run dumped,
   its replays, and for a replay: its snapshot, its original and "compare with original").
 - `/runs/<trace_id>/compare?with=<original>`: the two frame trees side by side (`pages/compare.py`).
-- `/runs/<trace_id>/export.jsonl.gz`: the run's events to hand to a teammate (`devtool load` reads it).
+- `/runs/<trace_id>/export.jsonl.gz`: the run's events to hand to a teammate (`devtool load` reads it);
+  `export.otlp.jsonl` the run as OTLP JSON (Jaeger, Tempo, Phoenix), `export.perfetto.json` as Chrome
+  trace-event JSON (Perfetto UI).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from starlette.routing import Route
 
 from devtool.actions.run_rewind import RewindError, rewind
 from devtool.store import NotFoundError, Store
-from devtool.store.export import export_run
+from devtool.store.export import export_run, export_run_otlp, export_run_perfetto
 from devtool.store.queries import get_run, last_event_id
 from devtool.store.queries.navigation import first_span_in, search_spans
 from devtool.store.queries.run_meta import replays_of, run_exists, run_metadata, snapshot_dumps
@@ -213,17 +215,24 @@ def run_compare(request: Request) -> HTMLResponse:
     return render(request, "compare.html", context)
 
 
+# The run's downloads: how each is written, its media type, and its file name's ending.
+_EXPORTS = {
+    "export.jsonl.gz": (export_run, "application/gzip", ".trace.jsonl.gz"),
+    "export.otlp.jsonl": (export_run_otlp, "application/x-ndjson", ".otlp.jsonl"),
+    "export.perfetto.json": (export_run_perfetto, "application/json", ".perfetto.json"),
+}
+
+
 async def run_export(request: Request) -> Response:
     trace_id: str = request.path_params["trace_id"]
+    write, media_type, suffix = _EXPORTS[request.url.path.rsplit("/", 1)[-1]]
     try:
-        chunks = await run_in_threadpool(export_run, state(request).store, trace_id)
+        chunks = await run_in_threadpool(write, state(request).store, trace_id)
     except NotFoundError as exc:
         raise HTTPException(404, str(exc)) from None
     name = "".join(c if c.isalnum() or c in "-_." else "_" for c in trace_id)[:80] or "run"
     return StreamingResponse(
-        chunks,
-        media_type="application/gzip",
-        headers={"Content-Disposition": f'attachment; filename="{name}.trace.jsonl.gz"'},
+        chunks, media_type=media_type, headers={"Content-Disposition": f'attachment; filename="{name}{suffix}"'}
     )
 
 
@@ -293,5 +302,7 @@ routes = [
     Route("/runs/{trace_id:id}/actions", run_actions, name="run_actions"),
     Route("/runs/{trace_id:id}/compare", run_compare, name="run_compare"),
     Route("/runs/{trace_id:id}/export.jsonl.gz", run_export, name="run_export"),
+    Route("/runs/{trace_id:id}/export.otlp.jsonl", run_export, name="run_export_otlp"),
+    Route("/runs/{trace_id:id}/export.perfetto.json", run_export, name="run_export_perfetto"),
     Route("/runs/{trace_id:id}/live", run_live, name="run_live"),
 ]
