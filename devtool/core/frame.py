@@ -142,11 +142,15 @@ class Frame:
             self.run.observe(Lookup(kind, self.agent_id, call_id, content_hash, request, entry is not None))
         return entry
 
-    def record(self, kind: str, content_hash: str | None, output: Any) -> bool:
-        """Journal `output` under its input's hash; a non-JSON output becomes a tombstone. True if JSON."""
+    def record(self, kind: str, content_hash: str | None, output: Any, *, fresh: bool = False) -> bool:
+        """Journal `output` under its input's hash; a non-JSON output becomes a tombstone. True if JSON.
+        `fresh`: `output` is JSON that nothing else holds (just parsed), journaled without a copy."""
         if content_hash is None or not self.run.enable_snapshot:
             return True
         journal = self.journal["prompt" if kind == "prompt" else "tool"]
+        if fresh:
+            journal[content_hash] = {"output": output, "contentHash": content_hash}
+            return True
         try:
             journal[content_hash] = {"output": json_copy(output), "contentHash": content_hash}
         except NotJSONError as exc:

@@ -88,13 +88,14 @@ class Turn:
         """The model is asked: `model:call:start` now, the rest through the `ModelCall`."""
         return ModelCall(self, adapter_id, provider, message_count)
 
-    def answered(self, message: JSON, *, journal: JSON = None) -> None:
-        """The turn ends with the model's answer, journaled (`journal` instead of the message, if given)."""
+    def answered(self, message: JSON, *, journal: JSON = None, fresh: bool = False) -> None:
+        """The turn ends with the model's answer, journaled (`journal` instead of the message, if given;
+        `fresh`: a JSON value nothing else holds, journaled as it is, not copied)."""
         fields: dict[str, Any] = {}
         if journal is None:
             self.frame.record("prompt", self.content_hash, message)
         else:
-            self.frame.record("prompt", self.content_hash, journal)
+            self.frame.record("prompt", self.content_hash, journal, fresh=fresh)
             fields["response"] = journal
         self._end(message=describe(message), resultType=_result_type(message), cache=False, success=True, **fields)
 

@@ -122,7 +122,8 @@ class Exchange:
         reply = answer.reply(default_price_table(), self.api.provider, self.model)
         message: Any = answer.message
         self.call.answered(reply["usage"], reply.get("costs"), reply.get("finishReason"), message=message)
-        self.turn.answered(answer.message, journal=recorded)  # type: ignore[arg-type]
+        # `recorded` was just parsed from the provider's bytes and nothing else holds it: no copy.
+        self.turn.answered(answer.message, journal=recorded, fresh=True)  # type: ignore[arg-type]
 
     def _read(self, content: bytes) -> StreamReader:
         reader = self.api.reader()
