@@ -91,3 +91,18 @@ def test_a_transaction_that_raises_writes_nothing(store: Store) -> None:
     with pytest.raises(RuntimeError):
         write_then_fail()
     assert store.query("SELECT count(*) FROM snapshots") == [(0,)]
+
+
+def test_duckdb_is_held_to_a_memory_limit_and_told_where_to_spill(tmp_path: Path) -> None:
+    """DuckDB's own default is most of the machine: a store asks for 1 GiB unless told otherwise."""
+    default = Store(tmp_path / "a.duckdb")
+    chosen = Store(tmp_path / "b.duckdb", memory_limit="256MiB")
+    try:
+        limit = "SELECT current_setting('memory_limit'), current_setting('temp_directory')"
+        assert default.query(limit) == [("1.0 GiB", f"{tmp_path / 'a.duckdb'}.tmp")]
+        assert chosen.query(limit)[0][0] == "256.0 MiB"
+    finally:
+        default.close()
+        chosen.close()
+    with pytest.raises(StoreError, match="Memory must have a number"):
+        Store(tmp_path / "c.duckdb", memory_limit="lots")
