@@ -23,7 +23,11 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - `rewind_runs`, `rewind_frames` (migration 3): the rewind index of a big run
   (`devtool.core.restore_index`): per frame, when it was made and last changed, its events and its
   sealed node. `last_event_id` is the run's last event when it was indexed: a run that has grown
-  since is rewound from its events until it is indexed again.
+  since is rewound from its events until it is indexed again. Since migration 4 an index is written
+  a batch at a time under a `build` number and used once `rewind_runs` names that build, each frame
+  has its `position` among its parent's children, and `rewind_chunks` holds the chunks of a wide
+  frame's children (`devtool.core.snapshot_tree.child_refs`); indexes made before are dropped (the
+  server makes them again).
 """
 
 from __future__ import annotations
@@ -157,6 +161,46 @@ MIGRATIONS: list[str] = [
         status VARCHAR NOT NULL,
         error JSON,
         events BIGINT[] NOT NULL
+    );
+    """,
+    """
+    DROP TABLE rewind_frames;
+    DROP TABLE rewind_runs;
+    CREATE SEQUENCE rewind_builds START 1;
+    CREATE TABLE rewind_runs (
+        trace_id VARCHAR PRIMARY KEY,
+        build BIGINT NOT NULL,
+        last_event_id BIGINT NOT NULL,
+        indexed BOOLEAN NOT NULL,
+        reason VARCHAR,
+        events BIGINT NOT NULL,
+        frames BIGINT NOT NULL,
+        seconds DOUBLE NOT NULL,
+        built_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
+    CREATE TABLE rewind_frames (
+        trace_id VARCHAR NOT NULL,
+        build BIGINT NOT NULL,
+        frame INTEGER NOT NULL,
+        parent INTEGER NOT NULL,
+        position INTEGER NOT NULL,
+        call_id VARCHAR NOT NULL,
+        created BIGINT NOT NULL,
+        last BIGINT NOT NULL,
+        node_id VARCHAR NOT NULL,
+        status VARCHAR NOT NULL,
+        error JSON,
+        events BIGINT[] NOT NULL
+    );
+    CREATE TABLE rewind_chunks (
+        trace_id VARCHAR NOT NULL,
+        build BIGINT NOT NULL,
+        frame INTEGER NOT NULL,
+        level INTEGER NOT NULL,
+        position INTEGER NOT NULL,
+        last BIGINT NOT NULL,
+        running BOOLEAN NOT NULL,
+        node_id VARCHAR NOT NULL
     );
     """,
 ]
