@@ -27,7 +27,7 @@ from typing import Any
 
 import duckdb
 
-from devtool.store import derive
+from devtool.store import derive, search
 from devtool.store.backlog import PENDING, Backlog
 from devtool.store.errors import StoreError, StoreLockedError
 from devtool.store.schema import MIGRATIONS
@@ -122,7 +122,9 @@ class Store:
                 conn.execute("BEGIN TRANSACTION")
                 through = int(conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0])
             try:
-                _, traces = derive.refresh(conn, min(taken.values()) - 1, traces=tuple(taken))
+                after = min(taken.values()) - 1
+                _, traces = derive.refresh(conn, after, traces=tuple(taken))
+                search.index_events(conn, after, traces)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")

@@ -35,8 +35,8 @@ from devtool.store.span_sql import GROUPED, HIDDEN_KINDS, LOG_NAMES, RECOUNT, RE
 CHUNK = 500_000
 
 # The first event's columns an open span keeps, so a later chunk need not read the event again.
-_FIRST_COLUMNS = ("type", "parent_span_id", "label", "agent_id", "call_id", "ts", "success", "error")
-_FIRST_COLUMNS += ("content_hash", "cache")
+_FIRST_COLUMNS: tuple[str, ...] = ("type", "parent_span_id", "label", "agent_id", "call_id", "ts", "success")
+_FIRST_COLUMNS += ("error", "content_hash", "cache")
 _FIRST = ", ".join(_FIRST_COLUMNS)
 _SHOWN_D = f"NOT d.instant AND d.kind NOT IN {HIDDEN_KINDS}"
 

@@ -107,6 +107,12 @@ def file_relation(fmt: str, max_object_size: int) -> str:
     return f"(SELECT json AS body, ordinality AS n FROM read_json_objects($path, {options}) WITH ORDINALITY)"
 
 
+def file_bodies(fmt: str, max_object_size: int) -> str:
+    """The JSON text of each event of the file `$path` (`body`), in no particular order."""
+    options = f"format='{fmt}', maximum_object_size={int(max_object_size)}"
+    return f"(SELECT json AS body FROM read_json_objects($path, {options}))"
+
+
 def insert_events(
     conn: duckdb.DuckDBPyConnection,
     relation: str,

@@ -97,7 +97,7 @@ def build_index(store: Store, trace_id: str) -> IndexState:
     with collector_paused():
         try:
             _check_time_order(store, trace_id)
-            rows = iter_run_rows(store, trace_id, skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS)
+            rows = iter_run_rows(store, trace_id, skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS, by_id=True)
             events = index_stream(rows, writer)
             _check_call_ids(store, trace_id, build)
         except NotIndexable as exc:

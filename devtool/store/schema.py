@@ -28,9 +28,13 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   has its `position` among its parent's children, and `rewind_chunks` holds the chunks of a wide
   frame's children (`devtool.core.snapshot_tree.child_refs`); indexes made before are dropped (the
   server makes them again).
+- `search_terms` (migration 4): the search index, each run's words once (`search.py`); the words of
+  the events stored before are found by the migration.
 """
 
 from __future__ import annotations
+
+from devtool.store.search import terms_sql
 
 MIGRATIONS: list[str] = [
     """
@@ -202,5 +206,7 @@ MIGRATIONS: list[str] = [
         running BOOLEAN NOT NULL,
         node_id VARCHAR NOT NULL
     );
-    """,
+    CREATE TABLE search_terms (trace_id VARCHAR NOT NULL, term VARCHAR NOT NULL);
+    """
+    + f"INSERT INTO search_terms {terms_sql('(SELECT body FROM events)')};",
 ]

@@ -20,8 +20,8 @@ from typing import Any
 import orjson
 
 from devtool.store.database import Store
-from devtool.store.derive import HIDDEN_KINDS
 from devtool.store.errors import NotFoundError
+from devtool.store.span_sql import HIDDEN_KINDS
 
 TOOL_RESULT = "tool"
 _CROWD = 1000  # children past which a parent's page is a query of its own

@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 
 from devtool.store.database import Store
-from devtool.store.derive import HIDDEN_KINDS
 from devtool.store.errors import NotFoundError
+from devtool.store.span_sql import HIDDEN_KINDS
 
 _SHOWN = f"NOT instant AND kind NOT IN {HIDDEN_KINDS}"
 

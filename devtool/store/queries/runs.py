@@ -12,7 +12,8 @@ journal has neither. `source` is the file (or live stream) a run's first event, 
 entry, came from.
 
 `search` matches, case-insensitively, the run's id, name and agent ids, and (unless `content=False`)
-the text of its events or entries: a scan of their compressed JSON, about a second for a million events.
+the text of its events or entries: a trace's through the search index (`devtool.store.search`: each of
+the query's words part of one of the run's words), a journal's by a scan of its entries' JSON.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
+from devtool.store.search import words
 
 STATUSES = ("completed", "failed", "running")
 
@@ -113,10 +115,20 @@ _PAGE = """
 """
 
 _MATCH_NAMES = "id ILIKE $pattern ESCAPE '\\' OR name ILIKE $pattern ESCAPE '\\' OR words ILIKE $pattern ESCAPE '\\'"
-_MATCH_CONTENT = """
-    OR (kind = 'trace' AND id IN (SELECT trace_id FROM events WHERE body ILIKE $pattern ESCAPE '\\'))
-    OR (kind = 'journal' AND id IN (SELECT process_id FROM journal_entries WHERE data ILIKE $pattern ESCAPE '\\'))
-"""
+_MATCH_JOURNAL = (
+    "kind = 'journal' AND id IN (SELECT process_id FROM journal_entries WHERE data ILIKE $pattern ESCAPE '\\')"
+)
+
+
+def _match_words(found: list[str], params: dict[str, object]) -> str:
+    """Traces with each of the query's words in one of their words (none when the query has none)."""
+    if not found:
+        return "false"
+    sets = []
+    for index, word in enumerate(found):
+        params[f"word{index}"] = word
+        sets.append(f"SELECT trace_id FROM search_terms WHERE contains(term, $word{index})")
+    return f"kind = 'trace' AND id IN ({' INTERSECT '.join(sets)})"
 
 
 def list_runs(
@@ -138,7 +150,8 @@ def list_runs(
     where: list[str] = ["true"]
     params: dict[str, object] = {"limit": limit, "offset": offset}
     if search:
-        where.append(f"({_MATCH_NAMES} {_MATCH_CONTENT if content else ''})")
+        content_match = f"OR ({_match_words(words(search), params)}) OR ({_MATCH_JOURNAL})" if content else ""
+        where.append(f"({_MATCH_NAMES} {content_match})")
         params["pattern"] = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     if status:
         where.append("status = $status")
