@@ -110,12 +110,13 @@ RUNS = """
         e.n, coalesce(s.spans, 0), coalesce(s.agents, 0), coalesce(s.failed, 0), coalesce(s.running, 0),
         e.prompt_tokens, e.completion_tokens,
         coalesce(s.agent_ids, ''),
-        e.first_id, e.last_id
+        e.first_id, e.last_id,
+        coalesce(s.prompts, 0), coalesce(s.tools, 0), e.source_id
     FROM (
         SELECT trace_id, count(*) AS n, min(ts) AS started, max(ts) AS ended,
                coalesce(sum(prompt_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS prompt_tokens,
                coalesce(sum(completion_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS completion_tokens,
-               min(event_id) AS first_id, max(event_id) AS last_id
+               min(event_id) AS first_id, max(event_id) AS last_id, arg_min(source_id, event_id) AS source_id
         FROM events WHERE trace_id IN (SELECT trace_id FROM touched_traces)
         GROUP BY trace_id
     ) e
@@ -130,7 +131,9 @@ RUNS = """
                count(*) FILTER (WHERE kind = 'agent') AS agents,
                count(*) FILTER (WHERE status = 'failed') AS failed,
                count(*) FILTER (WHERE status = 'running') AS running,
-               string_agg(DISTINCT agent_id, ' ' ORDER BY agent_id) FILTER (WHERE kind = 'agent') AS agent_ids
+               string_agg(DISTINCT agent_id, ' ' ORDER BY agent_id) FILTER (WHERE kind = 'agent') AS agent_ids,
+               count(*) FILTER (WHERE kind = 'turn') AS prompts,
+               coalesce(sum(len(string_split(name, ', '))) FILTER (WHERE kind = 'tools:execute'), 0) AS tools
         FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces)
         GROUP BY trace_id
     ) s USING (trace_id)

@@ -11,7 +11,8 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   without its end is `running`; a point event (`budget:update`, `sys:log`, ...) with a span id of its
   own is an `instant` span. `depth` is the nesting for timeline rows, `frame_parent_id` the nearest
   ancestor the frame tree shows.
-- `runs`: one summary row per trace, kept up to date by every load and append.
+- `runs`: one summary row per trace, kept up to date by every load and append; since migration 4
+  with its prompt and tool calls counted and the source of its first event.
 - `journal_entries`: process-journal entries, with `ts_ms` parsed from their ISO 8601 `timestamp`.
 - `snapshots`: AgentSnapshots under a stable content id, with the id they were forked from and who
   first stored them (migration 2). Since migration 3 a snapshot is a tree of frame nodes
@@ -207,6 +208,15 @@ MIGRATIONS: list[str] = [
         node_id VARCHAR NOT NULL
     );
     CREATE TABLE search_terms (trace_id VARCHAR NOT NULL, term VARCHAR NOT NULL);
+    ALTER TABLE runs ADD COLUMN prompts BIGINT DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN tools BIGINT DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN source_id INTEGER;
+    UPDATE runs SET prompts = c.prompts, tools = c.tools FROM (
+        SELECT trace_id, count(*) FILTER (WHERE kind = 'turn') AS prompts,
+               coalesce(sum(len(string_split(name, ', '))) FILTER (WHERE kind = 'tools:execute'), 0) AS tools
+        FROM spans GROUP BY trace_id
+    ) c WHERE runs.trace_id = c.trace_id;
+    UPDATE runs SET source_id = e.source_id FROM events e WHERE e.event_id = runs.first_event_id;
     """
     + f"INSERT INTO search_terms {terms_sql('(SELECT body FROM events)')};",
 ]

@@ -77,12 +77,12 @@ _JOURNAL_STATUS = """
 _RUNS = f"""
     SELECT * FROM (
         SELECT 'trace' AS kind, trace_id AS id, name, status, started_ts, ended_ts, events, spans, agents,
-               failed, running, prompt_tokens, completion_tokens, agent_ids AS words, first_event_id AS first,
-               NULL::INTEGER AS first_source
+               failed, running, prompt_tokens, completion_tokens, prompts, tools, agent_ids AS words,
+               source_id AS first_source
         FROM runs
         UNION ALL
-        SELECT 'journal', process_id, process_id, {_JOURNAL_STATUS}, started, ended, n, 0, 0, errors, 0, 0, 0,
-               types, NULL, first_source
+        SELECT 'journal', process_id, process_id, {_JOURNAL_STATUS}, started, ended, n, 0, 0, errors, 0, 0, 0, 0, 0,
+               types, first_source
         FROM (
             SELECT process_id, min(ts_ms) AS started, max(ts_ms) AS ended, count(*) AS n,
                    arg_min(source_id, entry_seq) AS first_source,
@@ -94,23 +94,11 @@ _RUNS = f"""
     )
 """
 
-# The counts and the source of a page of runs only: the spans and events of other runs are not read.
+# A page of runs with the file (or stream) each came from.
 _PAGE = """
     WITH page AS ({runs})
-    SELECT page.* EXCLUDE (words, first, first_source),
-           coalesce(c.prompts, 0), coalesce(c.tools, 0), src.kind, src.path
-    FROM page
-    LEFT JOIN (
-        SELECT trace_id,
-               count(*) FILTER (WHERE kind = 'turn') AS prompts,
-               coalesce(sum(len(string_split(name, ', '))) FILTER (WHERE kind = 'tools:execute'), 0) AS tools
-        FROM spans WHERE trace_id IN (SELECT id FROM page WHERE kind = 'trace')
-        GROUP BY trace_id
-    ) c ON page.kind = 'trace' AND c.trace_id = page.id
-    LEFT JOIN (
-        SELECT event_id, source_id FROM events WHERE event_id IN (SELECT first FROM page WHERE kind = 'trace')
-    ) ev ON ev.event_id = page.first
-    LEFT JOIN sources src ON src.source_id = coalesce(page.first_source, ev.source_id)
+    SELECT page.* EXCLUDE (words, first_source), src.kind, src.path
+    FROM page LEFT JOIN sources src ON src.source_id = page.first_source
     ORDER BY page.started_ts DESC, page.id, page.kind DESC
 """
 
