@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
-from devtool.store import LoadError, Store, append_events, load_file
+from devtool.store import LoadError, Store, append_events, database, load_file
+from devtool.store.event_sql import insert_events
 from devtool.store.queries import list_runs
 from devtool.store.schema import MIGRATIONS
 from devtool.store.search import LONGEST, words
@@ -99,20 +101,25 @@ def test_a_file_load_indexes_its_words_with_its_events_or_not_at_all(store: Stor
     assert list_runs(store, search="unfindable") == []
 
 
-def test_events_stored_before_the_index_are_indexed_by_the_migration(tmp_path: Path) -> None:
+def test_events_stored_before_the_index_are_indexed_by_the_migration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     t = talking_run()
     path = tmp_path / "old.duckdb"
-    old = Store(path)
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:3])
+    old = Store(path)  # a store of schema 3: events and their run, no search index
     try:
-        append_events(old, t.events)
-        with old.transaction() as conn:  # as a store of migration 3 left it: no index
-            conn.execute("DELETE FROM search_terms")
-            conn.execute("DELETE FROM schema_version WHERE version = 4")
-            conn.execute("DROP TABLE search_terms")
-            conn.execute("DROP TABLE rewind_chunks")
-            conn.execute("DROP SEQUENCE rewind_builds")
+        with old.transaction() as conn:
+            relation = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
+            texts = [orjson.dumps(event).decode() for event in t.events]
+            count, _, _ = insert_events(conn, relation, 1, {"events": texts}, derive_spans=False)
+            conn.execute(
+                "INSERT INTO runs VALUES (?, 'clerk', 0, 1, 'failed', ?, 0, 0, 0, 0, 0, 0, 'clerk', 1, ?)",
+                [t.trace_id, count, count],
+            )
     finally:
         old.close()
+    monkeypatch.undo()
     upgraded = Store(path)
     try:
         assert upgraded.schema_version == len(MIGRATIONS)

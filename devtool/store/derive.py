@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import duckdb
 
-from devtool.store import derive_stream
+from devtool.store import derive_stream, span_keys
 from devtool.store.span_sql import (
     GROUPED,
     HIDDEN_KINDS,
@@ -171,6 +171,7 @@ def refresh(
             rederive(conn)
             conn.execute("DROP TABLE derived; DROP TABLE placed")
         derive_stream.fix_places(conn)
+        span_keys.build(conn, "touched_traces")
     else:
         if all_new:
             conn.execute(_DERIVE.format(events=new))
@@ -194,6 +195,7 @@ def rederive(conn: duckdb.DuckDBPyConnection) -> None:
     """Derive the stored spans in `touched_spans` again from all their events (of traces in
     `touched_traces`), move what moved under them, and recount children; leaves `derived` and `placed`."""
     touched = "(trace_id, span_id) IN (SELECT (trace_id, span_id) FROM touched_spans)"
+    span_keys.forget(conn, "touched_traces")
     conn.execute(
         f"CREATE OR REPLACE TEMP TABLE replaced AS "
         f"SELECT trace_id, span_id, kind, instant, depth, frame_parent_id FROM spans WHERE {touched}"

@@ -31,6 +31,8 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   server makes them again).
 - `search_terms` (migration 4): the search index, each run's words once (`search.py`); the words of
   the events stored before are found by the migration.
+- `span_keys`, `frame_keys`, `keyed_runs` (migration 4): a big run's spans' keys, sorted to find a
+  span by its id and a parent's children in a range (`span_keys.py`).
 """
 
 from __future__ import annotations
@@ -208,6 +210,24 @@ MIGRATIONS: list[str] = [
         node_id VARCHAR NOT NULL
     );
     CREATE TABLE search_terms (trace_id VARCHAR NOT NULL, term VARCHAR NOT NULL);
+    CREATE TABLE span_keys (
+        key UBIGINT NOT NULL,
+        trace_id VARCHAR NOT NULL,
+        span_id VARCHAR NOT NULL,
+        start_ts DOUBLE NOT NULL,
+        start_event_id BIGINT,
+        frame_parent_id VARCHAR,
+        shown BOOLEAN NOT NULL
+    );
+    CREATE TABLE frame_keys (
+        key UBIGINT NOT NULL,
+        trace_id VARCHAR NOT NULL,
+        frame_parent_id VARCHAR,
+        start_ts DOUBLE NOT NULL,
+        start_event_id BIGINT,
+        span_id VARCHAR NOT NULL
+    );
+    CREATE TABLE keyed_runs (trace_id VARCHAR NOT NULL);
     ALTER TABLE runs ADD COLUMN prompts BIGINT DEFAULT 0;
     ALTER TABLE runs ADD COLUMN tools BIGINT DEFAULT 0;
     ALTER TABLE runs ADD COLUMN source_id INTEGER;

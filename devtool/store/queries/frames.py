@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 from devtool.store.span_sql import HIDDEN_KINDS
@@ -104,22 +105,26 @@ def frame_tree(
     with store.reader() as cursor:
         if span_id is None:
             where = f"trace_id = ? AND frame_parent_id IS NULL AND {_SHOWN}"
-            root_count = cursor.execute(f"SELECT count(*) FROM spans WHERE {where}", [trace_id]).fetchall()[0][0]
+            root_count = span_keys.count(cursor, trace_id, None)
+            if root_count is None:
+                root_count = cursor.execute(f"SELECT count(*) FROM spans WHERE {where}", [trace_id]).fetchall()[0][0]
             if root_count == 0 and not cursor.execute("SELECT 1 FROM runs WHERE trace_id = ?", [trace_id]).fetchall():
                 raise NotFoundError(f"no run {trace_id!r} in the store")
-            rows = cursor.execute(
-                f"SELECT {_COLUMNS} FROM spans WHERE {where} ORDER BY start_ts, start_event_id LIMIT ? OFFSET ?",
-                [trace_id, page_size, offset],
-            ).fetchall()
-            top, child_offset = [_draft(row) for row in rows], 0
+            roots = span_keys.children(cursor, trace_id, None, offset=offset, limit=page_size)
+            if roots is not None:
+                top = _drafts(cursor, trace_id, roots)
+            else:
+                rows = cursor.execute(
+                    f"SELECT {_COLUMNS} FROM spans WHERE {where} ORDER BY start_ts, start_event_id LIMIT ? OFFSET ?",
+                    [trace_id, page_size, offset],
+                ).fetchall()
+                top = [_draft(row) for row in rows]
+            child_offset = 0
         else:
-            found = cursor.execute(
-                f"SELECT {_COLUMNS} FROM spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]
-            )
-            rows = found.fetchall()
-            if not rows:
+            top = _drafts(cursor, trace_id, [span_id])
+            if not top:
                 raise NotFoundError(f"no span {span_id!r} in run {trace_id!r}")
-            top, root_count, child_offset = [_draft(rows[0])], 1, offset
+            root_count, child_offset = 1, offset
         budget = max_nodes - len(top)
         frontier = top
         for level in range(depth):
@@ -137,6 +142,13 @@ def frame_tree(
 def _draft(row: tuple[Any, ...]) -> _Draft:
     *fields, end_event_id = row
     return _Draft(FrameNode(*fields), end_event_id)
+
+
+def _drafts(cursor: Any, trace_id: str, span_ids: list[str]) -> list[_Draft]:
+    """The spans `span_ids` of the run, in that order (those it has)."""
+    where, params = span_keys.where_spans(cursor, trace_id, span_ids)
+    rows = {row[0]: row for row in cursor.execute(f"SELECT {_COLUMNS} FROM spans WHERE {where}", params).fetchall()}
+    return [_draft(rows[span]) for span in span_ids if span in rows]
 
 
 def _count_tool_results(cursor: Any, drafts: list[_Draft]) -> None:
@@ -165,18 +177,35 @@ def _load_children(
     spans = [d for d in parents if d.node.kind != "tools:execute"]
     # A parent of thousands is paged on its own (a top-N, not a sort of all its children).
     for parent in (d for d in spans if d.node.child_count > _CROWD):
-        rows = cursor.execute(
-            f"SELECT {_COLUMNS} FROM spans WHERE trace_id = ? AND {_SHOWN} AND frame_parent_id = ? "
-            "ORDER BY start_ts, start_event_id LIMIT ? OFFSET ?",
-            [trace_id, parent.node.span_id, min(page_size, budget - len(loaded)), offset],
-        ).fetchall()
-        parent.children.extend(_draft(row) for row in rows)
+        size = min(page_size, budget - len(loaded))
+        ids = span_keys.children(cursor, trace_id, parent.node.span_id, offset=offset, limit=size)
+        if ids is not None:
+            parent.children.extend(_drafts(cursor, trace_id, ids))
+        else:
+            rows = cursor.execute(
+                f"SELECT {_COLUMNS} FROM spans WHERE trace_id = ? AND {_SHOWN} AND frame_parent_id = ? "
+                "ORDER BY start_ts, start_event_id LIMIT ? OFFSET ?",
+                [trace_id, parent.node.span_id, size, offset],
+            ).fetchall()
+            parent.children.extend(_draft(row) for row in rows)
         parent.node = replace(parent.node, children_offset=offset)
         loaded.extend(parent.children)
         if len(loaded) >= budget:
             return loaded
     few = {d.node.span_id: d for d in spans if d.node.child_count <= _CROWD}
-    if few:
+    pages = span_keys.children_of(cursor, trace_id, sorted(few), offset=offset, limit=page_size) if few else None
+    if pages is not None:
+        # By position first, then parent: a short budget gives every parent its first children.
+        order = sorted((i, parent_id, span) for parent_id, ids in pages.items() for i, span in enumerate(ids))
+        order = order[: budget - len(loaded)]
+        drafts = {d.node.span_id: d for d in _drafts(cursor, trace_id, [span for _, _, span in order])}
+        for _, parent_id, span in order:
+            if span in drafts:
+                few[parent_id].children.append(drafts[span])
+                loaded.append(drafts[span])
+        for d in few.values():
+            d.node = replace(d.node, children_offset=offset)
+    elif few:
         rows = cursor.execute(
             f"""
             SELECT frame_parent_id, {_COLUMNS} FROM (

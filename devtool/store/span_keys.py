@@ -1,0 +1,182 @@
+"""Finding a big run's spans without scanning them: its spans' keys, sorted two ways.
+
+`spans` is stored in time order, which is what the timeline reads; a span asked for by its id, or a
+page of one parent's children, is a scan of every span of the run (a tenth of a second at ten million
+events, and a page asks several). So a run loaded in bulk also gets two narrow copies of its spans'
+keys, each sorted so that DuckDB's zone maps find a key in one or two row groups:
+
+- `span_keys`: each span but instants (no page asks for one by its id) under a hash of its trace and
+  span id, with its start and frame parent: its row in `spans` is then read by its start time;
+- `frame_keys`: each span the frame tree shows under a hash of its trace and frame parent, then its
+  start: a parent's children are one range, so a page of them, or a child's place among them, is
+  read from that range alone.
+
+A run's keys hold while `keyed_runs` names it. Deriving its spans again (a live batch, a second file
+of it) drops them (`forget`), and its pages then scan `spans`, which is fast enough for runs that grow
+live; `build` makes them for the new runs of a load of `derive_stream.CHUNK` events or more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from devtool.store.span_sql import SHOWN
+
+if TYPE_CHECKING:
+    from devtool.store.database import Store
+
+_BUILD = f"""
+    INSERT INTO span_keys
+    SELECT hash(trace_id, span_id) AS key, trace_id, span_id, start_ts, start_event_id, frame_parent_id,
+           {SHOWN} AS shown
+    FROM spans WHERE trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT instant
+    ORDER BY key;
+    INSERT INTO frame_keys
+    SELECT hash(trace_id, coalesce(frame_parent_id, '')) AS key, trace_id, frame_parent_id, start_ts,
+           start_event_id, span_id
+    FROM spans WHERE trace_id IN (SELECT trace_id FROM {{traces}}) AND {SHOWN}
+    ORDER BY key, start_ts, start_event_id;
+    INSERT INTO keyed_runs SELECT trace_id FROM {{traces}};
+"""
+
+_FORGET = """
+    DELETE FROM span_keys WHERE trace_id IN (SELECT trace_id FROM {traces});
+    DELETE FROM frame_keys WHERE trace_id IN (SELECT trace_id FROM {traces});
+    DELETE FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces});
+"""
+
+# A frame parent's children in the tree's order; `key` first, so that zone maps find the range.
+_CHILDREN = """
+    SELECT span_id FROM frame_keys
+    WHERE key = hash($trace, coalesce($parent, '')) AND trace_id = $trace
+      AND frame_parent_id IS NOT DISTINCT FROM $parent
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SpanKey:
+    """Where a span is: its start (its row in `spans` is read by it) and its frame parent."""
+
+    span_id: str
+    start_ts: float
+    start_event_id: int | None
+    frame_parent_id: str | None
+    shown: bool
+
+
+def key_run(store: Store, trace_id: str) -> None:
+    """Make the keys of run `trace_id` as its spans are now (a run that stopped growing)."""
+    with store.transaction() as conn:
+        conn.execute("CREATE OR REPLACE TEMP TABLE keyed_now AS SELECT ? AS trace_id", [trace_id])
+        forget(conn, "keyed_now")
+        build(conn, "keyed_now")
+        conn.execute("DROP TABLE keyed_now")
+
+
+def build(conn: duckdb.DuckDBPyConnection, traces: str) -> None:
+    """Make the keys of the runs in table `traces` (their spans just derived), in the caller's transaction."""
+    conn.execute(_BUILD.format(traces=traces))
+
+
+def forget(conn: duckdb.DuckDBPyConnection, traces: str) -> None:
+    """Drop the keys of the runs in table `traces` (their spans are about to change)."""
+    keyed = conn.execute(f"SELECT count(*) FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces})")
+    if keyed.fetchall()[0][0]:
+        conn.execute(_FORGET.format(traces=traces))
+
+
+def locate(cursor: duckdb.DuckDBPyConnection, trace_id: str, span_ids: Sequence[str]) -> dict[str, SpanKey] | None:
+    """The keys of `span_ids` that the run has (instants are not there), or None: the run is not keyed."""
+    if not cursor.execute("SELECT 1 FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall():
+        return None
+    ids = list(dict.fromkeys(span_ids))
+    if not ids:
+        return {}
+    # The hashes as constants: DuckDB then reads only the row groups whose zone maps may hold them.
+    keys = [row[0] for row in cursor.execute("SELECT hash(?, unnest(?::VARCHAR[]))", [trace_id, ids]).fetchall()]
+    rows = cursor.execute(
+        f"SELECT span_id, start_ts, start_event_id, frame_parent_id, shown FROM span_keys "
+        f"WHERE key IN ({_marks(keys)}) AND trace_id = ? AND span_id IN ({_marks(ids)})",
+        [*keys, trace_id, *ids],
+    ).fetchall()
+    return {row[0]: SpanKey(*row) for row in rows}
+
+
+def where_spans(cursor: duckdb.DuckDBPyConnection, trace_id: str, span_ids: Sequence[str]) -> tuple[str, list[Any]]:
+    """A condition on `spans` for the rows of `span_ids` of the run, and its parameters: within their
+    start times when the run is keyed (DuckDB reads the row groups that hold them), else by id alone."""
+    ids = list(dict.fromkeys(span_ids)) or [""]
+    found = locate(cursor, trace_id, ids)
+    if found:
+        starts = [key.start_ts for key in found.values()]
+        return (
+            f"trace_id = ? AND start_ts BETWEEN ? AND ? AND span_id IN ({_marks(ids)})",
+            [trace_id, min(starts), max(starts), *ids],
+        )
+    return f"trace_id = ? AND span_id IN ({_marks(ids)})", [trace_id, *ids]
+
+
+def children(
+    cursor: duckdb.DuckDBPyConnection, trace_id: str, parent: str | None, *, offset: int, limit: int
+) -> list[str] | None:
+    """Span ids of a page of `parent`'s frame children (of the roots when None), in the tree's order;
+    None when the run is not keyed."""
+    if not cursor.execute("SELECT 1 FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall():
+        return None
+    rows = cursor.execute(
+        f"{_CHILDREN} ORDER BY start_ts, start_event_id LIMIT $limit OFFSET $offset",
+        {"trace": trace_id, "parent": parent, "limit": limit, "offset": offset},
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def count(cursor: duckdb.DuckDBPyConnection, trace_id: str, parent: str | None) -> int | None:
+    """How many frame children `parent` (None: the roots) has; None when the run is not keyed."""
+    if not cursor.execute("SELECT 1 FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall():
+        return None
+    rows = cursor.execute(f"SELECT count(*) FROM ({_CHILDREN})", {"trace": trace_id, "parent": parent}).fetchall()
+    return int(rows[0][0])
+
+
+def children_of(
+    cursor: duckdb.DuckDBPyConnection, trace_id: str, parents: Sequence[str], *, offset: int, limit: int
+) -> dict[str, list[str]] | None:
+    """`children` of several parents at once, each page in the tree's order; None when not keyed."""
+    if not cursor.execute("SELECT 1 FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall():
+        return None
+    hashed = cursor.execute("SELECT hash(?, unnest(?::VARCHAR[]))", [trace_id, list(parents)])
+    keys = [row[0] for row in hashed.fetchall()]
+    rows = cursor.execute(
+        f"""
+        SELECT frame_parent_id, span_id FROM (
+            SELECT frame_parent_id, span_id,
+                   row_number() OVER (PARTITION BY frame_parent_id ORDER BY start_ts, start_event_id) - 1 AS i
+            FROM frame_keys WHERE key IN ({_marks(keys)}) AND trace_id = ? AND frame_parent_id IN ({_marks(parents)})
+        ) WHERE i >= ? AND i < ? ORDER BY frame_parent_id, i
+        """,
+        [*keys, trace_id, *parents, offset, offset + limit],
+    ).fetchall()
+    found: dict[str, list[str]] = {parent: [] for parent in parents}
+    for parent, span in rows:
+        found[parent].append(span)
+    return found
+
+
+def position(cursor: duckdb.DuckDBPyConnection, trace_id: str, key: SpanKey) -> int:
+    """A span's place among its frame siblings (of a keyed run)."""
+    rows = cursor.execute(
+        f"""
+        SELECT count(*) FROM ({_CHILDREN.replace("SELECT span_id", "SELECT start_ts, start_event_id")})
+        WHERE start_ts < $start OR (start_ts = $start AND start_event_id < $event)
+        """,
+        {"trace": trace_id, "parent": key.frame_parent_id, "start": key.start_ts, "event": key.start_event_id},
+    ).fetchall()
+    return int(rows[0][0])
+
+
+def _marks(values: Sequence[object]) -> str:
+    return ", ".join("?" * len(values))
