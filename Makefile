@@ -3,7 +3,7 @@
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-SOURCES := $(wildcard devtool tests e2e bench scripts examples)
+SOURCES := $(wildcard devtool tests e2e bench scripts examples testkit)
 
 .PHONY: demo test setup chromium lint unit e2e bench
 

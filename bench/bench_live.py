@@ -40,7 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from devtool.core.http_sink import HttpSink
-from tests.sse import SseStream
+from testkit.sse import SseStream
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -4,7 +4,7 @@
 
 1. Generates a realistic trace (`bench/gen_trace.py`) of `--events` events, or reuses it from
    `--workdir`, and loads it into a store there (once).
-2. Builds the run's rewind index (`devtool.store.rewind_index.build_index`: what `devtool serve`
+2. Builds the run's rewind index (`devtool.actions.frame_indexer.build_index`: what `devtool serve`
    does in the background for a run of 50,000 events or more once it has stopped growing), and
    reports how long that took; an index already fresh in the store is reused, with its recorded time.
 3. Starts `devtool serve` on that store and, for `--spans` worker agent spans nearest the middle of
@@ -13,7 +13,7 @@
    `GET /snapshots/<id>` (its page), wall time on the client, with the server's own time from its
    `Server-Timing` header. The target: the two together <= 1 s for a span in the middle of 1M events.
 4. Then, in this process, one more cut split into its parts (CPU time): reading the open frames and
-   their events and the short walk (`restore_at`), hashing and storing the snapshot's new nodes, and
+   their events and the short walk (`restore_from_index`), hashing and storing the snapshot's new nodes, and
    the page's reads; and, for comparison, the same cut restored without the index (every event up
    to the cut read, parsed and walked, as a run that is not indexed yet is rewound).
 """
@@ -159,11 +159,11 @@ def parts(db: Path, trace_id: str, span: str) -> dict[str, float]:
     """The rewind of `span` (after) split into its parts, CPU seconds of this process."""
     import gc
 
+    from devtool.actions.run_rewind import restore_from_index
     from devtool.core.debugger import restore_snapshot
     from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS
     from devtool.store import Store, get_snapshot
     from devtool.store.queries import Cut, run_events
-    from devtool.store.rewind_index import restore_at
     from devtool.store.snapshots import frame_page, save_tree, snapshot_counts
 
     store = Store(db)
@@ -177,7 +177,7 @@ def parts(db: Path, trace_id: str, span: str) -> dict[str, float]:
 
     try:
         tree = timed(
-            "open frames and their events read, short walk", lambda: restore_at(store, trace_id, span, "after")
+            "open frames and their events read, short walk", lambda: restore_from_index(store, trace_id, span, "after")
         )
         assert tree is not None, "the cut was not made from the index"
         times["nodes made (open frames)"] = len(tree.nodes)
@@ -204,8 +204,9 @@ def parts(db: Path, trace_id: str, span: str) -> dict[str, float]:
 
 def indexed(db: Path, trace_id: str) -> tuple[float, int, bool]:
     """The run's rewind index, built unless fresh: (seconds it took, frames, built now)."""
+    from devtool.actions.frame_indexer import build_index
     from devtool.store import Store
-    from devtool.store.rewind_index import build_index, index_state
+    from devtool.store.frame_index_tables import index_state
 
     store = Store(db)
     try:

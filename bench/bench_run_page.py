@@ -69,7 +69,8 @@ def browser_pass(url: str, steps: int) -> list[tuple[str, float, int]]:
             before = page.locator("#timeline").get_attribute("data-end")
             began = time.perf_counter()
             page.keyboard.press("]")
-            page.wait_for_function(f"document.querySelector('#timeline').dataset.end !== '{before}'")
+            # A function, not an expression string: the page's Content-Security-Policy refuses eval.
+            page.wait_for_function("before => document.querySelector('#timeline').dataset.end !== before", arg=before)
             found.append(
                 (f"zoom {step + 1}", (time.perf_counter() - began) * 1000, page.locator("#timeline *").count())
             )

@@ -134,7 +134,7 @@ def serve_probe(db: Path, trace_id: str) -> None:
     from starlette.testclient import TestClient
 
     from devtool.store import Store
-    from devtool.store.rewind_index import index_state
+    from devtool.store.frame_index_tables import index_state
     from devtool.web.app import create_app
     from devtool.web.settings import Settings
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import ConsoleMessage, Page
 
 REPO = Path(__file__).resolve().parent.parent
 # pytest-playwright owns test-results/ (it empties it each session): screenshots go beside it.
@@ -40,6 +41,22 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     if DEBIAN_CHROMIUM.exists():
         args["executable_path"] = str(DEBIAN_CHROMIUM)
     return args
+
+
+@pytest.fixture
+def page(page: Page) -> Iterator[Page]:
+    """Every browser test's page, failing the test when the browser refused something under the
+    DevTool's Content-Security-Policy (an inline style or script, a `data:` URL): the pages must
+    work under the policy, not around it."""
+    refused: list[str] = []
+    page.on("console", lambda message: _note_refusal(message, refused))
+    yield page
+    assert refused == [], "the Content-Security-Policy refused:\n" + "\n".join(refused)
+
+
+def _note_refusal(message: ConsoleMessage, refused: list[str]) -> None:
+    if message.type == "error" and "Content Security Policy" in message.text:
+        refused.append(message.text)
 
 
 @dataclass

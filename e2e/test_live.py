@@ -18,7 +18,7 @@ import orjson
 from playwright.sync_api import Page, expect
 
 from e2e.conftest import Server, ServerFactory
-from tests.sse import Message, SseStream
+from testkit.sse import Message, SseStream
 
 
 def start_agent(

@@ -49,8 +49,8 @@
   let timelineRequest = 0;
   function zoomTo(start, end) {
     const [s, e] = clampWindow(start, end);
-    const trace = workspace().dataset.trace;
-    const url = `/runs/${encodeURIComponent(trace)}/timeline?${query(workspace().dataset.span, s, e, { w: paneWidth() })}`;
+    // The page says where its parts are (`data-*-url`): the server owns its URLs.
+    const url = `${workspace().dataset.timelineUrl}?${query(workspace().dataset.span, s, e, { w: paneWidth() })}`;
     timelineRequest += 1;
     htmx.ajax("GET", url, { target: "#timeline", swap: "outerHTML", headers: { "X-Timeline-Request": String(timelineRequest) } });
   }
@@ -74,8 +74,7 @@
   function select(span) {
     const { start, end, runStart, runEnd } = currentWindow();
     const whole = start <= runStart && end >= runEnd;
-    const trace = workspace().dataset.trace;
-    const url = `/runs/${encodeURIComponent(trace)}/select?${query(span, whole ? null : start, whole ? null : end)}`;
+    const url = `${workspace().dataset.selectUrl}?${query(span, whole ? null : start, whole ? null : end)}`;
     // The timeline stays: only the tree and the detail are asked for; the bar is marked when they
     // arrive (marking it now would put the new selection in the history entry of the old one).
     htmx.ajax("GET", url, { target: "#selection", swap: "outerHTML" });

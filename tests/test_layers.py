@@ -1,4 +1,5 @@
-"""Imports point one way: core → journal → demo → store → web → cli; core and journal skip the web stack."""
+"""Imports point one way (DESIGN.md's layer table, as `MAY_IMPORT`); core and journal skip the web stack,
+actions skips it too, and the web layer's page builders speak no HTTP."""
 
 from __future__ import annotations
 
@@ -12,7 +13,24 @@ import pytest
 from tests.conftest import REPO
 
 WEB_STACK = {"duckdb", "starlette", "jinja2", "sse_starlette", "uvicorn", "httpx", "multipart"}
-LAYERS = ["core", "journal", "demo", "store", "web", "cli"]
+LAYERS = ["core", "journal", "instrument", "testing", "demo", "store", "actions", "web", "cli"]
+# Which of our layers each layer may import (besides itself); DESIGN.md's "Layers" table says the same.
+MAY_IMPORT: dict[str, set[str]] = {
+    "core": set(),
+    "journal": {"core"},
+    "instrument": {"core"},
+    "testing": {"core", "instrument"},
+    "demo": {"core", "journal"},
+    "store": {"core", "journal"},
+    "actions": {"core", "journal", "store"},
+    "web": {"core", "journal", "store", "actions"},
+    "cli": set(LAYERS) - {"cli"},
+}
+# Layers that import nothing of the web stack: what a user who only records agents installs, and
+# the actions, which the web layer calls and which leave storage to the store.
+NO_WEB_STACK = ("core", "journal", "actions")
+# Page-data builders: no HTTP, no templates.
+PAGES_REFUSE = {"starlette", "jinja2", "sse_starlette"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -27,20 +45,45 @@ def _imports(path: Path) -> set[str]:
 
 def _layer_files(layer: str) -> list[Path]:
     package = REPO / "devtool" / layer
-    return sorted(package.rglob("*.py")) if package.is_dir() else [REPO / "devtool" / f"{layer}.py"]
+    if package.is_dir():
+        return sorted(package.rglob("*.py"))
+    module = REPO / "devtool" / f"{layer}.py"
+    return [module] if module.exists() else []
+
+
+def _layer_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "devtool" and len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def test_the_table_names_every_layer_and_nothing_else() -> None:
+    assert set(MAY_IMPORT) == set(LAYERS)
+    present = {p.name for p in (REPO / "devtool").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert present <= set(LAYERS), f"a package that no layer names: {present - set(LAYERS)}"
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-def test_a_layer_imports_only_layers_below_it(layer: str) -> None:
-    above = {f"devtool.{name}" for name in LAYERS[LAYERS.index(layer) + 1 :]}
+def test_a_layer_imports_only_the_layers_it_may(layer: str) -> None:
+    allowed = MAY_IMPORT[layer] | {layer}
     offences = []
     for path in _layer_files(layer):
         for module in _imports(path):
-            top = module.split(".")[0]
-            if any(module == a or module.startswith(a + ".") for a in above):
+            other = _layer_of(module)
+            if other is not None and other not in allowed:
                 offences.append(f"{path.relative_to(REPO)} imports {module}")
-            if layer in ("core", "journal") and top in WEB_STACK:
+            if layer in NO_WEB_STACK and module.split(".")[0] in WEB_STACK:
                 offences.append(f"{path.relative_to(REPO)} imports the web stack: {module}")
+    assert offences == []
+
+
+def test_page_builders_speak_no_http() -> None:
+    offences = [
+        f"{path.relative_to(REPO)} imports {module}"
+        for path in sorted((REPO / "devtool" / "web" / "pages").rglob("*.py"))
+        for module in _imports(path)
+        if module.split(".")[0] in PAGES_REFUSE
+        or module.startswith(("devtool.web.routes", "devtool.web.live", "devtool.web.templating"))
+    ]
     assert offences == []
 
 
@@ -52,7 +95,11 @@ def test_importing_core_and_journal_loads_no_web_stack() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_the_check_catches_an_offence(tmp_path: Path) -> None:
+def test_the_checks_catch_an_offence(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
-    bad.write_text("import duckdb\nfrom devtool.web import create_app\n")
-    assert _imports(bad) == {"duckdb", "devtool.web"}
+    bad.write_text("import duckdb\nfrom devtool.web import create_app\nfrom devtool.web.routes import run\n")
+    assert _imports(bad) == {"duckdb", "devtool.web", "devtool.web.routes"}
+    assert _layer_of("devtool.web.routes") == "web"
+    assert _layer_of("devtool.actions.fork") == "actions"
+    assert _layer_of("devtool") is None
+    assert "web" not in MAY_IMPORT["actions"]

@@ -10,8 +10,8 @@ import orjson
 from bench.gen_trace import MODEL, TOOLS, generate
 from devtool.core.jsonvalue import content_hash
 from devtool.store import Store, load_file
+from devtool.store.event_gate import trace_event_problem
 from devtool.store.queries import frame_tree, get_run
-from devtool.store.rules import trace_event_problem
 
 
 def test_exactly_n_valid_events_in_emit_order(tmp_path: Path) -> None:

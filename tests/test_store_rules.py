@@ -14,9 +14,10 @@ from hypothesis import event as event_outcome
 from hypothesis import strategies as st
 
 from devtool.store import Store
+from devtool.store.event_gate import trace_event_problem
 from devtool.store.event_sql import insert_events_sql
 from devtool.store.loaders.journals import JournalJsonl
-from devtool.store.rules import iso_timestamp_problem, journal_entry_problem, trace_event_problem
+from devtool.store.rules import iso_timestamp_problem, journal_entry_problem
 
 JSON_VALUES = st.one_of(
     st.none(),

@@ -21,6 +21,7 @@ from devtool.store import Store, get_snapshot, load_file
 from devtool.web import create_app
 from devtool.web.auth import SESSION_COOKIE, Access, TokenTooShortError
 from devtool.web.settings import Settings
+from devtool.web.state import AppState
 from tests.conftest import CORPUS, DevtoolRunner, Trace
 from tests.web_runs import html, one
 
@@ -51,7 +52,7 @@ def team_client(store: Store) -> Iterator[TestClient]:
 
 
 def csrf_of(client: TestClient) -> str:
-    return str(client.app.state.access.csrf)  # type: ignore[attr-defined]
+    return AppState.of(client.app).access.csrf  # type: ignore[arg-type]
 
 
 def a_span(trace_id: str) -> str:

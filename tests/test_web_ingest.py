@@ -15,6 +15,7 @@ from devtool.store import Store, load_file
 from devtool.store.queries import RunSummary, events_after, get_run, run_events
 from devtool.web import create_app
 from devtool.web.settings import Settings
+from devtool.web.state import AppState
 from tests.conftest import CORPUS, Trace
 
 URL = "/api/v1/traces"
@@ -223,7 +224,7 @@ async def test_stored_batches_are_published_to_live_subscribers(store: Store) ->
     app = create_app(store)
     t = agent_run(1)
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:
-        with app.state.live.broker.subscription(t.trace_id) as subscription:
+        with AppState.of(app).live.broker.subscription(t.trace_id) as subscription:
             response = await client.post(URL, json=t.events)
             published = subscription.take()
     assert [event.event_id for event in published] == response.json()["ids"]
@@ -243,7 +244,7 @@ async def test_concurrent_batches_are_stored_together_each_answered_with_its_own
         assert [by_id[i] for i in response.json()["ids"]] == t.events
         assert run.status == "completed"
     # Grouped: batches that waited for a running append were stored with the next one.
-    assert app.state.live.appender.appends < 20
+    assert AppState.of(app).live.appender.appends < 20
 
 
 @pytest.mark.anyio

@@ -1,12 +1,13 @@
-"""The live machinery against a real store: the broker's bounded queues, the streams' catch-up, coalescing,
-resync and close, and the SSE endpoints through httpx (the streams that end: runs that finished)."""
+"""The live streams against a real store: catch-up, coalescing, resync and close, the SSE endpoints
+through httpx (the streams that end: runs that finished), and the pages' live hooks. The broker and
+the appender have their own test modules."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,23 +16,20 @@ import pytest
 from sse_starlette import ServerSentEvent
 from starlette.testclient import TestClient
 
-from devtool.store import Store, append_events, derive, load_file
-from devtool.store.queries import get_run, last_event_id
+from devtool.store import Store, append_events, load_file
+from devtool.store.event_gate import check_events
+from devtool.store.queries import last_event_id
 from devtool.web import create_app
 from devtool.web.live import Appender, Broker, LiveEvent
 from devtool.web.live.streams import RunFeed, RunsFeed, messages
+from testkit.sse import Message, parse
 from tests.conftest import Trace, running_run
-from tests.sse import Message, parse
 from tests.web_runs import html, one
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def live_events(trace_id: str, first_id: int, count: int) -> list[LiveEvent]:
-    return [LiveEvent(first_id + i, trace_id, f"{i:016x}", "", "sys:log", 1.0 + i) for i in range(count)]
 
 
 def decoded(message: ServerSentEvent) -> Message:
@@ -62,67 +60,6 @@ class Collector:
         await asyncio.wait_for(self.task, timeout)
 
 
-# The broker
-
-
-def test_a_run_subscription_gets_its_run_and_an_all_subscription_every_run() -> None:
-    broker = Broker()
-    with broker.subscription("a") as only_a, broker.subscription() as everything:
-        broker.publish([*live_events("a", 1, 2), *live_events("b", 3, 1)])
-        assert [e.event_id for e in only_a.take()] == [1, 2]
-        assert [e.event_id for e in everything.take()] == [1, 2, 3]
-        assert broker.subscribers == 2
-    assert broker.subscribers == 0
-
-
-def test_a_derives_only_subscription_holds_no_events_and_hears_every_runs_derive() -> None:
-    broker = Broker(queue_limit=10)
-    with broker.subscription(events=False) as runs, broker.subscription("a") as only_a:
-        broker.publish(live_events("a", 1, 50))
-        assert runs.take() == []
-        assert not runs.overflowed
-        broker.publish_derived(50, ["a", "b"])
-        assert runs.take_derived() == (50, ["a", "b"])
-        assert only_a.take_derived() == (50, ["a"])
-        assert broker.subscribers == 2
-    assert broker.subscribers == 0
-
-
-def test_a_client_that_falls_behind_is_marked_for_resync_and_holds_nothing() -> None:
-    broker = Broker(queue_limit=100)
-    with broker.subscription("a") as slow, broker.subscription("a") as fast:
-        taken: list[LiveEvent] = []
-        for start in range(1, 1001, 10):
-            broker.publish(live_events("a", start, 10))
-            taken.extend(fast.take())
-        assert [e.event_id for e in taken] == list(range(1, 1001))
-        assert slow.overflowed
-        assert slow.take() == []
-        slow.reset()
-        assert not slow.overflowed
-        broker.publish(live_events("a", 1001, 1))
-        assert [e.event_id for e in slow.take()] == [1001]
-
-
-@pytest.mark.anyio
-async def test_closing_the_broker_wakes_and_ends_every_subscription() -> None:
-    broker = Broker()
-    with broker.subscription("a") as waiting:
-        waiter = asyncio.create_task(waiting.wait())
-        await asyncio.sleep(0)
-        broker.close()
-        assert await asyncio.wait_for(waiter, 1) is True
-        assert waiting.closed
-    with broker.subscription() as late:
-        assert late.closed
-
-
-@pytest.mark.anyio
-async def test_waiting_times_out_when_nothing_is_published() -> None:
-    with Broker().subscription() as subscription:
-        assert await subscription.wait(0.01) is False
-
-
 # Streams, against a real store
 
 
@@ -135,9 +72,9 @@ async def test_a_stream_sends_what_it_missed_from_the_store_then_follows_and_clo
     with broker.subscription(t.trace_id) as subscription:
         collector = Collector(messages(RunFeed(store, t.trace_id, 0.05), subscription, 2))
         for _ in range(3):
-            await appender.append(t.span("turn", root), stream="test")
+            await appender.append(check_events(t.span("turn", root)), stream="test")
         t.end(root, success=True)
-        await appender.append(t.events[-1:], stream="test")
+        await appender.append(check_events(t.events[-1:]), stream="test")
         await collector.finish()
     assert collector.event_ids() == list(range(3, len(t.events) + 1))
     *sent, close = collector.messages
@@ -162,9 +99,9 @@ async def test_events_stored_while_a_stream_catches_up_are_neither_lost_nor_doub
     with broker.subscription(t.trace_id) as subscription:
         collector = Collector(messages(RunFeed(store, t.trace_id, 0.01), subscription, 0))
         for _ in range(40):
-            await appender.append(t.span("turn", root), stream="test")
+            await appender.append(check_events(t.span("turn", root)), stream="test")
         t.end(root)
-        await appender.append(t.events[-1:], stream="test")
+        await appender.append(check_events(t.events[-1:]), stream="test")
         await collector.finish()
     assert collector.event_ids() == list(range(1, len(t.events) + 1))
 
@@ -201,7 +138,7 @@ async def test_a_slow_client_is_told_to_resync_and_still_gets_every_event_once(s
     broker = Broker(queue_limit=10)
     appender = Appender(store, broker)
     t, root = running_run(0)
-    await appender.append(t.events, stream="test")
+    await appender.append(check_events(t.events), stream="test")
     await appender.drain()
     received: list[Message] = []
     with broker.subscription(t.trace_id) as subscription:
@@ -210,15 +147,15 @@ async def test_a_slow_client_is_told_to_resync_and_still_gets_every_event_once(s
         received.append(decoded(await anext(stream)))
         # Following live: the next message goes out when the next batch is stored...
         waiting = asyncio.create_task(anext(stream))
-        await appender.append(t.span("turn", root), stream="test")
+        await appender.append(check_events(t.span("turn", root)), stream="test")
         received.append(decoded(await waiting))
         assert received[-1].event == "events"  # published when stored, before its derive
         # ...and then the client reads nothing while 100 events arrive: its queue of 10 overflows.
         for _ in range(50):
-            await appender.append(t.span("tools:execute", root), stream="test")
+            await appender.append(check_events(t.span("tools:execute", root)), stream="test")
         assert subscription.overflowed
         t.end(root)
-        await appender.append(t.events[-1:], stream="test")
+        await appender.append(check_events(t.events[-1:]), stream="test")
         received.extend([decoded(m) async for m in stream])
     # `spans` messages follow the derives, which run beside the appends: where they fall varies.
     kinds = [m.event for m in received if m.event != "spans"]
@@ -264,7 +201,7 @@ async def test_the_runs_stream_names_the_runs_that_changed(store: Store) -> None
         stream = messages(RunsFeed(store, 0.0), subscription, 1)
         await anext(stream)
         missed = decoded(await anext(stream))
-        await appender.append(third.events, stream="test")
+        await appender.append(check_events(third.events), stream="test")
         fresh = decoded(await anext(stream))
         await stream.aclose()
     assert (missed.event, missed.json(), missed.id) == ("runs", {"traces": [second.trace_id]}, "2")
@@ -395,63 +332,3 @@ def test_the_runs_page_listens_once_and_badges_live_runs(client: TestClient, sto
     assert (results.attributes["hx-trigger"], results.attributes["hx-include"]) == ("sse:runs", "#runs-filter")
     badged = [row.attributes["data-trace-id"] for row in page.css("tr.run-row") if row.css(".live-badge")]
     assert badged == [streaming.trace_id]
-
-
-@pytest.mark.anyio
-async def test_an_append_is_stored_and_published_while_a_slow_derive_runs(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    broker = Broker()
-    appender = Appender(store, broker)
-    t, root = running_run(1)
-    await appender.append(t.events, stream="test")
-    await appender.drain()
-    slow = derive.refresh
-
-    def slow_refresh(*args: Any, **kwargs: Any) -> Any:
-        time.sleep(1.0)  # a derive of a big run, holding the derive lock
-        return slow(*args, **kwargs)
-
-    monkeypatch.setattr(derive, "refresh", slow_refresh)
-    with broker.subscription(t.trace_id) as subscription:
-        await appender.append(t.span("turn", root), stream="test")  # starts the (slow) derive behind it
-        started = time.monotonic()
-        ids = await appender.append(t.span("turn", root), stream="test")
-        answered = time.monotonic() - started
-        published = [event.event_id for event in subscription.take()]
-        assert answered < 0.5
-        assert published == [4, 5, *ids]
-        assert subscription.take_derived() == (0, [])
-        await appender.drain()
-        assert subscription.take_derived() == (len(t.events), [t.trace_id])
-    assert get_run(store, t.trace_id).events == len(t.events)
-
-
-class CountingBroker(Broker):
-    """A broker that remembers each derive published to it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.derives: list[int] = []
-
-    def publish_derived(self, through: int, traces: Sequence[str]) -> None:
-        self.derives.append(through)
-        super().publish_derived(through, traces)
-
-
-@pytest.mark.anyio
-async def test_derives_follow_the_appends_at_most_once_per_interval_and_cover_them_all(store: Store) -> None:
-    broker = CountingBroker()
-    appender = Appender(store, broker, derive_interval=0.25)
-    t, root = running_run(0)
-    await appender.append(t.events, stream="test")
-    started = time.monotonic()
-    for _ in range(20):
-        await appender.append(t.span("turn", root), stream="test")
-        await asyncio.sleep(0.02)
-    await appender.drain()
-    elapsed = time.monotonic() - started
-    assert len(broker.derives) <= elapsed / 0.25 + 2
-    assert broker.derives == sorted(broker.derives)
-    assert broker.derives[-1] == len(t.events)
-    assert get_run(store, t.trace_id).events == len(t.events)

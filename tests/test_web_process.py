@@ -16,7 +16,8 @@ from starlette.testclient import TestClient
 from devtool.demo import billing
 from devtool.store import Store, load_file
 from devtool.web import create_app
-from devtool.web.process_view import COLUMNS, MAX_MARKS, MAX_SPAN_BARS, PAGE_SIZE
+from devtool.web.pages.entry_table import PAGE_SIZE
+from devtool.web.pages.process_chart import COLUMNS, MAX_MARKS, MAX_SPAN_BARS
 from tests.conftest import Trace
 from tests.web_runs import html, one
 
@@ -53,13 +54,12 @@ def entry_id(loaded: dict[str, Any], entry_type: str, **data: Any) -> str:
 
 
 def left(node: LexborNode) -> float:
-    """The `left: N%` of an element placed on the chart."""
-    style = node.attributes["style"] or ""
-    return float(style.split("left:")[1].split("%")[0])
+    """Where an element is placed on the chart: `data-x`, percent of the window (`static/place.js`)."""
+    return float(node.attributes["data-x"] or "nan")
 
 
 def width(node: LexborNode) -> float:
-    return float((node.attributes["style"] or "").split("width:")[1].split("%")[0])
+    return float(node.attributes["data-w"] or "nan")
 
 
 def write_journal(path: Path, types: list[str], *, process: str = "proc", step_ms: float = 1000.0) -> Path:

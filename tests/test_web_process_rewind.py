@@ -40,9 +40,11 @@ def hold_entry(store: Store) -> str:
     return entry.entry_id
 
 
+REWIND = f"/processes/{billing.PROCESS_ID}/rewind"
+
+
 def panel(client: TestClient, entry_id: str, mode: str = "both") -> str:
-    query = {"process": billing.PROCESS_ID, "entry": entry_id, "mode": mode}
-    response = client.get("/process-rewind", params=query)
+    response = client.get(REWIND, params={"entry": entry_id, "mode": mode})
     assert response.status_code == 200, response.text
     return response.text
 
@@ -52,7 +54,7 @@ def test_the_plan_at_the_account_hold_counts_two_entries(client: TestClient, sto
     page = html(panel(client, hold_entry(store)))
     assert one(page, "#plan-affected").text() == "2"
     form = one(page, "form.rewind-apply")
-    assert form.attributes["action"] == "/process-rewind"
+    assert form.attributes["action"] == REWIND
     assert [o.attributes["value"] for o in form.css("#rewind-mode option")] == [
         "both",
         "conversation_only",
@@ -60,11 +62,11 @@ def test_the_plan_at_the_account_hold_counts_two_entries(client: TestClient, sto
         "summarize",
     ]
     detail = html(client.get(f"/processes/{billing.PROCESS_ID}", params={"entry": hold_entry(store)}).text)
-    assert one(detail, "#entry-actions").attributes["hx-get"].startswith("/process-rewind?process=billing-ops&entry=")
+    assert one(detail, "#entry-actions").attributes["hx-get"] == f"{REWIND}?entry={hold_entry(store)}"
 
 
 def apply(client: TestClient, entry_id: str, mode: str) -> str:
-    response = client.post("/process-rewind", data={"process": billing.PROCESS_ID, "entry": entry_id, "mode": mode})
+    response = client.post(REWIND, data={"entry": entry_id, "mode": mode})
     assert response.status_code == 303, response.text
     location = urlsplit(response.headers["location"])
     assert location.path == f"/processes/{billing.PROCESS_ID}"
@@ -127,7 +129,7 @@ def test_a_journal_the_devtool_cannot_write_gets_the_rewind_in_the_devtool_only(
         ({"entry": "no-such-entry", "mode": "both"}, 422, "no-such-entry"),
         ({"mode": "cancel"}, 422, "cancel applies nothing"),
         ({"mode": "everything"}, 422, "mode must be one of"),
-        ({"process": "", "mode": "both"}, 400, "needs `process`"),
+        ({"entry": "", "mode": "both"}, 400, "needs `entry`"),
     ],
 )
 def test_what_apply_refuses(
@@ -135,8 +137,26 @@ def test_what_apply_refuses(
 ) -> None:
     load_file(store, incident)
     before = incident.read_bytes()
-    data = {"process": billing.PROCESS_ID, "entry": hold_entry(store), **form}
-    response = client.post("/process-rewind", data=data)
+    data = {"entry": hold_entry(store), **form}
+    response = client.post(REWIND, data=data)
     assert response.status_code == status
     assert message in one(html(response.text), ".error-detail").text()
     assert incident.read_bytes() == before
+
+
+def test_the_first_address_of_process_rewind_redirects_to_the_process_page_one(
+    client: TestClient, store: Store, incident: Path
+) -> None:
+    load_file(store, incident)
+    entry_id = hold_entry(store)
+    query = {"process": billing.PROCESS_ID, "entry": entry_id, "mode": "code_only"}
+    moved = client.get("/process-rewind", params=query)
+    assert moved.status_code == 308
+    assert moved.headers["location"] == f"{REWIND}?entry={entry_id}&mode=code_only"
+    posted = client.post("/process-rewind", data=query)
+    assert (posted.status_code, posted.headers["location"]) == (307, REWIND)  # method and form go along
+    followed = client.post("/process-rewind", data=query, follow_redirects=True)
+    assert [r.status_code for r in followed.history] == [307, 303]
+    assert followed.status_code == 200
+    assert [e.entry_type for e in journal_entries(store, billing.PROCESS_ID)][-2:] == ["rewind", "checkpoint"]
+    assert client.get("/process-rewind", params={"entry": entry_id}).status_code == 400

@@ -18,14 +18,15 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from devtool.actions.replay_runner import ReplayPlan, ReplayRefused, check_entrypoint
 from devtool.core import create_agent, create_tool, memory
 from devtool.demo import research
 from devtool.store import Store
 from devtool.store.queries.navigation import search_spans
 from devtool.web import create_app
-from devtool.web.compare import compare
-from devtool.web.replay import ReplayPlan, ReplayRefused, check_entrypoint
+from devtool.web.pages.compare import compare
 from devtool.web.settings import Settings
+from devtool.web.state import AppState
 from tests.conftest import DevtoolRunner
 from tests.web_runs import html, one, record
 
@@ -127,7 +128,7 @@ def test_a_hostile_entrypoint_is_shown_refused_and_never_started(
     assert not page.css("#replay-run")
     response = client.post(f"{snapshot}/replay", data={"fingerprint": "anything"})
     assert response.status_code == 422
-    assert client.app.state.replays._by_id == {}  # type: ignore[attr-defined]
+    assert AppState.of(client.app).replays._by_id == {}  # type: ignore[arg-type]
 
 
 def test_a_run_without_an_entrypoint_shows_the_lines_to_replay_it_by_hand(

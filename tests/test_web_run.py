@@ -17,7 +17,7 @@ from devtool.store import Store, append_events
 from devtool.store.queries.navigation import search_spans
 from devtool.web import create_app
 from devtool.web.links import run_url
-from devtool.web.views.run import MAX_BARS
+from devtool.web.pages.run_workspace import MAX_BARS
 from tests.conftest import Trace
 from tests.web_runs import html, one, record
 

@@ -9,8 +9,8 @@ from starlette.testclient import TestClient
 
 from devtool.store import Store, append_events, load_file
 from devtool.web import create_app
+from devtool.web.pages import runs_filter
 from devtool.web.settings import Settings
-from devtool.web.views import runs as runs_view
 from tests.conftest import CORPUS, Trace
 from tests.web_runs import html, one
 
@@ -145,7 +145,7 @@ def test_a_bad_filter_keeps_the_good_part(client: TestClient, runs: dict[str, Tr
 def test_pages_of_runs(client: TestClient, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     for index in range(5):
         append_events(store, make_run(f"agent{index}", at=1_000_000.0 + index * 1000).events)
-    monkeypatch.setattr(runs_view, "PAGE_SIZE", 2)
+    monkeypatch.setattr(runs_filter, "PAGE_SIZE", 2)
     first = html(client.get("/").text)
     assert [one(row, ".run-title").text() for row in first.css("tr.run-row")] == ["agent4", "agent3"]
     assert [a.text() for a in first.css(".runs-pages a")] == ["Older →"]

@@ -1,9 +1,9 @@
-"""Rewind, the snapshot page and its JSON, uploads, snapshots a run dumped, and forks, through httpx."""
+"""Rewind, the snapshot page and its JSON, uploads and snapshots a run dumped, through httpx (forks:
+test_web_fork.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import copy
 import getpass
 import json
 from collections.abc import Iterator
@@ -17,13 +17,11 @@ from starlette.testclient import TestClient
 from devtool.core import MemorySink, create_agent, create_tool, memory, run_with
 from devtool.core.debugger import dump_snapshot
 from devtool.core.snapshot_tree import snapshot_id as tree_id
-from devtool.demo import research
 from devtool.store import Store, append_events, get_snapshot, list_snapshots
-from devtool.store.queries.navigation import search_spans
 from devtool.web import create_app
-from devtool.web.views import snapshots as snapshots_view
+from devtool.web.pages import snapshot_frames
 from tests.conftest import Trace
-from tests.web_runs import html, one, record
+from tests.web_runs import html, one, record, rewind, span_of
 
 HOSTILE = '<script>alert("memory")</script><img src=x onerror=alert(1)>'
 
@@ -50,20 +48,6 @@ def lookup_run(store: Store, tmp_path: Path, *, dump: bool = False) -> str:
         return found
 
     return record(store, tmp_path, lambda: create_agent("researcher", handler)({}), name="lookup")
-
-
-def span_of(store: Store, trace_id: str, text: str, kind: str) -> str:
-    hits = [hit for hit in search_spans(store, trace_id, text) if hit.kind == kind]
-    assert hits, f"no {kind} matching {text!r}"
-    return hits[0].span_id
-
-
-def rewind(client: TestClient, trace_id: str, span_id: str, anchor: str) -> str:
-    response = client.post(f"/runs/{trace_id}/rewind", data={"span_id": span_id, "anchor": anchor})
-    assert response.status_code == 303, response.text
-    location = response.headers["location"]
-    assert location.startswith("/snapshots/")
-    return location.removeprefix("/snapshots/")
 
 
 def test_the_same_cut_gives_the_same_snapshot_id(client: TestClient, store: Store, tmp_path: Path) -> None:
@@ -183,7 +167,7 @@ def test_a_snapshot_keeps_the_key_order_of_recorded_outputs(client: TestClient, 
 def test_a_big_snapshot_is_shown_a_page_of_frames_at_a_time(
     client: TestClient, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(snapshots_view, "FRAMES_PER_PAGE", 5)
+    monkeypatch.setattr(snapshot_frames, "FRAMES_PER_PAGE", 5)
     children = {
         f"root/agent:w:{i}": {
             "callId": f"root/agent:w:{i}",
@@ -299,7 +283,7 @@ def test_a_dumped_snapshot_appears_on_its_run_at_the_moment_it_was_taken(
     assert one(actions, "#run-dumps a.select").attributes["data-span"] == dump_span
     mark = one(actions, "#dump-strip .dump-mark")
     assert mark.attributes["href"] == f"/snapshots/{reported}"
-    assert 0 < float(str(mark.attributes["style"]).split("left: ")[1].rstrip("%")) < 100  # taken mid-run
+    assert 0 < float(str(mark.attributes["data-x"])) < 100  # taken mid-run
     detail = html(client.get(f"/runs/{trace_id}?span={dump_span}").text)
     assert one(detail, "#open-dump").attributes["href"] == f"/snapshots/{reported}"
     page = client.get(f"/snapshots/{reported}")
@@ -309,81 +293,6 @@ def test_a_dumped_snapshot_appears_on_its_run_at_the_moment_it_was_taken(
     assert stored.info.created_by == "dump_snapshot()"
     assert client.get("/snapshots/" + "0" * 64).status_code == 404
     assert client.get("/snapshots/not-an-id").status_code == 404
-
-
-def research_snapshot(client: TestClient, store: Store, tmp_path: Path) -> tuple[str, str]:
-    """The research demo rewound to just after its writer: (snapshot id, writer's callId)."""
-    trace_id = record(store, tmp_path, lambda: research.main({"delay": 0}), name="research")
-    writer = span_of(store, trace_id, "writer", "agent")
-    return rewind(client, trace_id, writer, "after"), "root/agent:research-lead:0/agent:writer:0"
-
-
-def form_index(client: TestClient, snapshot_id: str, call_id: str) -> str:
-    page = html(client.get(f"/snapshots/{snapshot_id}").text)
-    (field,) = [f for f in page.css("input[name^='call.']") if f.attributes["value"] == call_id]
-    return str(field.attributes["name"]).removeprefix("call.")
-
-
-def test_a_fork_edits_memory_and_records_its_parent(client: TestClient, store: Store, tmp_path: Path) -> None:
-    parent, writer = research_snapshot(client, store, tmp_path)
-    index = form_index(client, parent, writer)
-    response = client.post(
-        f"/snapshots/{parent}/fork",
-        data={f"call.{index}": writer, f"memory.{index}": '{"style": "detailed", "findings": 3}'},
-    )
-    assert response.status_code == 303, response.text
-    fork_id = response.headers["location"].removeprefix("/snapshots/")
-    fork = get_snapshot(store, fork_id)
-    assert fork.info.parent_id == parent
-    lead = fork.snapshot["root"]["children"]["root/agent:research-lead:0"]
-    assert lead["children"][writer]["memory"] == {"style": "detailed", "findings": 3}
-    assert fork.snapshot["metadata"]["fork"] == {"parent": parent, "memory": [writer], "dropped": []}
-    original = get_snapshot(store, parent).snapshot
-    assert original["root"]["children"]["root/agent:research-lead:0"]["children"][writer]["memory"]["style"] == "brief"
-    page = html(client.get(f"/snapshots/{fork_id}").text)
-    assert one(page, "#snapshot-parent").attributes["href"] == f"/snapshots/{parent}"
-    assert [a.attributes["href"] for a in html(client.get(f"/snapshots/{parent}").text).css(".fork-link")] == [
-        f"/snapshots/{fork_id}"
-    ]
-
-
-def test_a_fork_drops_journal_entries(client: TestClient, store: Store, tmp_path: Path) -> None:
-    parent, writer = research_snapshot(client, store, tmp_path)
-    index = form_index(client, parent, writer)
-    page = html(client.get(f"/snapshots/{parent}").text)
-    (box,) = [b for b in page.css("input[name=drop]") if str(b.attributes["value"]).startswith(f"{index}:")]
-    _, kind, digest = str(box.attributes["value"]).split(":", 2)
-    response = client.post(f"/snapshots/{parent}/fork", data={f"call.{index}": writer, "drop": box.attributes["value"]})
-    assert response.status_code == 303
-    fork = get_snapshot(store, response.headers["location"].removeprefix("/snapshots/")).snapshot
-    journal = fork["root"]["children"]["root/agent:research-lead:0"]["children"][writer]["journal"]
-    assert digest not in journal[kind]
-    assert fork["metadata"]["fork"]["dropped"] == [{"callId": writer, "kind": kind, "contentHash": digest}]
-
-
-@pytest.mark.parametrize(
-    ("memory", "message"),
-    [
-        ('{"style": }', "line 1, column 11: Expecting value"),
-        ("[1, 2]", "must be a JSON object"),
-        ('{"n": NaN}', "NaN is not JSON"),
-        (None, "nothing to fork"),
-    ],
-)
-def test_a_bad_fork_is_refused_and_the_original_kept(
-    client: TestClient, store: Store, tmp_path: Path, memory: str | None, message: str
-) -> None:
-    parent, writer = research_snapshot(client, store, tmp_path)
-    index = form_index(client, parent, writer)
-    data = {f"call.{index}": writer}
-    if memory is not None:
-        data[f"memory.{index}"] = memory
-    before = copy.deepcopy(get_snapshot(store, parent).snapshot)
-    response = client.post(f"/snapshots/{parent}/fork", data=data)
-    assert response.status_code == 422
-    assert message in one(html(response.text), "#snapshot-error").text()
-    assert [s.snapshot_id for s in list_snapshots(store)] == [parent]
-    assert get_snapshot(store, parent).snapshot == before
 
 
 def test_the_run_page_offers_rewind_on_the_selected_span(client: TestClient, store: Store, tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from starlette.testclient import TestClient
 
 from devtool.store import Store
 from devtool.web import create_app
+from devtool.web.routes.runs_list import MAX_FILES, safe_name
 from devtool.web.settings import Settings
-from devtool.web.views.upload import MAX_FILES, safe_name
 from tests.conftest import CORPUS, Trace
 from tests.web_runs import html, one
 

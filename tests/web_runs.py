@@ -10,9 +10,11 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 from selectolax.lexbor import LexborNode as Node
+from starlette.testclient import TestClient
 
 from devtool.core import CoreError, JsonlSink, run_with
 from devtool.store import Store, load_file
+from devtool.store.queries.navigation import search_spans
 
 
 def record(
@@ -39,3 +41,19 @@ def one(tree: HTMLParser | Node, selector: str) -> Node:
     found = tree.css(selector)
     assert len(found) == 1, f"{selector!r} matched {len(found)} elements"
     return found[0]
+
+
+def span_of(store: Store, trace_id: str, text: str, kind: str) -> str:
+    """The first span of `kind` in the run whose text matches `text`."""
+    hits = [hit for hit in search_spans(store, trace_id, text) if hit.kind == kind]
+    assert hits, f"no {kind} matching {text!r}"
+    return hits[0].span_id
+
+
+def rewind(client: TestClient, trace_id: str, span_id: str, anchor: str) -> str:
+    """Rewind the run at the span (`POST /runs/<id>/rewind`); the new snapshot's id."""
+    response = client.post(f"/runs/{trace_id}/rewind", data={"span_id": span_id, "anchor": anchor})
+    assert response.status_code == 303, response.text
+    location = response.headers["location"]
+    assert location.startswith("/snapshots/")
+    return location.removeprefix("/snapshots/")

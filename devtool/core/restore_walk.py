@@ -4,7 +4,7 @@ changes, up to the cut; then the root settled and the snapshot's envelope.
 What each event type does to the frames is `restore.py`'s to state (its docstring holds the rules);
 this module is how: the dispatch table from event type to action, the per-run state (root frame,
 agents started, each span's owner frame) and the checks of the cut. `Walk` is shared: a restore is
-one walk over every event, and a rewind index (`restore_index`) walks a run once to learn which
+one walk over every event, and a frame index (`frame_index`) walks a run once to learn which
 events each frame depends on, then walks only those of the frames a cut leaves open.
 """
 
@@ -21,8 +21,8 @@ from devtool.core.snapshot import ROOT_CALL_ID, SNAPSHOT_VERSION, JournalRecord,
 
 Anchor = Literal["before", "after"]
 Trace = dict[str, Any]
-# An event's action returns the frame it was applied to (None when it changed nothing): a rewind
-# index (`restore_index`) records it to tell which events a frame's state depends on.
+# An event's action returns the frame it was applied to (None when it changed nothing): a frame
+# index (`frame_index`) records it to tell which events a frame's state depends on.
 Action = Callable[[Event, Trace, str], RestoredFrame | None]
 
 # Events that hold no state a snapshot needs and parent no span that does: passed over at once.
@@ -71,7 +71,7 @@ class _Run:
 class Walk:
     """One pass over the sorted events up to the cut, building frames as it goes.
 
-    `restore_snapshot` is one walk over every event; a rewind index (`restore_index`) walks a whole
+    `restore_snapshot` is one walk over every event; a frame index (`frame_index`) walks a whole
     run once to learn which events each frame depends on, and a rewind then walks only those of the
     frames its cut leaves open.
     """
@@ -160,7 +160,7 @@ class Walk:
         }
 
     def new_frame(self, call_id: str, agent_id: str) -> RestoredFrame:
-        """A frame for an agent call that just started (a rewind index tracks what happens to it)."""
+        """A frame for an agent call that just started (a frame index tracks what happens to it)."""
         return RestoredFrame(call_id, agent_id)
 
     def _run_of(self, trace: Trace) -> _Run:

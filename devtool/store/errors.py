@@ -58,7 +58,7 @@ class SourceChangedError(LoadError):
 
 
 class InvalidEventsError(StoreError):
-    """Events handed to `append_events` that are not TraceEvents; `problems` are by index."""
+    """Events handed to `check_events` (`append_events`) that are not TraceEvents; `problems` are by index."""
 
     def __init__(self, problems: tuple[LineProblem, ...], total: int) -> None:
         shown = "; ".join(f"event {p.element}: {p.message}" for p in problems[:3])
@@ -66,6 +66,14 @@ class InvalidEventsError(StoreError):
         super().__init__(f"{total} invalid event{'s' if total != 1 else ''}, none stored: {shown}{more}")
         self.problems = problems
         self.total = total
+
+
+class NotABatchError(StoreError):
+    """A posted batch refused as a whole: the body is not a JSON array."""
+
+
+class BatchTooLargeError(StoreError):
+    """A posted batch of more events than the door takes at once."""
 
 
 class NotFoundError(StoreError):

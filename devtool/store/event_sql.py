@@ -2,8 +2,8 @@
 
 `insert_events_sql(relation)` takes the JSON text of each event (`body`, in load order), reads it with
 `from_json` and an explicit structure (auto-detection fails when keys appear late in a file), checks it
-against the rules `rules.py` states in Python, and appends it to `events`. The first bad event aborts
-the statement through DuckDB's `error()`: the caller rolls back and asks `scan.py` which lines are bad
+with the event gate's rule in SQL (`event_gate.VALID_SQL`), and appends it to `events`. The first bad
+event aborts the statement through DuckDB's `error()`: the caller rolls back and asks `scan.py` which lines are bad
 and why, so the fast path never pays for diagnostics.
 
 Event ids are `$base + n`: `n` numbers the relation's rows in load order (`WITH ORDINALITY` on the
@@ -17,6 +17,7 @@ from __future__ import annotations
 import duckdb
 
 from devtool.store import derive
+from devtool.store.event_gate import TIMESTAMP_SQL, VALID_SQL
 
 # Fields that are checked are read as JSON (so a wrong kind of value is seen, not cast away);
 # the others as the type the UI wants, where a wrong kind of value becomes NULL.
@@ -31,12 +32,6 @@ STRUCTURE = (
 
 INVALID_EVENT = "devtool: invalid TraceEvent"
 
-# A JSON number's text casts to DOUBLE; a string's (quoted), a boolean's or an object's does not.
-_TIMESTAMP = "TRY_CAST(e.timestamp::VARCHAR AS DOUBLE)"
-_VALID = f"""
-    t <> '' AND e.trace.traceId <> '' AND e.trace.spanId <> ''
-    AND isfinite({_TIMESTAMP}) AND TRY_CAST(e.schemaVersion::VARCHAR AS DOUBLE) = 1
-"""
 
 # What a span is called on the timeline and in the frame tree, from the event that opens it.
 _LABEL = """
@@ -86,7 +81,7 @@ def insert_events_sql(relation: str) -> str:
         e.trace.spanId,
         nullif(e.trace.parentSpanId, ''),
         t,
-        CASE WHEN {_VALID} THEN {_TIMESTAMP} ELSE error('{INVALID_EVENT}') END,
+        CASE WHEN {VALID_SQL} THEN {TIMESTAMP_SQL} ELSE error('{INVALID_EVENT}') END,
         e.agentId,
         e.callId,
         e.contentHash,

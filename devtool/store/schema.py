@@ -21,8 +21,8 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   under the SHA-256 of its canonical JSON, and becomes a tree when it is first read.
 - `snapshot_nodes` (migration 3): one row per frame node, shared by every snapshot that has the frame,
   with the counts of its subtree (frames, prompt and tool entries, tombstones) for the snapshot page.
-- `rewind_runs`, `rewind_frames` (migration 3): the rewind index of a big run
-  (`devtool.core.restore_index`): per frame, when it was made and last changed, its events and its
+- `rewind_runs`, `rewind_frames` (migration 3): the frame index of a big run
+  (`devtool.core.frame_index`): per frame, when it was made and last changed, its events and its
   sealed node. `last_event_id` is the run's last event when it was indexed: a run that has grown
   since is rewound from its events until it is indexed again. Since migration 4 an index is written
   a batch at a time under a `build` number and used once `rewind_runs` names that build, each frame

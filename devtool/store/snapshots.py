@@ -39,10 +39,9 @@ from devtool.core.snapshot_tree import (
     split,
     subtree_counts,
 )
-from devtool.core.snapshot_tree import is_tombstone as is_tombstone  # where the pages import it from
+from devtool.store.collector import collector_paused
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError, StoreError
-from devtool.store.queries.events import collector_paused
 
 # Nodes read or written per statement (an id list bound as one parameter).
 _BATCH = 50_000

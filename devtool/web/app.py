@@ -1,8 +1,9 @@
 """`create_app`: the DevTool's Starlette app, built from a store and settings, with no module-level state.
 
-Each view module owns its pages and exports `routes`; this module only puts them together.
-Views that query the store are plain `def` functions: Starlette runs them in its thread pool, so a
-DuckDB query never holds up the event loop (and the live streams on it).
+Each route module owns one URL family and exports `routes` (`devtool.web.routes`); this module puts
+them together with the middleware and makes the app's state (`state.py`) once.
+Endpoints that query the store are plain `def` functions: Starlette runs them in its thread pool, so
+a DuckDB query never holds up the event loop (and the live streams on it).
 """
 
 from __future__ import annotations
@@ -13,47 +14,36 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute, Mount
+from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
+from devtool.actions.frame_indexer import FrameIndexer
+from devtool.actions.replay_runner import Replays
 from devtool.store import Store
-from devtool.web import auth, ingest, live
 from devtool.web.assets import asset_dir
 from devtool.web.auth import Access, AccessControl
 from devtool.web.errors import EXCEPTION_HANDLERS
+from devtool.web.live import Live
 from devtool.web.live.settled import Settled
 from devtool.web.paths import KeepEncodedSlashes
-from devtool.web.replay import Replays
-from devtool.web.rewind_indexer import RewindIndexer
+from devtool.web.response_headers import ResponseHeaders
+from devtool.web.routes import ROUTES
 from devtool.web.settings import Settings
+from devtool.web.state import AppState
 from devtool.web.templating import make_environment
-from devtool.web.timing import ServerTiming
-from devtool.web.views import exports, process, process_rewind, replays, run, runs, snapshots, upload
 
 
 def create_app(store: Store, settings: Settings | None = None) -> Starlette:
-    routes: list[BaseRoute] = [
-        *auth.routes,
-        *runs.routes,
-        *upload.routes,
-        *snapshots.routes,
-        *replays.routes,
-        *exports.routes,
-        *process_rewind.routes,
-        *process.routes,
-        *run.routes,
-        *ingest.routes,
-        *live.routes,
-        Mount("/static", app=StaticFiles(directory=asset_dir("static")), name="static"),
-    ]
     settings = settings or Settings()
     access = Access(settings.token)
-    live_state = live.Live(store, settings)
-    indexer = RewindIndexer(store, min_events=settings.rewind_index_events, interval=settings.rewind_index_interval)
+    live = Live(store, settings)
+    indexer = FrameIndexer(store, min_events=settings.rewind_index_events, interval=settings.rewind_index_interval)
+    templates = make_environment()
+    templates.globals["csrf_token"] = access.csrf
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with live_state.lifespan(app):
+        async with live.lifespan(app):
             indexer.start()
             try:
                 yield
@@ -61,21 +51,22 @@ def create_app(store: Store, settings: Settings | None = None) -> Starlette:
                 indexer.stop()
 
     app = Starlette(
-        routes=routes,
+        routes=[*ROUTES, Mount("/static", app=StaticFiles(directory=asset_dir("static")), name="static")],
         lifespan=lifespan,
         middleware=[
+            Middleware(ResponseHeaders),
             Middleware(KeepEncodedSlashes),
-            Middleware(ServerTiming),
             Middleware(AccessControl, access=access),
-            Middleware(Settled, appender=live_state.appender),
+            Middleware(Settled, appender=live.appender),
         ],
         exception_handlers=EXCEPTION_HANDLERS,
     )
-    app.state.store = store
-    app.state.settings = settings
-    app.state.live = live_state
-    app.state.templates = make_environment()
-    app.state.templates.globals["csrf_token"] = access.csrf
-    app.state.access = access
-    app.state.replays = Replays(root=settings.replay_root or Path.cwd(), token=settings.token)
+    AppState(
+        store=store,
+        settings=settings,
+        live=live,
+        templates=templates,
+        access=access,
+        replays=Replays(root=settings.replay_root or Path.cwd(), token=settings.token),
+    ).attach(app)
     return app

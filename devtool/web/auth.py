@@ -25,7 +25,6 @@ server runs as; with a team token, the name given at login.
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import hashlib
 import hmac
@@ -36,10 +35,10 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.routing import Route
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from devtool.web.state import state
 from devtool.web.templating import render
 
 CSRF_HEADER = "x-devtool-csrf"
@@ -94,14 +93,18 @@ class Access:
             return True
         return self.bearer(request) or _equal(request.cookies.get(SESSION_COOKIE), self.session)
 
+    def is_token(self, given: str) -> bool:
+        """Whether `given` is the team token (compared in constant time)."""
+        return self.token is not None and _equal(given, self.token)
+
     def bearer(self, request: Request) -> bool:
         scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-        return self.token is not None and scheme.lower() == "bearer" and _equal(credentials.strip(), self.token)
+        return scheme.lower() == "bearer" and self.is_token(credentials.strip())
 
 
 def user_of(request: Request) -> str:
     """Who is asking: the server's account on loopback, the name given at login with a team token."""
-    access: Access = request.app.state.access
+    access = state(request).access
     if access.token is None:
         return _server_user()
     if access.bearer(request):
@@ -112,11 +115,6 @@ def user_of(request: Request) -> str:
 def clean_name(name: str) -> str:
     """A display name: letters, digits, spaces and `.@+-_`, at most 60 characters."""
     return _NAME.sub("", name).strip()[:60]
-
-
-def csrf_token(request: Request) -> str:
-    access: Access = request.app.state.access
-    return access.csrf
 
 
 class AccessControl:
@@ -222,9 +220,9 @@ def _refuse(request: Request, status: int, message: str) -> Response:
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": message}, status_code=status)
     return HTMLResponse(
-        request.app.state.templates.get_template("error.html").render(
-            request=request, status=status, title="Forbidden", message=message
-        ),
+        state(request)
+        .templates.get_template("error.html")
+        .render(request=request, status=status, title="Forbidden", message=message),
         status_code=status,
         headers={"Vary": "HX-Request"},
     )
@@ -234,14 +232,14 @@ def _login_redirect(request: Request) -> Response:
     """The login page, in place, for a page request without the team token."""
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": "this DevTool needs its team token (Authorization: Bearer <token>)"}, 401)
-    here = _local_target(f"{request.url.path}?{request.url.query}" if request.url.query else request.url.path)
-    response = _login_page(request, here, None, 401)
+    here = local_target(f"{request.url.path}?{request.url.query}" if request.url.query else request.url.path)
+    response = login_page(request, here, None, 401)
     if request.headers.get("HX-Request") == "true":
         response.headers["HX-Redirect"] = "/login?" + urlencode({"next": here})
     return response
 
 
-def _local_target(raw: str) -> str:
+def local_target(raw: str) -> str:
     """Where to go after signing in: a path on this server, never another site."""
     parts = urlsplit(raw)
     if parts.scheme or parts.netloc or not parts.path.startswith("/") or parts.path.startswith("//"):
@@ -251,33 +249,9 @@ def _local_target(raw: str) -> str:
     return f"{parts.path}?{parts.query}" if parts.query else parts.path
 
 
-def _login_page(request: Request, target: str, error: str | None, status: int) -> HTMLResponse:
+def login_page(request: Request, target: str, error: str | None, status: int) -> HTMLResponse:
+    """The sign-in form, which goes on to `target` once the team token is given."""
     return render(request, "login.html", {"next": target, "error": error}, status_code=status)
-
-
-async def login(request: Request) -> Response:
-    access: Access = request.app.state.access
-    if request.method == "GET":
-        target = _local_target(request.query_params.get("next", "/"))
-        if access.token is None or access.signed_in(request):
-            return RedirectResponse(target, 303)
-        return _login_page(request, target, None, 200)
-    async with request.form(max_fields=5) as form:
-        given = str(form.get("token", ""))
-        name = clean_name(str(form.get("name", "")))
-        target = _local_target(str(form.get("next", "/")))
-    if access.token is None:
-        return RedirectResponse(target, 303)
-    if not _equal(given, access.token):
-        # A wrong guess costs the guesser time; a teammate who mistyped barely notices.
-        await asyncio.sleep(0.5)
-        return _login_page(request, target, "That is not this DevTool's team token.", 403)
-    response = RedirectResponse(target, 303)
-    secure = request.url.scheme == "https"
-    response.set_cookie(SESSION_COOKIE, access.session, httponly=True, samesite="strict", secure=secure)
-    if name:
-        response.set_cookie(USER_COOKIE, name, httponly=True, samesite="strict", secure=secure)
-    return response
 
 
 def _server_user() -> str:
@@ -285,6 +259,3 @@ def _server_user() -> str:
         return getpass.getuser()
     except (OSError, KeyError):
         return "local user"
-
-
-routes = [Route("/login", login, methods=["GET", "POST"], name="login")]

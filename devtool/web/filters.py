@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from devtool.web.timeline_layout import format_duration
+from devtool.web.pages.timeline_layout import format_duration
 
 
 def duration(ms: float | None) -> str:

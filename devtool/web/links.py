@@ -36,6 +36,6 @@ def run_url(trace_id: str, *path: str, **query: QueryValue) -> str:
     return with_query("/".join(["/runs", segment(trace_id), *map(segment, path)]), query)
 
 
-def process_url(process_id: str, **query: QueryValue) -> str:
-    """The page of process journal `process_id` (`entry=`, `open=` select within it)."""
-    return with_query(f"/processes/{segment(process_id)}", query)
+def process_url(process_id: str, *path: str, **query: QueryValue) -> str:
+    """The page of process journal `process_id` (`entry=`, `open=` select within it), or a part of it (`path`)."""
+    return with_query("/".join(["/processes", segment(process_id), *map(segment, path)]), query)

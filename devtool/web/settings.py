@@ -29,7 +29,7 @@ class Settings:
     token: str | None = None
     # Replay runs entrypoints from modules under this folder only (None: where the server started).
     replay_root: Path | None = None
-    # Runs of at least this many events get a rewind index in the background (`rewind_indexer`),
+    # Runs of at least this many events get a frame index in the background (`actions/frame_indexer.py`),
     # once they have not grown for `rewind_index_interval` s; smaller runs rewind fast enough without.
     rewind_index_events: int = 50_000
     rewind_index_interval: float = 5.0

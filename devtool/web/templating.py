@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse
 from devtool.web.assets import asset_dir, vendored
 from devtool.web.filters import FILTERS
 from devtool.web.links import process_url, run_url
+from devtool.web.state import state
 
 
 def make_environment() -> jinja2.Environment:
@@ -56,7 +57,7 @@ def render(
     status_code: int = 200,
 ) -> HTMLResponse:
     """The full `page`, or `fragment` when htmx asks for a swap."""
-    env: jinja2.Environment = request.app.state.templates
+    env: jinja2.Environment = state(request).templates
     name = fragment if fragment is not None and wants_fragment(request) else page
     html = env.get_template(name).render(request=request, **context)
     return HTMLResponse(html, status_code=status_code, headers={"Vary": "HX-Request"})

@@ -6,9 +6,9 @@ from typing import BinaryIO
 
 import duckdb
 
+from devtool.store.event_gate import trace_event_problem
 from devtool.store.event_sql import file_bodies, file_relation, insert_events
 from devtool.store.loaders.base import Inserted, Sample
-from devtool.store.rules import trace_event_problem
 from devtool.store.scan import Scan, scan_array, scan_jsonl
 
 

@@ -7,13 +7,8 @@ that follows a file it followed before skips the events of it that are stored al
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-import orjson
-
 from devtool.store.database import Store
-from devtool.store.ingest import LIVE_KIND
+from devtool.store.live_append import LIVE_KIND
 
 
 def runs_changed_after(store: Store, after_id: int) -> list[tuple[str, int]]:
@@ -24,11 +19,12 @@ def runs_changed_after(store: Store, after_id: int) -> list[tuple[str, int]]:
     return [(str(trace_id), int(last)) for trace_id, last in rows]
 
 
-def stream_resume_point(store: Store, stream: str, first_event: Mapping[str, Any]) -> int:
+def stream_resume_point(store: Store, stream: str, first_event: str) -> int:
     """How many events at the start of a followed file are stored already from live stream `stream`.
 
-    The file is recognised by its first event: when the stream stored it, everything the stream
-    stored from it on came from this file, in order. A file the stream never stored gives 0.
+    The file is recognised by its first event (`first_event`: its JSON text, as the gate gave it): when
+    the stream stored it, everything the stream stored from it on came from this file, in order. A
+    file the stream never stored gives 0.
     """
     rows = store.query(
         """
@@ -36,6 +32,6 @@ def stream_resume_point(store: Store, stream: str, first_event: Mapping[str, Any
         own AS (SELECT event_id, body FROM events WHERE source_id IN (SELECT source_id FROM stream))
         SELECT count(*) FROM own WHERE event_id >= (SELECT min(event_id) FROM own WHERE body = ?::JSON)
         """,
-        [LIVE_KIND, stream, orjson.dumps(first_event).decode()],
+        [LIVE_KIND, stream, first_event],
     )
     return int(rows[0][0])

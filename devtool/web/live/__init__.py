@@ -1,9 +1,10 @@
 """Live attachment: events of running agents stored as they come and streamed to browsers over SSE.
 
-`Live` is what one app owns (`create_app` makes it, `app.state.live`): the `Broker` that wakes open
-streams, the `Appender` every live batch goes through (`POST /api/v1/traces`, `--follow`), and the
-followers of `Settings.follow`. Its `lifespan` starts the followers, and on shutdown stops them,
-stores what is still pending and ends the streams. The SSE endpoints are `streams.routes`.
+`Live` is what one app owns (`create_app` makes it, `state(request).live`): the `Broker` that wakes
+open streams, the `Appender` every live batch goes through (`POST /api/v1/traces`, `--follow`), and
+the followers of `Settings.follow` (`follow.py`). Its `lifespan` starts the followers, and on shutdown
+stops them, stores what is still pending and ends the streams. The streams themselves are
+`streams.py`; their endpoints are in `devtool.web.routes`.
 """
 
 from __future__ import annotations
@@ -14,13 +15,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from devtool.store import Store
-from devtool.web.follow import Follower
 from devtool.web.live.appender import Appender
 from devtool.web.live.broker import Broker, LiveEvent, Subscription
-from devtool.web.live.streams import routes
+from devtool.web.live.follow import Follower
 from devtool.web.settings import Settings
 
-__all__ = ["Appender", "Broker", "Live", "LiveEvent", "Subscription", "routes"]
+__all__ = ["Appender", "Broker", "Live", "LiveEvent", "Subscription"]
 
 
 class Live:

@@ -1,9 +1,10 @@
 """The appender: stores live batches (ingest, `--follow`) with group commit, publishes them in order,
 and derives their spans behind them.
 
-Every live batch goes through `await appender.append(events, stream=...)`. Batches that arrive while
-an append is running wait and are then stored together, in arrival order, in one transaction
-(`append_events`, in a worker thread: DuckDB never runs on the event loop).
+Every live batch goes through `await appender.append(events, stream=...)`, its events checked by the
+store's gate already (`event_gate.py`). Batches that arrive while an append is running wait and are
+then stored together, in arrival order, in one transaction (`store_events`, in a worker thread:
+DuckDB never runs on the event loop).
 
 One flush runs at a time, and it publishes each stored group to the broker before storing the next,
 so subscribers see events in store order (their ids only grow). The flush is a task of its own: a
@@ -24,13 +25,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 
-from devtool.store import Store, append_events
+from devtool.store import Store, store_events
+from devtool.store.event_gate import CheckedEvent
 from devtool.web.live.broker import Broker, LiveEvent
 
 logger = logging.getLogger("devtool.web")
@@ -41,7 +42,7 @@ GROUP_LIMIT = 50_000
 
 @dataclass
 class _Batch:
-    events: Sequence[Mapping[str, Any]]
+    events: Sequence[CheckedEvent]
     stream: str
     done: asyncio.Future[list[int]] = field(repr=False)
 
@@ -58,8 +59,8 @@ class Appender:
         self._flush: asyncio.Task[None] | None = None
         self._derive: asyncio.Task[None] | None = None
 
-    async def append(self, events: Sequence[Mapping[str, Any]], *, stream: str) -> list[int]:
-        """Store `events` (validated TraceEvents) and return their ids, in order; raises what the store raised."""
+    async def append(self, events: Sequence[CheckedEvent], *, stream: str) -> list[int]:
+        """Store `events` and return their ids, in order; raises what the store raised."""
         if not events:
             return []
         batch = _Batch(events, stream, asyncio.get_running_loop().create_future())
@@ -111,7 +112,7 @@ class Appender:
                     batch.done.add_done_callback(_retrieve)
                     continue
                 batch.done.set_result(result)
-                stored.extend(LiveEvent.of(i, e) for i, e in zip(result, batch.events, strict=True))
+                stored.extend(LiveEvent.of(i, e.event) for i, e in zip(result, batch.events, strict=True))
             self.broker.publish(stored)
             if self._derive is None or self._derive.done():
                 self._derive = asyncio.create_task(self._follow(), name="devtool-live-derive")
@@ -138,9 +139,9 @@ class Appender:
             index = end
         return results
 
-    async def _store_one(self, events: Sequence[Mapping[str, Any]], stream: str) -> list[int] | Exception:
+    async def _store_one(self, events: Sequence[CheckedEvent], stream: str) -> list[int] | Exception:
         try:
-            ids = await run_in_threadpool(append_events, self.store, events, stream=stream, derive=False)
+            ids = await run_in_threadpool(store_events, self.store, events, stream=stream, derive=False)
         except Exception as exc:  # whatever the store raised must reach the waiting requests, not hang them
             return exc
         self.appends += 1

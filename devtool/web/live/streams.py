@@ -1,5 +1,7 @@
 """The live SSE streams: one run's events (`/runs/<trace_id>/live`) and the runs list (`/live/runs`).
 
+The endpoints (in `devtool.web.routes`) make a `Feed` and answer with `sse_response(request, feed)`.
+
 Every message has as its SSE `id` the store position of the last event it covers. A stream starts
 after `Last-Event-ID` (what a reconnecting browser sends), else after `?after=N`, else at the start
 (0): it first reads what it missed from the store, in pages, then follows the broker. A client never
@@ -37,13 +39,12 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from devtool.store import NotFoundError, Store
 from devtool.store.queries import events_after, get_run, last_event_id
 from devtool.store.queries.live import runs_changed_after
 from devtool.web.live.broker import LiveEvent, Subscription
-from devtool.web.settings import Settings
+from devtool.web.state import state
 
 # The most events a message read back from the store carries; a bigger gap is several messages.
 PAGE = 1000
@@ -234,12 +235,13 @@ def _start(request: Request) -> int | Response:
     return 0
 
 
-def _response(request: Request, feed: Feed) -> Response:
+def sse_response(request: Request, feed: Feed) -> Response:
+    """The Server-Sent Events answer of `feed` for this client (a 400 for a bad start)."""
     start = _start(request)
     if isinstance(start, Response):
         return start
-    live = request.app.state.live
-    settings: Settings = request.app.state.settings
+    live = state(request).live
+    settings = state(request).settings
 
     # Set by sse-starlette when the server is stopping: the stream then ends cleanly, within the grace.
     stopping = anyio.Event()
@@ -252,20 +254,3 @@ def _response(request: Request, feed: Feed) -> Response:
     return EventSourceResponse(
         events(), ping=settings.live_heartbeat, shutdown_event=stopping, shutdown_grace_period=SHUTDOWN_GRACE
     )
-
-
-async def run_live(request: Request) -> Response:
-    settings: Settings = request.app.state.settings
-    feed = RunFeed(request.app.state.store, request.path_params["trace_id"], settings.live_interval)
-    return _response(request, feed)
-
-
-async def runs_live(request: Request) -> Response:
-    settings: Settings = request.app.state.settings
-    return _response(request, RunsFeed(request.app.state.store, max(settings.live_interval, RUNS_INTERVAL)))
-
-
-routes = [
-    Route("/runs/{trace_id:id}/live", run_live, name="run_live"),
-    Route("/live/runs", runs_live, name="runs_live"),
-]

@@ -1,0 +1,119 @@
+"""Frame indexes of big runs: building one (`build_index`), and the server's thread that builds them.
+
+`build_index` walks a run once (`devtool.core.frame_index.index_stream`), reading its events a range
+of ids at a time, and stores what the walk hands over as it goes, a batch at a time under a new build
+number, which the run's row names at the end (`devtool.store.frame_index_tables`), or records why the
+run cannot be indexed. Neither the walk nor the writes hold the run: memory and write-lock holds are
+those of a batch. `FrameIndexer` is the server's
+background thread: a run of at least `Settings.rewind_index_events` events is indexed once it has
+stopped growing: its last event is the same at two looks `rewind_index_interval` s
+apart, so a live run is not indexed again at every batch. Indexing a run of a million events takes
+a few seconds of one core; until its index is ready (or after the run grows again), a rewind
+of the run walks its events instead, and makes the same snapshot, slower. One run at a time, never
+more than one thread: the machine's cores are for the pages.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from devtool.core.frame_index import DUPLICATE_CALL_ID, NotIndexable, index_stream
+from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS
+from devtool.store import Store, StoreError
+from devtool.store.collector import collector_paused
+from devtool.store.frame_index_tables import (
+    BatchWriter,
+    IndexState,
+    duplicate_call_id,
+    events_out_of_time_order,
+    finish_index,
+    last_event_of,
+    new_build,
+    runs_to_index,
+)
+from devtool.store.queries.events import iter_run_rows
+
+logger = logging.getLogger("devtool.actions")
+
+
+def build_index(store: Store, trace_id: str) -> IndexState:
+    """Index run `trace_id` as it is now (replacing an older index); `NotFoundError` if no such run.
+    A run that cannot be indexed gets a row saying why, so it is not tried again until it grows."""
+    began = time.perf_counter()
+    last_event_id = last_event_of(store, trace_id)
+    build = new_build(store)
+    writer = BatchWriter(store, trace_id, build)
+    events, reason = 0, None
+    with collector_paused():
+        try:
+            # Restore reads a run by timestamp; the index compares events by id: the two orders must agree.
+            late = events_out_of_time_order(store, trace_id)
+            if late:
+                raise NotIndexable(f"its events are not stored in time order ({late} after later ones)")
+            rows = iter_run_rows(store, trace_id, skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS, by_id=True)
+            events = index_stream(rows, writer)
+            duplicate = duplicate_call_id(store, trace_id, build)
+            if duplicate is not None:
+                raise NotIndexable(DUPLICATE_CALL_ID.format(call_id=duplicate[:80]))
+        except NotIndexable as exc:
+            reason = str(exc)
+        return finish_index(
+            store, trace_id, build, last_event_id, events=events, frames=writer.frames, reason=reason, began=began
+        )
+
+
+class FrameIndexer:
+    """Indexes the store's big runs in the background between `start()` and `stop()`."""
+
+    def __init__(self, store: Store, *, min_events: int, interval: float) -> None:
+        self.store = store
+        self.min_events = min_events
+        self.interval = interval
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._stopping.clear()
+        self._thread = threading.Thread(target=self._run, name="devtool-frame-indexer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop looking for runs; a build under way is left to finish (it commits or rolls back)."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+            self._thread = None
+
+    def _run(self) -> None:
+        seen: dict[str, int] = {}
+        failed: dict[str, int] = {}  # runs whose index could not be built, tried again once they grow
+        while not self._stopping.is_set():
+            try:
+                due = runs_to_index(self.store, min_events=self.min_events)
+            except StoreError as exc:
+                logger.warning("devtool: frame indexer: %s", exc)
+                due = {}
+            for trace_id, last_event_id in due.items():
+                if self._stopping.is_set():
+                    return
+                if seen.get(trace_id) == last_event_id and failed.get(trace_id) != last_event_id:
+                    self._index(trace_id, last_event_id, failed)
+            seen = due
+            self._stopping.wait(self.interval)
+
+    def _index(self, trace_id: str, last_event_id: int, failed: dict[str, int]) -> None:
+        try:
+            state = build_index(self.store, trace_id)
+        except Exception:  # a bug or a store error here must stop neither the server nor other runs
+            failed[trace_id] = last_event_id
+            if not self._stopping.is_set():
+                logger.exception("devtool: frame index of run %s failed", trace_id)
+            return
+        logger.info(
+            "devtool: frame index of run %s: %s in %.1f s",
+            trace_id,
+            f"{state.frames} frames" if state.indexed else f"not indexed ({state.reason})",
+            state.seconds,
+        )

@@ -1,0 +1,74 @@
+"""Live appends: a batch of TraceEvents from a running agent, stored in one transaction.
+
+`store_events(store, events)` appends events the gate checked (`event_gate.py`: a posted batch, a
+followed file's lines) through the same SQL as a file load, in the given order; `append_events` is
+the same for TraceEvent dicts made in Python, which it takes through the gate first (a bad one is
+named by its index, and none of the batch is stored). Both return the new events' ids, in order:
+they only grow, so they are what a live stream sends as SSE ids and resumes from (`events_after`).
+
+Spans and run summaries follow in a second step: at once (the default), or, with `derive=False`,
+whenever the caller next calls `store.derive_backlog()` (the live appender, which streams the events
+first; see `backlog.py`). The events are committed either way.
+
+Events of one live stream are recorded under one `sources` row (kind `live`, named by `stream`), whose
+counts grow with every batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from devtool.store.database import Store
+from devtool.store.event_gate import CheckedEvent, check_events
+from devtool.store.event_sql import insert_events
+
+LIVE_KIND = "live"
+
+# The batch as one list parameter, numbered in its order: ids follow the list.
+_BATCH = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
+
+
+def append_events(
+    store: Store, events: Sequence[Mapping[str, Any]], *, stream: str = "live", derive: bool = True
+) -> list[int]:
+    """Check `events` (TraceEvent dicts) at the gate, append them in order and return their ids;
+    `InvalidEventsError` if any is bad (then none is stored)."""
+    return store_events(store, check_events(events), stream=stream, derive=derive)
+
+
+def store_events(
+    store: Store, events: Sequence[CheckedEvent], *, stream: str = "live", derive: bool = True
+) -> list[int]:
+    """Append `events`, checked at the gate already, in order and return their ids.
+
+    `derive=False` leaves their spans and run summaries in the store's backlog.
+    """
+    if not events:
+        return []
+    with store.transaction(derives=False) as conn:
+        source_id = _live_source(conn, stream)
+        texts = [event.text for event in events]
+        count, _, _ = insert_events(conn, _BATCH, source_id, {"events": texts}, derive_spans=False)
+        last = conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0]
+        conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [count, source_id])
+        first = last - count + 1
+        store.backlog.add(
+            conn.execute(
+                "SELECT trace_id, min(event_id) FROM events WHERE event_id >= ? GROUP BY trace_id", [first]
+            ).fetchall()
+        )
+    if derive:
+        store.derive_backlog()
+    return list(range(first, last + 1))
+
+
+def _live_source(conn: Any, stream: str) -> int:
+    found = conn.execute(
+        "SELECT source_id FROM sources WHERE kind = ? AND path = ? AND content_hash IS NULL", [LIVE_KIND, stream]
+    ).fetchall()
+    if found:
+        return int(found[0][0])
+    source_id = int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0])
+    conn.execute("INSERT INTO sources (source_id, kind, path) VALUES (?, ?, ?)", [source_id, LIVE_KIND, stream])
+    return source_id

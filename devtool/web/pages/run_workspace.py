@@ -1,0 +1,78 @@
+"""What the run page's panes show: the timeline window laid out, the overview strip, and the frame tree
+opened to the selected span with that span's detail.
+
+Each builder reads the store and returns plain data for the templates; a run, span or window that is
+not there raises the store's `NotFoundError` (or `ValueError` for a window that cannot be), which
+the endpoints answer with a 404 (or a 400).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from devtool.store import Store
+from devtool.store.queries import RunSummary, TimelineWindow, timeline_window
+from devtool.web.pages.frame_tree import run_tree
+from devtool.web.pages.run_url_state import RunUrlState
+from devtool.web.pages.span_detail import span_detail_pane
+from devtool.web.pages.timeline_layout import TimelineLayout, layout
+
+# The timeline's element budget: every bar is one <rect> (a label only when it is wide enough to
+# hold one, so few), and the axis a line and a label a tick: under 5,000 elements at any zoom.
+MAX_BARS = 3800  # + MAX_LABELS (800) + the axis: under 5,000
+OVERVIEW_WIDTH = 240
+LIVE_WITHIN_MS = 10 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class Overview:
+    """The whole run as a density strip above the timeline: spans (and failed ones) per column."""
+
+    width: int
+    columns: list[tuple[int, tuple[int, int]]]  # (column, (spans, failed))
+    peak: int
+
+
+def selection(store: Store, run: RunSummary, url_state: RunUrlState) -> dict[str, Any]:
+    """What the tree and the detail pane show: the tree opened down to the selected span, and its detail."""
+    tree, path = run_tree(store, run.id, url_state.span)
+    return {
+        "run": run,
+        "view": url_state,
+        "tree": tree,
+        "path": {step.span_id for step in path},
+        "detail": span_detail_pane(store, run.id, url_state.span, path) if url_state.span else None,
+    }
+
+
+def timeline(
+    store: Store, run: RunSummary, url_state: RunUrlState, width: int
+) -> tuple[TimelineLayout, TimelineWindow]:
+    """The run's bars in the URL's window, laid out at `width` px, and the window the store answered."""
+    # One query, bounded by the element budget: the store buckets coarser than the pane when rows ×
+    # pixels would pass it, and the layout draws the bars at the pane's width.
+    window = timeline_window(
+        store, run.id, start_ms=url_state.start, end_ms=url_state.end, width_px=width, max_bars=MAX_BARS
+    )
+    now = time.time() * 1000
+    # Running spans of a live run grow to now; those of a run that stopped long ago stop at its last event.
+    live = run.status == "running" and now - run.ended_ms < LIVE_WITHIN_MS
+    return layout(window, width=width, now_ms=now if live else None), window
+
+
+def overview(store: Store, run: RunSummary, shown: TimelineWindow) -> Overview:
+    """The density strip of the whole run. When the page shows the whole run, its bars already say
+    where the spans are; only a page opened on a zoomed window asks the store again."""
+    whole = shown.start_ms <= run.started_ms and shown.end_ms >= run.ended_ms
+    window = shown if whole else timeline_window(store, run.id, width_px=OVERVIEW_WIDTH)
+    counts = [0] * OVERVIEW_WIDTH
+    failed = [0] * OVERVIEW_WIDTH
+    total = max(window.run_end_ms - window.run_start_ms, 1e-9)
+    for bar in window.bars:
+        column = min(OVERVIEW_WIDTH - 1, int((bar.start_ms - window.run_start_ms) / total * OVERVIEW_WIDTH))
+        counts[column] += bar.count
+        failed[column] += bar.failed
+    peak = max(counts, default=0) or 1
+    return Overview(OVERVIEW_WIDTH, list(enumerate(zip(counts, failed, strict=True))), peak)

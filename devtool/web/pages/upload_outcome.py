@@ -1,0 +1,62 @@
+"""What the runs page says about an upload: a line per file, what it added or why it could not be loaded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from devtool.store import LoadResult
+from devtool.web.links import process_url, run_url
+
+
+@dataclass(frozen=True)
+class Link:
+    label: str
+    href: str
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What happened to one uploaded file: `loaded`, `already` (its content was stored) or `failed`."""
+
+    name: str
+    outcome: str
+    message: str
+    links: tuple[Link, ...] = ()
+    skipped: tuple[str, ...] = ()  # the bad lines left out, when asked to skip them
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    files: tuple[FileOutcome, ...] = ()
+    error: str | None = None  # the request itself was refused
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or any(f.outcome == "failed" for f in self.files)
+
+
+def loaded(name: str, result: LoadResult) -> FileOutcome:
+    """What the upload of file `name` says about what loading it added (or that it was loaded before)."""
+    links = tuple(Link(f"run {trace_id[:12]}", run_url(trace_id)) for trace_id in result.traces[:10]) + tuple(
+        Link(f"process {process_id}", process_url(process_id)) for process_id in result.processes[:10]
+    )
+    if result.already_loaded:
+        what = (
+            _count(result.events, "event")
+            if result.events
+            else _count(result.journal_entries, "journal entry", "journal entries")
+        )
+        return FileOutcome(name, "already", f"already loaded ({what}), nothing added", links)
+    if result.kind.startswith("trace"):
+        what = f"{_count(result.events, 'event')}, {_count(result.spans, 'span')}, {_count(len(result.traces), 'run')}"
+    else:
+        what = f"{_count(result.journal_entries, 'journal entry', 'journal entries')}"
+    skipped = tuple(f"{problem.where()}: skipped: {problem.message}" for problem in result.problems)
+    if result.bad_lines > len(result.problems):
+        skipped += (f"and {result.bad_lines - len(result.problems)} more bad lines skipped",)
+    tail = f", {_count(result.bad_lines, 'bad line')} skipped" if result.bad_lines else ""
+    return FileOutcome(name, "loaded", f"loaded {what}{tail}", links, skipped)
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"

@@ -1,0 +1,45 @@
+"""`/login`: signing in to a DevTool that has a team token (`devtool.web.auth` says who needs to).
+
+GET shows the form (or goes straight on when there is nothing to sign in to); POST checks the token
+and sets the session cookie (an HMAC of the token, `HttpOnly`, `SameSite=Strict`) and the name the
+teammate gave, then goes on to `next`, a path on this server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from devtool.web.auth import SESSION_COOKIE, USER_COOKIE, clean_name, local_target, login_page
+from devtool.web.state import state
+
+
+async def login(request: Request) -> Response:
+    access = state(request).access
+    if request.method == "GET":
+        target = local_target(request.query_params.get("next", "/"))
+        if access.token is None or access.signed_in(request):
+            return RedirectResponse(target, 303)
+        return login_page(request, target, None, 200)
+    async with request.form(max_fields=5) as form:
+        given = str(form.get("token", ""))
+        name = clean_name(str(form.get("name", "")))
+        target = local_target(str(form.get("next", "/")))
+    if access.token is None:
+        return RedirectResponse(target, 303)
+    if not access.is_token(given):
+        # A wrong guess costs the guesser time; a teammate who mistyped barely notices.
+        await asyncio.sleep(0.5)
+        return login_page(request, target, "That is not this DevTool's team token.", 403)
+    response = RedirectResponse(target, 303)
+    secure = request.url.scheme == "https"
+    response.set_cookie(SESSION_COOKIE, access.session, httponly=True, samesite="strict", secure=secure)
+    if name:
+        response.set_cookie(USER_COOKIE, name, httponly=True, samesite="strict", secure=secure)
+    return response
+
+
+routes = [Route("/login", login, methods=["GET", "POST"], name="login")]

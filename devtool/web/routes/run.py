@@ -1,0 +1,255 @@
+"""A run, `/runs/<trace_id>` and everything under it: the page and its panes, and what its buttons do.
+
+`/runs/<trace_id>?span=&start=&end=` is the whole page; an htmx request for it gets the workspace
+(the three panes) and pushes the URL, which is how selecting a span works. Zooming asks for the
+timeline alone (`/timeline`), which replaces the URL so a reload or a copied link shows the same
+window. The tree loads further pages of children on demand (`/tree/<span>/children`). A live run's
+page follows `/live` (Server-Sent Events, see `devtool.web.live.streams`) and refreshes `/header`
+and `/tree` on its messages.
+
+- `POST /runs/<trace_id>/rewind` (form `span_id`, `anchor`): the run's snapshot at that cut, stored
+  under its content id (`devtool.actions.run_rewind`) → 303 to `/snapshots/<id>`.
+- `/runs/<trace_id>/actions`: the run header's buttons (copy link, export, snapshots the run dumped,
+  its replays, and for a replay: its snapshot, its original and "compare with original").
+- `/runs/<trace_id>/compare?with=<original>`: the two frame trees side by side (`pages/compare.py`).
+- `/runs/<trace_id>/export.jsonl.gz`: the run's events to hand to a teammate (`devtool load` reads it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from devtool.actions.run_rewind import RewindError, rewind
+from devtool.store import NotFoundError, Store
+from devtool.store.export import export_run
+from devtool.store.queries import get_run, last_event_id
+from devtool.store.queries.navigation import search_spans
+from devtool.store.queries.run_meta import replays_of, run_exists, run_metadata, snapshot_dumps
+from devtool.web.auth import user_of
+from devtool.web.forms import form_of
+from devtool.web.live.streams import RunFeed, sse_response
+from devtool.web.pages.compare import CompareError, compare
+from devtool.web.pages.frame_tree import children_page, run_tree
+from devtool.web.pages.run_url_state import BadUrlState, RunUrlState
+from devtool.web.pages.run_workspace import overview, selection, timeline
+from devtool.web.state import state
+from devtool.web.templating import render, wants_fragment
+
+DEFAULT_WIDTH = 1200
+WIDTH_COOKIE = "devtool_timeline_width"
+
+
+def run_page(request: Request) -> HTMLResponse:
+    store = state(request).store
+    trace_id, url_state = _trace_and_state(request)
+    # Read first: the page's live stream starts after it, so nothing stored while it renders is missed.
+    live_after = last_event_id(store)
+    run = _or_404(get_run, store, trace_id)
+    if run.kind != "trace":
+        raise HTTPException(404, f"{trace_id} is a process journal: see /processes/{trace_id}")
+    drawn, window = _or_404(timeline, store, run, url_state, _width(request))
+    context = {
+        **_or_404(selection, store, run, url_state),
+        "timeline": drawn,
+        "overview": overview(store, run, window),
+        "live_after": live_after,
+    }
+    response = render(request, "run.html", context, fragment="_workspace.html")
+    if wants_fragment(request):
+        response.headers["HX-Push-Url"] = url_state.url(trace_id)
+    return response
+
+
+def run_selection(request: Request) -> HTMLResponse:
+    """The tree and the detail for a newly selected span; the page keeps its timeline (and marks the span)."""
+    store = state(request).store
+    trace_id, url_state = _trace_and_state(request)
+    run = _or_404(get_run, store, trace_id)
+    response = render(request, "_selection.html", _or_404(selection, store, run, url_state))
+    response.headers["HX-Push-Url"] = url_state.url(trace_id)
+    return response
+
+
+def run_timeline(request: Request) -> HTMLResponse:
+    store = state(request).store
+    trace_id, url_state = _trace_and_state(request)
+    run = _or_404(get_run, store, trace_id)
+    drawn, _ = _or_404(timeline, store, run, url_state, _width(request))
+    response = render(request, "_timeline.html", {"view": url_state, "run": run, "timeline": drawn})
+    response.headers["HX-Replace-Url"] = url_state.url(trace_id)
+    return response
+
+
+def run_header(request: Request) -> HTMLResponse:
+    """The header alone: what a live run's page refreshes as events arrive."""
+    trace_id, _ = _trace_and_state(request)
+    return render(request, "_run_header.html", {"run": _or_404(get_run, state(request).store, trace_id)})
+
+
+def run_tree_fragment(request: Request) -> HTMLResponse:
+    """The frame tree alone, opened to the selected span: what a live run's page refreshes."""
+    store = state(request).store
+    trace_id, url_state = _trace_and_state(request)
+    run = _or_404(get_run, store, trace_id)
+    tree, path = run_tree(store, trace_id, url_state.span)
+    context = {"run": run, "view": url_state, "tree": tree, "path": {step.span_id for step in path}}
+    return render(request, "_tree.html", context)
+
+
+def run_tree_children(request: Request) -> HTMLResponse:
+    store = state(request).store
+    trace_id, url_state = _trace_and_state(request)
+    offset = _int(request.query_params.get("offset", "0"), "offset")
+    node = _or_404(children_page, store, trace_id, request.path_params["span_id"], offset)
+    context = {"run_id": trace_id, "view": url_state, "node": node, "path": set()}
+    return render(request, "_tree_children.html", context)
+
+
+def run_search(request: Request) -> HTMLResponse:
+    store = state(request).store
+    trace_id, url_state = _trace_and_state(request)
+    text = request.query_params.get("q", "").strip()[:200]
+    hits = search_spans(store, trace_id, text) if text else []
+    return render(request, "_span_search.html", {"run_id": trace_id, "view": url_state, "hits": hits, "q": text})
+
+
+async def run_rewind(request: Request) -> Response:
+    """`POST /runs/<trace_id>/rewind`: snapshot the run at a span's start or end, go to its page."""
+    trace_id = request.path_params["trace_id"]
+    form = await form_of(request)
+    # A tool result of a batch is selected as `<span>#<index>`: the cut is the batch's span.
+    span_id = str(form.get("span_id", "")).partition("#")[0]
+    anchor = str(form.get("anchor", ""))
+    if not span_id:
+        raise HTTPException(400, "rewind needs span_id: the span to rewind to")
+    try:
+        snapshot_id = await run_in_threadpool(
+            rewind, state(request).store, trace_id, span_id, anchor, created_by=user_of(request)
+        )
+    except NotFoundError as exc:
+        raise HTTPException(404, str(exc)) from None
+    except RewindError as exc:
+        raise HTTPException(422, f"cannot rewind to {anchor} span {span_id}: {exc}") from None
+    return RedirectResponse(request.url_for("snapshot", snapshot_id=snapshot_id).path, 303)
+
+
+def run_actions(request: Request) -> HTMLResponse:
+    """The run header's actions fragment."""
+    store = state(request).store
+    trace_id = request.path_params["trace_id"]
+    metadata = _metadata(store, trace_id)
+    replay = metadata.get("replay") if isinstance(metadata.get("replay"), dict) else None
+    original = replay.get("originalTraceId") if replay else None
+    run = get_run(store, trace_id)
+    context: dict[str, Any] = {
+        "trace_id": trace_id,
+        "started_ms": run.started_ms,
+        "ended_ms": run.ended_ms,
+        "entrypoint": metadata.get("entrypoint") if isinstance(metadata.get("entrypoint"), str) else None,
+        "replay": replay,
+        "original": original if isinstance(original, str) and run_exists(store, original) else None,
+        "dumps": snapshot_dumps(store, trace_id),
+        "replays": replays_of(store, trace_id)[:20],
+    }
+    return render(request, "_run_actions.html", context)
+
+
+def run_compare(request: Request) -> HTMLResponse:
+    store = state(request).store
+    trace_id = request.path_params["trace_id"]
+    metadata = _metadata(store, trace_id)
+    replay = metadata.get("replay") if isinstance(metadata.get("replay"), dict) else {}
+    original = request.query_params.get("with") or (replay or {}).get("originalTraceId")
+    if not isinstance(original, str) or not original:
+        raise HTTPException(400, "compare with which run? This run is not a replay: pass ?with=<trace id>")
+    if not run_exists(store, original):
+        raise HTTPException(404, f"the original run {original} is not in this DevTool")
+    try:
+        comparison = compare(store, original, trace_id)
+    except CompareError as exc:
+        raise HTTPException(422, str(exc)) from None
+    context = {
+        "comparison": comparison,
+        "left": get_run(store, original),
+        "right": get_run(store, trace_id),
+        "replay": replay,
+        "only_differences": request.query_params.get("only") == "differences",
+    }
+    return render(request, "compare.html", context)
+
+
+async def run_export(request: Request) -> Response:
+    trace_id: str = request.path_params["trace_id"]
+    try:
+        chunks = await run_in_threadpool(export_run, state(request).store, trace_id)
+    except NotFoundError as exc:
+        raise HTTPException(404, str(exc)) from None
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in trace_id)[:80] or "run"
+    return StreamingResponse(
+        chunks,
+        media_type="application/gzip",
+        headers={"Content-Disposition": f'attachment; filename="{name}.trace.jsonl.gz"'},
+    )
+
+
+async def run_live(request: Request) -> Response:
+    app = state(request)
+    return sse_response(request, RunFeed(app.store, request.path_params["trace_id"], app.settings.live_interval))
+
+
+def _metadata(store: Store, trace_id: str) -> dict[str, Any]:
+    """What the run recorded in `runWith:start` (entrypoint, replay of...); a 404 when there is no such run."""
+    try:
+        return run_metadata(store, trace_id)
+    except NotFoundError as exc:
+        raise HTTPException(404, str(exc)) from None
+
+
+def _trace_and_state(request: Request) -> tuple[str, RunUrlState]:
+    try:
+        return request.path_params["trace_id"], RunUrlState.from_query(request.query_params)
+    except BadUrlState as exc:
+        raise HTTPException(400, str(exc)) from None
+
+
+def _width(request: Request) -> int:
+    raw = request.query_params.get("w") or request.cookies.get(WIDTH_COOKIE) or ""
+    return min(max(_int(raw, "w"), 200), 4000) if raw.isdigit() else DEFAULT_WIDTH
+
+
+def _int(raw: str, name: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise HTTPException(400, f"{name} must be a whole number, not {raw[:40]!r}") from None
+
+
+def _or_404(query: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return query(*args, **kwargs)
+    except NotFoundError as exc:
+        raise HTTPException(404, str(exc)) from None
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+
+
+routes = [
+    Route("/runs/{trace_id:id}", run_page, name="run"),
+    Route("/runs/{trace_id:id}/select", run_selection, name="run_select"),
+    Route("/runs/{trace_id:id}/timeline", run_timeline, name="run_timeline"),
+    Route("/runs/{trace_id:id}/header", run_header, name="run_header"),
+    Route("/runs/{trace_id:id}/tree", run_tree_fragment, name="run_tree"),
+    Route("/runs/{trace_id:id}/tree/{span_id}/children", run_tree_children, name="run_tree_children"),
+    Route("/runs/{trace_id:id}/search", run_search, name="run_search"),
+    Route("/runs/{trace_id:id}/rewind", run_rewind, methods=["POST"], name="rewind"),
+    Route("/runs/{trace_id:id}/actions", run_actions, name="run_actions"),
+    Route("/runs/{trace_id:id}/compare", run_compare, name="run_compare"),
+    Route("/runs/{trace_id:id}/export.jsonl.gz", run_export, name="run_export"),
+    Route("/runs/{trace_id:id}/live", run_live, name="run_live"),
+]

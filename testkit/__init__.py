@@ -1,0 +1,1 @@
+"""Test support shared by tests/, e2e/ and bench/: clients and fakes of the real parts (not shipped)."""

@@ -1,0 +1,121 @@
+"""`index_run`: what it records of each frame, and the runs it refuses to index (and why).
+
+That a rewind made from the index is the snapshot `restore_snapshot` makes, at every cut, is tested
+through the store, where the index lives: tests/test_actions_run_rewind.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from bench.gen_trace import generate
+from devtool.core.frame_index import NO_PARENT, ROOT, Batch, NotIndexable, index_run, index_stream
+from devtool.core.restore import IGNORED_TYPES
+from devtool.core.snapshot_tree import FANOUT, referenced
+from tests.conftest import Trace
+
+
+def rows(run: Trace) -> list[tuple[int, dict[str, Any]]]:
+    return list(enumerate(run.events, start=1))
+
+
+def test_a_frame_is_changed_last_by_its_own_end_or_by_an_ancestor_that_fails_it() -> None:
+    run = Trace()
+    root = run.start("runWith", agentId="")  # 1
+    parent = run.start("agent", root, agentId="parent", callId="p")  # 2
+    child = run.start("agent", parent, agentId="child", callId="c")  # 3
+    run.end(parent, success=True, result=1)  # 4: fails the child, still running
+    done = run.start("agent", root, agentId="done", callId="d")  # 5
+    run.end(done, success=True, result=2)  # 6
+    run.point("sys:log", root, agentId="")  # 7: ignored by restore, so not handed to the index
+    run.end(child, success=True, result=3)  # 8: the child's own end replaces the repair
+    run.end(root, success=True, result=4)  # 9
+    handed = [row for row in rows(run) if row[1]["type"] != "sys:log"]
+    index = index_run(handed)
+    assert index.events == 8
+    frames = {frame.call_id: frame for frame in index.frames}
+    assert [(f.index, f.parent) for f in index.frames] == [(ROOT, NO_PARENT), (1, ROOT), (2, 1), (3, ROOT)]
+    assert (frames["c"].created, frames["c"].last, frames["c"].events) == (3, 8, (3, 8))
+    # The parent's own events end at 4, but the child under it changed until 8.
+    assert (frames["p"].created, frames["p"].last, frames["p"].events) == (2, 8, (2, 4))
+    assert (frames["d"].created, frames["d"].last, frames["d"].status) == (5, 6, "completed")
+    assert frames["root"].events == (1, 9)
+    # Every frame but the root (rebuilt at each cut) has its node, as the run ends.
+    assert frames["root"].node == ""
+    assert {frames[key].node for key in "pcd"} <= set(index.nodes)
+    assert index.nodes[frames["p"].node]["children"] == {"c": frames["c"].node}
+    assert index.nodes[frames["c"].node]["state"] == {"status": "completed", "output": 3}
+
+
+def test_a_parent_failing_a_child_that_never_ends_changes_it_then() -> None:
+    run = Trace()
+    root = run.start("runWith", agentId="")  # 1
+    parent = run.start("agent", root, agentId="parent", callId="p")  # 2
+    run.start("agent", parent, agentId="zombie", callId="z")  # 3
+    run.end(parent, success=True, result=1)  # 4
+    run.end(root, success=True, result=2)  # 5
+    zombie = next(frame for frame in index_run(rows(run)).frames if frame.call_id == "z")
+    assert (zombie.events, zombie.last, zombie.status) == ((3,), 4, "failed")
+
+
+def test_what_is_not_indexed_says_why() -> None:
+    run = Trace()
+    root = run.start("runWith", agentId="")
+    first = run.start("agent", root, agentId="a", callId="same")
+    run.end(first, success=True, result=1)
+    again = run.start("agent", root, agentId="b", callId="same")
+    run.end(again, success=True, result=2)
+    with pytest.raises(NotIndexable, match="callId 'same' is used by two agents of one parent"):
+        index_run(rows(run))
+    with pytest.raises(NotIndexable, match="not stored in time order"):
+        index_run([(2, run.events[0]), (1, run.events[1])])
+    with pytest.raises(NotIndexable, match="event 2 is not one restore reads"):
+        index_run([(1, run.events[0]), (2, dict(run.events[1], schemaVersion=None))])
+    with pytest.raises(NotIndexable, match="event 2 is not one restore reads"):
+        index_run([(1, run.events[0]), (2, dict(run.events[1], type="agent:teleport"))])
+    no_agent_id = {key: value for key, value in run.events[1].items() if key != "agentId"}
+    with pytest.raises(NotIndexable, match="event 2 is malformed: 1 malformed event: 1 without an agentId"):
+        index_run([(1, run.events[0]), (2, no_agent_id)])
+    reused = dict(run.events[3], trace={**run.events[3]["trace"], "spanId": first})
+    with pytest.raises(NotIndexable, match="is used by two frames"):
+        index_run([(1, run.events[0]), (2, run.events[1]), (3, reused)])
+    other = Trace()
+    other_root = other.start("runWith", agentId="")
+    other.start("agent", other_root, agentId="x", callId="x")
+    with pytest.raises(NotIndexable, match="several runs"):
+        index_run([(1, run.events[0]), (2, run.events[1]), (3, other.events[1])])
+    with pytest.raises(NotIndexable, match="no agent started in it"):
+        index_run([])
+
+
+def test_frames_are_handed_over_while_the_run_is_walked_a_chunk_of_references_at_most(tmp_path: Path) -> None:
+    """The index holds the frames still open, not the run: what is final is handed over as it becomes
+    final, and no node, the orchestrator's included, holds more than a chunk of references."""
+    generated = generate(tmp_path / "run.jsonl", events=6000, seed=2)
+    events = [orjson.loads(line) for line in generated.path.read_bytes().splitlines()]
+    rows = [(n, event) for n, event in enumerate(events, start=1) if event["type"] not in IGNORED_TYPES]
+    walked = 0
+
+    def counted() -> Iterator[tuple[int, dict[str, Any]]]:
+        nonlocal walked
+        for row in rows:
+            walked += 1
+            yield row
+
+    handed: list[tuple[int, Batch]] = []
+    index_stream(counted(), lambda batch: handed.append((walked, batch)), batch=20)
+    assert len(handed) > generated.workers // 20
+    assert handed[0][0] < len(rows) / 5  # the first frames long before the run's end
+    assert all(len(batch.frames) <= 20 for _, batch in handed)
+    nodes = [node for _, batch in handed for node in batch.nodes.values()]
+    assert all(len(referenced(node)) <= FANOUT for node in nodes)
+    chunks = [chunk for _, batch in handed for chunk in batch.chunks]
+    orchestrator = next(f for _, b in handed for f in b.frames if f.call_id == "root/agent:orchestrator:0")
+    assert {chunk.frame for chunk in chunks} == {orchestrator.index}
+    assert len(chunks) == generated.workers // FANOUT  # every full chunk of its workers
+    assert sorted(chunk.position for chunk in chunks) == list(range(len(chunks)))

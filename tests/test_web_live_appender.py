@@ -1,0 +1,81 @@
+"""The appender against a real store: appends are stored and published at once, derives follow behind them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from devtool.store import Store, derive
+from devtool.store.event_gate import check_events
+from devtool.store.queries import get_run
+from devtool.web.live import Appender, Broker
+from tests.conftest import running_run
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_an_append_is_stored_and_published_while_a_slow_derive_runs(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker = Broker()
+    appender = Appender(store, broker)
+    t, root = running_run(1)
+    await appender.append(check_events(t.events), stream="test")
+    await appender.drain()
+    slow = derive.refresh
+
+    def slow_refresh(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(1.0)  # a derive of a big run, holding the derive lock
+        return slow(*args, **kwargs)
+
+    monkeypatch.setattr(derive, "refresh", slow_refresh)
+    with broker.subscription(t.trace_id) as subscription:
+        await appender.append(check_events(t.span("turn", root)), stream="test")  # starts the (slow) derive behind it
+        started = time.monotonic()
+        ids = await appender.append(check_events(t.span("turn", root)), stream="test")
+        answered = time.monotonic() - started
+        published = [event.event_id for event in subscription.take()]
+        assert answered < 0.5
+        assert published == [4, 5, *ids]
+        assert subscription.take_derived() == (0, [])
+        await appender.drain()
+        assert subscription.take_derived() == (len(t.events), [t.trace_id])
+    assert get_run(store, t.trace_id).events == len(t.events)
+
+
+class CountingBroker(Broker):
+    """A broker that remembers each derive published to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.derives: list[int] = []
+
+    def publish_derived(self, through: int, traces: Sequence[str]) -> None:
+        self.derives.append(through)
+        super().publish_derived(through, traces)
+
+
+@pytest.mark.anyio
+async def test_derives_follow_the_appends_at_most_once_per_interval_and_cover_them_all(store: Store) -> None:
+    broker = CountingBroker()
+    appender = Appender(store, broker, derive_interval=0.25)
+    t, root = running_run(0)
+    await appender.append(check_events(t.events), stream="test")
+    started = time.monotonic()
+    for _ in range(20):
+        await appender.append(check_events(t.span("turn", root)), stream="test")
+        await asyncio.sleep(0.02)
+    await appender.drain()
+    elapsed = time.monotonic() - started
+    assert len(broker.derives) <= elapsed / 0.25 + 2
+    assert broker.derives == sorted(broker.derives)
+    assert broker.derives[-1] == len(t.events)
+    assert get_run(store, t.trace_id).events == len(t.events)

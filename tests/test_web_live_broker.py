@@ -1,0 +1,76 @@
+"""The broker: per-run and all-runs subscriptions, bounded queues that mark a slow client for resync, close."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from devtool.web.live import Broker, LiveEvent
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def live_events(trace_id: str, first_id: int, count: int) -> list[LiveEvent]:
+    return [LiveEvent(first_id + i, trace_id, f"{i:016x}", "", "sys:log", 1.0 + i) for i in range(count)]
+
+
+def test_a_run_subscription_gets_its_run_and_an_all_subscription_every_run() -> None:
+    broker = Broker()
+    with broker.subscription("a") as only_a, broker.subscription() as everything:
+        broker.publish([*live_events("a", 1, 2), *live_events("b", 3, 1)])
+        assert [e.event_id for e in only_a.take()] == [1, 2]
+        assert [e.event_id for e in everything.take()] == [1, 2, 3]
+        assert broker.subscribers == 2
+    assert broker.subscribers == 0
+
+
+def test_a_derives_only_subscription_holds_no_events_and_hears_every_runs_derive() -> None:
+    broker = Broker(queue_limit=10)
+    with broker.subscription(events=False) as runs, broker.subscription("a") as only_a:
+        broker.publish(live_events("a", 1, 50))
+        assert runs.take() == []
+        assert not runs.overflowed
+        broker.publish_derived(50, ["a", "b"])
+        assert runs.take_derived() == (50, ["a", "b"])
+        assert only_a.take_derived() == (50, ["a"])
+        assert broker.subscribers == 2
+    assert broker.subscribers == 0
+
+
+def test_a_client_that_falls_behind_is_marked_for_resync_and_holds_nothing() -> None:
+    broker = Broker(queue_limit=100)
+    with broker.subscription("a") as slow, broker.subscription("a") as fast:
+        taken: list[LiveEvent] = []
+        for start in range(1, 1001, 10):
+            broker.publish(live_events("a", start, 10))
+            taken.extend(fast.take())
+        assert [e.event_id for e in taken] == list(range(1, 1001))
+        assert slow.overflowed
+        assert slow.take() == []
+        slow.reset()
+        assert not slow.overflowed
+        broker.publish(live_events("a", 1001, 1))
+        assert [e.event_id for e in slow.take()] == [1001]
+
+
+@pytest.mark.anyio
+async def test_closing_the_broker_wakes_and_ends_every_subscription() -> None:
+    broker = Broker()
+    with broker.subscription("a") as waiting:
+        waiter = asyncio.create_task(waiting.wait())
+        await asyncio.sleep(0)
+        broker.close()
+        assert await asyncio.wait_for(waiter, 1) is True
+        assert waiting.closed
+    with broker.subscription() as late:
+        assert late.closed
+
+
+@pytest.mark.anyio
+async def test_waiting_times_out_when_nothing_is_published() -> None:
+    with Broker().subscription() as subscription:
+        assert await subscription.wait(0.01) is False
