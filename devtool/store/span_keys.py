@@ -51,7 +51,7 @@ _FORGET = """
 
 # A frame parent's children in the tree's order; `key` first, so that zone maps find the range.
 _CHILDREN = """
-    SELECT span_id FROM frame_keys
+    SELECT span_id, start_ts FROM frame_keys
     WHERE key = hash($trace, coalesce($parent, '')) AND trace_id = $trace
       AND frame_parent_id IS NOT DISTINCT FROM $parent
 """
@@ -93,45 +93,54 @@ def locate(cursor: duckdb.DuckDBPyConnection, trace_id: str, span_ids: Sequence[
     """The keys of `span_ids` that the run has (instants are not there), or None: the run is not keyed."""
     if not cursor.execute("SELECT 1 FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall():
         return None
-    ids = list(dict.fromkeys(span_ids))
-    if not ids:
-        return {}
-    # The hashes as constants: DuckDB then reads only the row groups whose zone maps may hold them.
-    keys = [row[0] for row in cursor.execute("SELECT hash(?, unnest(?::VARCHAR[]))", [trace_id, ids]).fetchall()]
-    rows = cursor.execute(
-        f"SELECT span_id, start_ts, start_event_id, frame_parent_id, shown FROM span_keys "
-        f"WHERE key IN ({_marks(keys)}) AND trace_id = ? AND span_id IN ({_marks(ids)})",
-        [*keys, trace_id, *ids],
-    ).fetchall()
-    return {row[0]: SpanKey(*row) for row in rows}
+    found: dict[str, SpanKey] = {}
+    # One lookup per id, its hash a constant: DuckDB then reads the one row group its zone map allows
+    # (a list of hashes spans every row group: it would read them all).
+    for span_id in dict.fromkeys(span_ids):
+        rows = cursor.execute(
+            "SELECT span_id, start_ts, start_event_id, frame_parent_id, shown FROM span_keys "
+            "WHERE key = hash(?, ?) AND trace_id = ? AND span_id = ?",
+            [trace_id, span_id, trace_id, span_id],
+        ).fetchall()
+        if rows:
+            found[span_id] = SpanKey(*rows[0])
+    return found
 
 
 def where_spans(cursor: duckdb.DuckDBPyConnection, trace_id: str, span_ids: Sequence[str]) -> tuple[str, list[Any]]:
     """A condition on `spans` for the rows of `span_ids` of the run, and its parameters: within their
     start times when the run is keyed (DuckDB reads the row groups that hold them), else by id alone."""
-    ids = list(dict.fromkeys(span_ids)) or [""]
-    found = locate(cursor, trace_id, ids)
+    found = locate(cursor, trace_id, span_ids)
     if found:
-        starts = [key.start_ts for key in found.values()]
-        return (
-            f"trace_id = ? AND start_ts BETWEEN ? AND ? AND span_id IN ({_marks(ids)})",
-            [trace_id, min(starts), max(starts), *ids],
-        )
+        return where_located(trace_id, [(key.span_id, key.start_ts) for key in found.values()])
+    ids = list(dict.fromkeys(span_ids)) or [""]
     return f"trace_id = ? AND span_id IN ({_marks(ids)})", [trace_id, *ids]
+
+
+def where_located(trace_id: str, located: Sequence[tuple[str, float]]) -> tuple[str, list[Any]]:
+    """A condition on `spans` for the rows of spans whose starts are known, and its parameters."""
+    if not located:
+        return "false", []
+    ids = [span for span, _ in located]
+    starts = [start for _, start in located]
+    return (
+        f"trace_id = ? AND start_ts BETWEEN ? AND ? AND span_id IN ({_marks(ids)})",
+        [trace_id, min(starts), max(starts), *ids],
+    )
 
 
 def children(
     cursor: duckdb.DuckDBPyConnection, trace_id: str, parent: str | None, *, offset: int, limit: int
-) -> list[str] | None:
-    """Span ids of a page of `parent`'s frame children (of the roots when None), in the tree's order;
-    None when the run is not keyed."""
+) -> list[tuple[str, float]] | None:
+    """A page of `parent`'s frame children (of the roots when None) in the tree's order, as (span id,
+    start); None when the run is not keyed."""
     if not cursor.execute("SELECT 1 FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall():
         return None
     rows = cursor.execute(
         f"{_CHILDREN} ORDER BY start_ts, start_event_id LIMIT $limit OFFSET $offset",
         {"trace": trace_id, "parent": parent, "limit": limit, "offset": offset},
     ).fetchall()
-    return [row[0] for row in rows]
+    return [(span, start) for span, start in rows]
 
 
 def count(cursor: duckdb.DuckDBPyConnection, trace_id: str, parent: str | None) -> int | None:
@@ -144,7 +153,7 @@ def count(cursor: duckdb.DuckDBPyConnection, trace_id: str, parent: str | None) 
 
 def children_of(
     cursor: duckdb.DuckDBPyConnection, trace_id: str, parents: Sequence[str], *, offset: int, limit: int
-) -> dict[str, list[str]] | None:
+) -> dict[str, list[tuple[str, float]]] | None:
     """`children` of several parents at once, each page in the tree's order; None when not keyed."""
     if not cursor.execute("SELECT 1 FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall():
         return None
@@ -152,17 +161,17 @@ def children_of(
     keys = [row[0] for row in hashed.fetchall()]
     rows = cursor.execute(
         f"""
-        SELECT frame_parent_id, span_id FROM (
-            SELECT frame_parent_id, span_id,
+        SELECT frame_parent_id, span_id, start_ts FROM (
+            SELECT frame_parent_id, span_id, start_ts,
                    row_number() OVER (PARTITION BY frame_parent_id ORDER BY start_ts, start_event_id) - 1 AS i
             FROM frame_keys WHERE key IN ({_marks(keys)}) AND trace_id = ? AND frame_parent_id IN ({_marks(parents)})
         ) WHERE i >= ? AND i < ? ORDER BY frame_parent_id, i
         """,
         [*keys, trace_id, *parents, offset, offset + limit],
     ).fetchall()
-    found: dict[str, list[str]] = {parent: [] for parent in parents}
-    for parent, span in rows:
-        found[parent].append(span)
+    found: dict[str, list[tuple[str, float]]] = {parent: [] for parent in parents}
+    for parent, span, start in rows:
+        found[parent].append((span, start))
     return found
 
 
@@ -170,7 +179,7 @@ def position(cursor: duckdb.DuckDBPyConnection, trace_id: str, key: SpanKey) -> 
     """A span's place among its frame siblings (of a keyed run)."""
     rows = cursor.execute(
         f"""
-        SELECT count(*) FROM ({_CHILDREN.replace("SELECT span_id", "SELECT start_ts, start_event_id")})
+        SELECT count(*) FROM ({_CHILDREN.replace("SELECT span_id, start_ts", "SELECT start_ts, start_event_id")})
         WHERE start_ts < $start OR (start_ts = $start AND start_event_id < $event)
         """,
         {"trace": trace_id, "parent": key.frame_parent_id, "start": key.start_ts, "event": key.start_event_id},

@@ -112,7 +112,7 @@ def frame_tree(
                 raise NotFoundError(f"no run {trace_id!r} in the store")
             roots = span_keys.children(cursor, trace_id, None, offset=offset, limit=page_size)
             if roots is not None:
-                top = _drafts(cursor, trace_id, roots)
+                top = _located(cursor, trace_id, roots)
             else:
                 rows = cursor.execute(
                     f"SELECT {_COLUMNS} FROM spans WHERE {where} ORDER BY start_ts, start_event_id LIMIT ? OFFSET ?",
@@ -121,7 +121,10 @@ def frame_tree(
                 top = [_draft(row) for row in rows]
             child_offset = 0
         else:
-            top = _drafts(cursor, trace_id, [span_id])
+            where, params = span_keys.where_spans(cursor, trace_id, [span_id])
+            top = [
+                _draft(row) for row in cursor.execute(f"SELECT {_COLUMNS} FROM spans WHERE {where}", params).fetchall()
+            ]
             if not top:
                 raise NotFoundError(f"no span {span_id!r} in run {trace_id!r}")
             root_count, child_offset = 1, offset
@@ -144,11 +147,11 @@ def _draft(row: tuple[Any, ...]) -> _Draft:
     return _Draft(FrameNode(*fields), end_event_id)
 
 
-def _drafts(cursor: Any, trace_id: str, span_ids: list[str]) -> list[_Draft]:
-    """The spans `span_ids` of the run, in that order (those it has)."""
-    where, params = span_keys.where_spans(cursor, trace_id, span_ids)
+def _located(cursor: Any, trace_id: str, located: list[tuple[str, float]]) -> list[_Draft]:
+    """The spans of the run whose ids and starts are `located`, in that order."""
+    where, params = span_keys.where_located(trace_id, located)
     rows = {row[0]: row for row in cursor.execute(f"SELECT {_COLUMNS} FROM spans WHERE {where}", params).fetchall()}
-    return [_draft(rows[span]) for span in span_ids if span in rows]
+    return [_draft(rows[span]) for span, _ in located if span in rows]
 
 
 def _count_tool_results(cursor: Any, drafts: list[_Draft]) -> None:
@@ -180,7 +183,7 @@ def _load_children(
         size = min(page_size, budget - len(loaded))
         ids = span_keys.children(cursor, trace_id, parent.node.span_id, offset=offset, limit=size)
         if ids is not None:
-            parent.children.extend(_drafts(cursor, trace_id, ids))
+            parent.children.extend(_located(cursor, trace_id, ids))
         else:
             rows = cursor.execute(
                 f"SELECT {_COLUMNS} FROM spans WHERE trace_id = ? AND {_SHOWN} AND frame_parent_id = ? "
@@ -196,10 +199,10 @@ def _load_children(
     pages = span_keys.children_of(cursor, trace_id, sorted(few), offset=offset, limit=page_size) if few else None
     if pages is not None:
         # By position first, then parent: a short budget gives every parent its first children.
-        order = sorted((i, parent_id, span) for parent_id, ids in pages.items() for i, span in enumerate(ids))
+        order = sorted((i, parent_id, found) for parent_id, page in pages.items() for i, found in enumerate(page))
         order = order[: budget - len(loaded)]
-        drafts = {d.node.span_id: d for d in _drafts(cursor, trace_id, [span for _, _, span in order])}
-        for _, parent_id, span in order:
+        drafts = {d.node.span_id: d for d in _located(cursor, trace_id, [found for _, _, found in order])}
+        for _, parent_id, (span, _) in order:
             if span in drafts:
                 few[parent_id].children.append(drafts[span])
                 loaded.append(drafts[span])

@@ -102,7 +102,7 @@ def _keyed_path(cursor: Any, trace_id: str, span_id: str) -> list[PathStep] | No
         chain.append(above[parent])
         parent = above[parent].frame_parent_id
     chain.reverse()
-    where, params = span_keys.where_spans(cursor, trace_id, [step.span_id for step in chain])
+    where, params = span_keys.where_located(trace_id, [(step.span_id, step.start_ts) for step in chain])
     rows = cursor.execute(f"SELECT span_id, kind, agent_id FROM spans WHERE {where}", params).fetchall()
     named = {span: (kind, agent) for span, kind, agent in rows}
     return [
@@ -133,7 +133,7 @@ def generation_memories(store: Store, trace_id: str, agent_span_id: str) -> list
         # A generation is shown in the tree, under its agent: a keyed run has them among its children.
         children = span_keys.children(cursor, trace_id, agent_span_id, offset=0, limit=10_000)
         where, params = (
-            span_keys.where_spans(cursor, trace_id, children) if children is not None else ("trace_id = ?", [trace_id])
+            span_keys.where_located(trace_id, children) if children is not None else ("trace_id = ?", [trace_id])
         )
         generations = cursor.execute(
             f"""
