@@ -12,7 +12,7 @@ import pytest
 from bench.gen_trace import GeneratedTrace, generate
 from devtool.store import Store, append_events, derive, load_file, span_keys
 from devtool.store.event_sql import insert_events
-from devtool.store.queries import frame_tree, span_detail
+from devtool.store.queries import frame_tree, get_run, span_detail, timeline_window
 from devtool.store.queries.navigation import frame_path, generation_memories
 
 
@@ -76,3 +76,39 @@ def test_a_bulk_load_keys_its_runs_and_a_live_batch_drops_their_keys(tmp_path: P
         assert answers(store, big) == keyed
     finally:
         store.close()
+
+
+def test_a_keyed_run_seen_wide_is_drawn_from_its_tiles_a_fraction_of_a_pixel_off(
+    store: Store, big: GeneratedTrace
+) -> None:
+    load_file(store, big.path)
+    run = get_run(store, big.trace_id)
+    middle = run.started_ms + run.duration_ms / 2
+    windows = {
+        "whole, 100 px": {"width_px": 100},
+        "whole, 400 px": {"width_px": 400},
+        "a hundredth, 400 px": {"start_ms": middle, "end_ms": middle + run.duration_ms / 100, "width_px": 400},
+    }
+    scanned = {name: timeline_window(store, big.trace_id, **window) for name, window in windows.items()}
+    span_keys.key_run(store, big.trace_id)
+    tiled_spans = store.query("SELECT sum(n) FROM span_tiles WHERE trace_id = ?", [big.trace_id])[0][0]
+    assert tiled_spans == store.query("SELECT count(*) FROM spans WHERE NOT instant")[0][0]  # every span, once
+    tiled = {name: timeline_window(store, big.trace_id, **window) for name, window in windows.items()}
+    assert tiled["a hundredth, 400 px"] == scanned["a hundredth, 400 px"]  # a pixel of few tiles: the spans
+    for name in ("whole, 100 px", "whole, 400 px"):
+        exact, drawn = scanned[name], tiled[name]
+        assert (drawn.rows, drawn.spans, drawn.width_px) == (exact.rows, exact.spans, exact.width_px)
+        for row in range(exact.rows):
+            ours = [bar for bar in drawn.bars if bar.row == row]
+            theirs = [bar for bar in exact.bars if bar.row == row]
+            for field in ("count", "failed", "running", "cached"):
+                assert sum(getattr(bar, field) for bar in ours) == sum(getattr(bar, field) for bar in theirs)
+            assert min(bar.start_ms for bar in ours) == min(bar.start_ms for bar in theirs)
+            assert max(bar.end_ms for bar in ours) == max(bar.end_ms for bar in theirs)
+            # Up to each pixel, the same spans but those a tile's width from its edge.
+            total = sum(bar.count for bar in theirs)
+            for px in range(exact.width_px):
+                before = sum(bar.count for bar in ours if bar.px <= px) - sum(
+                    bar.count for bar in theirs if bar.px <= px
+                )
+                assert abs(before) <= max(2, total // 100), (name, row, px)

@@ -111,7 +111,7 @@ RUNS = """
         e.prompt_tokens, e.completion_tokens,
         coalesce(s.agent_ids, ''),
         e.first_id, e.last_id,
-        coalesce(s.prompts, 0), coalesce(s.tools, 0), e.source_id
+        coalesce(s.prompts, 0), coalesce(s.tools, 0), e.source_id, coalesce(s.depth, 0)
     FROM (
         SELECT trace_id, count(*) AS n, min(ts) AS started, max(ts) AS ended,
                coalesce(sum(prompt_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS prompt_tokens,
@@ -133,7 +133,8 @@ RUNS = """
                count(*) FILTER (WHERE status = 'running') AS running,
                string_agg(DISTINCT agent_id, ' ' ORDER BY agent_id) FILTER (WHERE kind = 'agent') AS agent_ids,
                count(*) FILTER (WHERE kind = 'turn') AS prompts,
-               coalesce(sum(len(string_split(name, ', '))) FILTER (WHERE kind = 'tools:execute'), 0) AS tools
+               coalesce(sum(len(string_split(name, ', '))) FILTER (WHERE kind = 'tools:execute'), 0) AS tools,
+               max(depth) AS depth
         FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces)
         GROUP BY trace_id
     ) s USING (trace_id)
@@ -164,14 +165,14 @@ def refresh(
     stored = conn.execute("SELECT count(*) FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
     all_new = stored.fetchall()[0][0] == 0
     last = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
-    if all_new and traces is None and last - after_event_id > chunk:
+    streamed = all_new and traces is None and last - after_event_id > chunk
+    if streamed:
         # A big load of new runs: a chunk of events at a time, so memory does not grow with the file.
         derived = derive_stream.derive_new(conn, after_event_id, last, size=chunk).spans
         if derive_stream.find_duplicates(conn):
             rederive(conn)
             conn.execute("DROP TABLE derived; DROP TABLE placed")
         derive_stream.fix_places(conn)
-        span_keys.build(conn, "touched_traces")
     else:
         if all_new:
             conn.execute(_DERIVE.format(events=new))
@@ -186,6 +187,8 @@ def refresh(
         conn.execute("DROP TABLE derived; DROP TABLE placed")
     conn.execute("DELETE FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
     conn.execute(RUNS)
+    if streamed:
+        span_keys.build(conn, "touched_traces")  # from the spans and the run's summary
     traces = tuple(row[0] for row in conn.execute("SELECT trace_id FROM touched_traces ORDER BY 1").fetchall())
     conn.execute("DROP TABLE touched_traces")
     return derived, traces

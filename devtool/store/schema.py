@@ -12,7 +12,7 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   own is an `instant` span. `depth` is the nesting for timeline rows, `frame_parent_id` the nearest
   ancestor the frame tree shows.
 - `runs`: one summary row per trace, kept up to date by every load and append; since migration 4
-  with its prompt and tool calls counted and the source of its first event.
+  with its prompt and tool calls counted, the source of its first event and its deepest span.
 - `journal_entries`: process-journal entries, with `ts_ms` parsed from their ISO 8601 `timestamp`.
 - `snapshots`: AgentSnapshots under a stable content id, with the id they were forked from and who
   first stored them (migration 2). Since migration 3 a snapshot is a tree of frame nodes
@@ -31,8 +31,9 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   server makes them again).
 - `search_terms` (migration 4): the search index, each run's words once (`search.py`); the words of
   the events stored before are found by the migration.
-- `span_keys`, `frame_keys`, `keyed_runs` (migration 4): a big run's spans' keys, sorted to find a
-  span by its id and a parent's children in a range (`span_keys.py`).
+- `span_keys`, `frame_keys`, `span_tiles`, `keyed_runs` (migration 4): a big run's spans' keys,
+  sorted to find a span by its id and a parent's children in a range, and its spans grouped in
+  tiles of time for the timeline seen wide (`span_keys.py`).
 """
 
 from __future__ import annotations
@@ -227,13 +228,30 @@ MIGRATIONS: list[str] = [
         start_event_id BIGINT,
         span_id VARCHAR NOT NULL
     );
-    CREATE TABLE keyed_runs (trace_id VARCHAR NOT NULL);
+    CREATE TABLE keyed_runs (trace_id VARCHAR NOT NULL, tile_origin DOUBLE NOT NULL, tile_ms DOUBLE NOT NULL);
+    CREATE TABLE span_tiles (
+        trace_id VARCHAR NOT NULL,
+        depth INTEGER NOT NULL,
+        start_tile BIGINT NOT NULL,
+        end_tile BIGINT NOT NULL,
+        first DOUBLE NOT NULL,
+        last DOUBLE NOT NULL,
+        n BIGINT NOT NULL,
+        span_id VARCHAR NOT NULL,
+        kind VARCHAR NOT NULL,
+        name VARCHAR,
+        failed BIGINT NOT NULL,
+        running BIGINT NOT NULL,
+        cached BIGINT NOT NULL
+    );
     ALTER TABLE runs ADD COLUMN prompts BIGINT DEFAULT 0;
     ALTER TABLE runs ADD COLUMN tools BIGINT DEFAULT 0;
     ALTER TABLE runs ADD COLUMN source_id INTEGER;
-    UPDATE runs SET prompts = c.prompts, tools = c.tools FROM (
+    ALTER TABLE runs ADD COLUMN depth INTEGER DEFAULT 0;
+    UPDATE runs SET prompts = c.prompts, tools = c.tools, depth = c.depth FROM (
         SELECT trace_id, count(*) FILTER (WHERE kind = 'turn') AS prompts,
-               coalesce(sum(len(string_split(name, ', '))) FILTER (WHERE kind = 'tools:execute'), 0) AS tools
+               coalesce(sum(len(string_split(name, ', '))) FILTER (WHERE kind = 'tools:execute'), 0) AS tools,
+               max(depth) AS depth
         FROM spans GROUP BY trace_id
     ) c WHERE runs.trace_id = c.trace_id;
     UPDATE runs SET source_id = e.source_id FROM events e WHERE e.event_id = runs.first_event_id;

@@ -9,7 +9,10 @@ keys, each sorted so that DuckDB's zone maps find a key in one or two row groups
   span id, with its start and frame parent: its row in `spans` is then read by its start time;
 - `frame_keys`: each span the frame tree shows under a hash of its trace and frame parent, then its
   start: a parent's children are one range, so a page of them, or a child's place among them, is
-  read from that range alone.
+  read from that range alone;
+- `span_tiles`: its spans but instants grouped by row (depth) and by the tile of time they start in
+  and the one they end in, of `TILES` tiles across the run: what the timeline reads when it shows so
+  much of the run that a pixel holds many tiles (`timeline.py`).
 
 A run's keys hold while `keyed_runs` names it. Deriving its spans again (a live batch, a second file
 of it) drops them (`forget`), and its pages then scan `spans`, which is fast enough for runs that grow
@@ -29,6 +32,8 @@ from devtool.store.span_sql import SHOWN
 if TYPE_CHECKING:
     from devtool.store.database import Store
 
+TILES = 65536  # tiles across a run: a pixel of a whole run 1,600 px wide holds 41
+
 _BUILD = f"""
     INSERT INTO span_keys
     SELECT hash(trace_id, span_id) AS key, trace_id, span_id, start_ts, start_event_id, frame_parent_id,
@@ -40,12 +45,26 @@ _BUILD = f"""
            start_event_id, span_id
     FROM spans WHERE trace_id IN (SELECT trace_id FROM {{traces}}) AND {SHOWN}
     ORDER BY key, start_ts, start_event_id;
-    INSERT INTO keyed_runs SELECT trace_id FROM {{traces}};
+    INSERT INTO keyed_runs
+    SELECT trace_id, started_ts, greatest(ended_ts - started_ts, 1e-3) / {TILES} FROM runs
+    WHERE trace_id IN (SELECT trace_id FROM {{traces}});
+    INSERT INTO span_tiles
+    SELECT s.trace_id, s.depth,
+           least(floor((s.start_ts - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT AS start_tile,
+           least(floor((coalesce(s.end_ts, r.ended_ts) - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT,
+           min(s.start_ts), max(coalesce(s.end_ts, r.ended_ts)), count(*), any_value(s.span_id), min(s.kind),
+           any_value(s.name), count(*) FILTER (WHERE s.status = 'failed'),
+           count(*) FILTER (WHERE s.status = 'running'), count(*) FILTER (WHERE s.cache)
+    FROM spans s JOIN keyed_runs k USING (trace_id) JOIN runs r USING (trace_id)
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant
+    GROUP BY ALL
+    ORDER BY s.trace_id, start_tile;
 """
 
 _FORGET = """
     DELETE FROM span_keys WHERE trace_id IN (SELECT trace_id FROM {traces});
     DELETE FROM frame_keys WHERE trace_id IN (SELECT trace_id FROM {traces});
+    DELETE FROM span_tiles WHERE trace_id IN (SELECT trace_id FROM {traces});
     DELETE FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces});
 """
 
@@ -87,6 +106,20 @@ def forget(conn: duckdb.DuckDBPyConnection, traces: str) -> None:
     keyed = conn.execute(f"SELECT count(*) FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces})")
     if keyed.fetchall()[0][0]:
         conn.execute(_FORGET.format(traces=traces))
+
+
+@dataclass(frozen=True, slots=True)
+class Tiles:
+    """A keyed run's tiles of time: tile i starts at `origin + i * width` (ms)."""
+
+    origin: float
+    width: float
+
+
+def tiles(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> Tiles | None:
+    """The run's tiles, or None when it is not keyed."""
+    rows = cursor.execute("SELECT tile_origin, tile_ms FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall()
+    return Tiles(*rows[0]) if rows else None
 
 
 def locate(cursor: duckdb.DuckDBPyConnection, trace_id: str, span_ids: Sequence[str]) -> dict[str, SpanKey] | None:

@@ -15,12 +15,19 @@ alone. DuckDB does the bucketing, in one scan of the spans; only the bars leave 
 
 Instant events (budget updates, logs) are left out unless asked for. A running span (no end yet)
 reaches the run's last event.
+
+A keyed run (`span_keys`: one loaded in bulk) seen so wide that a pixel spans 8 or more of its tiles
+(a run cut in 65,536) is drawn from its tiles rather than its spans: the spans of one row that start
+in one tile and end in one tile, counted once. Such a span falls in the pixel where its tile starts:
+an eighth of a pixel from its own at most, and the bars' first starts and last ends are the spans'.
+Ten million events drawn whole are then a few hundred thousand tiles read, not millions of spans.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 
@@ -58,10 +65,9 @@ class TimelineWindow:
     bars: tuple[TimelineBar, ...]
 
 
-# One scan: spans grouped by (row, start pixel, end pixel); if that gives more than rows × width bars
-# (a dense run seen whole), the groups (not the spans again) merge by (row, start pixel) alone.
-_BARS = """
-    WITH visible AS (
+# Spans grouped by (row, start pixel, end pixel): `fine`.
+_FINE_SPANS = """
+    visible AS (
         SELECT span_id, depth, kind, name, status, cache, start_ts, coalesce(end_ts, $run_end) AS end_ts
         FROM spans
         WHERE trace_id = $trace AND start_ts <= $end AND coalesce(end_ts, $run_end) >= $start {instants}
@@ -79,7 +85,28 @@ _BARS = """
                count(*) FILTER (WHERE cache) AS cached
         FROM visible
         GROUP BY ALL
-    ),
+    )
+"""
+
+# The same from a keyed run's tiles: each falls in the pixels where its start and end tiles begin.
+_FINE_TILES = """
+    fine AS (
+        SELECT depth,
+               floor(($origin + start_tile * $tile - $start) * $scale)::BIGINT AS start_px,
+               floor(($origin + end_tile * $tile - $start) * $scale)::BIGINT AS end_px,
+               min(first) AS first, max(last) AS last, sum(n)::BIGINT AS n,
+               any_value(span_id) AS span_id, min(kind) AS kind, any_value(name) AS name,
+               sum(failed)::BIGINT AS failed, sum(running)::BIGINT AS running, sum(cached)::BIGINT AS cached
+        FROM span_tiles
+        WHERE trace_id = $trace AND first <= $end AND last >= $start
+        GROUP BY ALL
+    )
+"""
+
+# The groups become bars; if that gives more than rows × width bars (a dense run seen whole), the
+# groups (not the spans again) merge by (row, start pixel) alone.
+_BARS = """
+    WITH {fine},
     placed AS (SELECT *, least(greatest(start_px, 0), $width - 1)::INTEGER AS px FROM fine),
     crowded AS (SELECT count(*) > (max(depth) + 1) * $width AS yes FROM fine),
     bars AS (
@@ -98,6 +125,9 @@ _BARS = """
     FROM bars
     ORDER BY depth, px, first
 """
+
+# A pixel this many tiles wide or more is drawn from tiles.
+_TILES_PER_PIXEL = 8
 
 
 def timeline_window(
@@ -128,19 +158,18 @@ def timeline_window(
             raise ValueError(f"the window ends ({end}) before it starts ({start})")
         span = max(end - start, 1e-3)  # a run of one instant still gets a window
         if max_bars is not None:
-            deepest_in_run = cursor.execute(
-                "SELECT coalesce(max(depth), 0) FROM spans WHERE trace_id = ?", [trace_id]
-            ).fetchall()[0][0]
+            deepest_in_run = cursor.execute("SELECT depth FROM runs WHERE trace_id = ?", [trace_id]).fetchall()[0][0]
             width_px = max(1, min(width_px, max_bars // (deepest_in_run + 1)))
-        params = {
-            "trace": trace_id,
-            "start": start,
-            "end": end,
-            "run_end": run_end,
-            "scale": width_px / span,
-            "width": width_px,
-        }
-        rows = cursor.execute(_BARS.format(instants="" if instants else "AND NOT instant"), params).fetchall()
+        params: dict[str, object] = {"trace": trace_id, "start": start, "end": end, "scale": width_px / span}
+        params["width"] = width_px
+        tiled = None if instants else span_keys.tiles(cursor, trace_id)
+        if tiled is not None and span / width_px >= _TILES_PER_PIXEL * tiled.width:
+            params.update(origin=tiled.origin, tile=tiled.width)
+            sql = _BARS.format(fine=_FINE_TILES)
+        else:
+            params["run_end"] = run_end
+            sql = _BARS.format(fine=_FINE_SPANS.format(instants="" if instants else "AND NOT instant"))
+        rows = cursor.execute(sql, params).fetchall()
     bars = tuple(TimelineBar(*row) for row in rows)
     return TimelineWindow(
         trace_id,
