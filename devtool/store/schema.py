@@ -211,9 +211,10 @@ MIGRATIONS: list[str] = [
         node_id VARCHAR NOT NULL
     );
     CREATE TABLE search_terms (trace_id VARCHAR NOT NULL, term VARCHAR NOT NULL);
+    CREATE SEQUENCE keyed_run_ids START 1;
     CREATE TABLE span_keys (
         key UBIGINT NOT NULL,
-        trace_id VARCHAR NOT NULL,
+        run INTEGER NOT NULL,
         span_id VARCHAR NOT NULL,
         start_ts DOUBLE NOT NULL,
         start_event_id BIGINT,
@@ -222,13 +223,15 @@ MIGRATIONS: list[str] = [
     );
     CREATE TABLE frame_keys (
         key UBIGINT NOT NULL,
-        trace_id VARCHAR NOT NULL,
+        run INTEGER NOT NULL,
         frame_parent_id VARCHAR,
         start_ts DOUBLE NOT NULL,
         start_event_id BIGINT,
         span_id VARCHAR NOT NULL
     );
-    CREATE TABLE keyed_runs (trace_id VARCHAR NOT NULL, tile_origin DOUBLE NOT NULL, tile_ms DOUBLE NOT NULL);
+    CREATE TABLE keyed_runs (
+        trace_id VARCHAR NOT NULL, run INTEGER NOT NULL, tile_origin DOUBLE NOT NULL, tile_ms DOUBLE NOT NULL
+    );
     CREATE TABLE span_tiles (
         trace_id VARCHAR NOT NULL,
         depth INTEGER NOT NULL,

@@ -27,27 +27,29 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from devtool.store.span_sql import SHOWN
+from devtool.store.span_sql import HIDDEN_KINDS
 
 if TYPE_CHECKING:
     from devtool.store.database import Store
 
-TILES = 65536  # tiles across a run: a pixel of a whole run 1,600 px wide holds 41
+TILES = 16384  # tiles across a run: a pixel of a whole run 1,600 px wide holds 10
 
 _BUILD = f"""
+    INSERT INTO keyed_runs
+    SELECT trace_id, nextval('keyed_run_ids'), started_ts, greatest(ended_ts - started_ts, 1e-3) / {TILES} FROM runs
+    WHERE trace_id IN (SELECT trace_id FROM {{traces}});
     INSERT INTO span_keys
-    SELECT hash(trace_id, span_id) AS key, trace_id, span_id, start_ts, start_event_id, frame_parent_id,
-           {SHOWN} AS shown
-    FROM spans WHERE trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT instant
+    SELECT hash(s.trace_id, s.span_id) AS key, k.run, s.span_id, s.start_ts, s.start_event_id, s.frame_parent_id,
+           s.kind NOT IN {HIDDEN_KINDS} AS shown
+    FROM spans s JOIN keyed_runs k USING (trace_id)
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant
     ORDER BY key;
     INSERT INTO frame_keys
-    SELECT hash(trace_id, coalesce(frame_parent_id, '')) AS key, trace_id, frame_parent_id, start_ts,
-           start_event_id, span_id
-    FROM spans WHERE trace_id IN (SELECT trace_id FROM {{traces}}) AND {SHOWN}
-    ORDER BY key, start_ts, start_event_id;
-    INSERT INTO keyed_runs
-    SELECT trace_id, started_ts, greatest(ended_ts - started_ts, 1e-3) / {TILES} FROM runs
-    WHERE trace_id IN (SELECT trace_id FROM {{traces}});
+    SELECT hash(s.trace_id, coalesce(s.frame_parent_id, '')) AS key, k.run, s.frame_parent_id, s.start_ts,
+           s.start_event_id, s.span_id
+    FROM spans s JOIN keyed_runs k USING (trace_id)
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant AND s.kind NOT IN {HIDDEN_KINDS}
+    ORDER BY key, s.start_ts, s.start_event_id;
     INSERT INTO span_tiles
     SELECT s.trace_id, s.depth,
            least(floor((s.start_ts - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT AS start_tile,
@@ -62,8 +64,8 @@ _BUILD = f"""
 """
 
 _FORGET = """
-    DELETE FROM span_keys WHERE trace_id IN (SELECT trace_id FROM {traces});
-    DELETE FROM frame_keys WHERE trace_id IN (SELECT trace_id FROM {traces});
+    DELETE FROM span_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
+    DELETE FROM frame_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM span_tiles WHERE trace_id IN (SELECT trace_id FROM {traces});
     DELETE FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces});
 """
@@ -71,7 +73,7 @@ _FORGET = """
 # A frame parent's children in the tree's order; `key` first, so that zone maps find the range.
 _CHILDREN = """
     SELECT span_id, start_ts FROM frame_keys
-    WHERE key = hash($trace, coalesce($parent, '')) AND trace_id = $trace
+    WHERE key = hash($trace, coalesce($parent, '')) AND run = $run
       AND frame_parent_id IS NOT DISTINCT FROM $parent
 """
 
@@ -124,7 +126,8 @@ def tiles(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> Tiles | None:
 
 def locate(cursor: duckdb.DuckDBPyConnection, trace_id: str, span_ids: Sequence[str]) -> dict[str, SpanKey] | None:
     """The keys of `span_ids` that the run has (instants are not there), or None: the run is not keyed."""
-    if not cursor.execute("SELECT 1 FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall():
+    run = _run(cursor, trace_id)
+    if run is None:
         return None
     found: dict[str, SpanKey] = {}
     # One lookup per id, its hash a constant: DuckDB then reads the one row group its zone map allows
@@ -132,8 +135,8 @@ def locate(cursor: duckdb.DuckDBPyConnection, trace_id: str, span_ids: Sequence[
     for span_id in dict.fromkeys(span_ids):
         rows = cursor.execute(
             "SELECT span_id, start_ts, start_event_id, frame_parent_id, shown FROM span_keys "
-            "WHERE key = hash(?, ?) AND trace_id = ? AND span_id = ?",
-            [trace_id, span_id, trace_id, span_id],
+            "WHERE key = hash(?, ?) AND run = ? AND span_id = ?",
+            [trace_id, span_id, run, span_id],
         ).fetchall()
         if rows:
             found[span_id] = SpanKey(*rows[0])
@@ -167,57 +170,56 @@ def children(
 ) -> list[tuple[str, float]] | None:
     """A page of `parent`'s frame children (of the roots when None) in the tree's order, as (span id,
     start); None when the run is not keyed."""
-    if not cursor.execute("SELECT 1 FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall():
+    run = _run(cursor, trace_id)
+    if run is None:
         return None
     rows = cursor.execute(
         f"{_CHILDREN} ORDER BY start_ts, start_event_id LIMIT $limit OFFSET $offset",
-        {"trace": trace_id, "parent": parent, "limit": limit, "offset": offset},
+        {"trace": trace_id, "run": run, "parent": parent, "limit": limit, "offset": offset},
     ).fetchall()
     return [(span, start) for span, start in rows]
-
-
-def count(cursor: duckdb.DuckDBPyConnection, trace_id: str, parent: str | None) -> int | None:
-    """How many frame children `parent` (None: the roots) has; None when the run is not keyed."""
-    if not cursor.execute("SELECT 1 FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall():
-        return None
-    rows = cursor.execute(f"SELECT count(*) FROM ({_CHILDREN})", {"trace": trace_id, "parent": parent}).fetchall()
-    return int(rows[0][0])
 
 
 def children_of(
     cursor: duckdb.DuckDBPyConnection, trace_id: str, parents: Sequence[str], *, offset: int, limit: int
 ) -> dict[str, list[tuple[str, float]]] | None:
-    """`children` of several parents at once, each page in the tree's order; None when not keyed."""
-    if not cursor.execute("SELECT 1 FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall():
-        return None
-    hashed = cursor.execute("SELECT hash(?, unnest(?::VARCHAR[]))", [trace_id, list(parents)])
-    keys = [row[0] for row in hashed.fetchall()]
-    rows = cursor.execute(
-        f"""
-        SELECT frame_parent_id, span_id, start_ts FROM (
-            SELECT frame_parent_id, span_id, start_ts,
-                   row_number() OVER (PARTITION BY frame_parent_id ORDER BY start_ts, start_event_id) - 1 AS i
-            FROM frame_keys WHERE key IN ({_marks(keys)}) AND trace_id = ? AND frame_parent_id IN ({_marks(parents)})
-        ) WHERE i >= ? AND i < ? ORDER BY frame_parent_id, i
-        """,
-        [*keys, trace_id, *parents, offset, offset + limit],
-    ).fetchall()
-    found: dict[str, list[tuple[str, float]]] = {parent: [] for parent in parents}
-    for parent, span, start in rows:
-        found[parent].append((span, start))
+    """`children` of several parents, each page in the tree's order; None when not keyed."""
+    found: dict[str, list[tuple[str, float]]] = {}
+    for parent in parents:
+        page = children(cursor, trace_id, parent, offset=offset, limit=limit)
+        if page is None:
+            return None
+        found[parent] = page
     return found
+
+
+def count(cursor: duckdb.DuckDBPyConnection, trace_id: str, parent: str | None) -> int | None:
+    """How many frame children `parent` (None: the roots) has; None when the run is not keyed."""
+    run = _run(cursor, trace_id)
+    if run is None:
+        return None
+    rows = cursor.execute(f"SELECT count(*) FROM ({_CHILDREN})", {"trace": trace_id, "run": run, "parent": parent})
+    return int(rows.fetchall()[0][0])
 
 
 def position(cursor: duckdb.DuckDBPyConnection, trace_id: str, key: SpanKey) -> int:
     """A span's place among its frame siblings (of a keyed run)."""
+    run = _run(cursor, trace_id)
     rows = cursor.execute(
         f"""
         SELECT count(*) FROM ({_CHILDREN.replace("SELECT span_id, start_ts", "SELECT start_ts, start_event_id")})
         WHERE start_ts < $start OR (start_ts = $start AND start_event_id < $event)
         """,
-        {"trace": trace_id, "parent": key.frame_parent_id, "start": key.start_ts, "event": key.start_event_id},
-    ).fetchall()
+        {"trace": trace_id, "run": run, "parent": key.frame_parent_id, "start": key.start_ts,
+         "event": key.start_event_id},
+    ).fetchall()  # fmt: skip
     return int(rows[0][0])
+
+
+def _run(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> int | None:
+    """The run's number among the keyed ones (what its keys are filed under), or None: not keyed."""
+    rows = cursor.execute("SELECT run FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall()
+    return int(rows[0][0]) if rows else None
 
 
 def _marks(values: Sequence[object]) -> str:

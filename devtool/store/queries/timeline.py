@@ -17,7 +17,7 @@ Instant events (budget updates, logs) are left out unless asked for. A running s
 reaches the run's last event.
 
 A keyed run (`span_keys`: one loaded in bulk) seen so wide that a pixel spans 8 or more of its tiles
-(a run cut in 65,536) is drawn from its tiles rather than its spans: the spans of one row that start
+(a run cut in 16,384) is drawn from its tiles rather than its spans: the spans of one row that start
 in one tile and end in one tile, counted once. Such a span falls in the pixel where its tile starts:
 an eighth of a pixel from its own at most, and the bars' first starts and last ends are the spans'.
 Ten million events drawn whole are then a few hundred thousand tiles read, not millions of spans.
