@@ -13,7 +13,7 @@ from bench.gen_trace import GeneratedTrace, generate
 from devtool.store import Store, append_events, derive, load_file, span_keys
 from devtool.store.event_sql import insert_events
 from devtool.store.queries import frame_tree, get_run, span_detail, timeline_window
-from devtool.store.queries.navigation import frame_path, generation_memories
+from devtool.store.queries.navigation import frame_path, generation_memories, search_spans
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +37,10 @@ def answers(store: Store, trace: GeneratedTrace) -> dict[str, Any]:
         "paths": {span: frame_path(store, trace.trace_id, span) for span, _ in picked},
         "details": {span: span_detail(store, trace.trace_id, span) for span, _ in picked},
         "memories": {span: generation_memories(store, trace.trace_id, span) for span in agents},
+        "searches": {
+            text: search_spans(store, trace.trace_id, text)
+            for text in ("WORKER", "upstream 503", "agent:worker:12", picked[0][0][3:11], "tools", "50%", "_", "zz")
+        },
     }
 
 
@@ -47,6 +51,7 @@ def test_the_pages_answer_the_same_from_the_keys(store: Store, big: GeneratedTra
     scanned = answers(store, big)
     assert scanned["crowded pages"][2].nodes[0].children  # past the 1,000th child of the orchestrator's generation
     assert any(len(path) >= 4 for path in scanned["paths"].values())
+    assert all(scanned["searches"][text] for text in ("WORKER", "upstream 503", "agent:worker:12"))
     span_keys.key_run(store, big.trace_id)
     with store.reader() as cursor:
         found = span_keys.locate(cursor, big.trace_id, [big.orchestrator_span_id])

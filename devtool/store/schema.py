@@ -31,9 +31,10 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   server makes them again).
 - `search_terms` (migration 4): the search index, each run's words once (`search.py`); the words of
   the events stored before are found by the migration.
-- `span_keys`, `frame_keys`, `span_tiles`, `keyed_runs` (migration 4): a big run's spans' keys,
-  sorted to find a span by its id and a parent's children in a range, and its spans grouped in
-  tiles of time for the timeline seen wide (`span_keys.py`).
+- `span_keys`, `frame_keys`, `span_text`, `span_tiles`, `keyed_runs` (migration 4): a big run's
+  spans' keys, sorted to find a span by its id and a parent's children in a range, the text its
+  span search reads, and its spans grouped in tiles of time for the timeline seen wide
+  (`span_keys.py`).
 """
 
 from __future__ import annotations
@@ -228,6 +229,9 @@ MIGRATIONS: list[str] = [
         start_ts DOUBLE NOT NULL,
         start_event_id BIGINT,
         span_id VARCHAR NOT NULL
+    );
+    CREATE TABLE span_text (
+        run INTEGER NOT NULL, start_ts DOUBLE NOT NULL, start_event_id BIGINT, span_id VARCHAR NOT NULL, text VARCHAR
     );
     CREATE TABLE keyed_runs (
         trace_id VARCHAR NOT NULL, run INTEGER NOT NULL, tile_origin DOUBLE NOT NULL, tile_ms DOUBLE NOT NULL

@@ -10,6 +10,9 @@ keys, each sorted so that DuckDB's zone maps find a key in one or two row groups
 - `frame_keys`: each span the frame tree shows under a hash of its trace and frame parent, then its
   start: a parent's children are one range, so a page of them, or a child's place among them, is
   read from that range alone;
+- `span_text`: each span the frame tree shows with what the run page's span search looks in (its
+  name, agent id, callId, span id and error, lowercased, one after the other), in time order: a
+  search reads one column instead of five, and stops at the first page of hits;
 - `span_tiles`: its spans but instants grouped by row (depth) and by the tile of time they start in
   and the one they end in, of `TILES` tiles across the run: what the timeline reads when it shows so
   much of the run that a pixel holds many tiles (`timeline.py`).
@@ -32,6 +35,9 @@ from devtool.store.span_sql import HIDDEN_KINDS
 if TYPE_CHECKING:
     from devtool.store.database import Store
 
+# Between the fields of a span's searched text: a character no search asks for (`search` then scans).
+_SEPARATOR = 31
+
 TILES = 16384  # tiles across a run: a pixel of a whole run 1,600 px wide holds 10
 
 _BUILD = f"""
@@ -50,6 +56,12 @@ _BUILD = f"""
     FROM spans s JOIN keyed_runs k USING (trace_id)
     WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant AND s.kind NOT IN {HIDDEN_KINDS}
     ORDER BY key, s.start_ts, s.start_event_id;
+    INSERT INTO span_text
+    SELECT k.run, s.start_ts, s.start_event_id, s.span_id,
+           lower(concat_ws(chr({_SEPARATOR}), s.name, s.agent_id, s.call_id, s.span_id, s.error))
+    FROM spans s JOIN keyed_runs k USING (trace_id)
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant AND s.kind NOT IN {HIDDEN_KINDS}
+    ORDER BY k.run, s.start_ts, s.start_event_id;
     INSERT INTO span_tiles
     SELECT s.trace_id, s.depth,
            least(floor((s.start_ts - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT AS start_tile,
@@ -66,6 +78,7 @@ _BUILD = f"""
 _FORGET = """
     DELETE FROM span_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM frame_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
+    DELETE FROM span_text WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM span_tiles WHERE trace_id IN (SELECT trace_id FROM {traces});
     DELETE FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces});
 """
@@ -214,6 +227,23 @@ def position(cursor: duckdb.DuckDBPyConnection, trace_id: str, key: SpanKey) -> 
          "event": key.start_event_id},
     ).fetchall()  # fmt: skip
     return int(rows[0][0])
+
+
+def search(
+    cursor: duckdb.DuckDBPyConnection, trace_id: str, text: str, *, limit: int
+) -> list[tuple[str, float]] | None:
+    """The first `limit` shown spans, in time order, whose name, agent id, callId, span id or error
+    holds `text` (case-insensitive), as (span id, start); None when the run is not keyed (or the
+    text holds the separator of the fields)."""
+    run = _run(cursor, trace_id)
+    if run is None or chr(_SEPARATOR) in text:
+        return None
+    rows = cursor.execute(
+        "SELECT span_id, start_ts FROM span_text WHERE run = ? AND contains(text, lower(?)) "
+        "ORDER BY start_ts, start_event_id LIMIT ?",
+        [run, text, limit],
+    ).fetchall()
+    return [(span, start) for span, start in rows]
 
 
 def _run(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> int | None:

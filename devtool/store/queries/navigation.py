@@ -113,10 +113,17 @@ def _keyed_path(cursor: Any, trace_id: str, span_id: str) -> list[PathStep] | No
 
 def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> list[SpanHit]:
     """Spans of a run whose name, agent, callId, span id or error contain `text` (case-insensitive)."""
+    with store.reader() as cursor:
+        found = span_keys.search(cursor, trace_id, text, limit=limit)
+        if found is not None:
+            where, params = span_keys.where_located(trace_id, found)
+            rows = cursor.execute(f"SELECT {_HIT} FROM spans WHERE {where}", params).fetchall()
+            hits = {row[0]: row for row in rows}
+            return [SpanHit(*hits[span]) for span, _ in found if span in hits]
     pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     rows = store.query(
         f"""
-        SELECT span_id, kind, name, agent_id, call_id, status, start_ts FROM spans
+        SELECT {_HIT} FROM spans
         WHERE trace_id = $trace AND {_SHOWN} AND (
             name ILIKE $p ESCAPE '\\' OR agent_id ILIKE $p ESCAPE '\\' OR call_id ILIKE $p ESCAPE '\\'
             OR span_id ILIKE $p ESCAPE '\\' OR error ILIKE $p ESCAPE '\\')
@@ -125,6 +132,9 @@ def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> 
         {"trace": trace_id, "p": pattern, "limit": limit},
     )
     return [SpanHit(*row) for row in rows]
+
+
+_HIT = "span_id, kind, name, agent_id, call_id, status, start_ts"
 
 
 def generation_memories(store: Store, trace_id: str, agent_span_id: str) -> list[Memory]:
