@@ -1,4 +1,5 @@
-"""Frame indexes of big runs: building one (`build_index`), and the server's thread that builds them.
+"""Frame indexes of big runs: building one (`build_index`), and the server's thread that builds them
+(and the span keys that find a big run's spans without scanning them, `devtool.store.span_keys`).
 
 `build_index` walks a run once (`devtool.core.frame_index.index_stream`), reading its events a range
 of ids at a time, and stores what the walk hands over as it goes, a batch at a time under a new build
@@ -19,9 +20,11 @@ import logging
 import threading
 import time
 
+import duckdb
+
 from devtool.core.frame_index import DUPLICATE_CALL_ID, NotIndexable, index_stream
 from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS
-from devtool.store import Store, StoreError
+from devtool.store import Store, StoreError, span_keys
 from devtool.store.collector import collector_paused
 from devtool.store.frame_index_tables import (
     BatchWriter,
@@ -91,17 +94,32 @@ class FrameIndexer:
         failed: dict[str, int] = {}  # runs whose index could not be built, tried again once they grow
         while not self._stopping.is_set():
             try:
-                due = runs_to_index(self.store, min_events=self.min_events)
-            except StoreError as exc:
+                to_key = span_keys.runs_to_key(self.store, min_events=self.min_events)
+                to_index = runs_to_index(self.store, min_events=self.min_events)
+            except (StoreError, duckdb.Error) as exc:
                 logger.warning("devtool: frame indexer: %s", exc)
-                due = {}
+                to_key, to_index = {}, {}
+            due = {**to_key, **to_index}
             for trace_id, last_event_id in due.items():
                 if self._stopping.is_set():
                     return
-                if seen.get(trace_id) == last_event_id and failed.get(trace_id) != last_event_id:
+                if seen.get(trace_id) != last_event_id or failed.get(trace_id) == last_event_id:
+                    continue  # still growing, or failed as it is
+                # The keys first: seconds, and every page of the run is faster once they are there.
+                if trace_id in to_key:
+                    self._key(trace_id, last_event_id, failed)
+                if trace_id in to_index:
                     self._index(trace_id, last_event_id, failed)
             seen = due
             self._stopping.wait(self.interval)
+
+    def _key(self, trace_id: str, last_event_id: int, failed: dict[str, int]) -> None:
+        try:
+            span_keys.key_run(self.store, trace_id)
+        except Exception:  # a bug or a store error here must stop neither the server nor other runs
+            failed[trace_id] = last_event_id
+            if not self._stopping.is_set():
+                logger.exception("devtool: span keys of run %s failed", trace_id)
 
     def _index(self, trace_id: str, last_event_id: int, failed: dict[str, int]) -> None:
         try:

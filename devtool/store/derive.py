@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import duckdb
 
-from devtool.store import derive_stream, span_keys
+from devtool.store import derive_stream
 from devtool.store.span_sql import (
     GROUPED,
     HIDDEN_KINDS,
@@ -165,8 +165,7 @@ def refresh(
     stored = conn.execute("SELECT count(*) FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
     all_new = stored.fetchall()[0][0] == 0
     last = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
-    streamed = all_new and traces is None and last - after_event_id > chunk
-    if streamed:
+    if all_new and traces is None and last - after_event_id > chunk:
         # A big load of new runs: a chunk of events at a time, so memory does not grow with the file.
         derived = derive_stream.derive_new(conn, after_event_id, last, size=chunk).spans
         if derive_stream.find_duplicates(conn):
@@ -187,8 +186,6 @@ def refresh(
         conn.execute("DROP TABLE derived; DROP TABLE placed")
     conn.execute("DELETE FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
     conn.execute(RUNS)
-    if streamed:
-        span_keys.build(conn, "touched_traces")  # from the spans and the run's summary
     traces = tuple(row[0] for row in conn.execute("SELECT trace_id FROM touched_traces ORDER BY 1").fetchall())
     conn.execute("DROP TABLE touched_traces")
     return derived, traces
@@ -198,7 +195,6 @@ def rederive(conn: duckdb.DuckDBPyConnection) -> None:
     """Derive the stored spans in `touched_spans` again from all their events (of traces in
     `touched_traces`), move what moved under them, and recount children; leaves `derived` and `placed`."""
     touched = "(trace_id, span_id) IN (SELECT (trace_id, span_id) FROM touched_spans)"
-    span_keys.forget(conn, "touched_traces")
     conn.execute(
         f"CREATE OR REPLACE TEMP TABLE replaced AS "
         f"SELECT trace_id, span_id, kind, instant, depth, frame_parent_id FROM spans WHERE {touched}"

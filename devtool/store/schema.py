@@ -234,7 +234,8 @@ MIGRATIONS: list[str] = [
         run INTEGER NOT NULL, start_ts DOUBLE NOT NULL, start_event_id BIGINT, span_id VARCHAR NOT NULL, text VARCHAR
     );
     CREATE TABLE keyed_runs (
-        trace_id VARCHAR NOT NULL, run INTEGER NOT NULL, tile_origin DOUBLE NOT NULL, tile_ms DOUBLE NOT NULL
+        trace_id VARCHAR NOT NULL, run INTEGER NOT NULL, tile_origin DOUBLE NOT NULL, tile_ms DOUBLE NOT NULL,
+        last_event_id BIGINT NOT NULL
     );
     CREATE TABLE span_tiles (
         trace_id VARCHAR NOT NULL,

@@ -1,9 +1,9 @@
-"""Finding a big run's spans without scanning them: its spans' keys, sorted two ways.
+"""Finding a big run's spans without scanning them: its spans' keys, sorted two ways, and more.
 
 `spans` is stored in time order, which is what the timeline reads; a span asked for by its id, or a
 page of one parent's children, is a scan of every span of the run (a tenth of a second at ten million
-events, and a page asks several). So a run loaded in bulk also gets two narrow copies of its spans'
-keys, each sorted so that DuckDB's zone maps find a key in one or two row groups:
+events, and a page asks several). So a big run also gets narrow copies of its spans' keys, each
+sorted so that DuckDB's zone maps find a key in one or two row groups:
 
 - `span_keys`: each span but instants (no page asks for one by its id) under a hash of its trace and
   span id, with its start and frame parent: its row in `spans` is then read by its start time;
@@ -17,14 +17,18 @@ keys, each sorted so that DuckDB's zone maps find a key in one or two row groups
   and the one they end in, of `TILES` tiles across the run: what the timeline reads when it shows so
   much of the run that a pixel holds many tiles (`timeline.py`).
 
-A run's keys hold while `keyed_runs` names it. Deriving its spans again (a live batch, a second file
-of it) drops them (`forget`), and its pages then scan `spans`, which is fast enough for runs that grow
-live; `build` makes them for the new runs of a load of `derive_stream.CHUNK` events or more.
+They are made by `key_run`, which the server's background indexer calls for a run of 50,000 events
+or more once it has stopped growing (`devtool.actions.frame_indexer`; seconds for ten million
+events). A run's keys are used while it has not changed since: `keyed_runs` records its last event
+then, and a run that grew (a live batch, a second file of it) is read by scanning `spans`, as a small
+run is, until it is keyed again. Making them writes none of what loads and appends write, in a
+transaction of its own on a cursor of its own: nothing waits for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +46,9 @@ TILES = 16384  # tiles across a run: a pixel of a whole run 1,600 px wide holds 
 
 _BUILD = f"""
     INSERT INTO keyed_runs
-    SELECT trace_id, nextval('keyed_run_ids'), started_ts, greatest(ended_ts - started_ts, 1e-3) / {TILES} FROM runs
-    WHERE trace_id IN (SELECT trace_id FROM {{traces}});
+    SELECT trace_id, nextval('keyed_run_ids'), started_ts, greatest(ended_ts - started_ts, 1e-3) / {TILES},
+           last_event_id
+    FROM runs WHERE trace_id IN (SELECT trace_id FROM {{traces}});
     INSERT INTO span_keys
     SELECT hash(s.trace_id, s.span_id) AS key, k.run, s.span_id, s.start_ts, s.start_event_id, s.frame_parent_id,
            s.kind NOT IN {HIDDEN_KINDS} AS shown
@@ -102,25 +107,40 @@ class SpanKey:
     shown: bool
 
 
-def key_run(store: Store, trace_id: str) -> None:
-    """Make the keys of run `trace_id` as its spans are now (a run that stopped growing)."""
-    with store.transaction() as conn:
-        conn.execute("CREATE OR REPLACE TEMP TABLE keyed_now AS SELECT ? AS trace_id", [trace_id])
-        forget(conn, "keyed_now")
-        build(conn, "keyed_now")
-        conn.execute("DROP TABLE keyed_now")
+def key_run(store: Store, trace_id: str) -> bool:
+    """Make the keys of run `trace_id` as its spans are now, replacing older ones; False when a derive
+    of it wrote meanwhile (then the next look makes them)."""
+    with closing(store.reader()) as conn:
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            conn.execute(
+                "CREATE OR REPLACE TEMP TABLE keyed_now AS SELECT trace_id FROM runs WHERE trace_id = ?", [trace_id]
+            )
+            conn.execute(_FORGET.format(traces="keyed_now"))
+            conn.execute(_BUILD.format(traces="keyed_now"))
+            conn.execute("DROP TABLE keyed_now")
+            conn.execute("COMMIT")
+        except duckdb.TransactionException:
+            conn.execute("ROLLBACK")
+            return False
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return True
 
 
-def build(conn: duckdb.DuckDBPyConnection, traces: str) -> None:
-    """Make the keys of the runs in table `traces` (their spans just derived), in the caller's transaction."""
-    conn.execute(_BUILD.format(traces=traces))
-
-
-def forget(conn: duckdb.DuckDBPyConnection, traces: str) -> None:
-    """Drop the keys of the runs in table `traces` (their spans are about to change)."""
-    keyed = conn.execute(f"SELECT count(*) FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces})")
-    if keyed.fetchall()[0][0]:
-        conn.execute(_FORGET.format(traces=traces))
+def runs_to_key(store: Store, *, min_events: int) -> dict[str, int]:
+    """Runs of at least `min_events` events whose keys are missing or older than the run: their last
+    event id, by trace id (biggest first)."""
+    rows = store.query(
+        """
+        SELECT r.trace_id, r.last_event_id FROM runs r LEFT JOIN keyed_runs k USING (trace_id)
+        WHERE r.events >= ? AND (k.trace_id IS NULL OR k.last_event_id <> r.last_event_id)
+        ORDER BY r.events DESC, r.trace_id
+        """,
+        [min_events],
+    )
+    return dict(rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +152,8 @@ class Tiles:
 
 
 def tiles(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> Tiles | None:
-    """The run's tiles, or None when it is not keyed."""
-    rows = cursor.execute("SELECT tile_origin, tile_ms FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall()
+    """The run's tiles, or None when it is not keyed (or changed since)."""
+    rows = cursor.execute(f"SELECT tile_origin, tile_ms FROM {_FRESH}", [trace_id]).fetchall()
     return Tiles(*rows[0]) if rows else None
 
 
@@ -246,9 +266,14 @@ def search(
     return [(span, start) for span, start in rows]
 
 
+# The run's keys, if they are of the run as it is.
+_FRESH = "keyed_runs k JOIN runs r USING (trace_id) WHERE trace_id = ? AND k.last_event_id = r.last_event_id"
+
+
 def _run(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> int | None:
-    """The run's number among the keyed ones (what its keys are filed under), or None: not keyed."""
-    rows = cursor.execute("SELECT run FROM keyed_runs WHERE trace_id = ?", [trace_id]).fetchall()
+    """The run's number among the keyed ones (what its keys are filed under), or None: not keyed, or
+    changed since."""
+    rows = cursor.execute(f"SELECT run FROM {_FRESH}", [trace_id]).fetchall()
     return int(rows[0][0]) if rows else None
 
 
