@@ -32,7 +32,7 @@ import duckdb
 
 from devtool.store.span_sql import GROUPED, HIDDEN_KINDS, LOG_NAMES, RECOUNT, REWALK, SHOWN, span_projection
 
-CHUNK = 500_000
+CHUNK = 1_000_000
 
 # The first event's columns an open span keeps, so a later chunk need not read the event again.
 _FIRST_COLUMNS: tuple[str, ...] = ("type", "parent_span_id", "label", "agent_id", "call_id", "ts", "success")

@@ -103,9 +103,11 @@ def file_relation(fmt: str, max_object_size: int) -> str:
 
 
 def file_bodies(fmt: str, max_object_size: int) -> str:
-    """The JSON text of each event of the file `$path` (`body`), in no particular order."""
+    """The JSON text of each event of the file `$path` (`body`), read by one thread: the search index's
+    read of a file, beside the load's insert (one thread too: its ids follow the file's order, see
+    `insert_events_sql`), each on a core of the machine's two rather than both on the insert's."""
     options = f"format='{fmt}', maximum_object_size={int(max_object_size)}"
-    return f"(SELECT json AS body FROM read_json_objects($path, {options}))"
+    return f"(SELECT json AS body FROM read_json_objects($path, {options}) WITH ORDINALITY)"
 
 
 def insert_events(

@@ -1,10 +1,11 @@
 """The search index: the words of each run, made while it loads, and the runs a query's words are in.
 
 A run's *text* is what its agents were given and said, and what its spans are called: every
-message's content, the model's raw text and tool calls, agents' props, results and memory, tools'
-inputs and outputs, errors, log lines and their arguments, a custom span's data, and the types,
-names, agent ids, callIds and tool names of its events. (Other fields an event may carry are not
-searched: ids, hashes, timestamps, counts, token usage, tool schemas.)
+message's content, the model's raw text, agents' props, results and memory, tools' names, inputs and
+outputs, errors, log lines and their arguments, a custom span's data, and the types, names, agent ids
+and callIds of its events. (Other fields an event may carry are not searched: ids, hashes,
+timestamps, counts, token usage, tool schemas, and the model's tool calls, whose names, inputs and
+outputs are their tools'.)
 Its *words* are that text lowercased and cut at every ASCII character that is not a letter or a
 digit (letters and digits of other scripts stay in words), of at most `LONGEST` characters; the
 index keeps each run's words once (`search_terms`), however many events repeat them (a conversation
@@ -47,9 +48,8 @@ _WORD_BREAK = re.compile(f"[{re.escape(_SEPARATORS)}]+")
 _TEXT_FIELDS = (
     '{"type": "VARCHAR", "agentId": "VARCHAR", "name": "VARCHAR", "callId": "VARCHAR", "toolNames": "VARCHAR[]", '
     '"trace": {"traceId": "VARCHAR"}, "message": "JSON", "messages": [{"content": "VARCHAR"}], "rawText": "VARCHAR", '
-    '"toolCalls": "JSON", "props": "JSON", "result": "JSON", "memory": "JSON", "error": "JSON", "input": "JSON", '
-    '"output": "JSON", "args": "JSON", "data": "JSON", "draft": "JSON", '
-    '"toolResults": [{"input": "JSON", "output": "JSON", "toolName": "VARCHAR"}]}'
+    '"props": "JSON", "result": "JSON", "memory": "JSON", "error": "JSON", "args": "JSON", "data": "JSON", '
+    '"draft": "JSON", "toolResults": [{"input": "JSON", "output": "JSON", "toolName": "VARCHAR"}]}'
 )
 
 
@@ -63,11 +63,10 @@ def terms_sql(relation: str) -> str:
             SELECT e.trace.traceId AS trace_id, unnest(list_concat(
                 [e.type, e.agentId, e.name, e.callId, array_to_string(e.toolNames, ' '),
                  CASE json_type(e.message) WHEN 'VARCHAR' THEN e.message->>'$' ELSE e.message->>'content' END,
-                 (e.message->'tool_calls')::VARCHAR, e.rawText, e.toolCalls::VARCHAR, e.props::VARCHAR,
-                 e.result::VARCHAR, e.memory::VARCHAR, e.error::VARCHAR, e.input::VARCHAR, e.output::VARCHAR,
+                 e.rawText, e.props::VARCHAR, e.result::VARCHAR, e.memory::VARCHAR, e.error::VARCHAR,
                  e.args::VARCHAR, e.data::VARCHAR, e.draft::VARCHAR],
                 [m.content FOR m IN e.messages],
-                [r.toolName || ' ' || r.input::VARCHAR || ' ' || r.output::VARCHAR FOR r IN e.toolResults])) AS text
+                [concat_ws(' ', r.toolName, r.input::VARCHAR, r.output::VARCHAR) FOR r IN e.toolResults])) AS text
             FROM parsed
         ) WHERE text <> '' AND trace_id IS NOT NULL
     )
