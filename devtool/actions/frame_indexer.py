@@ -20,8 +20,6 @@ import logging
 import threading
 import time
 
-import duckdb
-
 from devtool.core.frame_index import DUPLICATE_CALL_ID, NotIndexable, index_stream
 from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS
 from devtool.store import Store, StoreError, span_keys
@@ -96,7 +94,7 @@ class FrameIndexer:
             try:
                 to_key = span_keys.runs_to_key(self.store, min_events=self.min_events)
                 to_index = runs_to_index(self.store, min_events=self.min_events)
-            except (StoreError, duckdb.Error) as exc:
+            except StoreError as exc:
                 logger.warning("devtool: frame indexer: %s", exc)
                 to_key, to_index = {}, {}
             due = {**to_key, **to_index}
