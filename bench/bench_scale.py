@@ -7,8 +7,8 @@ For each size, on a trace of `bench/gen_trace.py` (seed 7), generated once into 
 1. Load. As child processes started from scratch, alternately `--repeat` times each: `devtool load`
    into a new database file; DuckDB reading the same file bare (`CREATE TABLE raw AS SELECT * FROM
    read_ndjson_objects(path)`, as `bench_store.py`); and `devtool load` with the search index left out
-   (this benchmark's child replaces the load's second read of the file, `search.TermPass`, by nothing):
-   the index's cost is the difference. Best wall time of each, CPU time, peak memory (max RSS).
+   (this benchmark's child tells the loader the file has no text to index, so it does not read the
+   file a second time): the index's cost is the difference. Best wall time of each, CPU time, peak memory (max RSS).
 2. Serving while the rewind index is built. A child process opens a copy of the loaded store and
    serves it in-process (the app `devtool serve` runs, through Starlette's TestClient: its background
    rewind indexer, live ingest, pages); every 100 ms it posts a live batch of 50 events of another
@@ -50,10 +50,8 @@ from bench.server import get, serve
 # `devtool load` without the search index: the benchmark's measure of what the index costs.
 WITHOUT_INDEX = """
 import sys
-from devtool.store import search
-search.TermPass.start = lambda self: self
-search.TermPass.add = lambda self, conn: None
-search.TermPass.close = lambda self: None
+from devtool.store.loaders import traces
+traces.TraceJsonl.bodies = lambda self, **options: None
 from devtool.cli import main
 sys.exit(main(["load", *sys.argv[1:]]))
 """
