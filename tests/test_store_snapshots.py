@@ -23,6 +23,17 @@ def restored(scenario: str = "nested") -> dict[str, object]:
     return dict(restore_snapshot([json.loads(line) for line in path.read_text().splitlines()]))
 
 
+def depth_first(snapshot: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """The snapshot's frames with their depths, in the order its page lists them."""
+    frames = []
+    stack = [(0, snapshot["root"])]
+    while stack:
+        depth, frame = stack.pop()
+        frames.append((depth, frame))
+        stack.extend((depth + 1, child) for child in reversed(list(frame["children"].values())))
+    return frames
+
+
 def test_the_id_is_the_hash_of_the_content_tree_and_saving_twice_keeps_one(store: Store) -> None:
     snapshot = restored()
     first = save_snapshot(store, snapshot)
@@ -100,12 +111,7 @@ def test_what_cannot_be_saved(store: Store) -> None:
 def test_a_page_of_frames_reads_the_tree_in_depth_first_order(store: Store) -> None:
     snapshot = restored("nested")
     stored = get_snapshot(store, save_snapshot(store, snapshot))
-    frames = []
-    stack = [(0, snapshot["root"])]
-    while stack:
-        depth, frame = stack.pop()
-        frames.append((depth, frame))
-        stack.extend((depth + 1, child) for child in reversed(list(frame["children"].values())))
+    frames = depth_first(snapshot)
     assert len(frames) > 4
     assert snapshot_counts(store, stored).frames == len(frames)
     for offset in range(len(frames) + 1):
@@ -156,12 +162,7 @@ def test_a_frame_of_thousands_of_children_is_stored_in_chunks_and_paged_through_
     assert stored.info.snapshot_id == tree_id(snapshot)
     assert stored.snapshot == snapshot
     assert store.query("SELECT count(*) FROM snapshot_nodes WHERE body->>'chunk' IS NOT NULL")[0][0] > FANOUT
-    frames = []
-    stack = [(0, snapshot["root"])]
-    while stack:
-        depth, frame = stack.pop()
-        frames.append((depth, frame))
-        stack.extend((depth + 1, child) for child in reversed(list(frame["children"].values())))
+    frames = depth_first(snapshot)
     assert snapshot_counts(store, stored).frames == len(frames)
     for offset in (0, 1, 5, 100, 101, 102, FANOUT * 40 + 3, len(frames) - 2):
         page = frame_page(store, stored, offset=offset, limit=30)

@@ -34,7 +34,8 @@ from devtool.core.frame_cut import ReusedChunk, SealedChild
 from devtool.core.frame_index import Batch, IndexedFrame
 from devtool.core.snapshot_tree import FANOUT
 from devtool.store.database import Store
-from devtool.store.errors import NotFoundError, StoreError
+from devtool.store.errors import NotFoundError
+from devtool.store.run_caches import stale_runs
 from devtool.store.snapshots import write_nodes
 
 Anchor = Literal["before", "after"]
@@ -68,18 +69,7 @@ def index_state(store: Store, trace_id: str) -> IndexState | None:
 def runs_to_index(store: Store, *, min_events: int) -> dict[str, int]:
     """Runs of at least `min_events` events whose index is missing or older than the run: their
     last event id, by trace id (biggest runs first)."""
-    try:
-        rows = store.query(
-            """
-            SELECT r.trace_id, r.last_event_id FROM runs r LEFT JOIN rewind_runs i USING (trace_id)
-            WHERE r.events >= ? AND (i.trace_id IS NULL OR i.last_event_id <> r.last_event_id)
-            ORDER BY r.events DESC, r.trace_id
-            """,
-            [min_events],
-        )
-    except duckdb.Error as exc:  # the database going away under a background reader, say
-        raise StoreError(f"cannot list the runs to index: {exc}") from exc
-    return dict(rows)
+    return stale_runs(store, "rewind_runs", min_events=min_events)
 
 
 def last_event_of(store: Store, trace_id: str) -> int:
@@ -121,48 +111,45 @@ class BatchWriter:
         # It writes no spans or runs: a live run's derive need not wait for it.
         with self.store.transaction(derives=False) as conn:
             write_nodes(conn, batch.nodes, batch.counts)
-            if frames:
-                conn.execute(
-                    """
-                    INSERT INTO rewind_frames
-                    SELECT $trace, $build, unnest($frame), unnest($parent), unnest($position), unnest($call_id),
-                           unnest($created), unnest($last), unnest($node_id), unnest($status), unnest($error)::JSON,
-                           unnest($events)
-                    """,
-                    {
-                        "trace": self.trace_id,
-                        "build": self.build,
-                        "frame": [frame.index for frame in frames],
-                        "parent": [frame.parent for frame in frames],
-                        "position": [frame.position for frame in frames],
-                        "call_id": [frame.call_id for frame in frames],
-                        "created": [frame.created for frame in frames],
-                        "last": [frame.last for frame in frames],
-                        "node_id": [frame.node for frame in frames],
-                        "status": [frame.status for frame in frames],
-                        "error": [None if f.error is None else orjson.dumps(f.error).decode() for f in frames],
-                        "events": [list(frame.events) for frame in frames],
-                    },
-                )
-            if chunks:
-                conn.execute(
-                    """
-                    INSERT INTO rewind_chunks
-                    SELECT $trace, $build, unnest($frame), unnest($level), unnest($position), unnest($last),
-                           unnest($running), unnest($node_id)
-                    """,
-                    {
-                        "trace": self.trace_id,
-                        "build": self.build,
-                        "frame": [chunk.frame for chunk in chunks],
-                        "level": [chunk.level for chunk in chunks],
-                        "position": [chunk.position for chunk in chunks],
-                        "last": [chunk.last for chunk in chunks],
-                        "running": [chunk.running for chunk in chunks],
-                        "node_id": [chunk.node for chunk in chunks],
-                    },
-                )
+            self._insert(
+                conn,
+                "rewind_frames",
+                {
+                    "frame": [frame.index for frame in frames],
+                    "parent": [frame.parent for frame in frames],
+                    "position": [frame.position for frame in frames],
+                    "call_id": [frame.call_id for frame in frames],
+                    "created": [frame.created for frame in frames],
+                    "last": [frame.last for frame in frames],
+                    "node_id": [frame.node for frame in frames],
+                    "status": [frame.status for frame in frames],
+                    "error": [None if f.error is None else orjson.dumps(f.error).decode() for f in frames],
+                    "events": [list(frame.events) for frame in frames],
+                },
+            )
+            self._insert(
+                conn,
+                "rewind_chunks",
+                {
+                    "frame": [chunk.frame for chunk in chunks],
+                    "level": [chunk.level for chunk in chunks],
+                    "position": [chunk.position for chunk in chunks],
+                    "last": [chunk.last for chunk in chunks],
+                    "running": [chunk.running for chunk in chunks],
+                    "node_id": [chunk.node for chunk in chunks],
+                },
+            )
         self.frames += len(frames)
+
+    def _insert(self, conn: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[Any]]) -> None:
+        """Rows of `table` after its trace and build, a list a column, in the table's column order."""
+        if not next(iter(columns.values())):
+            return
+        values = ", ".join(f"unnest(${name})" for name in columns)
+        conn.execute(
+            f"INSERT INTO {table} SELECT $trace, $build, {values}",
+            {"trace": self.trace_id, "build": self.build, **columns},
+        )
 
 
 def duplicate_call_id(store: Store, trace_id: str, build: int) -> str | None:

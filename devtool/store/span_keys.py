@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from devtool.store.errors import StoreError
+from devtool.store.run_caches import stale_runs
 from devtool.store.span_sql import HIDDEN_KINDS
 
 if TYPE_CHECKING:
@@ -133,18 +133,7 @@ def key_run(store: Store, trace_id: str) -> bool:
 def runs_to_key(store: Store, *, min_events: int) -> dict[str, int]:
     """Runs of at least `min_events` events whose keys are missing or older than the run: their last
     event id, by trace id (biggest first)."""
-    try:
-        rows = store.query(
-            """
-            SELECT r.trace_id, r.last_event_id FROM runs r LEFT JOIN keyed_runs k USING (trace_id)
-            WHERE r.events >= ? AND (k.trace_id IS NULL OR k.last_event_id <> r.last_event_id)
-            ORDER BY r.events DESC, r.trace_id
-            """,
-            [min_events],
-        )
-    except duckdb.Error as exc:  # the database going away under a background reader, say
-        raise StoreError(f"cannot list the runs to key: {exc}") from exc
-    return dict(rows)
+    return stale_runs(store, "keyed_runs", min_events=min_events)
 
 
 @dataclass(frozen=True, slots=True)
