@@ -30,7 +30,8 @@ class Message:
 
 def parse(lines: Iterable[str]) -> Iterator[Message]:
     """The messages of an event stream, given its lines without their line ends."""
-    event, data, last_id = "", [], None
+    event, last_id = "", None
+    data: list[str] = []
     for line in lines:
         if line == "":
             if data:

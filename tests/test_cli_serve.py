@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import socket
+import statistics
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -50,6 +52,45 @@ def test_serve_prints_its_url_and_answers_http(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_keep_alive_responses_are_not_held_back_by_nagle(tmp_path: Path) -> None:
+    # A response is written in two parts (headers, then body). With Nagle on, the body waited for the
+    # client's delayed ACK: ~40 ms on every request of a kept-alive connection, as browsers keep them.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "devtool", "serve", "--db", str(tmp_path / "s.duckdb"), "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        host, port = proc.stdout.readline().split(" at http://", 1)[1].strip().rstrip("/").rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=10) as conn:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            times = []
+            for _ in range(15):
+                started = time.perf_counter()
+                conn.sendall(f"GET /static/app.css HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+                head, _, body = _read_until(conn, b"\r\n\r\n").partition(b"\r\n\r\n")
+                length = int(
+                    next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")).split(
+                        b":"
+                    )[1]
+                )
+                while len(body) < length:
+                    body += conn.recv(65536)
+                times.append(time.perf_counter() - started)
+        assert statistics.median(times) < 0.02, times
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _read_until(conn: socket.socket, marker: bytes) -> bytes:
+    data = b""
+    while marker not in data:
+        data += conn.recv(65536)
+    return data
 
 
 def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:

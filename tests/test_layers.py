@@ -1,5 +1,6 @@
 """Imports point one way (DESIGN.md's layer table, as `MAY_IMPORT`); core and journal skip the web stack,
-actions skips it too, and the web layer's page builders speak no HTTP."""
+actions skips it too, and the web layer's page builders speak no HTTP; the model SDKs are imported only
+by the adapters (`devtool/core/providers/`), and only when a model of theirs is used."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ MAY_IMPORT: dict[str, set[str]] = {
 NO_WEB_STACK = ("core", "journal", "actions")
 # Page-data builders: no HTTP, no templates.
 PAGES_REFUSE = {"starlette", "jinja2", "sse_starlette"}
+SDKS = {"openai", "anthropic"}
+ADAPTERS = REPO / "devtool" / "core" / "providers"
 
 
 def _imports(path: Path) -> set[str]:
@@ -73,6 +76,8 @@ def test_a_layer_imports_only_the_layers_it_may(layer: str) -> None:
                 offences.append(f"{path.relative_to(REPO)} imports {module}")
             if layer in NO_WEB_STACK and module.split(".")[0] in WEB_STACK:
                 offences.append(f"{path.relative_to(REPO)} imports the web stack: {module}")
+            if module.split(".")[0] in SDKS and not path.is_relative_to(ADAPTERS):
+                offences.append(f"{path.relative_to(REPO)} imports a model SDK: {module}")
     assert offences == []
 
 
@@ -87,12 +92,25 @@ def test_page_builders_speak_no_http() -> None:
     assert offences == []
 
 
-def test_importing_core_and_journal_loads_no_web_stack() -> None:
+def test_importing_core_and_journal_loads_no_web_stack_and_no_model_sdk() -> None:
+    banned = sorted(WEB_STACK | SDKS)
     probe = (
-        f"import sys, devtool.core, devtool.journal;print(sorted(m for m in {sorted(WEB_STACK)!r} if m in sys.modules))"
+        "import sys, devtool.core, devtool.journal, devtool.core.providers;"
+        f"print(sorted(m for m in {banned!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_naming_a_model_imports_its_sdk_only() -> None:
+    probe = (
+        "import sys; from devtool.core import create_agent;"
+        "create_agent('a', lambda p: p, model='anthropic:claude-haiku-4-5');"
+        "print('anthropic' in sys.modules, 'openai' in sys.modules)"
+    )
+    env = {"ANTHROPIC_API_KEY": "unused", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.split() == ["True", "False"]
 
 
 def test_the_checks_catch_an_offence(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The wheel carries static/ and templates/, and an installed wheel finds them."""
+"""The wheel carries static/, templates/ and the price table, and an installed wheel finds them; not testkit/."""
 
 from __future__ import annotations
 
@@ -25,11 +25,15 @@ def test_wheel_contains_assets_and_finds_them(tmp_path: Path) -> None:
     assert "devtool/_assets/static/app.css" in names
     assert any(n.startswith("devtool/_assets/static/vendor/htmx-2.0.") for n in names)
     assert any(n.startswith("devtool/_assets/static/vendor/htmx-ext-sse-2.2.") for n in names)
+    assert "devtool/core/providers/prices.json" in names
+    assert not any(n.startswith("testkit/") for n in names)
 
     # Run from the unpacked wheel, not the checkout: the assets must come from inside it.
     probe = (
         "from devtool.web.assets import asset_dir, vendored;"
-        "print(asset_dir('static')); print(asset_dir('templates')); print(vendored('htmx'))"
+        "from devtool.core.providers.pricing import load_price_table;"
+        "print(asset_dir('static')); print(asset_dir('templates')); print(vendored('htmx'));"
+        "print(load_price_table().taken)"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe],
@@ -42,3 +46,4 @@ def test_wheel_contains_assets_and_finds_them(tmp_path: Path) -> None:
     assert out[0] == str(tmp_path / "site" / "devtool" / "_assets" / "static")
     assert out[1] == str(tmp_path / "site" / "devtool" / "_assets" / "templates")
     assert out[2].startswith("htmx-2.0.")
+    assert out[3] == "2026-12-01"

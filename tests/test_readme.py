@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import orjson
+
+from testkit.fake_provider import FakeProvider
 from tests.conftest import REPO
 
 README = (REPO / "README.md").read_text()
@@ -26,12 +30,24 @@ def test_ci_runs_the_readme_test_command_and_nothing_else() -> None:
     assert all(line.startswith(("set ", "cd ", "exec make test")) for line in script)
 
 
-def test_python_examples_run(tmp_path: Path) -> None:
+def test_python_examples_run(tmp_path: Path, fake_provider: FakeProvider) -> None:
+    # The real-model example runs on the official SDK, pointed by its environment at the fake provider.
+    fake_provider.reply(
+        {"tool_calls": [{"name": "weather", "arguments": {"city": "Lisbon"}}]},
+        {"text": "Light clothes and sunglasses."},
+        contains="What should I wear in Lisbon today?",
+    )
+    env = {**os.environ, **fake_provider.env(api_key="sk-readme-0000000000")}
     blocks = re.findall(r"```python\n(.*?)```", README, re.S)
-    assert blocks
+    assert len(blocks) == 2
     for index, code in enumerate(blocks):
         script = tmp_path / f"readme_{index}.py"
         script.write_text(code)
-        result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True)
+        result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env)
         assert result.returncode == 0, result.stderr
     assert (tmp_path / "trace.jsonl").read_text().count("\n") > 10
+    assert result.stdout == "Light clothes and sunglasses.\n"
+    assert fake_provider.count() == 2  # two turns recorded; the replay asked nothing
+    events = [orjson.loads(line) for line in (tmp_path / "forecast.jsonl").read_bytes().splitlines()]
+    (batch,) = [e for e in events if e["type"] == "tools:execute:end"]
+    assert batch["toolResults"][0]["output"] == "Lisbon: 21°C and sunny"

@@ -18,13 +18,16 @@ JOURNAL = CORPUS / "promptise" / "billing-ops.journal.jsonl"
 HX = {"HX-Request": "true"}
 
 
-def make_run(name: str, *, at: float, failed: bool = False, running: bool = False, tools: int = 1) -> Trace:
+def make_run(
+    name: str, *, at: float, failed: bool = False, running: bool = False, tools: int = 1, micro_usd: float | None = None
+) -> Trace:
     t = Trace(start_ms=at)
     root = t.start("runWith")
     agent = t.start("agent", root, agentId=name)
     turn = t.start("turn", agent, step=0)
     call = t.start("model:call", turn)
-    t.end(call, usage={"promptTokens": 100, "completionTokens": 20})
+    costs = None if micro_usd is None else {"micro_usd": micro_usd}
+    t.end(call, usage={"promptTokens": 100, "completionTokens": 20}, costs=costs)
     t.end(turn)
     t.end(t.start("tools:execute", agent, toolNames=[f"tool{i}" for i in range(tools)]))
     t.end(agent, success=not failed)
@@ -36,7 +39,7 @@ def make_run(name: str, *, at: float, failed: bool = False, running: bool = Fals
 @pytest.fixture
 def runs(store: Store) -> dict[str, Trace]:
     made = {
-        "done": make_run("archivist", at=1_000_000.0, tools=2),
+        "done": make_run("archivist", at=1_000_000.0, tools=2, micro_usd=955),
         "failed": make_run("breaker", at=2_000_000.0, failed=True),
         "live": make_run("streamer", at=3_000_000.0, running=True),
     }
@@ -68,13 +71,16 @@ def test_every_run_and_journal_with_its_figures(client: TestClient, runs: dict[s
     assert cells[0] == "runarchivist" + runs["done"].trace_id[:12] + "…"
     assert cells[1] == "completed"
     assert cells[2] == "1970-01-01 00:16:40.001 UTC"
-    assert cells[3:9] == ["9.0 ms", "1", "1", "2", "120", "10"]  # duration, agents, prompts, tools, tokens, events
+    # duration, agents, prompts, tools, tokens, cost (money, not micro-dollars), events
+    assert cells[3:10] == ["9.0 ms", "1", "1", "2", "120", "$0.000955", "10"]
     assert one(done, "a.run-link").attributes["href"] == f"/runs/{runs['done'].trace_id}"
     journal = one(page, 'tr[data-process-id="billing-ops"]')
     assert one(journal, "a.run-link").attributes["href"] == "/processes/billing-ops"
     assert one(journal, ".run-kind").text() == "process"
     assert one(journal, ".run-source").text(strip=True) == "billing-ops.journal.jsonl"
     assert one(page, f'tr[data-trace-id="{runs["failed"].trace_id}"] .status').text() == "failed"
+    # Its model had no price: its cost is unknown, not $0.00.
+    assert one(page, f'tr[data-trace-id="{runs["failed"].trace_id}"] .run-cost').text(strip=True) == "—"
     assert one(page, f'tr[data-trace-id="{runs["live"].trace_id}"] .status').text() == "running"
 
 

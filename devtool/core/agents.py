@@ -19,6 +19,7 @@ from devtool.core.frame import CURRENT_FRAME, Frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import describe
 from devtool.core.model import Model
+from devtool.core.providers import resolve_model
 
 
 class Agent:
@@ -91,6 +92,10 @@ class Agent:
         return f"Agent({self.id!r})"
 
 
-def create_agent(id: str, handler: Callable[[Any], Any], *, model: Model | None = None) -> Agent:
-    """An agent whose `handler(props)` (sync or async) runs in its own frame on every call."""
-    return Agent(id, handler, model)
+def create_agent(id: str, handler: Callable[[Any], Any], *, model: Model | str | None = None) -> Agent:
+    """An agent whose `handler(props)` (sync or async) runs in its own frame on every call.
+
+    `model` is a model object or a name (`"openai:gpt-4.1-mini"`, `"anthropic:claude-sonnet-4-5"`),
+    resolved once, here; without one its prompts use the calling agent's model, else `DEVTOOL_MODEL`.
+    """
+    return Agent(id, handler, resolve_model(model))

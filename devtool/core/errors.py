@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class CoreError(Exception):
     """Base class of every error `devtool.core` raises on purpose."""
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """Structured facts about the error beyond its message, for the `details` of an error event."""
+        return {}
 
 
 class OutsideRunError(CoreError):
@@ -24,7 +31,41 @@ class RestoreError(CoreError):
 
 
 class ModelError(CoreError):
-    """A model could not answer (no model configured, a script ran out, a bad reply)."""
+    """A model could not answer: no model configured, a script ran out, a bad reply, or a request to a
+    provider failed (then `provider`, `model_id`, `status`, `code` and `endpoint` say which and why).
+
+    `code` classifies a provider's failure: `auth_error`, `not_found`, `rate_limit`, `server_error`,
+    `bad_request`, `timeout`, `connection` or `unknown` (the TypeScript library's `ModelErrorCode`
+    names, with the ones it lacks). `endpoint` is the server asked, without credentials or query.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        model_id: str | None = None,
+        status: int | None = None,
+        code: str | None = None,
+        endpoint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.model_id = model_id
+        self.status = status
+        self.code = code
+        self.endpoint = endpoint
+
+    @property
+    def details(self) -> dict[str, Any]:
+        facts = {
+            "provider": self.provider,
+            "modelId": self.model_id,
+            "status": self.status,
+            "code": self.code,
+            "endpoint": self.endpoint,
+        }
+        return {key: value for key, value in facts.items() if value is not None}
 
 
 class PromptError(CoreError):
@@ -38,3 +79,7 @@ class ToolError(CoreError):
 def is_snapshot_disabled_error(error: object) -> bool:
     """True for the error `dump_snapshot` and `run_with(snapshot=...)` raise when snapshots are off."""
     return isinstance(error, SnapshotDisabledError)
+
+
+class PriceTableError(CoreError):
+    """A price table file (`DEVTOOL_PRICES`) cannot be used; the message names the file and the entry."""

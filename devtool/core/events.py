@@ -5,7 +5,13 @@ direction. What we add: `callId` on agent, turn and tool events; on each tool re
 callId and `toolCallId` the model's id for the call; `tools:execute:end` says `cache: true` when
 every call of the batch was served from a snapshot; a result whose output is not JSON carries
 `tombstone: true` (its `output` is a description, never to be replayed); `runWith:end` carries the root
-frame's `memory`.
+frame's `memory`; `turn:progress` (no TypeScript counterpart) carries the text a streaming model has
+answered so far in a running turn, in the turn's own span, at most every `PROGRESS_INTERVAL`
+seconds: a live view shows it, and the turn's `turn:end` carries the whole message (nothing else
+reads it: restore skips it, the journal never holds it); `model:call:end` carries `costs: null`
+when the model's price is unknown (never `{}`, which would read as free), `usage.details` with
+cache and reasoning tokens, `finishReason` and `ttft` as the TypeScript library names them; an
+error's `details` holds a `CoreError`'s structured facts (a `ModelError`'s provider, status, code).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Required, TypedDict
 
+from devtool.core.errors import CoreError
 from devtool.core.jsonvalue import JSON
 
 SCHEMA_VERSION: Final = 1
@@ -35,6 +42,7 @@ class EVENTS:
     PROMPT_END: Final = "promptAgent:end"
     TURN_START: Final = "turn:start"
     TURN_END: Final = "turn:end"
+    TURN_PROGRESS: Final = "turn:progress"
     MODEL_CALL_START: Final = "model:call:start"
     MODEL_CALL_END: Final = "model:call:end"
     TOOLS_EXECUTE_START: Final = "tools:execute:start"
@@ -54,6 +62,7 @@ class ErrorInfo(TypedDict, total=False):
     name: Required[str]
     message: Required[str]
     stack: str
+    details: dict[str, JSON]
 
 
 class ToolResult(TypedDict, total=False):
@@ -94,6 +103,9 @@ class TraceEvent(TypedDict, total=False):
     cache: bool
     usage: JSON
     costs: JSON
+    finishReason: str
+    ttft: float
+    text: str
     adapterId: str
     provider: str
     toolCallsCount: int
@@ -135,10 +147,14 @@ def now_ms() -> float:
 
 
 def error_info(exc: BaseException) -> ErrorInfo:
+    """An exception as events carry it; a `CoreError`'s structured facts go in `details`."""
     import traceback
 
     stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return {"name": type(exc).__name__, "message": str(exc) or type(exc).__name__, "stack": stack}
+    info: ErrorInfo = {"name": type(exc).__name__, "message": str(exc) or type(exc).__name__, "stack": stack}
+    if isinstance(exc, CoreError) and exc.details:
+        info["details"] = dict(exc.details)
+    return info
 
 
 class Emitter:

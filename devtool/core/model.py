@@ -1,7 +1,12 @@
 """The model protocol every adapter implements, and `ScriptedModel`, the deterministic one.
 
 A model takes the conversation, an optional JSON schema for the final answer and the tool
-definitions, and returns an assistant message (which may ask for tool calls) with token usage.
+definitions, and returns an assistant message (which may ask for tool calls) with token usage and
+its cost (`None` when the price is unknown). A model that streams says so (`streams = True`) and
+takes `progress=`, a function it calls with each piece of the answer's text as it arrives. A model
+whose answers also depend on settings (temperature, max tokens, ...) names them in `params`, which
+the content hash covers. The real adapters are in `devtool.core.providers`.
+
 No model is reachable from a test or a demo, so `ScriptedModel` answers from a script and counts
 the requests it answered: a replay that hits the journal leaves `.calls` at zero.
 """
@@ -35,21 +40,43 @@ class ToolDefinition(TypedDict):
     parameters: dict[str, JSON]
 
 
+class UsageDetails(TypedDict, total=False):
+    """Token counts beyond prompt and completion, named as the TypeScript library's `TokenUsage.details`."""
+
+    cacheReadTokens: int
+    cacheWriteTokens: int
+    reasoningTokens: int
+
+
 class Usage(TypedDict):
+    """Tokens of one model request. `promptTokens` counts every input token, cached ones included."""
+
     promptTokens: int
     completionTokens: int
     totalTokens: int
+    details: NotRequired[UsageDetails]
 
 
 class ModelReply(TypedDict):
     message: Message
     usage: Usage
-    costs: NotRequired[dict[str, float]]
+    # Amounts per billing unit (`{"micro_usd": 1234}`, integers); None when the price is unknown.
+    costs: NotRequired[dict[str, float] | None]
+    # Why the model stopped: stop, length, tool_calls, content_filter (the TypeScript library's names).
+    finishReason: NotRequired[str]
+
+
+# Called by a streaming model with each piece of the answer's text, as it arrives.
+Progress = Callable[[str], None]
 
 
 @runtime_checkable
 class Model(Protocol):
-    """What `prompt()` needs of a model: an identity (part of the content hash) and one async call."""
+    """What `prompt()` needs of a model: an identity (part of the content hash) and one async call.
+
+    Optional, read with `getattr`: `streams` (true when `call` takes `progress=`) and `params`
+    (the settings that change its answers, part of the content hash).
+    """
 
     id: str
     provider: str
@@ -73,7 +100,8 @@ class ScriptedModel:
     An answer is a string (the assistant's text) or an assistant message dict, which may carry
     `tool_calls` (`[{"name": ..., "arguments": {...}}]`; ids are filled in when missing). Running
     out of answers raises `ModelError`. `delay` (seconds) makes each answer take that long, for
-    demos of a live run. Usage is counted in a fixed, deterministic way (4 characters a token).
+    demos of a live run. Usage is counted in a fixed, deterministic way (4 characters a token), and
+    costs `micro_usd_per_token` a token, rounded to whole micro-dollars (billing units are integers).
     """
 
     def __init__(
@@ -112,7 +140,7 @@ class ScriptedModel:
         return {
             "message": message,
             "usage": {"promptTokens": prompt_tokens, "completionTokens": completion_tokens, "totalTokens": total},
-            "costs": {"micro_usd": round(total * self.micro_usd_per_token, 3)},
+            "costs": {"micro_usd": round(total * self.micro_usd_per_token)},
         }
 
     def _answer(self, messages: list[Message]) -> Answer:
@@ -149,6 +177,20 @@ class ScriptedModel:
 
     def __repr__(self) -> str:
         return f"ScriptedModel(id={self.id!r}, calls={self.calls})"
+
+
+def model_identity(model: Model) -> dict[str, JSON]:
+    """What the content hash of a prompt knows of its model: id, provider, and `params` when it has any.
+
+    A model without params hashes as `{"id", "provider"}`, as DESIGN.md fixes it, so journals recorded
+    before params existed still replay. Neither a base URL nor a key is part of it: a run recorded
+    through a proxy replays against the same journal.
+    """
+    identity: dict[str, JSON] = {"id": model.id, "provider": model.provider}
+    params = getattr(model, "params", None)
+    if params:
+        identity["params"] = dict(params)
+    return identity
 
 
 def _tokens(content: Any) -> int:

@@ -2,9 +2,14 @@
 
 Each model request is a turn (`turn:start`/`turn:end`); the tool calls the model asks for run as
 one batch (`tools:execute`); their results go back to the model until it answers. The turn's input
-(messages, schema, model id and provider, tool definitions) is hashed: on a replay a turn found in
+(messages, schema, the model's identity, tool definitions) is hashed: on a replay a turn found in
 the frame's journal returns the recorded message and the model is not called. With a schema, the
 answer is parsed and validated; a bad answer is sent back with the reason, a bounded number of times.
+
+The model is the one given to `prompt()`, else the agent's (or an enclosing agent's), else
+`DEVTOOL_MODEL`; a string (`"openai:gpt-4.1-mini"`) names a provider's model. A streaming model's
+answer is reported as it grows (`turn:progress`, see `streaming.py`); the journal keeps the final
+message only. Each real request's tokens and cost go on its `model:call:end` and into the budgets.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from devtool.core.events import EVENTS, TraceEvent, error_info, trace_event
 from devtool.core.frame import Frame, current_frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, NotJSONError, content_hash, describe, json_copy
-from devtool.core.model import Message, Model, ToolCallRequest, ToolDefinition, Usage
+from devtool.core.model import Message, Model, ToolCallRequest, ToolDefinition, Usage, model_identity
+from devtool.core.providers import default_model, resolve_model
 from devtool.core.schema import InvalidSchemaError, SchemaViolation, validator
+from devtool.core.streaming import TurnProgress
 from devtool.core.tools import PlannedCall, Tool, run_batch
 
 MAX_TURNS = 24
@@ -34,13 +41,16 @@ def prompt(
     *,
     schema: dict[str, JSON] | None = None,
     tools: Sequence[Tool] = (),
-    model: Model | None = None,
+    model: Model | str | None = None,
 ) -> Awaitable[Any]:
     """Ask the model until it answers: the text, or with `schema`, the parsed and validated JSON."""
     frame = current_frame("prompt()")
-    chosen = model or frame.effective_model()
+    chosen = resolve_model(model) or frame.effective_model() or default_model()
     if chosen is None:
-        raise ModelError("no model for this prompt: pass model= to prompt() or to create_agent()")
+        raise ModelError(
+            "no model for this prompt: pass model= to prompt() or to create_agent(), or set DEVTOOL_MODEL "
+            '(e.g. "openai:gpt-4.1-mini")'
+        )
     if isinstance(messages_or_text, str):
         messages: list[Message] = [{"role": "user", "content": messages_or_text}]
     else:
@@ -61,6 +71,7 @@ def prompt(
         definitions=[tool.definition() for tool in tools],
         call_id=frame.next_call_id("prompt", chosen.id),
         span_id=new_span_id(),
+        identity=model_identity(chosen),
     )
     return conversation.run(messages)
 
@@ -75,13 +86,14 @@ class _Conversation:
     definitions: list[ToolDefinition]
     call_id: str
     span_id: str
+    identity: dict[str, JSON]
 
     def _event(self, kind: str, span: str, parent: str, **fields: Any) -> TraceEvent:
         return trace_event(kind, self.frame.agent_id, self.frame.run.trace_id, span, parent, **fields)
 
     async def run(self, messages: list[Message]) -> Any:
         frame, started = self.frame, time.perf_counter()
-        common = {"callId": self.call_id, "model": {"id": self.model.id, "provider": self.model.provider}}
+        common = {"callId": self.call_id, "model": self.identity}
         frame.emit(self._event(EVENTS.PROMPT_START, self.span_id, frame.span_id, **common))
         outcome: dict[str, Any] = {"success": False}
         try:
@@ -136,9 +148,8 @@ class _Conversation:
     async def _turn(self, step: int, messages: list[Message]) -> Message:
         frame, span, started = self.frame, new_span_id(), time.perf_counter()
         turn_call_id = frame.next_call_id("turn", self.model.id)
-        model_info = {"id": self.model.id, "provider": self.model.provider}
-        digest = content_hash([messages, self.schema, model_info, self.definitions])
-        common = {"callId": turn_call_id, "step": step, "model": model_info, "contentHash": digest}
+        digest = content_hash([messages, self.schema, self.identity, self.definitions])
+        common = {"callId": turn_call_id, "step": step, "model": self.identity, "contentHash": digest}
         frame.emit(
             self._event(
                 EVENTS.TURN_START,
@@ -167,7 +178,7 @@ class _Conversation:
             )
             return message
         try:
-            message = await self._call_model(span, messages)
+            message = await self._call_model(span, turn_call_id, step, messages)
         except Exception as exc:
             frame.emit(
                 self._event(
@@ -197,12 +208,26 @@ class _Conversation:
         )
         return message
 
-    async def _call_model(self, turn_span: str, messages: list[Message]) -> Message:
+    async def _call_model(self, turn_span: str, turn_call_id: str, step: int, messages: list[Message]) -> Message:
         frame, span, started = self.frame, new_span_id(), time.perf_counter()
         who = {"adapterId": self.model.id, "provider": self.model.provider}
         frame.emit(self._event(EVENTS.MODEL_CALL_START, span, turn_span, messageCount=len(messages), **who))
+        progress: TurnProgress | None = None
         try:
-            reply = await self.model.call(list(messages), schema=self.schema, tools=self.definitions)
+            if getattr(self.model, "streams", False) is True:
+
+                def emit_progress(text: str) -> None:
+                    frame.emit(
+                        self._event(
+                            EVENTS.TURN_PROGRESS, turn_span, self.span_id, callId=turn_call_id, step=step, text=text
+                        )
+                    )
+
+                progress = TurnProgress(emit_progress)
+                call = self.model.call(list(messages), schema=self.schema, tools=self.definitions, progress=progress)  # type: ignore[call-arg]
+            else:
+                call = self.model.call(list(messages), schema=self.schema, tools=self.definitions)
+            reply = await call
             message = _assistant_message(reply.get("message"), self.model)
         except Exception as exc:
             frame.emit(
@@ -218,18 +243,22 @@ class _Conversation:
             )
             raise
         usage: Usage = reply.get("usage") or {"promptTokens": 0, "completionTokens": 0, "totalTokens": 0}
-        costs: dict[str, float] = reply.get("costs") or {}
+        costs = reply.get("costs")
         for budget in (frame.budget, frame.run.budget):
-            budget.add_call(self.model.id, self.model.provider, usage["promptTokens"], usage["completionTokens"], costs)
+            budget.add_call(self.model.id, self.model.provider, usage, costs)
+        outcome: dict[str, Any] = {"usage": usage, "costs": costs}
+        if "finishReason" in reply:
+            outcome["finishReason"] = reply["finishReason"]
+        if progress is not None and progress.first_at is not None:
+            outcome["ttft"] = (progress.first_at - started) * 1000
         frame.emit(
             self._event(
                 EVENTS.MODEL_CALL_END,
                 span,
                 turn_span,
                 success=True,
-                usage=usage,
-                costs=costs,
                 duration=(time.perf_counter() - started) * 1000,
+                **outcome,
                 **who,
             )
         )

@@ -28,6 +28,7 @@ Action = Callable[[Event, Trace, str], RestoredFrame | None]
 # Events that hold no state a snapshot needs and parent no span that does: passed over at once.
 LEAVES: Final = (
     EVENTS.TURN_START,
+    EVENTS.TURN_PROGRESS,
     EVENTS.MODEL_CALL_START,
     EVENTS.MODEL_CALL_END,
     EVENTS.VALIDATION_FAILURE,

@@ -93,4 +93,5 @@ def _metrics(run: Run) -> JSON:
         "totalTokens": totals["totalTokens"],
         "costs": totals["costs"],  # type: ignore[dict-item]
         "modelCalls": totals["callCount"],
+        "unpricedCalls": totals["unpricedCalls"],
     }

@@ -111,12 +111,15 @@ RUNS = """
         e.prompt_tokens, e.completion_tokens,
         coalesce(s.agent_ids, ''),
         e.first_id, e.last_id,
+        e.cost_micro_usd, e.unpriced_calls,
         coalesce(s.prompts, 0), coalesce(s.tools, 0), e.source_id, coalesce(s.depth, 0)
     FROM (
         SELECT trace_id, count(*) AS n, min(ts) AS started, max(ts) AS ended,
                coalesce(sum(prompt_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS prompt_tokens,
                coalesce(sum(completion_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS completion_tokens,
-               min(event_id) AS first_id, max(event_id) AS last_id, arg_min(source_id, event_id) AS source_id
+               min(event_id) AS first_id, max(event_id) AS last_id, arg_min(source_id, event_id) AS source_id,
+               sum(cost_micro_usd) FILTER (WHERE type = 'model:call:end') AS cost_micro_usd,
+               count(*) FILTER (WHERE type = 'model:call:end' AND success AND cost_micro_usd IS NULL) AS unpriced_calls
         FROM events WHERE trace_id IN (SELECT trace_id FROM touched_traces)
         GROUP BY trace_id
     ) e

@@ -27,7 +27,7 @@ STRUCTURE = (
     '"agentId": "VARCHAR", "callId": "VARCHAR", "contentHash": "VARCHAR", "cache": "BOOLEAN", '
     '"success": "BOOLEAN", "error": "JSON", "step": "BIGINT", "generationId": "BIGINT", '
     '"toolNames": "VARCHAR[]", "name": "VARCHAR", "adapterId": "VARCHAR", "entrypoint": "VARCHAR", '
-    '"usage": {"promptTokens": "BIGINT", "completionTokens": "BIGINT"}}'
+    '"usage": {"promptTokens": "BIGINT", "completionTokens": "BIGINT"}, "costs": {"micro_usd": "DOUBLE"}}'
 )
 
 INVALID_EVENT = "devtool: invalid TraceEvent"
@@ -66,7 +66,8 @@ COLUMNS = (
     "'agentId': 'VARCHAR', 'callId': 'VARCHAR', 'contentHash': 'VARCHAR', 'cache': 'BOOLEAN', "
     "'success': 'BOOLEAN', 'error': 'JSON', 'step': 'BIGINT', 'generationId': 'BIGINT', "
     "'toolNames': 'VARCHAR[]', 'name': 'VARCHAR', 'adapterId': 'VARCHAR', 'entrypoint': 'VARCHAR', "
-    "'message': 'JSON', 'usage': 'STRUCT(promptTokens BIGINT, completionTokens BIGINT)'}"
+    "'message': 'JSON', 'usage': 'STRUCT(promptTokens BIGINT, completionTokens BIGINT)', "
+    "'costs': 'STRUCT(micro_usd DOUBLE)'}"
 )
 
 
@@ -91,7 +92,8 @@ def insert_events_sql(relation: str) -> str:
         {_ERROR},
         e.usage.promptTokens,
         e.usage.completionTokens,
-        body
+        body,
+        CASE WHEN t = 'model:call:end' THEN e.costs.micro_usd END
     FROM (SELECT e, body, n, e.type AS t FROM (SELECT from_json(body, '{STRUCTURE}') AS e, body, n FROM {relation}))
     """
 

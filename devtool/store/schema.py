@@ -11,7 +11,7 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   without its end is `running`; a point event (`budget:update`, `sys:log`, ...) with a span id of its
   own is an `instant` span. `depth` is the nesting for timeline rows, `frame_parent_id` the nearest
   ancestor the frame tree shows.
-- `runs`: one summary row per trace, kept up to date by every load and append; since migration 4
+- `runs`: one summary row per trace, kept up to date by every load and append; since migration 5
   with its prompt and tool calls counted, the source of its first event and its deepest span.
 - `journal_entries`: process-journal entries, with `ts_ms` parsed from their ISO 8601 `timestamp`.
 - `snapshots`: AgentSnapshots under a stable content id, with the id they were forked from and who
@@ -24,17 +24,21 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - `rewind_runs`, `rewind_frames` (migration 3): the frame index of a big run
   (`devtool.core.frame_index`): per frame, when it was made and last changed, its events and its
   sealed node. `last_event_id` is the run's last event when it was indexed: a run that has grown
-  since is rewound from its events until it is indexed again. Since migration 4 an index is written
+  since is rewound from its events until it is indexed again. Since migration 5 an index is written
   a batch at a time under a `build` number and used once `rewind_runs` names that build, each frame
   has its `position` among its parent's children, and `rewind_chunks` holds the chunks of a wide
   frame's children (`devtool.core.snapshot_tree.child_refs`); indexes made before are dropped (the
   server makes them again).
-- `search_terms` (migration 4): the search index, each run's words once (`search.py`); the words of
+- Since migration 4, `events.cost_micro_usd` is a `model:call:end`'s `costs.micro_usd` (NULL when its
+  price is unknown), and a run's `cost_micro_usd` sums its priced calls (NULL when none is priced)
+  and `unpriced_calls` counts its successful calls without a price: its total is unknown, not $0.
+- `search_terms` (migration 5): the search index, each run's words once (`search.py`); the words of
   the events stored before are found by the migration.
-- `span_keys`, `frame_keys`, `span_text`, `span_tiles`, `keyed_runs` (migration 4): a big run's
+- `span_keys`, `frame_keys`, `span_text`, `span_tiles`, `keyed_runs` (migration 5): a big run's
   spans' keys, sorted to find a span by its id and a parent's children in a range, the text its
   span search reads, and its spans grouped in tiles of time for the timeline seen wide
-  (`span_keys.py`).
+  (`span_keys.py`). Migration 5 also gives runs their `prompts`, `tools`, `depth` and first
+  `source_id`, counted from what was stored.
 """
 
 from __future__ import annotations
@@ -171,6 +175,19 @@ MIGRATIONS: list[str] = [
         error JSON,
         events BIGINT[] NOT NULL
     );
+    """,
+    """
+    ALTER TABLE events ADD COLUMN cost_micro_usd DOUBLE;
+    UPDATE events SET cost_micro_usd = TRY_CAST(body->'costs'->>'micro_usd' AS DOUBLE) WHERE type = 'model:call:end';
+    ALTER TABLE runs ADD COLUMN cost_micro_usd DOUBLE;
+    ALTER TABLE runs ADD COLUMN unpriced_calls BIGINT DEFAULT 0;
+    UPDATE runs SET cost_micro_usd = c.cost, unpriced_calls = c.unpriced
+    FROM (
+        SELECT trace_id, sum(cost_micro_usd) AS cost,
+               count(*) FILTER (WHERE cost_micro_usd IS NULL AND success) AS unpriced
+        FROM events WHERE type = 'model:call:end' GROUP BY trace_id
+    ) c
+    WHERE runs.trace_id = c.trace_id;
     """,
     """
     DROP TABLE rewind_frames;

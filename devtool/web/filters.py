@@ -1,7 +1,8 @@
-"""Jinja filters the pages share: durations, times, CSS-safe names, short ids."""
+"""Jinja filters the pages share: durations, times, money, CSS-safe names, short ids."""
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +21,19 @@ def clock(ms: float | None) -> str:
     if ms is None:
         return "—"
     return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+def usd(micro: float | None) -> str:
+    """Micro-dollars as money: `$12.34`, `$0.0123`, `$0.000955` (three significant digits under a
+    dollar, so a cheap call is not shown as $0.00); None, a cost that is not known, is "—"."""
+    if micro is None:
+        return "—"
+    dollars = micro / 1_000_000
+    rounded = float(f"{dollars:.3g}")
+    if rounded >= 1 or rounded == 0:
+        return f"${dollars:,.2f}"
+    decimals = max(2, 2 - math.floor(math.log10(rounded)))
+    return f"${rounded:.{decimals}f}"
 
 
 def css_ident(value: object) -> str:
@@ -42,6 +56,7 @@ def compact_json(value: Any) -> str:
 FILTERS = {
     "duration": duration,
     "clock": clock,
+    "usd": usd,
     "css_ident": css_ident,
     "short_id": short_id,
     "compact_json": compact_json,

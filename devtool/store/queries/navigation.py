@@ -163,15 +163,3 @@ def generation_memories(store: Store, trace_id: str, agent_span_id: str) -> list
         for span, parent, ended, raw in rows
         if isinstance(memory := orjson.loads(raw) if raw is not None else None, dict)
     ]
-
-
-def model_calls(store: Store, trace_id: str, turn_span_id: str) -> list[dict[str, Any]]:
-    """The `model:call:end` events under a turn: usage, cost, duration of each real model request."""
-    rows = store.query(
-        """
-        SELECT e.body FROM spans s JOIN events e ON e.event_id = s.end_event_id
-        WHERE s.trace_id = ? AND s.parent_span_id = ? AND s.kind = 'model:call' ORDER BY s.start_ts
-        """,
-        [trace_id, turn_span_id],
-    )
-    return [orjson.loads(body) for (body,) in rows]

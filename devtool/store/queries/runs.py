@@ -2,7 +2,8 @@
 
 One list for both, because a user looking for "what happened last night" does not care which kind
 of record holds it. A trace's status is its root span's (`running` while any root span has no end,
-`failed` when a root span failed), its tokens the sum of its model calls' usage. A journal's status
+`failed` when a root span failed), its tokens the sum of its model calls' usage, its cost the sum of
+their costs (`unpriced_calls` says how many had no known price). A journal's status
 comes from its last lifecycle transition (`state_transition.to_state`): stopped/completed/finished
 are `completed`, failed/error/crashed `failed`, anything else (running, suspended, ...) `running`.
 
@@ -44,6 +45,8 @@ class RunSummary:
     running: int  # spans without their end yet
     prompt_tokens: int
     completion_tokens: int
+    cost_micro_usd: float | None = None  # of its priced model calls; None when none is priced
+    unpriced_calls: int = 0  # successful model calls without a known price: the cost is incomplete
     prompts: int = 0
     tools: int = 0
     source_kind: str | None = None  # `trace-jsonl`, `journal-jsonl`, `live`, ...
@@ -77,12 +80,12 @@ _JOURNAL_STATUS = """
 _RUNS = f"""
     SELECT * FROM (
         SELECT 'trace' AS kind, trace_id AS id, name, status, started_ts, ended_ts, events, spans, agents,
-               failed, running, prompt_tokens, completion_tokens, prompts, tools, agent_ids AS words,
-               source_id AS first_source
+               failed, running, prompt_tokens, completion_tokens, cost_micro_usd, unpriced_calls, prompts, tools,
+               agent_ids AS words, source_id AS first_source
         FROM runs
         UNION ALL
-        SELECT 'journal', process_id, process_id, {_JOURNAL_STATUS}, started, ended, n, 0, 0, errors, 0, 0, 0, 0, 0,
-               types, first_source
+        SELECT 'journal', process_id, process_id, {_JOURNAL_STATUS}, started, ended, n, 0, 0, errors, 0, 0, 0,
+               NULL, 0, 0, 0, types, first_source
         FROM (
             SELECT process_id, min(ts_ms) AS started, max(ts_ms) AS ended, count(*) AS n,
                    arg_min(source_id, entry_seq) AS first_source,

@@ -1,9 +1,12 @@
 """The detail panel's content for one span: what went in, what came out, and the frame's memory.
 
 A page shows a span the way its kind reads best: an agent's props and result, a turn's messages
-by role and the model's answer with tokens and cost, a tool batch's calls with inputs and outputs,
-the run's entrypoint and metrics. The start and end events are always there too, as they were.
-A tool result inside a batch is addressed as `<batch span id>#<index>`.
+by role and the model's answer (or, while a streaming model answers, the answer so far) with its
+tokens and cost, a tool batch's calls with inputs and outputs, the run's entrypoint. Any other span's
+tokens and cost are those of the model calls under it, rolled up (`devtool.store.queries.usage`),
+which the page asks for after the detail, as they can take a walk of the run. The start and end
+events are always there too, as they were. A tool result inside a batch is addressed as
+`<batch span id>#<index>`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from typing import Any
 
 from devtool.store import NotFoundError, Store
 from devtool.store.queries import SpanDetail, span_detail
-from devtool.store.queries.navigation import PathStep, generation_memories, model_calls
+from devtool.store.queries.navigation import PathStep, generation_memories
+from devtool.store.queries.streaming import answer_so_far
+from devtool.store.queries.usage import Usage, span_usage
 from devtool.web.pages.diff import Change, diff
 
 
@@ -39,17 +44,17 @@ class SpanDetailPane:
     messages: list[dict[str, Any]] = field(default_factory=list)
     answer: Any = None
     tool_results: list[dict[str, Any]] = field(default_factory=list)
-    usage: list[dict[str, Any]] = field(default_factory=list)
+    # A turn's own model calls; None for other spans (theirs are rolled up, and asked for apart).
+    usage: Usage | None = None
+    # A running turn's answer so far, from its latest `turn:progress`.
+    partial: str | None = None
     memory: FrameMemory | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def tokens(self) -> int:
-        return sum(int((call.get("usage") or {}).get("totalTokens", 0)) for call in self.usage)
-
-    @property
-    def cost(self) -> float:
-        return sum(float((call.get("costs") or {}).get("micro_usd", 0)) for call in self.usage)
+    def rolls_up_usage(self) -> bool:
+        """Whether the page asks for the usage of the model calls under this span."""
+        return self.usage is None and self.result_index is None and self.kind != "tools:execute"
 
 
 def span_detail_pane(store: Store, trace_id: str, span_id: str, path: list[PathStep]) -> SpanDetailPane:
@@ -82,7 +87,8 @@ def span_detail_pane(store: Store, trace_id: str, span_id: str, path: list[PathS
             detail, kind, f"agent {detail.agent_id}", inputs=start.get("props"), output=end.get("result"), **common
         )
     if kind == "runWith":
-        extra: dict[str, Any] = {key: body[key] for key in ("metadata", "config", "metrics") if key in body}
+        # Its `metrics` (tokens and cost) are shown as the run's usage, not as raw JSON.
+        extra: dict[str, Any] = {key: body[key] for key in ("metadata", "config") if key in body}
         return SpanDetailPane(detail, kind, "run", output=end.get("result"), extra=extra, **common)
     if kind == "turn":
         return SpanDetailPane(
@@ -91,7 +97,8 @@ def span_detail_pane(store: Store, trace_id: str, span_id: str, path: list[PathS
             f"turn {start.get('step', '')}".strip(),
             messages=list(start.get("messages") or end.get("messages") or []),
             answer=end.get("message"),
-            usage=model_calls(store, trace_id, batch_id),
+            usage=span_usage(store, trace_id, batch_id),
+            partial=answer_so_far(store, trace_id, batch_id) if detail.status == "running" else None,
             extra={key: body[key] for key in ("model", "schema", "toolConfig") if body.get(key) is not None},
             **common,
         )
@@ -102,6 +109,17 @@ def span_detail_pane(store: Store, trace_id: str, span_id: str, path: list[PathS
     if kind == "generation":
         return SpanDetailPane(detail, kind, detail.name, output=end.get("result"), **common)
     return SpanDetailPane(detail, kind, detail.name, output=end.get("result"), **common)
+
+
+def turn_answer(store: Store, trace_id: str, span_id: str) -> SpanDetailPane:
+    """A turn's answer as the detail shows it while the run is live: so far, or (once ended) the whole."""
+    detail = span_detail(store, trace_id, span_id)
+    if detail.kind != "turn":
+        raise NotFoundError(f"span {span_id!r} of run {trace_id!r} is a {detail.kind}, not a turn")
+    running = detail.status == "running"
+    answer = (detail.end_event or {}).get("message")
+    partial = answer_so_far(store, trace_id, span_id) if running else None
+    return SpanDetailPane(detail, "turn", detail.name, answer=answer, partial=partial)
 
 
 def _memory(store: Store, trace_id: str, detail: SpanDetail, path: list[PathStep]) -> FrameMemory | None:

@@ -5,7 +5,9 @@
 timeline alone (`/timeline`), which replaces the URL so a reload or a copied link shows the same
 window. The tree loads further pages of children on demand (`/tree/<span>/children`). A live run's
 page follows `/live` (Server-Sent Events, see `devtool.web.live.streams`) and refreshes `/header`
-and `/tree` on its messages.
+and `/tree` on its messages, and a selected running turn its answer so far (`/spans/<span>/answer`).
+A span's detail asks for the tokens and cost of the model calls under it (`/spans/<span>/usage`)
+after it has shown: on a big run that is a walk of the span's subtree.
 
 - `POST /runs/<trace_id>/rewind` (form `span_id`, `anchor`): the run's snapshot at that cut, stored
   under its content id (`devtool.actions.run_rewind`) → 303 to `/snapshots/<id>`.
@@ -31,6 +33,7 @@ from devtool.store.export import export_run
 from devtool.store.queries import get_run, last_event_id
 from devtool.store.queries.navigation import search_spans
 from devtool.store.queries.run_meta import replays_of, run_exists, run_metadata, snapshot_dumps
+from devtool.store.queries.usage import span_usage
 from devtool.web.auth import user_of
 from devtool.web.forms import form_of
 from devtool.web.live.streams import RunFeed, sse_response
@@ -38,6 +41,7 @@ from devtool.web.pages.compare import CompareError, compare
 from devtool.web.pages.frame_tree import children_page, run_tree
 from devtool.web.pages.run_url_state import BadUrlState, RunUrlState
 from devtool.web.pages.run_workspace import overview, selection, timeline
+from devtool.web.pages.span_detail import turn_answer
 from devtool.web.state import state
 from devtool.web.templating import render, wants_fragment
 
@@ -109,6 +113,24 @@ def run_tree_children(request: Request) -> HTMLResponse:
     node = _or_404(children_page, store, trace_id, request.path_params["span_id"], offset)
     context = {"run_id": trace_id, "view": url_state, "node": node, "path": set()}
     return render(request, "_tree_children.html", context)
+
+
+def run_span_usage(request: Request) -> HTMLResponse:
+    """The tokens and cost of the model calls under a span, rolled up (its detail asks once shown)."""
+    store = state(request).store
+    trace_id, _ = _trace_and_state(request)
+    run = _or_404(get_run, store, trace_id)
+    usage = span_usage(store, trace_id, request.path_params["span_id"])
+    return render(request, "_span_usage.html", {"run": run, "usage": usage, "span_id": request.path_params["span_id"]})
+
+
+def run_turn_answer(request: Request) -> HTMLResponse:
+    """A turn's answer: so far while its model streams (refreshed on live messages), then the whole."""
+    store = state(request).store
+    trace_id, _ = _trace_and_state(request)
+    run = _or_404(get_run, store, trace_id)
+    detail = _or_404(turn_answer, store, trace_id, request.path_params["span_id"])
+    return render(request, "_turn_answer.html", {"run": run, "detail": detail, "oob": True})
 
 
 def run_search(request: Request) -> HTMLResponse:
@@ -246,6 +268,8 @@ routes = [
     Route("/runs/{trace_id:id}/header", run_header, name="run_header"),
     Route("/runs/{trace_id:id}/tree", run_tree_fragment, name="run_tree"),
     Route("/runs/{trace_id:id}/tree/{span_id}/children", run_tree_children, name="run_tree_children"),
+    Route("/runs/{trace_id:id}/spans/{span_id}/usage", run_span_usage, name="run_span_usage"),
+    Route("/runs/{trace_id:id}/spans/{span_id}/answer", run_turn_answer, name="run_turn_answer"),
     Route("/runs/{trace_id:id}/search", run_search, name="run_search"),
     Route("/runs/{trace_id:id}/rewind", run_rewind, methods=["POST"], name="rewind"),
     Route("/runs/{trace_id:id}/actions", run_actions, name="run_actions"),
