@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
+import duckdb
 import pytest
 
 from devtool.store import LoadError, Store, append_events, database, load_file
-from devtool.store.event_sql import insert_events
-from devtool.store.queries import list_runs
+from devtool.store.queries import get_run, list_runs
 from devtool.store.schema import MIGRATIONS
 from devtool.store.search import LONGEST, words
 from tests.conftest import Trace
@@ -101,28 +100,34 @@ def test_a_file_load_indexes_its_words_with_its_events_or_not_at_all(store: Stor
     assert list_runs(store, search="unfindable") == []
 
 
-def test_events_stored_before_the_index_are_indexed_by_the_migration(
+def test_a_store_of_schema_4_upgrades_with_its_costs_counts_and_words(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A store written before the search index (schema 4: costs, no words, no counts on runs) gets them
+    from what it holds when it is opened, and keeps its costs."""
     t = talking_run()
+    call = t.start("model:call")
+    t.end(call, success=True, usage={"promptTokens": 9, "completionTokens": 1}, costs={"micro_usd": 955})
+    new = Store(tmp_path / "new.duckdb")
+    load_file(new, t.write(tmp_path / "run.jsonl"))
+    expected = get_run(new, t.trace_id)
+    new.close()
     path = tmp_path / "old.duckdb"
-    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:3])
-    old = Store(path)  # a store of schema 3: events and their run, no search index
-    try:
-        with old.transaction() as conn:
-            relation = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
-            texts = [orjson.dumps(event).decode() for event in t.events]
-            count, _, _ = insert_events(conn, relation, 1, {"events": texts}, derive_spans=False)
-            conn.execute(
-                "INSERT INTO runs VALUES (?, 'clerk', 0, 1, 'failed', ?, 0, 0, 0, 0, 0, 0, 'clerk', 1, ?)",
-                [t.trace_id, count, count],
-            )
-    finally:
-        old.close()
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:4])
+    Store(path).close()
     monkeypatch.undo()
+    with duckdb.connect(str(path)) as conn:  # the rows schema 4 has, copied from a store that made them
+        conn.execute(f"ATTACH '{tmp_path / 'new.duckdb'}' AS new (READ_ONLY)")
+        for table in ("sources", "events", "spans"):
+            conn.execute(f"INSERT INTO {table} SELECT * FROM new.{table}")
+        conn.execute("INSERT INTO runs SELECT * EXCLUDE (prompts, tools, source_id, depth) FROM new.runs")
+        assert conn.execute("SELECT count(*) FROM runs WHERE cost_micro_usd = 955").fetchall() == [(1,)]
     upgraded = Store(path)
     try:
         assert upgraded.schema_version == len(MIGRATIONS)
+        assert get_run(upgraded, t.trace_id) == expected
+        assert (expected.cost_micro_usd, expected.prompts, expected.tools) == (955.0, 3, 1)
+        assert str(expected.source).endswith("run.jsonl")
         assert [run.id for run in list_runs(upgraded, search="quarterly")] == [t.trace_id]
     finally:
         upgraded.close()
