@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SOURCES := $(wildcard devtool tests e2e bench scripts examples testkit)
 
-.PHONY: demo test setup chromium lint unit e2e bench
+.PHONY: demo test setup chromium node lint unit e2e bench
 
 # A bare Debian has python3 without ensurepip (the python3-venv package): as root, install it.
 $(STAMP): pyproject.toml
@@ -24,16 +24,20 @@ demo: setup
 chromium: setup
 	$(PY) scripts/ensure_chromium.py
 
+# Node and @rejelly/core's packages, for the interop tests (never skipped: this fails loudly instead).
+node: setup
+	$(PY) scripts/ensure_node.py
+
 lint: setup
 	$(VENV)/bin/ruff check $(SOURCES)
 	$(VENV)/bin/ruff format --check $(SOURCES)
 	$(VENV)/bin/mypy
 
-unit: setup
+unit: setup node
 	$(PY) -m pytest tests
 
 e2e: chromium
 	$(PY) -m pytest e2e
 
-test: setup chromium lint
+test: setup chromium node lint
 	$(PY) -m pytest tests e2e

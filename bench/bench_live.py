@@ -150,17 +150,10 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rate", type=int, default=1000, help="events a second (default 1000)")
-    parser.add_argument("--seconds", type=float, default=60, help="how long the producer emits (default 60)")
-    parser.add_argument("--clients", type=int, default=10, help="SSE clients (default 10)")
-    parser.add_argument("--workdir", type=Path, help="where the database goes (default: a temporary folder)")
-    args = parser.parse_args()
-
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-live-"))
+def start_server(workdir: Path, name: str) -> tuple[subprocess.Popen[str], str]:
+    """A `devtool serve` on a fresh database `name`.duckdb under `workdir`, and its URL."""
     workdir.mkdir(parents=True, exist_ok=True)
-    db = workdir / "live.duckdb"
+    db = workdir / f"{name}.duckdb"
     for stale in (db, Path(f"{db}.wal")):
         stale.unlink(missing_ok=True)
     server = subprocess.Popen(
@@ -174,32 +167,53 @@ def main() -> None:
     first = server.stdout.readline()
     if not first.startswith("DevTool at "):
         raise SystemExit(f"devtool serve did not start: {first}{server.stderr.read() if server.stderr else ''}")
-    url = first.split(" at ", 1)[1].strip()
+    return server, first.split(" at ", 1)[1].strip()
+
+
+def watch(
+    server_pid: int, url: str, trace_id: str, clients: int, produce: Any, args: tuple[Any, ...], timeout: float
+) -> tuple[dict[str, Any], list[dict[str, Any]], float, float]:
+    """Run `produce(url, trace_id, *args, done)` in a process while `clients` SSE clients watch the run;
+    what the producer reported, what each client received, and the server's CPU and wall seconds."""
     context = multiprocessing.get_context("spawn")
+    ready, listened, produced = context.Queue(), context.Queue(), context.Queue()
+    listener = context.Process(target=listen, args=(url, trace_id, clients, ready, listened))
+    listener.start()
+    for _ in range(clients):
+        ready.get(timeout=30)
+    time.sleep(0.5)  # every stream has subscribed
+    cpu_before, wall_before = cpu_seconds(server_pid), time.monotonic()
+    producer = context.Process(target=produce, args=(url, trace_id, *args, produced))
+    producer.start()
+    sent = produced.get(timeout=timeout)
+    results = listened.get(timeout=300)
+    cpu, wall = cpu_seconds(server_pid) - cpu_before, time.monotonic() - wall_before
+    producer.join()
+    listener.join()
+    return sent, results, cpu, wall
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rate", type=int, default=1000, help="events a second (default 1000)")
+    parser.add_argument("--seconds", type=float, default=60, help="how long the producer emits (default 60)")
+    parser.add_argument("--clients", type=int, default=10, help="SSE clients (default 10)")
+    parser.add_argument("--workdir", type=Path, help="where the database goes (default: a temporary folder)")
+    args = parser.parse_args()
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-live-"))
+    server, url = start_server(workdir, "live")
     trace_id = secrets.token_hex(16)
     try:
-        ready, listened, produced = context.Queue(), context.Queue(), context.Queue()
-        listener = context.Process(target=listen, args=(url, trace_id, args.clients, ready, listened))
-        listener.start()
-        for _ in range(args.clients):
-            ready.get(timeout=30)
-        time.sleep(0.5)  # every stream has subscribed
-        cpu_before, wall_before = cpu_seconds(server.pid), time.monotonic()
-        producer = context.Process(target=produce, args=(url, trace_id, args.rate, args.seconds, produced))
-        producer.start()
-        sent = produced.get(timeout=args.seconds * 5 + 120)
-        results = listened.get(timeout=120)
-        cpu_after, wall_after = cpu_seconds(server.pid), time.monotonic()
-        producer.join()
-        listener.join()
+        sent, results, cpu, wall = watch(
+            server.pid, url, trace_id, args.clients, produce, (args.rate, args.seconds), args.seconds * 5 + 120
+        )
     finally:
         server.terminate()
         server.wait(30)
 
     total = sent["emitted"]
     expected = list(range(1, total + 1))
-    wall = wall_after - wall_before
-    cpu = cpu_after - cpu_before
     print(f"Machine: {machine()}; {date.today().isoformat()}")
     print(
         f"Producer: {total:,} events in {sent['took']:.1f} s ({total / sent['took']:,.0f}/s) through HttpSink, "

@@ -151,3 +151,27 @@ def screenshot_path(request: pytest.FixtureRequest) -> Callable[[str], Path]:
         return folder / f"{name}.png"
 
     return path
+
+
+# The window sizes every page must work at: a small laptop and a desktop.
+SCREEN_SIZES = ((1024, 768), (1600, 1000))
+Shoot = Callable[[Page, str], None]
+
+
+@pytest.fixture
+def shoot(screenshot_path: Callable[[str], Path]) -> Shoot:
+    """Screenshots of the page as it is, at each of `SCREEN_SIZES` (`<name>-<w>x<h>.png`), whole pages;
+    the page is left at the size it had."""
+
+    def take(page: Page, name: str) -> None:
+        before = page.viewport_size
+        for width, height in SCREEN_SIZES:
+            page.set_viewport_size({"width": width, "height": height})
+            # The run page redraws its timeline for a new width (after a 250 ms pause): let it.
+            page.wait_for_timeout(400)
+            page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
+            page.screenshot(path=screenshot_path(f"{name}-{width}x{height}"), full_page=True)
+        if before is not None:
+            page.set_viewport_size(before)
+
+    return take

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.conftest import Server
+from e2e.conftest import Server, Shoot
 from e2e.demo_server import running_demo
 
 
@@ -22,9 +21,7 @@ def left(page: Page, selector: str) -> float:
     return float(page.locator(selector).evaluate("node => parseFloat(node.style.left)"))
 
 
-def test_select_an_entry_open_the_run_and_share_the_view(
-    page: Page, demo: Server, screenshot_path: Callable[[str], Path]
-) -> None:
+def test_select_an_entry_open_the_run_and_share_the_view(page: Page, demo: Server, shoot: Shoot) -> None:
     page.goto(demo.url)
     page.locator('tr[data-kind="journal"]').click()
     page.wait_for_url("**/processes/billing-ops")
@@ -61,7 +58,7 @@ def test_select_an_entry_open_the_run_and_share_the_view(
     assert cursor is not None
     assert box is not None
     assert box["x"] < cursor["x"] < box["x"] + box["width"]
-    page.screenshot(path=screenshot_path("process"), full_page=True)
+    shoot(page, "process")
 
     # A reload (a copied link) shows the same entry and the opened run.
     shared = page.url

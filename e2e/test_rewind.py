@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from e2e.conftest import Server
+from e2e.conftest import Server, Shoot
 from e2e.demo_server import running_demo
 
 WRITER = "root/agent:research-lead:0/agent:writer:0"
@@ -31,8 +31,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str
 
 def select_span(page: Page, kind: str, name: str) -> str:
     """Find a span with the search box and select it; its callId, as the detail panel shows it."""
-    # A selection swaps the search box for a new one, which htmx wires up when the swap settles (20 ms
-    # after it shows): typed into before that, it would never search. Nobody types that fast.
+    # A selection swaps the panes around the search box (which stays); wait for it to settle.
     expect(page.locator(".htmx-added, .htmx-settling, .htmx-swapping")).to_have_count(0)
     page.keyboard.press("/")
     page.locator("#span-search").fill(name)
@@ -49,6 +48,8 @@ def replay(page: Page) -> str:
     page.locator("#replay-button").click()
     expect(page.locator("#replay-entrypoint")).to_have_text("devtool.demo.research:main")
     expect(page.locator("#replay-argv")).to_contain_text("--snapshot=")
+    # Every argument can be read where it is: a long one wraps rather than run past the block's edge.
+    assert page.locator("#replay-argv").evaluate("node => node.scrollWidth - node.clientWidth") <= 1
     page.locator("#replay-run").click()
     page.wait_for_url(re.compile(r".*/runs/[0-9a-f]{32}$"), timeout=30_000)
     expect(page.locator("#run-header .status-badge")).to_have_text("completed", timeout=30_000)
@@ -63,11 +64,12 @@ def badges(row: Locator) -> tuple[int, int]:
 
 
 def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
-    page: Page, demo: tuple[Server, str], screenshot_path: Callable[[str], Path]
+    page: Page, demo: tuple[Server, str], shoot: Shoot
 ) -> None:
     server, trace_id = demo
     page.goto(f"{server.url}runs/{trace_id}")
-    call_id = select_span(page, "tools:execute", "fetch_page")
+    # A researcher's batch of two fetches (the find box puts an exact name first).
+    call_id = select_span(page, "tools:execute", "fetch_page, fetch_page")
     # A batch of one tool call carries that call's callId; a batch of several, its agent's.
     agent = call_id.rsplit("/", 1)[0] if call_id.rsplit("/", 1)[-1].startswith("tool:") else call_id
     page.locator("#rewind-before").click()
@@ -77,7 +79,7 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     expect(page.locator("#snapshot-run")).to_have_attribute("href", re.compile(f"/runs/{trace_id}\\?span="))
     frame = page.locator(f'#frames li[data-call-id="{agent}"]')
     expect(frame.locator(".status-badge").first).to_have_text("running")
-    page.screenshot(path=screenshot_path("snapshot"), full_page=True)
+    shoot(page, "snapshot")
 
     # The same cut again is the same snapshot: same link.
     page.go_back()
@@ -89,6 +91,10 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     # it was rewound to before ran live.
     select_span(page, "tools:execute", "web_search")
     expect(page.locator("#detail header .badge.cached")).to_be_visible()
+    # Calls served from the journal take no time; each is still drawn wide enough to see and click.
+    cached = page.locator("#bars rect.bar.cached")
+    expect(cached.first).to_be_visible()
+    assert min(float(w) for w in cached.evaluate_all("bars => bars.map(b => b.getAttribute('width'))")) >= 4
     select_span(page, "tools:execute", "fetch_page")
     expect(page.locator("#detail header .badge.cached")).to_have_count(0)
 
@@ -98,7 +104,7 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     cached, live = badges(page.locator(f'tr.compare-row[data-call-id="{agent}"]'))
     assert cached >= 3  # its first turn, its search and its second turn
     assert live >= 3  # the fetches and the turn after them
-    page.screenshot(path=screenshot_path("compare"), full_page=True)
+    shoot(page, "compare")
 
 
 def test_fork_by_editing_memory_replay_and_see_the_changed_output(
@@ -150,8 +156,25 @@ def test_billing_ops_rewind_at_the_account_hold(
     expect(page.locator(".pdetail-type")).to_have_text("tool_call")
     expect(page.locator("#plan-affected")).to_have_text("2")
     expect(page.locator(".lane .mark.t-rewind, .mark.t-rewind")).to_have_count(0)
+    # The plan lists what it reaches; changing the mode says what that mode does to each entry.
+    plan = page.locator("#plan-entries tr.plan-row")
+    expect(plan).to_have_count(2)
+    expect(plan.first).to_contain_text("apply_account_hold")
+    page.locator("#rewind-mode").select_option("conversation_only")
+    expect(page.locator("#plan-entries th").last).to_have_text("conversation only")
+    expect(plan.locator(".fate")).to_have_text(["kept", "kept"])
     page.locator("#rewind-mode").select_option("code_only")
+    expect(plan.locator(".fate")).to_have_text(["taken back", "taken back"])
+    # Apply names the journal file it will append to and asks first; Cancel writes nothing.
     page.locator("#rewind-apply").click()
+    question = page.locator("#rewind-confirm-question")
+    expect(question).to_contain_text("billing-ops.jsonl")
+    expect(question).to_contain_text("code only")
+    page.locator("#rewind-confirm-cancel").click()
+    expect(page.locator("#rewind-confirm")).to_have_count(0)
+    expect(page.locator("#rewind-mode")).to_have_value("code_only")
+    page.locator("#rewind-apply").click()
+    page.locator("#rewind-confirm-yes").click()
     page.wait_for_url(re.compile(r".*/processes/billing-ops\?entry=rewind-[0-9a-f]+"))
     expect(page.locator(".pdetail-type")).to_have_text("rewind")
     expect(page.locator(".mark.t-rewind")).to_have_count(1)
@@ -160,4 +183,9 @@ def test_billing_ops_rewind_at_the_account_hold(
     expect(state).to_contain_text("delinquent")
     expect(state).not_to_contain_text("account_hold_applied")
     expect(page.locator("#rewind-where")).to_contain_text("Recorded in the process's journal")
+    # The rewind came minutes (or days) after the incident: that quiet stretch is cut out of the
+    # axis, so the incident's 200 ms still spread across the chart instead of sitting in one pixel.
+    expect(page.locator(".pchart-cut")).to_contain_text("without entries cut out")
+    xs = [float(x) for x in page.locator(".lane-context .mark").evaluate_all("ms => ms.map(m => m.dataset.x)")]
+    assert max(xs) - min(xs) > 50  # percent of the chart's width
     page.screenshot(path=screenshot_path("process-rewind"), full_page=True)

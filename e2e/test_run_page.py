@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 
 from devtool.core import JsonlSink, create_agent, create_tool, run_with
 from devtool.demo.generate import generate
-from e2e.conftest import Server, ServerFactory
+from e2e.conftest import Server, ServerFactory, Shoot
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def wait_for_window_change(page: Page, before: tuple[float, float]) -> tuple[flo
 
 
 def test_zoom_pan_select_and_a_copied_link_restores_the_view(
-    page: Page, demo: tuple[Server, str], screenshot_path: Callable[[str], Path]
+    page: Page, demo: tuple[Server, str], shoot: Shoot
 ) -> None:
     server, trace_id = demo
     page.goto(f"{server.url}runs/{trace_id}")
@@ -109,7 +109,7 @@ def test_zoom_pan_select_and_a_copied_link_restores_the_view(
     # A copied link opens the same view in a fresh page; back goes to the previous selection.
     copied = page.url
     state = (page.locator("#detail h2").inner_text(), window(page))
-    page.screenshot(path=screenshot_path("run-page"), full_page=True)
+    shoot(page, "run-selected")
     other = page.context.new_page()
     other.goto(copied)
     expect(other.locator("#detail h2")).to_have_text(state[0])
@@ -145,22 +145,49 @@ def busy(tmp_path: Path, serve: ServerFactory) -> tuple[Server, str]:
     return serve(str(path)), json.loads(path.read_text().splitlines()[0])["trace"]["traceId"]
 
 
-def test_a_merged_bar_zooms_in_and_the_overview_pans(page: Page, busy: tuple[Server, str]) -> None:
+def test_a_merged_bar_says_what_it_holds_and_a_click_selects_its_first_span(
+    page: Page, busy: tuple[Server, str]
+) -> None:
     server, trace_id = busy
     page.goto(f"{server.url}runs/{trace_id}")
     whole = window(page)
-    # Calls under a pixel that start and end in the same pixels of a row share one counted bar.
+    # Calls too short to draw merge, per kind: a bar of tool calls says how many and which tool.
     merged = page.locator("#bars rect.bar.merged").first
     count = int(merged.get_attribute("data-count") or 0)
     assert count >= 2
-    merged.click()
+    assert merged.get_attribute("data-kind") == "tools:execute"
+    assert (merged.get_attribute("data-title") or "").startswith(f"{count} × tick (tools:execute)")
+    start = float(merged.get_attribute("data-start") or 0)
+    # A click selects, like on any bar: the first call it holds, zoomed in until the calls are apart.
+    # (Its left edge: bars too short to draw are drawn 4 px wide, over the next one's start.)
+    merged.click(position={"x": 1, "y": 8})
     zoomed = wait_for_window_change(page, whole)
     assert zoomed[1] - zoomed[0] < whole[1] - whole[0]
+    expect(page.locator("#detail h2")).to_contain_text("tools tick")
+    span = page.locator("#workspace").get_attribute("data-span")
+    assert span
+    assert f"span={span}" in page.url
+    assert float(page.locator("#selection").get_attribute("data-start") or 0) == pytest.approx(start)
+    expect(page.locator("#tree .row.selected")).to_contain_text("tick")
+    # The link opened whole: the call is inside a merged bar again, and that bar is outlined.
+    page.goto(f"{server.url}runs/{trace_id}?span={span}")
+    expect(page.locator("#bars rect.bar.merged.selected")).to_have_count(1)
+    holder = page.locator("#bars rect.bar.merged.selected")
+    assert float(holder.get_attribute("data-start") or 0) <= start <= float(holder.get_attribute("data-end") or 0)
+    # Choosing another span in the tree moves the outline off it.
+    page.locator("#tree a.select", has_text="ticker").first.click()
+    expect(page.locator("#bars rect.bar.merged.selected")).to_have_count(0)
+    expect(page.locator("#bars rect.bar.selected[data-span]")).to_have_count(1)
+
+    # The overview strip pans a zoomed window.
+    before = window(page)
+    page.keyboard.press("]")
+    zoomed_in = wait_for_window_change(page, before)
     overview = page.locator("#overview").bounding_box()
     assert overview is not None
     page.mouse.click(overview["x"] + overview["width"] * 0.9, overview["y"] + 10)
-    moved = wait_for_window_change(page, zoomed)
-    assert moved[0] > zoomed[0]
+    moved = wait_for_window_change(page, zoomed_in)
+    assert moved[0] > zoomed_in[0]
 
 
 def test_search_finds_a_span_and_selects_it(page: Page, demo: tuple[Server, str]) -> None:
@@ -173,3 +200,30 @@ def test_search_finds_a_span_and_selects_it(page: Page, demo: tuple[Server, str]
     hit.click()
     expect(page.locator("#detail h2")).to_contain_text("agent writer")
     expect(page.locator("#tree .row.selected")).to_contain_text("writer")
+
+
+def test_the_find_box_ranks_names_and_tools_first_and_takes_enter_and_arrows(
+    page: Page, demo: tuple[Server, str]
+) -> None:
+    server, trace_id = demo
+    page.goto(f"{server.url}runs/{trace_id}")
+    page.keyboard.press("/")
+    # Typed and Enter at once, before the hits came: the first of them opens when they do.
+    page.keyboard.type("search")
+    page.keyboard.press("Enter")
+    expect(page.locator("#detail h2")).to_have_text("tools:execute tools web_search")
+    hits = page.locator("#search-results a.select")
+    # The tool calls named web_search before the agents whose names hold "search" inside a word.
+    kinds = [hits.nth(i).locator(".kind").inner_text() for i in range(4)]
+    assert kinds == ["tools:execute"] * 3 + ["agent"]
+    first = page.locator("#workspace").get_attribute("data-span")
+    # The box keeps its hits across the selection; ↓ chooses the next, Enter opens it.
+    expect(page.locator("#span-search")).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    expect(hits.nth(1)).to_have_class(re.compile(r"\bactive\b"))
+    page.keyboard.press("Enter")
+    page.wait_for_function("first => document.querySelector('#workspace').dataset.span !== first", arg=first)
+    assert page.locator("#workspace").get_attribute("data-span") == hits.nth(1).get_attribute("data-span")
+    expect(page.locator("#tree .row.selected .name")).to_have_text("web_search")
+    page.keyboard.press("ArrowUp")
+    expect(hits.nth(0)).to_have_class(re.compile(r"\bactive\b"))

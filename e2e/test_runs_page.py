@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.conftest import Server, ServerFactory
+from e2e.conftest import Server, ServerFactory, Shoot
 from e2e.demo_server import running_demo
 from tests.conftest import CORPUS, Trace
 
@@ -36,15 +36,13 @@ def test_empty_store_says_how_to_load_a_trace(
     page.screenshot(path=screenshot_path("runs-empty"), full_page=True)
 
 
-def test_the_demo_search_filter_reload_and_history(
-    page: Page, demo: Server, screenshot_path: Callable[[str], Path]
-) -> None:
+def test_the_demo_search_filter_reload_and_history(page: Page, demo: Server, shoot: Shoot) -> None:
     page.goto(demo.url)
     rows = page.locator("#runs-results tr.run-row")
     expect(rows).to_have_count(5)
     assert sorted(names(page)) == ["billing-ops", "reconciler", "release-checker", "research-lead", "research-lead"]
     expect(page.locator('tr[data-kind="journal"] .status')).to_have_text("running")
-    page.screenshot(path=screenshot_path("runs"), full_page=True)
+    shoot(page, "runs")
 
     page.locator("#runs-q").fill("reconcil")
     page.wait_for_url("**/?q=reconcil")
@@ -120,7 +118,7 @@ def test_upload_by_choosing_and_by_dropping_files(page: Page, serve: ServerFacto
     outcomes = page.locator("#upload-result .upload-file")
     expect(outcomes).to_have_count(2)
     expect(outcomes.nth(0)).to_contain_text("billing.journal.jsonl: loaded 10 journal entries")
-    expect(outcomes.nth(1)).to_contain_text("notes.txt: 1 bad line, nothing stored: line 1: not JSON (invalid literal")
+    expect(outcomes.nth(1)).to_contain_text("notes.txt: 1 bad line, nothing stored: line 1, column 1: not JSON")
     expect(page.locator('tr[data-process-id="billing-ops"]')).to_have_count(1)
     expect(page.locator("body")).not_to_have_class("dragging-file")
 

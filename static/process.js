@@ -1,11 +1,17 @@
 // The process page: up/down (or k/j) step through the journal's entries, and after every swap the
-// selected entry's row is scrolled into view in the entries table.
+// selected entry's row is scrolled into view in the entries table. A row is one link (process.css).
 (() => {
   "use strict";
 
+  // Scrolls the entries table only (scrollIntoView would move the page too, past its title).
   function revealSelected() {
     const row = document.querySelector("#entries tr.selected");
-    if (row) row.scrollIntoView({ block: "nearest" });
+    const pane = document.getElementById("entries-scroll");
+    if (!row || !pane) return;
+    const box = row.getBoundingClientRect(), view = pane.getBoundingClientRect();
+    const head = pane.querySelector("thead")?.offsetHeight ?? 0;
+    if (box.top < view.top + head) pane.scrollTop -= view.top + head - box.top;
+    else if (box.bottom > view.bottom) pane.scrollTop += box.bottom - view.bottom;
   }
 
   function step(delta) {

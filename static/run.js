@@ -9,6 +9,28 @@
   const MIN_WINDOW_MS = 0.001;
 
   const $ = (selector, root = document) => root.querySelector(selector);
+
+  // Brings `element` into view inside its scrolling pane only (scrollIntoView would scroll the page
+  // too, and a link opened at 1024×768 would show the tree but not the run's title).
+  function reveal(element, pane, center = false) {
+    if (!element || !pane) return;
+    const box = element.getBoundingClientRect(), view = pane.getBoundingClientRect();
+    const sticky = pane.querySelector(":scope > .tree-search");
+    const top = view.top + (sticky && sticky.contains(element) ? 0 : sticky ? sticky.offsetHeight : 0);
+    if (center) pane.scrollTop += box.top - top - (view.bottom - top - box.height) / 2;
+    else if (box.top < top) pane.scrollTop -= top - box.top;
+    else if (box.bottom > view.bottom) pane.scrollTop += box.bottom - view.bottom;
+  }
+  const revealRow = (row, center) => row && reveal(row, row.closest(".tree-pane"), center);
+
+  // The tree and the detail fill the window below the timeline (at least 320 px), each scrolling
+  // on its own; the timeline's height changes with its lanes, so this is done after every swap.
+  function fitPanes() {
+    const lower = $("#selection");
+    if (!lower) return;
+    const top = lower.getBoundingClientRect().top + window.scrollY;
+    lower.style.height = `${Math.max(320, Math.floor(window.innerHeight - top - 12))}px`;
+  }
   const workspace = () => $("#workspace");
   const timeline = () => $("#timeline");
 
@@ -80,12 +102,32 @@
     htmx.ajax("GET", url, { target: "#selection", swap: "outerHTML" });
   }
 
+  // A click on a merged bar selects the first span it holds and zooms in on the bar, in one request
+  // for the whole workspace (the server finds the span; the URL it pushes names it).
+  function pickFrom(bar) {
+    const start = +bar.dataset.start, end = +bar.dataset.end;
+    const pad = Math.max((end - start) * 0.1, MIN_WINDOW_MS);
+    const [s, e] = clampWindow(start - pad, end + pad);
+    const pick = `${bar.dataset.row},${start},${end},${bar.dataset.kind}`;
+    const url = `${workspace().dataset.pageUrl}?${query(null, s, e, { pick, w: paneWidth() })}`;
+    timelineRequest += 1;
+    htmx.ajax("GET", url, { target: "#workspace", swap: "outerHTML" });
+  }
+
+  // The selected span's bar, or the merged bar that holds it (same row and kind, its start inside).
   function markSelectedBar() {
     const selection = $("#selection");
     if (selection) workspace().dataset.span = selection.dataset.span;
     const span = workspace().dataset.span;
     document.querySelectorAll("#bars rect.selected").forEach((bar) => bar.classList.remove("selected"));
-    if (span) document.querySelectorAll(`#bars rect[data-span="${CSS.escape(span)}"]`).forEach((bar) => bar.classList.add("selected"));
+    if (!span) return;
+    const own = document.querySelectorAll(`#bars rect[data-span="${CSS.escape(span)}"]`);
+    own.forEach((bar) => bar.classList.add("selected"));
+    if (own.length || !selection || !selection.dataset.row) return;
+    const { row, kind } = selection.dataset, at = +selection.dataset.start;
+    for (const bar of document.querySelectorAll(`#bars rect[data-count][data-row="${CSS.escape(row)}"]`)) {
+      if (bar.dataset.kind === kind && +bar.dataset.start <= at && at <= +bar.dataset.end) bar.classList.add("selected");
+    }
   }
 
   // -- timeline: click, brush, wheel -------------------------------------------------------------
@@ -127,9 +169,7 @@
     } else if (target.matches("rect.bar[data-span]")) {
       select(target.dataset.span);
     } else if (target.matches("rect.bar[data-count]")) {
-      const start = +target.dataset.start, end = +target.dataset.end;
-      const pad = Math.max((end - start) * 0.1, MIN_WINDOW_MS);
-      zoomTo(start - pad, end + pad);
+      pickFrom(target);
     }
   });
 
@@ -213,13 +253,52 @@
   function moveSelection(link) {
     document.querySelectorAll("#tree .row.pending").forEach((row) => row.classList.remove("pending"));
     link.closest(".row").classList.add("pending");
-    link.scrollIntoView({ block: "nearest" });
+    revealRow(link.closest(".row"));
     clearTimeout(pending);
     pending = setTimeout(() => select(link.dataset.span), 180);
   }
 
+  // The find box: ↓/↑ move through its hits, Enter opens the chosen one (the first by default; when
+  // the hits for what was typed have not come yet, the first of them once they do).
+  let openWhenFound = false;
+  const hits = () => [...document.querySelectorAll("#search-results a.select")];
+  const hitsAnswer = () => { const list = $("#search-results .hits"); return list ? list.dataset.q : null; };
+
+  function chooseHit(link) {
+    hits().forEach((a) => { a.classList.toggle("active", a === link); a.setAttribute("aria-selected", String(a === link)); });
+    if (link) reveal(link, $("#search-results .hits"));
+  }
+
+  function findBoxKey(event, box) {
+    const found = hits();
+    const current = found.findIndex((a) => a.classList.contains("active"));
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      event.preventDefault();
+      if (!found.length) return;
+      const step = event.key === "ArrowDown" ? 1 : -1;
+      chooseHit(found[current < 0 ? (step > 0 ? 0 : found.length - 1) : Math.min(found.length - 1, Math.max(0, current + step))]);
+    } else if (event.key === "Enter") {
+      event.preventDefault();
+      if (found.length && hitsAnswer() === box.value.trim()) select(found[Math.max(current, 0)].dataset.span);
+      else if (box.value.trim()) openWhenFound = true;
+    } else if (event.key === "Escape") {
+      box.blur();
+    }
+  }
+
+  document.addEventListener("htmx:afterSwap", (event) => {
+    if (!event.detail.target || event.detail.target.id !== "search-results") return;
+    const found = hits();
+    if (found.length) chooseHit(found[0]);
+    if (openWhenFound && found.length && hitsAnswer() === $("#span-search").value.trim()) {
+      openWhenFound = false;
+      select(found[0].dataset.span);
+    }
+  });
+
   document.addEventListener("keydown", (event) => {
     if (!workspace() || event.metaKey || event.ctrlKey || event.altKey) return;
+    if (event.target.id === "span-search") { findBoxKey(event, event.target); return; }
     const typing = event.target.closest("input, textarea, select");
     if (typing) {
       if (event.key === "Escape") event.target.blur();
@@ -281,21 +360,21 @@
   document.addEventListener("htmx:afterSettle", (event) => {
     settle();
     markSelectedBar();
+    fitPanes();
     if (event.detail.target && ["workspace", "selection"].includes(event.detail.target.id)) {
-      const selected = $("#tree .row.selected");
-      if (selected) selected.scrollIntoView({ block: "nearest" });
+      revealRow($("#tree .row.selected"));
     }
   });
   document.addEventListener("DOMContentLoaded", () => {
     settle();
     fitWidth();
-    const selected = $("#tree .row.selected");
-    if (selected) selected.scrollIntoView({ block: "center" });
+    fitPanes();
+    revealRow($("#tree .row.selected"), true);
   });
   let resizing = null;
   let resized = false;
   window.addEventListener("resize", () => {
     clearTimeout(resizing);
-    resizing = setTimeout(() => { resized = true; fitWidth(); settle(); }, 250);
+    resizing = setTimeout(() => { resized = true; fitWidth(); settle(); fitPanes(); }, 250);
   });
 })();

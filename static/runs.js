@@ -38,8 +38,18 @@
   function send(form, files) {
     const input = form.querySelector("input[type=file]");
     if (files && files !== input.files) input.files = files;
+    showChosen(input);
     if (!input.files.length || tooBig(form, input.files)) return;
     form.requestSubmit();
+  }
+
+  // The files stay chosen after a refused upload (named under the drop zone), so ticking "load the
+  // good lines" and pressing Load, or the outcome's own button, sends them again; a load clears them.
+  function showChosen(input) {
+    const chosen = document.getElementById("upload-chosen");
+    if (!chosen) return;
+    const names = Array.from(input.files).map((file) => file.name);
+    chosen.textContent = names.length ? `chosen: ${names.join(", ")}` : "";
   }
 
   function wireUpload() {
@@ -48,8 +58,20 @@
     form.dataset.wired = "1";
     const input = form.querySelector("input[type=file]");
     input.addEventListener("change", () => send(form));
-    form.addEventListener("htmx:afterRequest", () => { input.value = ""; });
+    form.addEventListener("htmx:afterRequest", (event) => {
+      // By status: a refusal is swapped in as a page (htmx:beforeSwap below), which htmx then calls a success.
+      if (event.detail.xhr && event.detail.xhr.status < 300) input.value = "";
+      showChosen(input);
+    });
   }
+
+  document.addEventListener("click", (event) => {
+    const retry = event.target.closest("button.upload-retry");
+    const form = document.getElementById("upload-form");
+    if (!retry || !form) return;
+    form.querySelector("input[name=bad_lines]").checked = retry.dataset.retry === "skip";
+    send(form);
+  });
 
   const carriesFiles = (event) => Array.from(event.dataTransfer?.types || []).includes("Files");
   let depth = 0;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import subprocess
 import sys
@@ -39,6 +40,25 @@ def devtool(tmp_path: Path) -> DevtoolRunner:
         )
 
     return run
+
+
+@contextlib.contextmanager
+def running_serve(db: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """A real `devtool serve --db DB ARGS` on a free port, its URL once it listens; stopped after."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "devtool", "serve", "--db", str(db), "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        first = server.stdout.readline()
+        assert first.startswith("DevTool at "), first + (server.stderr.read() if server.stderr else "")
+        yield server, first.removeprefix("DevTool at ").strip()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
 
 
 @pytest.fixture

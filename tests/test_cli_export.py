@@ -9,7 +9,7 @@ from pathlib import Path
 from devtool.core.debugger import restore_snapshot
 from devtool.store import Store, get_snapshot, load_file, save_snapshot
 from devtool.store.queries import run_events
-from tests.conftest import CORPUS, DevtoolRunner
+from tests.conftest import CORPUS, DevtoolRunner, running_serve
 
 TRACE = CORPUS / "rejelly" / "nested.trace.jsonl"
 
@@ -73,3 +73,48 @@ def test_what_export_refuses(devtool: DevtoolRunner, tmp_path: Path) -> None:
     both = devtool("export", trace_id, "--snapshot", "x", "--db", str(db))
     assert both.returncode == 2
     assert not list(tmp_path.glob(".taken.gz.*"))
+
+
+def test_a_run_exports_as_otlp_that_another_devtool_loads(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    db, trace_id, _ = stored_run(tmp_path)
+    done = devtool("export", trace_id, "--format", "otlp", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    exported = tmp_path / f"{trace_id}.otlp.jsonl"
+    first = json.loads(exported.read_text().splitlines()[0])
+    names = {s["name"] for r in first["resourceSpans"] for ss in r["scopeSpans"] for s in ss["spans"]}
+    assert any(name.startswith("invoke_agent ") for name in names)
+    loaded = devtool("load", str(exported), "--db", str(tmp_path / "theirs.duckdb"))
+    assert loaded.returncode == 0, loaded.stderr
+    assert trace_id in loaded.stdout
+
+
+def test_a_run_exports_for_perfetto_and_a_snapshot_has_no_format(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    db, trace_id, snapshot_id = stored_run(tmp_path)
+    done = devtool("export", trace_id, "--format", "perfetto", "-o", "-", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    slices = [e for e in json.loads(done.stdout)["traceEvents"] if e["ph"] == "X"]
+    assert len(slices) > 10
+    refused = devtool("export", "--snapshot", snapshot_id, "--format", "otlp", "--db", str(db))
+    assert refused.returncode == 2
+    assert "--format is for runs" in refused.stderr
+
+
+def test_export_beside_a_running_devtool_reads_it_from_the_server(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    db, trace_id, snapshot_id = stored_run(tmp_path)
+    with running_serve(db) as (_, url):
+        run = devtool("export", trace_id, "--db", str(db), "-o", "run.jsonl.gz")
+        snapshot = devtool("export", "--snapshot", snapshot_id, "--db", str(db), "-o", "-")
+        missing = devtool("export", "f" * 32, "--db", str(db), "-o", "missing.gz")
+        perfetto = devtool("export", trace_id, "--format", "perfetto", "--db", str(db), "-o", "-")
+    assert run.returncode == 0, run.stderr
+    assert f"the DevTool at {url} has this database open: exporting through it" in run.stderr
+    lines = gzip.decompress((tmp_path / "run.jsonl.gz").read_bytes()).splitlines()
+    assert [json.loads(line) for line in lines] == [json.loads(line) for line in TRACE.read_text().splitlines()]
+    assert snapshot.returncode == 0, snapshot.stderr
+    assert json.loads(snapshot.stdout)["provenance"]["traceId"] == trace_id
+    assert missing.returncode == 2
+    assert f"no run '{'f' * 32}' in the DevTool at {url}" in missing.stderr
+    assert not (tmp_path / "missing.gz").exists()
+    assert perfetto.returncode == 0, perfetto.stderr
+    assert "exporting through it" in perfetto.stderr
+    assert len([e for e in json.loads(perfetto.stdout)["traceEvents"] if e["ph"] == "X"]) > 10

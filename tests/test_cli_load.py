@@ -1,13 +1,15 @@
-"""`devtool load` (and `devtool serve FILES`) as a user runs them: real processes, a real DuckDB file."""
+"""`devtool load` (and `devtool serve FILES`) as a user runs them: real processes, a real DuckDB file,
+and a real `devtool serve` that owns the database while the command runs beside it."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 from devtool.store import Store
-from tests.conftest import CORPUS, DevtoolRunner, Trace
+from tests.conftest import CORPUS, DevtoolRunner, Trace, running_serve
 
 NESTED = CORPUS / "rejelly" / "nested.trace.jsonl"
 JOURNAL = CORPUS / "promptise" / "billing-ops.journal.jsonl"
@@ -26,11 +28,14 @@ def test_load_prints_a_line_per_file_and_a_summary(devtool: DevtoolRunner, tmp_p
     result = devtool("load", "--db", str(db), str(NESTED), str(JOURNAL))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith(f"{NESTED}: 82 events, 48 spans, trace dfc19ffa56c7")
+    # Spans as the run's page counts them (its header, tree and timeline): its 27 instants, prompt
+    # loops and model calls are not counted.
+    assert lines[0].startswith(f"{NESTED}: 82 events, 21 spans, trace dfc19ffa56c7")
     assert lines[1].startswith(f"{JOURNAL}: 10 new journal entries, process billing-ops")
-    assert lines[2] == "loaded 2 of 2 files: 82 events, 48 spans, 1 trace, 10 journal entries, 1 journal; 0 errors"
+    assert lines[2] == "loaded 2 of 2 files: 82 events, 21 spans, 1 trace, 10 journal entries, 1 journal; 0 errors"
     assert result.stderr == ""
     assert stored(db, "SELECT count(*) FROM events") == [(82,)]
+    assert stored(db, "SELECT spans FROM runs") == [(21,)]
     again = devtool("load", "--db", str(db), str(NESTED))
     assert again.returncode == 0
     assert again.stdout.splitlines()[0] == f"{NESTED}: already loaded (82 events), nothing added"
@@ -59,7 +64,7 @@ def test_skipping_bad_lines_names_each(devtool: DevtoolRunner, tmp_path: Path) -
     result = devtool("load", "--db", str(db), "--bad-lines", "skip", str(bad))
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [
-        f"{bad}:83: skipped: not JSON (unexpected character, expected a JSON value at column 1)",
+        f"{bad}:83:1: skipped: not JSON: “oops”",
         f"{bad}:84: skipped: not a JSON object but an array",
     ]
     assert "2 bad lines skipped" in result.stdout
@@ -82,24 +87,51 @@ def test_the_progress_bar_counts_bytes(devtool: DevtoolRunner, tmp_path: Path) -
     assert quiet.stderr == ""
 
 
-def test_a_database_another_devtool_holds(devtool: DevtoolRunner, tmp_path: Path) -> None:
+def test_load_beside_a_running_devtool_loads_through_it(devtool: DevtoolRunner, tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "devtool", "serve", "--db", str(db), "--port", "0"],
+    (tmp_path / "bad.jsonl").write_text("not json\n")
+    (tmp_path / "nested.jsonl").write_bytes(NESTED.read_bytes())
+    with running_serve(db) as (server, url):
+        # A relative path, as a user types it: the server reads it where the command stands.
+        result = devtool("load", "--db", str(db), "nested.jsonl")
+        again = devtool("load", "--db", str(db), "nested.jsonl", "bad.jsonl")
+        page = urllib.request.urlopen(url).read().decode()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].startswith("nested.jsonl: 82 events, 21 spans, trace dfc19ffa56c7")
+    assert f"the DevTool at {url} has this database open: loading through it" in result.stderr
+    assert 'data-trace-id="dfc19ffa56c7ceafc8c61ea1cd2faea9"' in page  # the server shows it at once
+    assert again.returncode == 2
+    assert again.stdout.splitlines()[0] == "nested.jsonl: already loaded (82 events), nothing added"
+    assert "bad.jsonl: 1 bad line, nothing stored: line 1, column 1: not JSON" in again.stderr
+    assert "(--bad-lines skip loads the good lines)" in again.stderr
+    assert server.returncode is not None
+    assert not (tmp_path / "s.duckdb.server.json").exists()  # the server took its file away
+    assert stored(db, "SELECT count(*) FROM events") == [(82,)]
+
+
+def test_a_database_another_process_holds_says_which(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    Store(db).close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, sys; c = duckdb.connect({str(db)!r}); print('held', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        assert server.stdout is not None
-        assert server.stdout.readline().startswith("DevTool at ")
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
         result = devtool("load", "--db", str(db), str(NESTED))
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        holder.kill()
+        holder.wait(timeout=10)
     assert result.returncode == 2
     (error,) = result.stderr.splitlines()
-    assert f"database {db} is open in another process (pid {server.pid})" in error
+    assert f"database {db} is open in another process (pid {holder.pid})" in error
 
 
 def test_serve_loads_its_files_before_it_starts(devtool: DevtoolRunner, tmp_path: Path) -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import socket
 import statistics
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
-from tests.conftest import DevtoolRunner
+from tests.conftest import DevtoolRunner, running_serve
 
 
 def test_get_prints_the_empty_runs_page_without_a_socket(devtool: DevtoolRunner, tmp_path: Path) -> None:
@@ -34,37 +33,19 @@ def test_get_of_a_missing_page_exits_non_zero(devtool: DevtoolRunner, tmp_path: 
 
 
 def test_serve_prints_its_url_and_answers_http(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "devtool", "serve", "--db", str(tmp_path / "s.duckdb"), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.startswith("DevTool at http://127.0.0.1:"), line
-        url = line.split(" at ", 1)[1].strip()
+    with running_serve(tmp_path / "s.duckdb") as (_, url):
+        assert url.startswith("http://127.0.0.1:"), url
         with urllib.request.urlopen(url, timeout=10) as response:
             body = response.read().decode()
             assert response.headers["Vary"] == "HX-Request"
-        assert "No runs yet" in body
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    assert "No runs yet" in body
 
 
 def test_keep_alive_responses_are_not_held_back_by_nagle(tmp_path: Path) -> None:
     # A response is written in two parts (headers, then body). With Nagle on, the body waited for the
     # client's delayed ACK: ~40 ms on every request of a kept-alive connection, as browsers keep them.
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "devtool", "serve", "--db", str(tmp_path / "s.duckdb"), "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        host, port = proc.stdout.readline().split(" at http://", 1)[1].strip().rstrip("/").rsplit(":", 1)
+    with running_serve(tmp_path / "s.duckdb") as (_, url):
+        host, port = url.removeprefix("http://").rstrip("/").rsplit(":", 1)
         with socket.create_connection((host, int(port)), timeout=10) as conn:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             times = []
@@ -80,10 +61,7 @@ def test_keep_alive_responses_are_not_held_back_by_nagle(tmp_path: Path) -> None
                 while len(body) < length:
                     body += conn.recv(65536)
                 times.append(time.perf_counter() - started)
-        assert statistics.median(times) < 0.02, times
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    assert statistics.median(times) < 0.02, times
 
 
 def _read_until(conn: socket.socket, marker: bytes) -> bytes:

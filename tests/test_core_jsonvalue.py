@@ -1,13 +1,23 @@
-"""Strict JSON, canonical bytes and the SHA-256 content hash."""
+"""Strict JSON, canonical bytes, the SHA-256 content hash, and where a text stops being JSON."""
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
 
+import orjson
 import pytest
 
-from devtool.core.jsonvalue import NotJSONError, canonical_json, content_hash, describe, is_json, json_copy
+from devtool.core.jsonvalue import (
+    NotJSONError,
+    canonical_json,
+    content_hash,
+    content_hash_of_json,
+    describe,
+    is_json,
+    json_copy,
+    where_not_json,
+)
 
 
 def test_canonical_json_sorts_keys_at_every_level_without_whitespace_in_utf8() -> None:
@@ -58,3 +68,29 @@ def test_describe_marks_what_is_not_json() -> None:
     assert described["$notJson"] == "$.p is a tests.test_core_jsonvalue.Point, not a JSON value"
     assert "Point(x=1)" in str(described["$repr"])
     assert describe({"ok": [1, "two"]}) == {"ok": [1, "two"]}
+
+
+def test_an_integer_beyond_64_bits_has_no_canonical_json() -> None:
+    with pytest.raises(NotJSONError, match="cannot be written as canonical JSON"):
+        canonical_json({"seed": 2**70})
+    with pytest.raises(NotJSONError):
+        content_hash_of_json({"seed": 2**70})
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        (b"this is not json", (1, 1, "“this is not json”")),
+        (b'{"a": tru}', (1, 7, "“tru}”")),
+        (b'{"a": 1', (1, 8, "cut short")),
+        (b"[1,\n2,\n3 x]", (3, 3, "“x]”")),
+        ('{"é": 1 x}'.encode(), (1, 9, "“x}”")),  # columns count characters, not bytes
+        (b'{"a": "' + b"x" * 40 + b'" oops and more after it}', (1, 50, "“oops and more after it}”")),
+        (b"\x01\x02", (1, 1, "“··”")),
+    ],
+)
+def test_where_a_text_stops_being_json_is_said_in_a_readers_words(text: bytes, where: tuple[int, int, str]) -> None:
+    with pytest.raises(orjson.JSONDecodeError) as caught:
+        orjson.loads(text)
+    assert where_not_json(text, caught.value) == where
+    assert "expected" not in where[2]

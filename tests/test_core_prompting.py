@@ -67,10 +67,12 @@ def test_tool_loop_runs_a_batch_per_model_request_and_returns_the_answer() -> No
     tool_messages = [m for m in second_turn["messages"] if m["role"] == "tool"]
     assert [m["content"] for m in tool_messages] == ['{"q":"a","n":1}', '{"q":"bb","n":2}']
     batch = next(e for e in sink.events if e["type"] == "tools:execute:end")
-    ids = [r["toolCallId"] for r in batch["toolResults"]]
+    # The TypeScript library's meaning: a result's callId is the model's id for the call.
+    ids = [r["callId"] for r in batch["toolResults"]]
     assert ids[0].endswith("_0")
     assert ids[1] == ids[0][:-1] + "1"
-    assert batch["toolResults"][1]["callId"] == "root/agent:asker:0/tool:search:1"
+    assert [m["tool_call_id"] for m in tool_messages] == ids
+    assert batch["toolResults"][1]["callPath"] == "root/agent:asker:0/tool:search:1"
 
 
 def test_scripted_tool_call_ids_follow_from_the_answer() -> None:

@@ -282,7 +282,7 @@ def _ts_style(events: list[Any]) -> list[Any]:
         event.pop("callId", None)
         event["timestamp"] = int(event["timestamp"])
         for result in event.get("toolResults", []):
-            result["callId"] = result.pop("toolCallId", None) or result["callId"]
+            del result["callPath"]
         out.append(event)
     return out
 

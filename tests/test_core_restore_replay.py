@@ -170,7 +170,7 @@ def calls_of(events: list[Any]) -> Iterator[Call]:
             for result in event["toolResults"]:
                 replayable = result["success"] and not result.get("tombstone", False)
                 yield Call(
-                    position, _frame(result["callId"]), "tool", result["contentHash"], replayable, result["cache"]
+                    position, _frame(result["callPath"]), "tool", result["contentHash"], replayable, result["cache"]
                 )
 
 
@@ -314,7 +314,7 @@ def test_the_rich_program_exercises_what_it_claims() -> None:
     assert types["agent:start"] == 4
     assert any(r.get("tombstone") for r in results)
     assert any(not r["success"] for r in results)
-    assert len(results) - len({(_frame(r["callId"]), r["contentHash"]) for r in results}) >= 1  # repeats
+    assert len(results) - len({(_frame(r["callPath"]), r["contentHash"]) for r in results}) >= 1  # repeats
     assert _interleaved(recording.events, "root/agent:boss:0/agent:w:0", "root/agent:boss:0/agent:w:1")
 
 

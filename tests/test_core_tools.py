@@ -49,7 +49,9 @@ def test_sync_and_async_handlers_and_call_ids() -> None:
 
     assert run_agent(handler, sinks=[sink]) == [2, "X", 4]
     ends = [e for e in sink.events if e["type"] == "tools:execute:end"]
-    assert [e["toolResults"][0]["callId"] for e in ends] == [
+    # Called directly, not asked for by a model: the tool result's callId is ours, as its callPath.
+    assert [e["toolResults"][0]["callId"] for e in ends] == [e["toolResults"][0]["callPath"] for e in ends]
+    assert [e["toolResults"][0]["callPath"] for e in ends] == [
         "root/agent:a:0/tool:double:0",
         "root/agent:a:0/tool:upper:0",
         "root/agent:a:0/tool:double:1",

@@ -142,7 +142,7 @@ def test_an_append_after_a_crash_never_glues_onto_the_torn_line(tmp_path: Path) 
 @pytest.mark.parametrize(
     ("bad", "reason"),
     [
-        (b"this is not json", "not JSON (invalid literal"),
+        (b"this is not json", "not JSON at column 1: “this is not json”"),
         (b"[1, 2, 3]", "not a JSON object but an array"),
         (b'{"entry_id": "x", "timestamp": "last tuesday", "entry_type": "error"}', "timestamp 'last tuesday' is not"),
         (b'{"entry_id": "x", "timestamp": null, "entry_type": "error"}', "timestamp is missing"),

@@ -1,6 +1,7 @@
-"""Imports point one way (DESIGN.md's layer table, as `MAY_IMPORT`); core and journal skip the web stack,
-actions skips it too, and the web layer's page builders speak no HTTP; the model SDKs are imported only
-by the adapters (`devtool/core/providers/`), and only when a model of theirs is used."""
+"""Imports point one way (DESIGN.md's layer table, as `MAY_IMPORT`); core, formats and journal skip the web
+stack, actions and instrument skip it too, and the web layer's page builders speak no HTTP; the model SDKs are
+imported only by the adapters (`devtool/core/providers/`) and the instrumentation (`devtool/instrument/`),
+and only when a model of theirs is used or their instrumentation is asked for; `import devtool` is light."""
 
 from __future__ import annotations
 
@@ -14,26 +15,28 @@ import pytest
 from tests.conftest import REPO
 
 WEB_STACK = {"duckdb", "starlette", "jinja2", "sse_starlette", "uvicorn", "httpx", "multipart"}
-LAYERS = ["core", "journal", "instrument", "testing", "demo", "store", "actions", "web", "cli"]
+LAYERS = ["core", "formats", "journal", "instrument", "testing", "demo", "store", "actions", "web", "cli"]
 # Which of our layers each layer may import (besides itself); DESIGN.md's "Layers" table says the same.
 MAY_IMPORT: dict[str, set[str]] = {
     "core": set(),
+    "formats": {"core"},
     "journal": {"core"},
     "instrument": {"core"},
     "testing": {"core", "instrument"},
     "demo": {"core", "journal"},
-    "store": {"core", "journal"},
+    "store": {"core", "journal", "formats"},
     "actions": {"core", "journal", "store"},
-    "web": {"core", "journal", "store", "actions"},
+    "web": {"core", "journal", "formats", "store", "actions"},
     "cli": set(LAYERS) - {"cli"},
 }
 # Layers that import nothing of the web stack: what a user who only records agents installs, and
 # the actions, which the web layer calls and which leave storage to the store.
-NO_WEB_STACK = ("core", "journal", "actions")
+NO_WEB_STACK = ("core", "formats", "journal", "actions", "instrument")
 # Page-data builders: no HTTP, no templates.
 PAGES_REFUSE = {"starlette", "jinja2", "sse_starlette"}
 SDKS = {"openai", "anthropic"}
-ADAPTERS = REPO / "devtool" / "core" / "providers"
+# Where an SDK may be imported (by name, when asked): the adapters and the instrumentation.
+SDK_HOMES = (REPO / "devtool" / "core" / "providers", REPO / "devtool" / "instrument")
 
 
 def _imports(path: Path) -> set[str]:
@@ -76,7 +79,7 @@ def test_a_layer_imports_only_the_layers_it_may(layer: str) -> None:
                 offences.append(f"{path.relative_to(REPO)} imports {module}")
             if layer in NO_WEB_STACK and module.split(".")[0] in WEB_STACK:
                 offences.append(f"{path.relative_to(REPO)} imports the web stack: {module}")
-            if module.split(".")[0] in SDKS and not path.is_relative_to(ADAPTERS):
+            if module.split(".")[0] in SDKS and not any(path.is_relative_to(home) for home in SDK_HOMES):
                 offences.append(f"{path.relative_to(REPO)} imports a model SDK: {module}")
     assert offences == []
 
@@ -95,11 +98,30 @@ def test_page_builders_speak_no_http() -> None:
 def test_importing_core_and_journal_loads_no_web_stack_and_no_model_sdk() -> None:
     banned = sorted(WEB_STACK | SDKS)
     probe = (
-        "import sys, devtool.core, devtool.journal, devtool.core.providers;"
+        "import sys, devtool.core, devtool.journal, devtool.core.providers, devtool.instrument;"
         f"print(sorted(m for m in {banned!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_import_devtool_is_light_and_its_decorators_come_when_used() -> None:
+    probe = (
+        "import sys, devtool; loaded = sorted(m for m in sys.modules if m.startswith('devtool.')"
+        f" or m.split('.')[0] in {sorted(WEB_STACK | SDKS)!r}); print(loaded);"
+        "print(devtool.record.__module__, devtool.tool.__module__, 'openai' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", "devtool.instrument.recording devtool.instrument.functions False"]
+
+
+def test_instrumenting_an_sdk_imports_that_sdk_only() -> None:
+    probe = (
+        "import sys, devtool.instrument; devtool.instrument.anthropic();"
+        "print('anthropic' in sys.modules, 'openai' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False"]
 
 
 def test_naming_a_model_imports_its_sdk_only() -> None:

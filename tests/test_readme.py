@@ -37,17 +37,29 @@ def test_python_examples_run(tmp_path: Path, fake_provider: FakeProvider) -> Non
         {"text": "Light clothes and sunglasses."},
         contains="What should I wear in Lisbon today?",
     )
+    fake_provider.reply(
+        {"tool_calls": [{"name": "order_status", "arguments": {"order_id": "A17"}}]},
+        {"text": "It shipped yesterday."},
+        contains="Where is my order A17?",
+    )
     env = {**os.environ, **fake_provider.env(api_key="sk-readme-0000000000")}
     blocks = re.findall(r"```python\n(.*?)```", README, re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
+    outputs = []
     for index, code in enumerate(blocks):
         script = tmp_path / f"readme_{index}.py"
         script.write_text(code)
         result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env)
         assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout)
     assert (tmp_path / "trace.jsonl").read_text().count("\n") > 10
-    assert result.stdout == "Light clothes and sunglasses.\n"
-    assert fake_provider.count() == 2  # two turns recorded; the replay asked nothing
+    assert outputs[1:] == ["Light clothes and sunglasses.\n", "It shipped yesterday.\n"]
+    assert fake_provider.count() == 4  # two turns recorded, the replay asked nothing; then the support bot's two
+    support = [orjson.loads(line) for line in (tmp_path / "support.jsonl").read_bytes().splitlines()]
+    assert support[0]["metadata"]["entrypoint"] == "readme_2:main"
+    assert [e["type"] for e in support].count("turn:end") == 2
+    (tool,) = [e for e in support if e["type"] == "tools:execute:end"]
+    assert tool["toolResults"][0]["output"] == "order A17: shipped yesterday"
     events = [orjson.loads(line) for line in (tmp_path / "forecast.jsonl").read_bytes().splitlines()]
     (batch,) = [e for e in events if e["type"] == "tools:execute:end"]
     assert batch["toolResults"][0]["output"] == "Lisbon: 21°C and sunny"

@@ -6,11 +6,37 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from devtool.store import Store, StoreError, StoreLockedError, append_events, database
 from devtool.store.schema import MIGRATIONS
 from tests.conftest import Trace
+
+
+def old_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int, events: list[dict[str, object]]) -> Path:
+    """A store at schema `version` holding `events`: appended by today's code to a new store, their
+    rows copied into one made by the first `version` migrations (the columns it has)."""
+    new = Store(tmp_path / "new.duckdb")
+    append_events(new, events)
+    new.close()
+    path = tmp_path / "old.duckdb"
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:version])
+    Store(path).close()
+    monkeypatch.undo()
+    with duckdb.connect(str(path)) as conn:
+        conn.execute(f"ATTACH '{tmp_path / 'new.duckdb'}' AS new (READ_ONLY)")
+        for table in ("sources", "events", "spans", "runs"):
+            columns = ", ".join(
+                row[0]
+                for row in conn.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'old' "
+                    "AND table_name = ? ORDER BY ordinal_position",
+                    [table],
+                ).fetchall()
+            )
+            conn.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM new.{table}")
+    return path
 
 
 def test_a_new_file_is_at_the_latest_schema_version(tmp_path: Path) -> None:
@@ -47,6 +73,27 @@ def test_a_later_migration_runs_once_on_an_older_file(tmp_path: Path, monkeypatc
     reopened = Store(tmp_path / "s.duckdb")
     try:
         assert reopened.query("SELECT count(*) FROM information_schema.columns WHERE column_name = 'note'") == [(1,)]
+    finally:
+        reopened.close()
+
+
+def test_migration_5_counts_a_stored_runs_spans_as_its_page_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A store written before migration 5 counted every span: instants, prompt loops, model calls.
+    t = Trace()
+    root = t.start("agent")
+    loop = t.start("promptAgent", root)
+    t.end(t.start("model:call", loop), success=False)
+    t.end(loop)
+    t.point("error", root, error={"message": "boom"})
+    t.end(root, success=False)
+    path = old_store(tmp_path, monkeypatch, 4, t.events)
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("UPDATE runs SET spans = 4, failed = 3")
+    reopened = Store(path)
+    try:
+        assert reopened.query("SELECT spans, failed FROM runs") == [(1, 1)]
     finally:
         reopened.close()
 
@@ -106,3 +153,15 @@ def test_duckdb_is_held_to_a_memory_limit_and_told_where_to_spill(tmp_path: Path
         chosen.close()
     with pytest.raises(StoreError, match="Memory must have a number"):
         Store(tmp_path / "c.duckdb", memory_limit="lots")
+
+
+def test_migration_6_gives_stored_events_their_identity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    t = Trace()
+    t.start("agent")
+    reopened = Store(old_store(tmp_path, monkeypatch, 5, t.events))
+    try:
+        # An event stored before the migration is known by its key: sent again, it is not stored again.
+        assert append_events(reopened, t.events) == [None]
+        assert reopened.query("SELECT count(*) FROM events") == [(1,)]
+    finally:
+        reopened.close()

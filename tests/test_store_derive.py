@@ -183,7 +183,9 @@ def test_a_duplicated_event_does_not_make_a_second_span(store: Store) -> None:
     t = Trace()
     run = t.start("runWith")
     t.end(run)
-    append_events(store, [t.events[0], t.events[0], t.events[1]])
+    # The same start twice, sent again a moment later (the same event twice is stored once).
+    again = {**t.events[0], "timestamp": t.events[0]["timestamp"] + 0.5}
+    append_events(store, [t.events[0], again, t.events[0], t.events[1]])
     found = spans(store, t.trace_id)
     assert len(found) == 1
     assert (found[run]["status"], found[run]["events"]) == ("completed", 3)

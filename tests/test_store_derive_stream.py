@@ -18,6 +18,7 @@ import pytest
 from bench.gen_trace import generate
 from devtool.store import Store, derive, derive_stream
 from devtool.store.event_sql import insert_events
+from devtool.store.span_sql import SHOWN
 from tests.conftest import CORPUS, Trace
 
 _SPAN_COLUMNS = (
@@ -144,9 +145,12 @@ def test_a_chunk_carries_the_spans_open_at_its_end_not_the_spans_made(tmp_path: 
             conn.execute("CREATE TEMP TABLE touched_traces AS SELECT DISTINCT trace_id FROM events")
             streamed = derive_stream.derive_new(conn, 0, len(events), size=200)
             conn.execute("DROP TABLE touched_traces")
+            stored = conn.execute(f"SELECT count(*) FILTER (WHERE {SHOWN}), count(*) FROM spans").fetchall()[0]
     finally:
         store.close()
-    assert streamed.spans > 2000
+    # The spans made, as a run counts them: those its page shows (not instants, loops, model calls).
+    assert streamed.spans == stored[0] > 1000
+    assert stored[1] > streamed.spans
     assert streamed.chunks == 4000 // 200
     # 16 workers run at once, each with at most its agent, generation, loop, and a turn with its model
     # call or a tool batch open, under the run, the orchestrator and its generation: whatever the size.

@@ -67,7 +67,8 @@ def test_streams_are_sources_of_their_own(store: Store) -> None:
     b.start("agent")
     append_events(store, a.events, stream="http:client-1")
     append_events(store, b.events, stream="http:client-2")
-    append_events(store, a.events, stream="http:client-1")
+    a.start("agent")
+    append_events(store, a.events[1:], stream="http:client-1")
     assert store.query("SELECT path, events FROM sources ORDER BY path") == [("http:client-1", 2), ("http:client-2", 1)]
 
 
@@ -86,3 +87,31 @@ def test_a_parent_that_ends_later_keeps_its_children(store: Store) -> None:
     append_events(store, t.events[-1:])  # only the agent is derived again
     (root,) = frame_tree(store, t.trace_id).nodes
     assert (root.status, root.child_count, len(root.children)) == ("completed", 2, 2)
+
+
+def test_an_event_stored_already_is_not_stored_again(store: Store) -> None:
+    t = Trace()
+    agent = t.start("agent")
+    t.start("turn", agent)
+    first = append_events(store, t.events)
+    t.end(agent)
+    # A retry of the first batch with the new event: only the new one is stored.
+    again = append_events(store, t.events)
+    assert again[:2] == [None, None]
+    assert again[2] is not None
+    assert again[2] > max(i for i in first if i is not None)
+    # The same event twice in one batch is stored once.
+    u = Trace()
+    u.start("agent")
+    twice = append_events(store, [u.events[0], u.events[0]])
+    assert twice[0] is not None
+    assert twice[1] is None
+    assert store.query("SELECT count(*) FROM events") == [(4,)]
+    assert store.query("SELECT events FROM runs WHERE trace_id = ?", [t.trace_id]) == [(3,)]
+
+
+def test_the_same_event_in_another_trace_is_another_event(store: Store) -> None:
+    t = Trace()
+    t.start("agent")
+    other = {**t.events[0], "trace": {**t.events[0]["trace"], "traceId": "f" * 32}}
+    assert None not in append_events(store, [t.events[0], other])

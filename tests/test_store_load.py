@@ -62,7 +62,7 @@ def with_(**changes: Any) -> dict[str, Any]:
 
 
 BAD_LINES = [
-    pytest.param(b'{"type": "runWith:start", "timestamp": ', "not JSON", id="not-json"),
+    pytest.param(b'{"type": "runWith:start", "timestamp": ', "not JSON: cut short", id="not-json"),
     pytest.param(b'{"type": "runWith:start", "note": "caf\xe9"}', "not UTF-8 text (byte 0xe9", id="not-utf8"),
     pytest.param(b"[1, 2, 3]", "not a JSON object but an array", id="not-an-object"),
     pytest.param(b'"just a string"', "not a JSON object but a string", id="a-string"),
@@ -92,8 +92,12 @@ def test_a_bad_line_rejects_the_file_naming_line_and_problem(
     before = contents(loaded)
     with pytest.raises(BadLinesError) as caught:
         load_file(loaded, path)
-    assert str(caught.value).startswith(f"{path}: 1 bad line, nothing stored: line 4: {message}")
-    assert [(p.line, p.message.startswith(message)) for p in caught.value.problems] == [(4, True)]
+    (problem,) = caught.value.problems
+    assert problem.line == 4
+    assert problem.message.startswith(message)
+    assert str(caught.value).startswith(f"{path}: 1 bad line, nothing stored: {problem.where()}: {message}")
+    # Where a line stops being JSON is said to the column, in the reader's words, not the parser's.
+    assert problem.where() == ("line 4, column 39" if message.startswith("not JSON") else "line 4")
     assert contents(loaded) == before
 
 
@@ -137,7 +141,7 @@ def test_a_file_of_only_bad_lines_loads_nothing_even_when_skipping(store: Store,
 def test_the_torn_last_line_of_a_crashed_writer_is_named(store: Store, tmp_path: Path) -> None:
     path = tmp_path / "torn.jsonl"
     path.write_bytes(lines(*small_run().events) + b'{"type": "turn:start", "timest')
-    with pytest.raises(BadLinesError, match="line 7: not JSON"):
+    with pytest.raises(BadLinesError, match="line 7, column 31: not JSON: cut short"):
         load_file(store, path)
     result = load_file(store, path, bad_lines=BadLines.SKIP)
     assert (result.events, result.bad_lines) == (6, 1)
@@ -330,7 +334,7 @@ def test_a_json_array_names_its_bad_element(store: Store, tmp_path: Path) -> Non
 def test_a_json_array_that_is_not_json_says_where(store: Store, tmp_path: Path) -> None:
     path = tmp_path / "events.json"
     path.write_bytes(b'[\n  {"type": "a"},\n  {"type": \n]')
-    with pytest.raises(BadLinesError, match=r"not JSON \(.* at line 4, column 1\)"):
+    with pytest.raises(BadLinesError, match="line 4, column 1: not JSON: “]”"):
         load_file(store, path)
 
 
@@ -388,3 +392,24 @@ def test_a_file_of_gigabytes_with_a_broken_tail_is_named_in_bounded_memory(tmp_p
     # Never the 2,200 MiB line in memory: DuckDB's reader buffers up to its object limit (512 MiB)
     # a few times over while it finds the line too long (1.3-1.6 GiB seen here), then the scan streams.
     assert usage.ru_maxrss < 2_000 * 1024  # KiB
+
+
+def test_a_file_overlapping_one_loaded_before_adds_only_its_new_events(store: Store, tmp_path: Path) -> None:
+    lines = (CORPUS / "rejelly" / "nested.trace.jsonl").read_bytes().splitlines(keepends=True)
+    half = tmp_path / "half.jsonl"
+    half.write_bytes(b"".join(lines[: len(lines) // 2]))
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    assert load_file(store, half).events == len(lines) // 2
+    grown = load_file(store, whole)
+    assert grown.events == len(lines) - len(lines) // 2
+    assert store.query("SELECT count(*), count(DISTINCT event_key) FROM events") == [(len(lines), len(lines))]
+    (trace_id,) = grown.traces
+    assert store.query("SELECT events FROM runs WHERE trace_id = ?", [trace_id]) == [(len(lines),)]
+    # The first half again, under another name: nothing new, and said so.
+    again = tmp_path / "again.jsonl"
+    again.write_bytes(b"".join(lines[:5]))
+    repeat = load_file(store, again)
+    assert repeat.already_loaded
+    assert repeat.events == 0
+    assert store.query("SELECT count(*) FROM events") == [(len(lines),)]

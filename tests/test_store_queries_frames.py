@@ -130,3 +130,32 @@ def test_unknown_runs_and_spans(store: Store, wide: tuple[Trace, str, list[str]]
         frame_tree(store, "nope")
     with pytest.raises(NotFoundError, match="no span 'nope'"):
         frame_tree(store, wide[0].trace_id, span_id="nope")
+
+
+def test_sibling_agents_of_one_id_carry_their_call_index_and_props(store: Store) -> None:
+    t = Trace()
+    root = t.start("agent", agentId="lead", callId="root/agent:lead:0", props={"question": "which language?"})
+    generation = t.start("generation", root, generationId=0)
+    topics = ["rust", "go", "a topic long enough to be cut short in the tree"]
+    for index, topic in enumerate(topics):
+        call_id = f"root/agent:lead:0/agent:researcher:{index}"
+        researcher = t.start("agent", generation, agentId="researcher", callId=call_id, props={"topic": topic, "n": 2})
+        t.end(researcher)
+    writer = t.start("agent", generation, agentId="writer", callId="root/agent:lead:0/agent:writer:0", props={})
+    t.end(writer)
+    t.end(generation)
+    t.end(root)
+    append_events(store, t.events)
+    (lead,) = frame_tree(store, t.trace_id, depth=3).nodes
+    children = lead.children[0].children
+    assert lead.twin is False
+    assert lead.props is None  # an agent of its own id needs no telling apart
+    researchers = [child for child in children if child.agent_id == "researcher"]
+    assert [node.call_index for node in researchers] == [0, 1, 2]
+    assert all(node.twin for node in researchers)
+    assert [node.props for node in researchers][:2] == ['topic="rust", n=2', 'topic="go", n=2']
+    assert researchers[2].props is not None
+    assert researchers[2].props.startswith('topic="a topic long enough')
+    assert "…" in researchers[2].props
+    (writer_node,) = [child for child in children if child.agent_id == "writer"]
+    assert (writer_node.twin, writer_node.props) == (False, None)

@@ -1,4 +1,4 @@
-"""The timeline window: spans by depth and pixels, merged below a pixel, never more than rows × width bars."""
+"""The timeline window: spans by depth, each wide one a bar, narrow ones merged by kind, within the budget."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from devtool.store import NotFoundError, Store, append_events
 from devtool.store.queries import timeline_window
+from devtool.store.queries.timeline import MIN_PX
 from tests.conftest import Trace
 
 
@@ -39,17 +40,71 @@ def test_wide_spans_are_bars_of_their_own(store: Store) -> None:
     assert (workers[0].start_ms, workers[0].end_ms) == (0.0, 90.0)
 
 
-def test_spans_under_a_pixel_merge_into_counted_bars(store: Store) -> None:
-    t = fan_out(1000, length=0.5, gap=0.5)  # 1000 spans over 1000 ms, drawn on 10 px
+def test_spans_too_narrow_to_see_merge_into_counted_bars(store: Store) -> None:
+    t = fan_out(1000, length=0.5, gap=0.5)  # 1000 spans over 1000 ms, drawn on 30 px
     append_events(store, t.events)
-    window = timeline_window(store, t.trace_id, width_px=10)
+    window = timeline_window(store, t.trace_id, width_px=10 * MIN_PX)
     workers = [bar for bar in window.bars if bar.row == 1]
-    assert len(workers) == 10
+    assert len(workers) == 10  # one per MIN_PX columns
     assert sum(bar.count for bar in workers) == 1000
-    assert all(bar.span_id is None and bar.name is None and bar.kind == "agent" for bar in workers)
+    assert all(bar.span_id is None and bar.merged and bar.kind == "agent" for bar in workers)
+    assert all(bar.name == "worker" and bar.one_name for bar in workers)
     assert sum(bar.failed for bar in workers) == len([i for i in range(1000) if i % 7 == 3])
-    assert all(bar.status == "failed" for bar in workers)  # every pixel holds a failure
+    assert all(bar.status == "failed" for bar in workers)  # every column holds a failure
     assert window.spans == 1001
+
+
+def test_parallel_spans_that_start_and_end_together_stay_apart(store: Store) -> None:
+    # Three researchers fanned out at once that take the same time: wide enough to see, so each is a
+    # bar of its own (the layout gives them lanes), never one "3 spans" bar.
+    t = Trace(start_ms=0.0)
+    root = t.start("agent", agentId="lead", at=0.0)
+    researchers = [t.start("agent", root, agentId="researcher", at=100.0) for _ in range(3)]
+    for researcher in researchers:
+        t.end(researcher, at=400.0)
+    t.end(root, at=1000.0)
+    append_events(store, t.events)
+    row = [bar for bar in timeline_window(store, t.trace_id, width_px=100).bars if bar.row == 1]
+    assert sorted(bar.span_id or "" for bar in row) == sorted(researchers)
+    assert [bar.parent_id for bar in row] == [root] * 3
+
+
+def test_a_merged_bar_holds_one_kind_and_says_whether_its_names_differ(store: Store) -> None:
+    # Quick turns and tool calls of two workers, interleaved at one depth: each kind merges apart.
+    t = Trace(start_ms=0.0)
+    root = t.start("agent", agentId="lead", at=0.0)
+    for index in range(40):
+        turn = t.start("turn", root, step=index, at=index * 1.0)
+        t.end(turn, at=index * 1.0 + 0.1)
+        tool = "web_search" if index % 2 else "fetch_page"
+        tools = t.start("tools:execute", root, toolNames=[tool], at=index + 0.2)
+        t.end(tools, at=index + 0.3)
+    t.end(root, at=1000.0)
+    append_events(store, t.events)
+    # 60 px over 1000 ms: the first MIN_PX columns hold all 40 ms of them.
+    row = [bar for bar in timeline_window(store, t.trace_id, width_px=60).bars if bar.row == 1]
+    assert {bar.kind for bar in row} == {"turn", "tools:execute"}
+    (turns,) = [bar for bar in row if bar.kind == "turn"]
+    (tools,) = [bar for bar in row if bar.kind == "tools:execute"]
+    assert (turns.count, tools.count) == (40, 40)
+    assert turns.one_name is False  # turn 0, turn 1, ...
+    assert tools.one_name is False
+    assert tools.name in ("web_search", "fetch_page")
+
+
+def test_spans_the_tree_looks_through_are_not_drawn(store: Store) -> None:
+    t = Trace(start_ms=0.0)
+    root = t.start("agent", agentId="lead", at=0.0)
+    loop = t.start("promptAgent", root, at=10.0)
+    turn = t.start("turn", loop, at=10.0)
+    call = t.start("model:call", turn, at=11.0)
+    t.end(call, at=80.0)
+    t.end(turn, at=90.0)
+    t.end(loop, at=90.0)
+    t.end(root, at=100.0)
+    append_events(store, t.events)
+    kinds = {bar.kind for bar in timeline_window(store, t.trace_id, width_px=100).bars}
+    assert kinds == {"agent", "turn"}
 
 
 def test_a_window_shows_what_overlaps_it_and_pins_earlier_starts_to_pixel_0(store: Store) -> None:
@@ -83,7 +138,7 @@ def test_spans_that_start_together_stay_apart_when_their_ends_differ(store: Stor
     assert all(bar.px == 0 for bar in late if bar.row == 1)
 
 
-def test_a_dense_window_falls_back_to_start_pixels_within_the_bound(store: Store) -> None:
+def test_a_dense_window_merges_wide_spans_too_but_stays_within_the_bound(store: Store) -> None:
     t = Trace(start_ms=0.0)
     root = t.start("agent", agentId="root", at=0.0)
     for index in range(400):  # long, overlapping, all different: more (start, end) pairs than pixels
@@ -94,6 +149,9 @@ def test_a_dense_window_falls_back_to_start_pixels_within_the_bound(store: Store
     window = timeline_window(store, t.trace_id, width_px=20)
     assert len(window.bars) <= window.rows * 20
     assert window.spans == 401
+    budgeted = timeline_window(store, t.trace_id, width_px=1000, max_bars=50)
+    assert len(budgeted.bars) <= 50
+    assert budgeted.spans == 401
 
 
 def test_cached_spans_are_counted_on_their_bars(store: Store) -> None:
@@ -145,8 +203,9 @@ def test_bad_windows_and_unknown_runs(store: Store) -> None:
 def test_never_more_bars_than_rows_times_width(
     store: Store, seed: int, spans: int, width: int, window: list[float]
 ) -> None:
-    """Whatever the trace (random nesting, lengths, overlaps) and window: at most rows × width bars, in
-    the window's pixels, and together the bars stand for exactly the spans that overlap the window."""
+    """Whatever the trace (random nesting, lengths, overlaps) and window: at most rows × width bars (or
+    one per row and kind, when there are more of those), in the window's pixels, each of one kind, and
+    together the bars stand for exactly the spans that overlap the window."""
     rng = random.Random(seed)
     t = Trace(start_ms=0.0)
     open_spans: list[tuple[str, float]] = []
@@ -162,7 +221,7 @@ def test_never_more_bars_than_rows_times_width(
     start = run_start + window[0] * (run_end - run_start)
     end = run_start + window[1] * (run_end - run_start)
     result = timeline_window(store, t.trace_id, start_ms=start, end_ms=end, width_px=width)
-    assert len(result.bars) <= result.rows * width
+    assert len(result.bars) <= max(result.rows * width, len({(bar.row, bar.kind) for bar in result.bars}))
     assert all(0 <= bar.px < width for bar in result.bars)
     (overlapping,) = store.query(
         "SELECT count(*) FROM spans WHERE trace_id = ? AND NOT instant AND start_ts <= ? AND coalesce(end_ts, ?) >= ?",

@@ -100,11 +100,11 @@ def test_a_file_load_indexes_its_words_with_its_events_or_not_at_all(store: Stor
     assert list_runs(store, search="unfindable") == []
 
 
-def test_a_store_of_schema_4_upgrades_with_its_costs_counts_and_words(
+def test_a_store_of_schema_6_upgrades_with_its_costs_counts_and_words(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A store written before the search index (schema 4: costs, no words, no counts on runs) gets them
-    from what it holds when it is opened, and keeps its costs."""
+    """A store written before the search index (schema 6, main's before this: costs, event keys, no
+    words, no counts on runs) gets them from what it holds when it is opened, and keeps its costs."""
     t = talking_run()
     call = t.start("model:call")
     t.end(call, success=True, usage={"promptTokens": 9, "completionTokens": 1}, costs={"micro_usd": 955})
@@ -113,10 +113,10 @@ def test_a_store_of_schema_4_upgrades_with_its_costs_counts_and_words(
     expected = get_run(new, t.trace_id)
     new.close()
     path = tmp_path / "old.duckdb"
-    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:4])
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:6])
     Store(path).close()
     monkeypatch.undo()
-    with duckdb.connect(str(path)) as conn:  # the rows schema 4 has, copied from a store that made them
+    with duckdb.connect(str(path)) as conn:  # the rows schema 6 has, copied from a store that made them
         conn.execute(f"ATTACH '{tmp_path / 'new.duckdb'}' AS new (READ_ONLY)")
         for table in ("sources", "events", "spans"):
             conn.execute(f"INSERT INTO {table} SELECT * FROM new.{table}")

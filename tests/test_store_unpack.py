@@ -41,7 +41,7 @@ def test_errors_name_the_compressed_file(store: Store, tmp_path: Path) -> None:
     t.end(t.start("agent", agentId="a"))
     lines = b"".join(json.dumps(event).encode() + b"\n" for event in t.events)
     path = packed(tmp_path, "bad.jsonl.gz", lines + b"{not json\n")
-    with pytest.raises(BadLinesError, match=r"bad\.jsonl\.gz: 1 bad line.*line 3: not JSON") as caught:
+    with pytest.raises(BadLinesError, match=r"bad\.jsonl\.gz: 1 bad line.*line 3, column 2: not JSON") as caught:
         load_file(store, path)
     assert caught.value.path == path
     cut = tmp_path / "cut.jsonl.gz"

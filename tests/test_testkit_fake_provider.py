@@ -142,6 +142,46 @@ def test_an_anthropic_stream_has_the_messages_event_sequence(fake_provider: Fake
     assert json.loads(frames(raw)[-2])["delta"]["stop_reason"] == "tool_use"
 
 
+def test_a_responses_stream_has_openais_event_sequence_and_the_whole_response_last(fake_provider: FakeProvider) -> None:
+    fake_provider.reply({"text": "Hi there", "chunk_size": 4, "tool_calls": [{"name": "f", "arguments": {"a": 1}}]})
+    body = {"model": "gpt-4.1-mini", "input": [{"role": "user", "content": "hi"}], "stream": True, "instructions": "x"}
+    status, _, raw = post(f"{fake_provider.openai_base_url}/responses", body, {"Authorization": "Bearer k"})
+    assert status == 200
+    events = [line.removeprefix("event: ") for line in raw.decode().splitlines() if line.startswith("event: ")]
+    assert events == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.output_item.added",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_item.done",
+        "response.completed",
+    ]
+    data = [json.loads(frame) for frame in frames(raw)]
+    assert [d["sequence_number"] for d in data] == list(range(len(data)))
+    assert [d["type"] for d in data] == events
+    final = data[-1]["response"]
+    assert [item["type"] for item in final["output"]] == ["message", "function_call"]
+    assert final["output"][1]["arguments"] == '{"a":1}'
+    assert final["usage"]["total_tokens"] == final["usage"]["input_tokens"] + final["usage"]["output_tokens"]
+    assert fake_provider.requests()[0]["api"] == "openai.responses"
+    fake_provider.reply({"json": {"ok": True}, "finish": "length"})
+    status, _, raw = post(f"{fake_provider.openai_base_url}/responses", {"model": "m", "input": "hi"})
+    whole = json.loads(raw)
+    assert (whole["status"], whole["output"][0]["content"][0]["text"]) == ("incomplete", '{"ok":true}')
+    status, _, raw = post(f"{fake_provider.openai_base_url}/responses", {"model": "m"})
+    assert status == 400
+    assert json.loads(raw)["error"]["message"] == "Missing required parameter: 'input'."
+
+
 def test_provider_errors_have_the_providers_bodies(fake_provider: FakeProvider) -> None:
     fake_provider.configure(api_key="sk-right-key-1234567")
     status, _, body = chat(fake_provider)

@@ -168,6 +168,14 @@ def test_without_the_token_a_state_changing_request_gets_403(team_client: TestCl
     assert wrong.status_code == 403
     agent = team_client.post("/api/v1/traces", json=batch(), headers={"Authorization": f"Bearer {TOKEN}"})
     assert agent.status_code == 200
+    # OTLP's endpoint is under the same rule: an exporter sends the token as a header
+    # (OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer ...").
+    for path in ("/v1/traces", "/v1/logs"):
+        otlp = team_client.post(path, content=b"{}", headers={"Content-Type": "application/json"})
+        assert otlp.status_code == 403
+        assert "team token" in otlp.json()["error"]
+        bearer = {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"}
+        assert team_client.post(path, content=b"{}", headers=bearer).status_code == 200
 
 
 def sign_in(client: TestClient, *, name: str = "Ana", next_page: str = "/") -> None:

@@ -63,11 +63,27 @@ def corpus_trace() -> list[dict[str, Any]]:
 
 
 @pytest.mark.anyio
+async def test_a_batch_posted_twice_is_stored_once(client: httpx2.AsyncClient, store: Store) -> None:
+    t = agent_run()
+    first = await client.post(URL, json=t.events[:4])
+    # The exporter lost the answer and sends the batch again, now with what came since.
+    again = await client.post(URL, json=t.events)
+    assert first.json()["ids"] == [1, 2, 3, 4]
+    assert again.status_code == 200
+    answer = again.json()
+    assert (answer["accepted"], answer["duplicates"], answer["rejected"]) == (6, 4, [])
+    assert answer["ids"][:4] == [None] * 4
+    assert 4 < answer["ids"][4] < answer["ids"][5]  # ids only grow (they may skip the duplicates' numbers)
+    assert [event["trace"]["spanId"] for event in stored(store)] == [e["trace"]["spanId"] for e in t.events]
+    assert (await summary(client, store, t.trace_id)).events == 6
+
+
+@pytest.mark.anyio
 async def test_a_batch_is_stored_and_answered_with_its_ids(client: httpx2.AsyncClient, store: Store) -> None:
     t = agent_run()
     response = await client.post(URL, json=t.events)
     assert response.status_code == 200
-    assert response.json() == {"accepted": 6, "ids": [1, 2, 3, 4, 5, 6], "rejected": []}
+    assert response.json() == {"accepted": 6, "ids": [1, 2, 3, 4, 5, 6], "duplicates": 0, "rejected": []}
     assert stored(store) == t.events
     assert (await summary(client, store, t.trace_id)).status == "completed"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -13,6 +14,7 @@ from devtool.store import Store, derive
 from devtool.store.event_gate import check_events
 from devtool.store.queries import get_run
 from devtool.web.live import Appender, Broker
+from devtool.web.live.appender import next_derive
 from tests.conftest import running_run
 
 
@@ -78,4 +80,38 @@ async def test_derives_follow_the_appends_at_most_once_per_interval_and_cover_th
     assert len(broker.derives) <= elapsed / 0.25 + 2
     assert broker.derives == sorted(broker.derives)
     assert broker.derives[-1] == len(t.events)
+    assert get_run(store, t.trace_id).events == len(t.events)
+
+
+def test_the_next_derive_waits_for_the_interval_and_as_long_as_the_last_took() -> None:
+    assert next_derive(10.0, 10.01, 0.1) == pytest.approx(10.1)  # a quick derive: the interval
+    assert next_derive(10.0, 10.5, 0.1) == pytest.approx(11.0)  # a slow one: as long again after it
+
+
+@pytest.mark.anyio
+async def test_slow_derives_leave_the_appends_half_the_time(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    appender = Appender(store, Broker())
+    t, root = running_run(0)
+    await appender.append(check_events(t.events), stream="test")
+    await appender.drain()
+    slow = derive.refresh
+    derives: list[tuple[float, float]] = []
+
+    def slow_refresh(*args: Any, **kwargs: Any) -> Any:
+        started = time.monotonic()
+        time.sleep(0.2)  # a derive of a long run
+        result = slow(*args, **kwargs)
+        derives.append((started, time.monotonic()))
+        return result
+
+    monkeypatch.setattr(derive, "refresh", slow_refresh)
+    started = time.monotonic()
+    while time.monotonic() - started < 1.5:
+        await appender.append(check_events(t.span("turn", root)), stream="test")
+        await asyncio.sleep(0.02)
+    await appender.drain()
+    assert len(derives) >= 3
+    # Each derive starts no sooner than twice the last one's time after it began (back to back: once).
+    for (began, ended), (next_began, _) in itertools.pairwise(derives):
+        assert next_began - began >= 1.9 * (ended - began)
     assert get_run(store, t.trace_id).events == len(t.events)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from devtool.store import Store
+from devtool.store import Store, load_file
 from devtool.store.queries import events_after, get_run
 from devtool.web.live import Appender, Broker, follow
 from devtool.web.live.follow import Follower, TailReader
@@ -74,7 +75,7 @@ def test_bad_lines_are_named_and_skipped_blank_lines_crlf_and_a_bom_are_fine(tmp
     found = TailReader(path).read()
     assert events_of(found) == events
     assert found.problems[0][0] == 3
-    assert found.problems[0][1].startswith("not JSON: ")
+    assert found.problems[0][1].startswith("not JSON at column 2: ")
     assert found.problems[1] == (5, 'no "timestamp"')
 
 
@@ -213,3 +214,19 @@ def test_following_something_that_is_not_a_file_is_refused(devtool: DevtoolRunne
     result = devtool("serve", "--db", str(tmp_path / "db.duckdb"), "--follow", str(tmp_path), "--port", "0")
     assert result.returncode == 2
     assert f"--follow {tmp_path}: not a file" in result.stderr
+
+
+@pytest.mark.anyio
+async def test_following_a_file_loaded_before_stores_only_what_is_new(store: Store, tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    events = run_events(6)
+    # Written as Python's json writes it (spaces after separators): the line's own text is what counts.
+    path.write_text("".join(json.dumps(e) + "\n" for e in events[:4]))
+    load_file(store, path)
+    tail, _ = follower(store, path)
+    await tail.step()
+    with path.open("a") as file:
+        file.write("".join(json.dumps(e) + "\n" for e in events[4:]))
+    await tail.step()
+    assert [e.event for e in events_after(store, 0)] == events
+    assert store.query("SELECT count(*) FROM events") == [(6,)]

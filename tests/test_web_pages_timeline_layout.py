@@ -1,12 +1,35 @@
-"""Drawing a timeline window: lanes for overlapping spans, the axis, labels within their budget."""
+"""Drawing a timeline window: lanes for overlapping spans (following their parents), the selection
+outlined where it is drawn, the axis, labels within their budget."""
 
 from __future__ import annotations
 
 from devtool.store.queries import TimelineBar, TimelineWindow
-from devtool.web.pages.timeline_layout import LABEL_MIN_PX, LANE_HEIGHT, MAX_LABELS, format_duration, layout, ticks
+from devtool.web.pages.timeline_layout import (
+    LABEL_MIN_PX,
+    LANE_HEIGHT,
+    MAX_LABELS,
+    MAX_LANES,
+    MIN_BAR_PX,
+    Selected,
+    format_duration,
+    layout,
+    ticks,
+)
 
 
-def bar(row: int, start: float, end: float, *, span: str | None = "s", count: int = 1, running: int = 0) -> TimelineBar:
+def bar(
+    row: int,
+    start: float,
+    end: float,
+    *,
+    span: str | None = "s",
+    count: int = 1,
+    running: int = 0,
+    kind: str = "agent",
+    name: str = "a",
+    one_name: bool = True,
+    parent: str | None = None,
+) -> TimelineBar:
     return TimelineBar(
         row=row,
         px=int(start),
@@ -14,12 +37,14 @@ def bar(row: int, start: float, end: float, *, span: str | None = "s", count: in
         end_ms=end,
         count=count,
         span_id=span,
-        kind="agent",
-        name="a",
+        kind=kind,
+        name=name,
         status="running" if running else "completed",
         failed=0,
         running=running,
         cached=0,
+        one_name=one_name,
+        parent_id=parent,
     )
 
 
@@ -44,11 +69,55 @@ def test_bars_are_drawn_at_the_requested_width_whatever_the_buckets() -> None:
     assert drawn.width == 800
 
 
-def test_a_running_bar_grows_to_now_and_a_tiny_bar_keeps_a_pixel() -> None:
+def test_a_running_bar_grows_to_now_and_a_tiny_bar_is_drawn_wide_enough_to_see() -> None:
     drawn = layout(window([bar(0, 100, 200, running=1), bar(1, 300, 300.01)]), now_ms=600.0)
     running, tiny = drawn.rects
     assert running.width == 500.0
-    assert tiny.width == 1.0
+    assert tiny.width == MIN_BAR_PX
+
+
+def test_widened_tiny_bars_do_not_push_their_neighbours_into_new_lanes() -> None:
+    calls = [bar(0, x, x + 0.5, span=f"c{x}") for x in range(0, 100, 1)]  # each 0.5 px, drawn 3 px
+    drawn = layout(window(calls))
+    assert {r.y for r in drawn.rects} == {0.0}
+
+
+def test_children_line_up_under_their_parents_lane() -> None:
+    # Three parallel researchers take lanes 0-2; the generation of the third starts when the first
+    # lane is free again, but goes under its own researcher, in lane 2.
+    researchers = [bar(0, 0, 500, span=f"r{i}") for i in range(3)]
+    generations = [bar(1, 10, 400, span="g0", parent="r0"), bar(1, 450, 490, span="g2", parent="r2")]
+    drawn = layout(window(researchers + generations))
+    lanes = {r.span_id: int(r.y // LANE_HEIGHT) for r in drawn.rects}
+    top = 3 * LANE_HEIGHT + 4  # row 1 starts below row 0's three lanes
+    assert {r.span_id: r.y for r in drawn.rects if r.span_id in ("g0", "g2")} == {
+        "g0": float(top),
+        "g2": float(top + 2 * LANE_HEIGHT),
+    }
+    assert [lanes[f"r{i}"] for i in range(3)] == [0, 1, 2]
+
+
+def test_past_the_lane_limit_bars_share_the_last_lane_and_say_so() -> None:
+    parallel = [bar(0, i, 900, span=f"w{i}") for i in range(MAX_LANES + 3)]
+    drawn = layout(window(parallel))
+    assert drawn.height == MAX_LANES * LANE_HEIGHT + 4
+    assert sum(r.overflow for r in drawn.rects) == 3
+    assert all("more run at once" in r.title for r in drawn.rects if r.overflow)
+
+
+def test_a_merged_bar_says_what_it_holds_and_outlines_a_selected_span_inside_it() -> None:
+    same = bar(0, 100, 110, span=None, count=3, kind="tools:execute", name="web_search")
+    mixed = bar(1, 100, 110, span=None, count=5, kind="turn", name="turn 0", one_name=False)
+    alone = bar(2, 0, 900, span="x")
+    inside = Selected("t9", row=1, kind="turn", start_ms=105.0)
+    drawn = layout(window([same, mixed, alone]), selected=inside)
+    web, turns, single = drawn.rects
+    assert web.what == "3 × web_search"
+    assert "tools:execute" in web.title
+    assert turns.what == "5 turn spans"
+    assert "too short to draw at this zoom" in turns.title
+    assert (web.selected, turns.selected, single.selected) == (False, True, False)
+    assert layout(window([alone]), selected=Selected("x", 2, "agent", 0.0)).rects[0].selected
 
 
 def test_labels_only_on_wide_bars_and_never_more_than_the_budget() -> None:
@@ -59,7 +128,7 @@ def test_labels_only_on_wide_bars_and_never_more_than_the_budget() -> None:
     drawn = layout(window(wide))
     assert sum(r.label is not None for r in drawn.rects) == MAX_LABELS
     merged = layout(window([bar(0, 0, 100, span=None, count=7)]))
-    assert merged.rects[0].label == "7 spans"
+    assert merged.rects[0].label == "7 × a"
 
 
 def test_ticks_are_round_and_labelled_from_the_run_start() -> None:

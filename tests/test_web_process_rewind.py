@@ -1,5 +1,6 @@
-"""Process rewind from the DevTool: the plan for an entry, Apply into the process's own journal file
-(or into the DevTool's copy when that file cannot be written), and the journal never edited."""
+"""Process rewind from the DevTool: the plan for an entry (the entries it reaches and what the mode does
+to each), Apply after confirming where it writes, into the process's own journal file (or into the
+DevTool's copy when that file cannot be written), and the journal never edited."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import getpass
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from starlette.testclient import TestClient
@@ -43,30 +44,70 @@ def hold_entry(store: Store) -> str:
 REWIND = f"/processes/{billing.PROCESS_ID}/rewind"
 
 
-def panel(client: TestClient, entry_id: str, mode: str = "both") -> str:
-    response = client.get(REWIND, params={"entry": entry_id, "mode": mode})
+def panel(client: TestClient, entry_id: str, mode: str = "both", **extra: str) -> str:
+    response = client.get(REWIND, params={"entry": entry_id, "mode": mode, **extra})
     assert response.status_code == 200, response.text
     return response.text
 
 
-def test_the_plan_at_the_account_hold_counts_two_entries(client: TestClient, store: Store, incident: Path) -> None:
+def test_the_plan_at_the_account_hold_lists_the_two_entries_it_reaches(
+    client: TestClient, store: Store, incident: Path
+) -> None:
     load_file(store, incident)
     page = html(panel(client, hold_entry(store)))
     assert one(page, "#plan-affected").text() == "2"
-    form = one(page, "form.rewind-apply")
-    assert form.attributes["action"] == REWIND
-    assert [o.attributes["value"] for o in form.css("#rewind-mode option")] == [
+    rows = [[cell.text().strip() for cell in row.css("td")] for row in page.css("#plan-entries tr.plan-row")]
+    assert [(row[1], row[3]) for row in rows] == [("tool_call", "taken back"), ("context_update", "taken back")]
+    assert "apply_account_hold" in rows[0][2]
+    assert [o.attributes["value"] for o in page.css("form.rewind-mode #rewind-mode option")] == [
         "both",
         "conversation_only",
         "code_only",
         "summarize",
     ]
+    assert str(incident) in one(page, "#rewind-where").text()  # named before anything is written
+    assert not page.css("form[method=post]")  # Apply asks first
     detail = html(client.get(f"/processes/{billing.PROCESS_ID}", params={"entry": hold_entry(store)}).text)
     assert one(detail, "#entry-actions").attributes["hx-get"] == f"{REWIND}?entry={hold_entry(store)}"
 
 
+def test_each_mode_says_what_it_does_to_each_entry_and_the_counts_add_up(
+    client: TestClient, store: Store, incident: Path
+) -> None:
+    load_file(store, incident)
+    first = journal_entries(store, billing.PROCESS_ID)[1].entry_id  # the cron trigger: nearly everything after
+    fates = {}
+    for mode in ("both", "conversation_only", "code_only", "summarize"):
+        page = html(panel(client, first, mode))
+        fates[mode] = {row.attributes["data-entry-id"]: one(row, ".fate").text() for row in page.css("tr.plan-row")}
+        count = one(page, "#plan-count").text()
+        affected = int(one(page, "#plan-affected").text())
+        assert len(fates[mode]) == affected
+        groups = [int(word) for word in count.split(":", 1)[1].replace(",", " ").split() if word.isdigit()]
+        assert sum(groups) == affected, count
+    assert set(fates["both"].values()) == {"taken back", "no state"}
+    assert set(fates["summarize"].values()) == {"summarized", "no state"}
+    for entry_id, fate in fates["conversation_only"].items():
+        assert (fate, fates["code_only"][entry_id]) in {
+            ("taken back", "kept"),
+            ("kept", "taken back"),
+            ("no state",) * 2,
+        }
+
+
+def confirmed(client: TestClient, entry_id: str, mode: str) -> dict[str, str]:
+    """The form Apply asks to confirm: its hidden fields, `to` naming where the rewind is written."""
+    page = html(panel(client, entry_id, mode, confirm="1"))
+    form = one(page, "form#rewind-confirm")
+    assert form.attributes["action"] == REWIND
+    assert form.attributes["method"] == "post"
+    fields = {field.attributes["name"]: field.attributes.get("value") or "" for field in form.css("input[type=hidden]")}
+    assert fields["to"] in one(form, "#rewind-confirm-question").text()
+    return {key: value for key, value in fields.items() if key != "_csrf"}
+
+
 def apply(client: TestClient, entry_id: str, mode: str) -> str:
-    response = client.post(REWIND, data={"entry": entry_id, "mode": mode})
+    response = client.post(REWIND, data=confirmed(client, entry_id, mode))
     assert response.status_code == 303, response.text
     location = urlsplit(response.headers["location"])
     assert location.path == f"/processes/{billing.PROCESS_ID}"
@@ -79,6 +120,7 @@ def test_apply_records_the_rewind_in_the_process_journal_and_never_edits_it(
 ) -> None:
     load_file(store, incident)
     before = incident.read_bytes()
+    assert confirmed(client, hold_entry(store), "code_only")["to"] == str(incident)
     rewind_id = apply(client, hold_entry(store), "code_only")
     after = incident.read_bytes()
     assert after.startswith(before)  # appended to, never edited
@@ -114,10 +156,12 @@ def test_a_journal_the_devtool_cannot_write_gets_the_rewind_in_the_devtool_only(
     shutil.copy(incident, copy)
     load_file(store, copy)
     copy.unlink()
+    rewinds = store.path.parent / f"{store.path.stem}-rewinds"
+    assert confirmed(client, hold_entry(store), "both")["to"] == str(rewinds)
     rewind_id = apply(client, hold_entry(store), "both")
     assert not copy.exists()
     assert incident.read_bytes().count(b'"rewind"') == 0
-    (written,) = (store.path.parent / f"{store.path.stem}-rewinds").glob("*.jsonl")
+    (written,) = rewinds.glob("*.jsonl")
     assert b'"entry_type":"rewind"' in written.read_bytes()
     page = html(panel(client, rewind_id))
     assert "Recorded in this DevTool only" in one(page, "#rewind-where").text()
@@ -130,6 +174,8 @@ def test_a_journal_the_devtool_cannot_write_gets_the_rewind_in_the_devtool_only(
         ({"mode": "cancel"}, 422, "cancel applies nothing"),
         ({"mode": "everything"}, 422, "mode must be one of"),
         ({"entry": "", "mode": "both"}, 400, "needs `entry`"),
+        ({"to": ""}, 400, "needs `to`"),
+        ({"to": "/tmp/somewhere-else.jsonl"}, 422, "nothing was written"),
     ],
 )
 def test_what_apply_refuses(
@@ -137,7 +183,7 @@ def test_what_apply_refuses(
 ) -> None:
     load_file(store, incident)
     before = incident.read_bytes()
-    data = {"entry": hold_entry(store), **form}
+    data = {"entry": hold_entry(store), "mode": "both", "to": str(incident), **form}
     response = client.post(REWIND, data=data)
     assert response.status_code == status
     assert message in one(html(response.text), ".error-detail").text()
@@ -149,10 +195,10 @@ def test_the_first_address_of_process_rewind_redirects_to_the_process_page_one(
 ) -> None:
     load_file(store, incident)
     entry_id = hold_entry(store)
-    query = {"process": billing.PROCESS_ID, "entry": entry_id, "mode": "code_only"}
+    query = {"process": billing.PROCESS_ID, "entry": entry_id, "mode": "code_only", "to": str(incident)}
     moved = client.get("/process-rewind", params=query)
     assert moved.status_code == 308
-    assert moved.headers["location"] == f"{REWIND}?entry={entry_id}&mode=code_only"
+    assert moved.headers["location"] == f"{REWIND}?entry={entry_id}&mode=code_only&to={quote(str(incident), safe='')}"
     posted = client.post("/process-rewind", data=query)
     assert (posted.status_code, posted.headers["location"]) == (307, REWIND)  # method and form go along
     followed = client.post("/process-rewind", data=query, follow_redirects=True)

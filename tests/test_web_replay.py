@@ -21,13 +21,13 @@ from starlette.testclient import TestClient
 from devtool.actions.replay_runner import ReplayPlan, ReplayRefused, check_entrypoint
 from devtool.core import create_agent, create_tool, memory
 from devtool.demo import research
-from devtool.store import Store
+from devtool.store import Store, load_file
 from devtool.store.queries.navigation import search_spans
 from devtool.web import create_app
 from devtool.web.pages.compare import compare
 from devtool.web.settings import Settings
 from devtool.web.state import AppState
-from tests.conftest import DevtoolRunner
+from tests.conftest import CORPUS, DevtoolRunner
 from tests.web_runs import html, one, record
 
 RESEARCH = {"entrypoint": "devtool.demo.research:main", "props": {"question": "Rust or Go?", "delay": 0}}
@@ -261,3 +261,29 @@ def test_a_replay_runs_in_a_child_process_and_becomes_a_run_that_compares_with_i
     cached, live = (int(b.text().split()[0]) for b in researcher.css("td.side:last-child .badge"))
     assert cached >= 3  # its first turn, its search and its second turn came from the snapshot...
     assert live >= 3  # ...the fetches it was rewound to before, and the turn after them, ran live
+
+
+def test_a_typescript_run_shows_its_props_and_the_node_lines_to_replay_it(
+    client: TestClient, store: Store, tmp_path: Path
+) -> None:
+    (trace_id,) = load_file(store, CORPUS / "rejelly" / "simple.trace.jsonl").traces
+    snapshot = rewound(client, store, trace_id, "assistant", "agent", "after")
+    page = html(client.get(f"{snapshot}/replay").text)
+    lines = one(page, "#replay-node").text()
+    assert 'const props = {"question":"What is the weather in Paris?"};' in lines
+    assert f'fetch("http://testserver{snapshot}.json")' in lines
+    assert "await runWith(main, { initialProps: props, snapshot, enableSnapshot: true });" in lines
+    assert 'enableReview({ endpoint: "http://testserver/api/v1/traces" })' in lines
+    assert not page.css("#replay-python")
+
+
+def test_a_python_run_shows_the_props_it_was_recorded_with(client: TestClient, store: Store, tmp_path: Path) -> None:
+    async def main() -> str:
+        return await create_agent("asker", lambda props: props["topic"])({"topic": "interop"})  # type: ignore[no-any-return]
+
+    # Recorded the way an agent streams into the DevTool without `devtool run`: props in the metadata.
+    trace_id = record(store, tmp_path, main, metadata={"props": {"topic": "interop"}})
+    snapshot = rewound(client, store, trace_id, "asker", "agent", "after")
+    page = html(client.get(f"{snapshot}/replay").text)
+    assert 'props = {"topic":"interop"}' in one(page, "#replay-python").text()
+    assert not page.css("#replay-node")

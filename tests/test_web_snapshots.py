@@ -132,6 +132,30 @@ def test_the_snapshot_page_shows_provenance_frames_memory_journal_and_tombstones
     assert one(page, "#replay-button").attributes["href"] == f"/snapshots/{snapshot_id}/replay"
 
 
+def test_each_frame_says_where_its_memory_comes_from_and_what_the_run_set_later(
+    client: TestClient, store: Store, tmp_path: Path
+) -> None:
+    trace_id = lookup_run(store, tmp_path)
+    # Cut inside the researcher's only generation: its memory is restored from generation ends, so
+    # it is empty, though the run went on to set `note` and `done` in it.
+    inside = rewind(client, trace_id, span_of(store, trace_id, "lookup", "tools:execute"), "before")
+    researcher = one(html(client.get(f"/snapshots/{inside}").text), 'li.frame[data-call-id="root/agent:researcher:0"]')
+    assert one(researcher, ".memory-origin").text().startswith("empty: none of its generations had ended at the cut")
+    later = one(researcher, ".memory-later")
+    assert "generation 0" in one(later, "h5").text()
+    assert "note" in later.text()
+    assert "done" in later.text()
+    assert json.loads(one(researcher, "textarea.json-editor").text()) == {}  # the fork editor starts from the snapshot
+    # The run's root frame ends no generation: its memory is empty, and it says so.
+    root = one(html(client.get(f"/snapshots/{inside}").text), 'li.frame[data-call-id="root"]')
+    assert one(root, ".memory-origin").text().startswith("empty: the run ended no generation in this frame")
+    # Cut after the agent: its memory is its generation's end, and nothing came later.
+    after = rewind(client, trace_id, span_of(store, trace_id, "researcher", "agent"), "after")
+    researcher = one(html(client.get(f"/snapshots/{after}").text), 'li.frame[data-call-id="root/agent:researcher:0"]')
+    assert one(researcher, ".memory-origin").text().startswith("from the end of its generation 0, at +")
+    assert not researcher.css(".memory-later")
+
+
 def test_the_json_is_what_run_with_takes(client: TestClient, store: Store, tmp_path: Path) -> None:
     trace_id = lookup_run(store, tmp_path)
     snapshot_id = rewind(client, trace_id, span_of(store, trace_id, "researcher", "agent"), "after")

@@ -118,25 +118,24 @@ BAD_FILES = [
         "other.json",
         b'{"hello": "world"}',
         "is neither a trace nor a journal: its first object has keys hello (a TraceEvent has type, timestamp, "
-        "trace; a journal entry has entry_id, process_id, timestamp, entry_type)",
+        "trace; a journal entry has entry_id, process_id, timestamp, entry_type; an OTLP request has "
+        "resourceSpans)",
     ),
     (
         "numbers.json",
         b"[1, 2]",
         "2 bad lines, nothing stored: element 0: not a JSON object but a number; element 1: not a JSON object but "
-        "a number (tick “load the good lines” to load the rest)",
+        "a number Load its good lines",
     ),
     (
         "journal.jsonl",
         b'{"entry_id": "e", "process_id": "p", "timestamp": "yesterday", "entry_type": "x", "data": {}}\n',
-        "1 bad line, nothing stored: line 1: \"timestamp\" 'yesterday' is not ISO 8601 "
-        "(tick “load the good lines” to load the rest)",
+        "1 bad line, nothing stored: line 1: \"timestamp\" 'yesterday' is not ISO 8601 Load its good lines",
     ),
     (
         "cut.jsonl",
         b'{"schemaVersion": 1, "type": "agent:start", "timestamp": 1, "agentId": "a", "trace": {"traceId"',
-        "1 bad line, nothing stored: line 1: not JSON (unexpected end of data at column 96) "
-        "(tick “load the good lines” to load the rest)",
+        "1 bad line, nothing stored: line 1, column 96: not JSON: cut short Load its good lines",
     ),
 ]
 
@@ -149,6 +148,9 @@ def test_a_file_that_cannot_load_says_what_and_where(
     response = client.post("/upload", files={"file": (name, content)}, headers=HX)
     assert response.status_code == 422
     assert outcomes(response.text) == [f"✕ {name}: {reason}"]
+    # A file refused for its bad lines offers to load the others (the button ticks the box and sends it again).
+    retry = html(response.text).css(".upload-file button.upload-retry")
+    assert len(retry) == ("bad line" in reason)
     assert stored(store) == (0, 10)  # what was stored is still there, nothing of the bad file
 
 
@@ -157,9 +159,7 @@ def test_a_bad_line_is_named_by_its_number(client: TestClient, store: Store, tmp
     lines[2] = lines[2].replace(b'"type":"turn:end"', b'"type":null')
     response = client.post("/upload", files={"file": ("bad.jsonl", b"".join(lines))}, headers=HX)
     assert response.status_code == 422
-    assert outcomes(response.text) == [
-        '✕ bad.jsonl: 1 bad line, nothing stored: line 3: no "type" (tick “load the good lines” to load the rest)'
-    ]
+    assert outcomes(response.text) == ['✕ bad.jsonl: 1 bad line, nothing stored: line 3: no "type" Load its good lines']
     assert stored(store) == (0, 0)
 
 
@@ -172,7 +172,7 @@ def test_the_good_lines_load_when_asked(client: TestClient, store: Store, tmp_pa
     item = one(html(response.text), ".upload-file")
     assert one(item, ".upload-message").text() == "loaded 4 events, 2 spans, 1 run, 2 bad lines skipped"
     assert [line.text() for line in item.css(".upload-skipped li")] == [
-        "line 5: skipped: not JSON (unexpected character, expected a JSON value at column 1)",
+        "line 5, column 1: skipped: not JSON: “oops”",
         "line 6: skipped: not a JSON object but an array",
     ]
     assert stored(store) == (4, 0)

@@ -51,6 +51,14 @@ class ProcessRewindError(Exception):
 
 
 @dataclass(frozen=True)
+class Destination:
+    """Where Apply would write a rewind of a process: its own journal file, or the DevTool's folder."""
+
+    path: Path  # the process's journal file; or the folder a DevTool-only rewind file is written in
+    own: bool  # the process's own journal: the process sees the rewind when it recovers
+
+
+@dataclass(frozen=True)
 class Applied:
     """A rewind that was recorded: its result, and the journal file that got its entries."""
 
@@ -73,10 +81,29 @@ def plan_rewind(store: Store, process_id: str, entry_id: str, mode: str = "both"
         raise ProcessRewindError(str(exc)) from None
 
 
-def apply_rewind_here(store: Store, process_id: str, entry_id: str, mode: str, *, actor: str) -> Applied:
-    """Record a rewind of `process_id` to just before `entry_id` (see the module docstring for where)."""
+def destination(store: Store, process_id: str) -> Destination:
+    """Where Apply would record a rewind of `process_id` now (see the module docstring)."""
+    own = _writable_journal_file(store, process_id)
+    return Destination(own, True) if own is not None else Destination(rewinds_dir(store), False)
+
+
+def apply_rewind_here(
+    store: Store, process_id: str, entry_id: str, mode: str, *, actor: str, expected: Path | None = None
+) -> Applied:
+    """Record a rewind of `process_id` to just before `entry_id` (see the module docstring for where).
+
+    With `expected`, the place the user was shown and confirmed (`destination(...).path`): when the
+    rewind would now go elsewhere (the file was moved, made read-only, or loaded from a new place),
+    nothing is written and `ProcessRewindError` says where it would go.
+    """
     chosen = _mode(mode)
     own = _writable_journal_file(store, process_id)
+    now = own if own is not None else rewinds_dir(store)
+    if expected is not None and expected != now:
+        raise ProcessRewindError(
+            f"the rewind would now be written to {now}, not to {expected} as shown: nothing was written; "
+            "look at the plan again"
+        )
     try:
         if own is not None:
             result = asyncio.run(_apply_to_file(own, process_id, entry_id, chosen, actor))

@@ -25,7 +25,7 @@ from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS, RestoreWarning
 from devtool.store import Store, save_snapshot
 from devtool.store.collector import collector_paused
 from devtool.store.frame_index_tables import read_cut
-from devtool.store.queries import Cut, run_events
+from devtool.store.queries import Cut, get_run, run_events
 from devtool.store.snapshots import save_tree
 
 Anchor = Literal["before", "after"]
@@ -44,6 +44,11 @@ def rewind(store: Store, trace_id: str, span_id: str, anchor: str, *, created_by
     """
     if anchor not in ANCHORS:
         raise RewindError(f'anchor must be "before" or "after", not {anchor[:40]!r}')
+    if get_run(store, trace_id, kind="trace").from_opentelemetry:
+        raise RewindError(
+            "the run came from OpenTelemetry: it has no journal of inputs and outputs to restore, "
+            "so it cannot be rewound or replayed"
+        )
     edge: Anchor = "before" if anchor == "before" else "after"
     tree = restore_from_index(store, trace_id, span_id, edge)
     if tree is not None:

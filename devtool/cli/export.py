@@ -1,11 +1,17 @@
 """`devtool export`: a run or a snapshot as a file a teammate loads into their own DevTool.
 
     devtool export TRACE_ID [-o FILE]           the run's events, gzip JSONL (`devtool load` reads it)
+    devtool export TRACE_ID --format otlp       the run as OTLP JSON with GenAI attributes, one request
+                                                a line (Jaeger, Tempo, Phoenix; `devtool load` reads it)
+    devtool export TRACE_ID --format perfetto   the run as Chrome trace-event JSON (Perfetto UI opens it)
     devtool export --snapshot ID [-o FILE]      the snapshot's JSON (`run_with(snapshot=...)` takes it;
                                                 the Snapshots page and `POST /snapshots` load it)
 
 `-o -` writes to stdout. An existing file is not overwritten without `--force`. The file is written
 beside its final name and renamed into place, so a failed export leaves nothing half-written.
+
+When a `devtool serve` owns the database, the export is read from that server (its export of the run
+or the snapshot's JSON, the same bytes), which sees a consistent state of the store while it serves.
 """
 
 from __future__ import annotations
@@ -14,21 +20,39 @@ import argparse
 import os
 import sys
 import tempfile
-from collections.abc import Iterable
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from devtool.cli.errors import CliError
-from devtool.cli.options import add_db_option, open_store
+from devtool.cli.options import add_db_option, default_db_path, open_store, require_web_extra
+from devtool.cli.server_file import RunningServer, running_server
+
+if TYPE_CHECKING:
+    from devtool.store import Store
+
+FORMATS = ("devtool", "otlp", "perfetto")
+SUFFIXES = {"devtool": ".trace.jsonl.gz", "otlp": ".otlp.jsonl", "perfetto": ".perfetto.json"}
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("export", help="write a run (gzip JSONL) or a snapshot (JSON) to a file")
+    parser = subparsers.add_parser(
+        "export", help="write a run (gzip JSONL, OTLP JSON or Perfetto JSON) or a snapshot (JSON) to a file"
+    )
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("trace_id", nargs="?", metavar="TRACE_ID", help="the run to export")
     target.add_argument("--snapshot", metavar="ID", help="export this snapshot instead")
     parser.add_argument(
         "-o", "--output", metavar="FILE", help="where to write (default: a name made from the id; - is stdout)"
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="devtool",
+        help="a run as: devtool (its events, gzip JSONL; default), otlp (OTLP JSON), perfetto (Chrome trace JSON)",
     )
     parser.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
     add_db_option(parser)
@@ -36,28 +60,69 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    require_web_extra()
+    if args.snapshot and args.format != "devtool":
+        raise CliError("--format is for runs; a snapshot is exported as its JSON document")
+    server = running_server(args.db or default_db_path())
+    if server is not None:
+        print(
+            f"devtool export: the DevTool at {server.url} has this database open: exporting through it", file=sys.stderr
+        )
+        return _export(args, _from_server(server, args))
     store = open_store(args)
-    from devtool.store import NotFoundError
-    from devtool.store.export import export_run, export_snapshot
-
     try:
-        if args.snapshot:
-            chunks: Iterable[bytes] = [export_snapshot(store, args.snapshot)]
-            default = f"snapshot-{_safe(args.snapshot)[:12]}.json"
-        else:
-            chunks = export_run(store, args.trace_id)
-            default = f"{_safe(args.trace_id)[:80]}.trace.jsonl.gz"
-        destination = args.output or default
-        if destination == "-":
-            for chunk in chunks:
-                sys.stdout.buffer.write(chunk)
-            sys.stdout.buffer.flush()
-            return 0
-        size = _write(Path(destination), chunks, force=args.force)
-    except NotFoundError as exc:
-        raise CliError(str(exc)) from None
+        return _export(args, _from_store(store, args))
     finally:
         store.close()
+
+
+def _from_store(store: Store, args: argparse.Namespace) -> Iterator[bytes]:
+    from devtool.store import NotFoundError
+    from devtool.store.export import export_run, export_run_otlp, export_run_perfetto, export_snapshot
+
+    writers = {"devtool": export_run, "otlp": export_run_otlp, "perfetto": export_run_perfetto}
+    try:
+        if args.snapshot:
+            yield export_snapshot(store, args.snapshot)
+        else:
+            yield from writers[args.format](store, args.trace_id)
+    except NotFoundError as exc:
+        raise CliError(str(exc)) from None
+
+
+# The running server's URL of each format's export (devtool/web/routes/run.py).
+_SERVED = {"devtool": "export.jsonl.gz", "otlp": "export.otlp.jsonl", "perfetto": "export.perfetto.json"}
+
+
+def _from_server(server: RunningServer, args: argparse.Namespace) -> Iterator[bytes]:
+    """The export, read from the running server in chunks (the run's export in its format, or the snapshot's JSON)."""
+    ident = quote(args.snapshot or args.trace_id, safe="")
+    path = f"snapshots/{ident}.json" if args.snapshot else f"runs/{ident}/{_SERVED[args.format]}"
+    try:
+        with urllib.request.urlopen(server.request(path)) as response:  # noqa: S310 - the server file's http URL
+            while chunk := response.read(1 << 20):
+                yield chunk
+    except urllib.error.HTTPError as exc:
+        what = f"snapshot {args.snapshot!r}" if args.snapshot else f"run {args.trace_id!r}"
+        if exc.code == 404:
+            raise CliError(f"no {what} in the DevTool at {server.url}") from None
+        raise CliError(f"the DevTool at {server.url} could not export {what}: it answered {exc.code}") from None
+    except OSError as exc:
+        raise CliError(f"the DevTool at {server.url} stopped answering: {getattr(exc, 'reason', exc)}") from None
+
+
+def _export(args: argparse.Namespace, chunks: Iterable[bytes]) -> int:
+    if args.snapshot:
+        default = f"snapshot-{_safe(args.snapshot)[:12]}.json"
+    else:
+        default = f"{_safe(args.trace_id)[:80]}{SUFFIXES[args.format]}"
+    destination = args.output or default
+    if destination == "-":
+        for chunk in chunks:
+            sys.stdout.buffer.write(chunk)
+        sys.stdout.buffer.flush()
+        return 0
+    size = _write(Path(destination), chunks, force=args.force)
     print(f"wrote {destination} ({size:,} bytes)", file=sys.stderr)
     return 0
 

@@ -4,19 +4,28 @@ Each file is loaded on its own, all or nothing: a bad file is reported (one line
 others still load; the exit code is 2 if any file failed. Files of 8 MiB or more get a progress bar
 of bytes read on stderr when it is a terminal (`--progress` forces it, `--no-progress` hides it).
 `devtool serve FILES...` loads its files through `load_files` too.
+
+When a `devtool serve` owns the database (DuckDB lets one process write a file), the files are
+loaded by that server instead (`devtool.cli.server_file` finds it; it reads them from their paths on
+this machine), with the same lines and the same exit code, and its pages show them at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from devtool.cli.options import add_db_option, open_store
+from devtool.cli.errors import CliError
+from devtool.cli.options import add_db_option, default_db_path, open_store, require_web_extra
+from devtool.cli.server_file import RunningServer, running_server
 
 if TYPE_CHECKING:
     from devtool.store import LoadResult, Store
@@ -49,13 +58,19 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    store = open_store(args)
-    try:
-        totals = load_files(
-            store, args.files, bad_lines=args.bad_lines, progress=args.progress, out=sys.stdout, command="load"
-        )
-    finally:
-        store.close()
+    require_web_extra()
+    server = running_server(args.db or default_db_path())
+    if server is not None:
+        print(f"devtool load: the DevTool at {server.url} has this database open: loading through it", file=sys.stderr)
+        totals = load_through(server, args.files, bad_lines=args.bad_lines, out=sys.stdout)
+    else:
+        store = open_store(args)
+        try:
+            totals = load_files(
+                store, args.files, bad_lines=args.bad_lines, progress=args.progress, out=sys.stdout, command="load"
+            )
+        finally:
+            store.close()
     print(totals.summary(), file=sys.stdout)
     return 2 if totals.failed else 0
 
@@ -115,25 +130,77 @@ def load_files(
         try:
             result = load_file(store, path, bad_lines=BadLines(bad_lines), progress=bar)
         except StoreError as exc:
-            totals.failed += 1
             if bar:
                 bar.clear()
-            hint = " (--bad-lines skip loads the good lines)" if isinstance(exc, BadLinesError) else ""
-            print(f"devtool {command}: error: {exc}{hint}", file=sys.stderr)
+            _refused(totals, str(exc), isinstance(exc, BadLinesError), command)
             continue
         if bar:
             bar.clear()
-        for problem in result.problems:
-            where = f"{path}:{problem.line}" if problem.line is not None else f"{path}: element {problem.element}"
-            print(f"{where}: skipped: {problem.message}", file=sys.stderr)
-        if result.bad_lines > len(result.problems):
-            print(f"{path}: and {result.bad_lines - len(result.problems)} more bad lines skipped", file=sys.stderr)
-        totals.add(result)
-        print(_describe(result, time.perf_counter() - began), file=out, flush=True)
+        _loaded(totals, path, result, time.perf_counter() - began, out)
     return totals
 
 
+def load_through(server: RunningServer, paths: Sequence[Path], *, bad_lines: str, out: TextIO) -> Totals:
+    """Load each file through the running server that owns the database, saying what `load_files` says."""
+    from devtool.store import LoadResult
+    from devtool.store.errors import LineProblem
+
+    totals = Totals(files=len(paths))
+    for path in paths:
+        began = time.perf_counter()
+        request = server.request("api/v1/load", {"files": [str(path.absolute())], "bad_lines": bad_lines})
+        try:
+            with urllib.request.urlopen(request) as response:  # noqa: S310 - the server file's http URL
+                (answer,) = json.loads(response.read())["results"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise CliError(f"the DevTool at {server.url} could not load {path}: {_reason(exc)}") from None
+        if "error" in answer:
+            _refused(totals, answer["error"], bool(answer.get("bad_lines")), "load")
+            continue
+        found = answer["loaded"]
+        result = LoadResult(
+            **{
+                **found,
+                "path": path,
+                "traces": tuple(found["traces"]),
+                "processes": tuple(found["processes"]),
+                "problems": tuple(LineProblem(**problem) for problem in found["problems"]),
+            }
+        )
+        _loaded(totals, path, result, time.perf_counter() - began, out)
+    return totals
+
+
+def _refused(totals: Totals, message: str, bad_lines: bool, command: str) -> None:
+    totals.failed += 1
+    hint = " (--bad-lines skip loads the good lines)" if bad_lines else ""
+    print(f"devtool {command}: error: {message}{hint}", file=sys.stderr)
+
+
+def _loaded(totals: Totals, path: Path, result: LoadResult, seconds: float, out: TextIO) -> None:
+    for problem in result.problems:
+        at = f"{problem.line}:{problem.column}" if problem.column is not None else f"{problem.line}"
+        where = f"{path}:{at}" if problem.line is not None else f"{path}: element {problem.element}"
+        print(f"{where}: skipped: {problem.message}", file=sys.stderr)
+    if result.bad_lines > len(result.problems):
+        print(f"{path}: and {result.bad_lines - len(result.problems)} more bad lines skipped", file=sys.stderr)
+    totals.add(result)
+    print(_describe(result, seconds), file=out, flush=True)
+
+
+def _reason(exc: BaseException) -> str:
+    """What went wrong with a request to the server, in a line: its own error message when it gave one."""
+    if isinstance(exc, urllib.error.HTTPError):
+        try:
+            return str(json.loads(exc.read())["error"])
+        except (ValueError, KeyError, TypeError):
+            return f"it answered {exc.code}"
+    return str(getattr(exc, "reason", None) or exc)
+
+
 def _describe(result: LoadResult, seconds: float) -> str:
+    if result.already_loaded and not (result.events or result.journal_entries):
+        return f"{result.path}: every event in it is stored already, nothing added"
     if result.already_loaded:
         what = (
             _count(result.events, "event")

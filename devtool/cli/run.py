@@ -1,7 +1,8 @@
 """`devtool run MODULE:FUNC`: run an agent entrypoint under `run_with`, streaming to a DevTool.
 
 `FUNC(props)` is called inside `run_with` (an async function, or an agent made by `create_agent`),
-with `props` from `--props`. The entrypoint and props are recorded in the `runWith:start` event's
+with `props` from `--props`; a FUNC that takes no parameter (a `@devtool.record` script's `main()`) is
+called with none. The entrypoint and props are recorded in the `runWith:start` event's
 metadata, which is what the DevTool's Replay button runs again. Events go to the DevTool at `--to`
 (or `$DEVTOOL_URL`) and/or to a JSONL file (`--trace`); `--snapshot` replays from a snapshot file
 or a DevTool snapshot URL. A DevTool with a team token wants it with both (`$DEVTOOL_TOKEN`, or
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import inspect
 import json
 import os
 import sys
@@ -63,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     if args.snapshot:
         metadata["snapshot"] = args.snapshot
     try:
-        result = asyncio.run(run_with(lambda: func(args.props), snapshot=snapshot, sinks=sinks, metadata=metadata))
+        call = (lambda: func(args.props)) if _takes_props(func) else func
+        result = asyncio.run(run_with(call, snapshot=snapshot, sinks=sinks, metadata=metadata))
     except CoreError as exc:
         raise CliError(str(exc)) from exc
     finally:
@@ -71,6 +74,14 @@ def run(args: argparse.Namespace) -> int:
             sink.close()
     print(json.dumps(describe(result), ensure_ascii=False))
     return 0
+
+
+def _takes_props(func: Any) -> bool:
+    """Whether FUNC takes the props: an agent does; a function (`@devtool.record`'s `main()`) if it has a parameter."""
+    try:
+        return isinstance(func, Agent) or bool(inspect.signature(func).parameters)
+    except (TypeError, ValueError):  # no signature to read: called as the command says, with the props
+        return True
 
 
 def load_entrypoint(spec: str, *, defined_in_module: bool = False) -> Any:

@@ -6,6 +6,8 @@ import argparse
 import errno
 import ipaddress
 import os
+import secrets
+import signal
 import socket
 import sys
 import threading
@@ -16,6 +18,7 @@ from typing import Any
 from devtool.cli.errors import CliError
 from devtool.cli.load import add_load_options, load_files
 from devtool.cli.options import add_db_option, open_store
+from devtool.cli.server_file import announced
 
 DEFAULT_PORT = 8484
 
@@ -82,18 +85,22 @@ def run(args: argparse.Namespace) -> int:
     from devtool.web import create_app
     from devtool.web.settings import Settings
 
-    app = create_app(store, Settings(follow=tuple(args.follow), token=token))
+    local_token = secrets.token_urlsafe(32)
+    app = create_app(store, Settings(follow=tuple(args.follow), token=token, local_token=local_token))
     try:
         if args.get is not None:
             return _print_page(app, args.get)
         sock = _bind(args.host, args.port)
         url = _url(sock)
-        print(f"DevTool at {url}", flush=True)
-        if token is not None:
-            print("team token required: open the link and sign in with it", file=sys.stderr, flush=True)
-        if args.open:
-            threading.Timer(0.5, webbrowser.open, [url]).start()
-        _serve(app, sock)
+        # Beside the database, for `devtool load` and `devtool export` while this server owns it
+        # (written before the URL is printed: whoever waits for that line finds the file too).
+        with announced(store.path, _local_url(sock), local_token):
+            print(f"DevTool at {url}", flush=True)
+            if token is not None:
+                print("team token required: open the link and sign in with it", file=sys.stderr, flush=True)
+            if args.open:
+                threading.Timer(0.5, webbrowser.open, [url]).start()
+            _serve(app, sock)
     finally:
         store.close()
     return 0
@@ -131,11 +138,30 @@ def _url(sock: socket.socket) -> str:
     return f"http://{shown}:{port}/"
 
 
+def _local_url(sock: socket.socket) -> str:
+    """How the command line on this machine reaches the server: by loopback when it listens on all
+    addresses, else at the address it listens on."""
+    host, port = sock.getsockname()[:2]
+    if ipaddress.ip_address(host).is_unspecified:
+        host = "127.0.0.1" if ":" not in host else "::1"
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/"
+
+
 def _serve(app: Any, sock: socket.socket) -> None:
     import uvicorn
 
+    # uvicorn shuts down on SIGTERM, then raises the signal again once it has, for the handler it found:
+    # ending with SystemExit there lets the caller's cleanup run (its server file, the database's close)
+    # where the default handler would kill the process on the spot.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _print_page(app: Any, path: str) -> int:

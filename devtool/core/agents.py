@@ -12,14 +12,26 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Awaitable, Callable
+from contextvars import Token
 from typing import Any
 
-from devtool.core.events import EVENTS, TraceEvent, error_info, trace_event
+from devtool.core.events import EVENTS, TraceEvent, trace_event
 from devtool.core.frame import CURRENT_FRAME, Frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import describe
 from devtool.core.model import Model
 from devtool.core.providers import resolve_model
+
+# Fields of the TypeScript library's agent and generation events that have no counterpart here:
+# what they mean for us (no scope layers, resources or equipped prompts; never reborn).
+AGENT_FIELDS: dict[str, Any] = {"scopeLayers": [], "resourceKeys": [], "maxReborns": 0}
+EMPTY_DRAFT: dict[str, Any] = {
+    "systemPrompts": [],
+    "instructions": [],
+    "tools": [],
+    "scopeLayers": [],
+    "resourceKeys": [],
+}
 
 
 class Agent:
@@ -39,53 +51,16 @@ class Agent:
         return self._run(parent, parent.next_call_id("agent", self.id), props)
 
     async def _run(self, parent: Frame, call_id: str, props: Any) -> Any:
-        run = parent.run
-        agent_span, generation_span = new_span_id(), new_span_id()
-        frame = Frame(
-            run=run,
-            call_id=call_id,
-            agent_id=self.id,
-            span_id=generation_span,
-            parent=parent,
-            model=self.model,
-            restored=parent.restored_children.get(call_id) if run.enable_snapshot else None,
-        )
-        if run.enable_snapshot:
-            parent.children[call_id] = frame
-        described_props = describe(props)
-
-        def event(kind: str, span: str, parent_span: str, **fields: Any) -> TraceEvent:
-            return trace_event(kind, self.id, run.trace_id, span, parent_span, callId=call_id, **fields)
-
-        def finish(outcome: dict[str, Any]) -> None:
-            elapsed = (time.perf_counter() - started) * 1000
-            memory = frame.memory.to_json()
-            run.emitter.emit(
-                event(EVENTS.GENERATION_END, generation_span, agent_span, generationId=0, memory=memory,
-                      duration=elapsed, **outcome)
-            )  # fmt: skip
-            run.emitter.emit(
-                event(EVENTS.AGENT_END, agent_span, parent.span_id, props=described_props, duration=elapsed, **outcome)
-            )
-
-        started = time.perf_counter()
-        run.emitter.emit(event(EVENTS.AGENT_START, agent_span, parent.span_id, props=described_props))
-        run.emitter.emit(event(EVENTS.GENERATION_START, generation_span, agent_span, generationId=0))
-        token = CURRENT_FRAME.set(frame)
+        scope = AgentScope(parent, call_id, self.id, props, model=self.model)
+        scope.open()
         try:
             result = self.handler(props)
             if inspect.isawaitable(result):
                 result = await result
         except BaseException as exc:
-            frame.status, frame.error = "failed", error_info(exc)
-            if run.first_report(exc):
-                run.emitter.emit(event(EVENTS.ERROR, new_span_id(), generation_span, error=frame.error))
-            finish({"success": False, "error": frame.error})
+            scope.close(error=exc)
             raise
-        finally:
-            CURRENT_FRAME.reset(token)
-        frame.status, frame.output = "completed", result
-        finish({"success": True, "result": describe(result)})
+        scope.close(result)
         return result
 
     def __repr__(self) -> str:
@@ -99,3 +74,73 @@ def create_agent(id: str, handler: Callable[[Any], Any], *, model: Model | str |
     resolved once, here; without one its prompts use the calling agent's model, else `DEVTOOL_MODEL`.
     """
     return Agent(id, handler, resolve_model(model))
+
+
+class AgentScope:
+    """One agent call's frame and events, opened before its code runs and closed after.
+
+    `Agent` opens one around its handler, `devtool.instrument`'s `@agent` around a plain function
+    (sync or async). `open()` emits `agent:start` and `generation:start` and makes the frame current;
+    `close()` makes it current no longer and emits the ends with the outcome (and an `error` event in
+    the frame where an exception first arose). Both in the same context (thread or task).
+    """
+
+    def __init__(self, parent: Frame, call_id: str, agent_id: str, props: Any, *, model: Model | None) -> None:
+        run = parent.run
+        self.parent = parent
+        self.call_id = call_id
+        self.agent_id = agent_id
+        self.agent_span, self.generation_span = new_span_id(), new_span_id()
+        self.frame = Frame(
+            run=run,
+            call_id=call_id,
+            agent_id=agent_id,
+            span_id=self.generation_span,
+            parent=parent,
+            model=model,
+            restored=parent.restored_children.get(call_id) if run.enable_snapshot else None,
+        )
+        if run.enable_snapshot:
+            parent.children[call_id] = self.frame
+        self.props = describe(props)
+        self._started = 0.0
+        self._token: Token[Frame] | None = None
+
+    def open(self) -> Frame:
+        self._started = time.perf_counter()
+        emit = self.frame.run.emitter.emit
+        fields = {"props": self.props, **AGENT_FIELDS}
+        emit(self._event(EVENTS.AGENT_START, self.agent_span, self.parent.span_id, **fields))
+        emit(
+            self._event(
+                EVENTS.GENERATION_START, self.generation_span, self.agent_span, generationId=0, props=self.props
+            )
+        )
+        self._token = CURRENT_FRAME.set(self.frame)
+        return self.frame
+
+    def close(self, result: Any = None, *, error: BaseException | None = None) -> None:
+        if self._token is not None:
+            CURRENT_FRAME.reset(self._token)
+            self._token = None
+        frame, run = self.frame, self.frame.run
+        outcome = frame.settle(result, error)
+        if error is not None and run.first_report(error):
+            run.emitter.emit(self._event(EVENTS.ERROR, new_span_id(), self.generation_span, error=frame.error))
+        elapsed = (time.perf_counter() - self._started) * 1000
+        memory = frame.memory.to_json()
+        # The TypeScript library's fields, with their meanings here: one generation, never reborn.
+        reason = "return" if outcome.get("success") else "error"
+        run.emitter.emit(
+            self._event(EVENTS.GENERATION_END, self.generation_span, self.agent_span, generationId=0, props=self.props,
+                        memory=memory, endReason=reason, draft=EMPTY_DRAFT, duration=elapsed, **outcome)
+        )  # fmt: skip
+        run.emitter.emit(
+            self._event(EVENTS.AGENT_END, self.agent_span, self.parent.span_id, props=self.props, duration=elapsed,
+                        generationCount=1, **AGENT_FIELDS, **outcome)
+        )  # fmt: skip
+
+    def _event(self, kind: str, span: str, parent_span: str, **fields: Any) -> TraceEvent:
+        return trace_event(
+            kind, self.agent_id, self.frame.run.trace_id, span, parent_span, callId=self.call_id, **fields
+        )

@@ -1,8 +1,9 @@
 """Trace events: their names, their shape on the wire, and the emitter that hands them to sinks.
 
 The wire format is the TypeScript library's (DESIGN.md, "Wire formats"), so traces load in either
-direction. What we add: `callId` on agent, turn and tool events; on each tool result, `callId` is our
-callId and `toolCallId` the model's id for the call; `tools:execute:end` says `cache: true` when
+direction. What we add: `callId` on agent, turn and tool events; on each tool result, `callPath` is our
+callId (`callId` there is, as in the TypeScript library, the model's id for the tool call, or our
+callId for a call no model asked for); `tools:execute:end` says `cache: true` when
 every call of the batch was served from a snapshot; a result whose output is not JSON carries
 `tombstone: true` (its `output` is a description, never to be replayed); `runWith:end` carries the root
 frame's `memory`; `turn:progress` (no TypeScript counterpart) carries the text a streaming model has
@@ -11,7 +12,9 @@ seconds: a live view shows it, and the turn's `turn:end` carries the whole messa
 reads it: restore skips it, the journal never holds it); `model:call:end` carries `costs: null`
 when the model's price is unknown (never `{}`, which would read as free), `usage.details` with
 cache and reasoning tokens, `finishReason` and `ttft` as the TypeScript library names them; an
-error's `details` holds a `CoreError`'s structured facts (a `ModelError`'s provider, status, code).
+error's `details` holds a `CoreError`'s structured facts (a `ModelError`'s provider, status, code);
+`runWith:start` carries the run's `name` when it was given one (`devtool.record`); the `turn:end` of
+an instrumented SDK request carries, as `response`, the provider's answer it journaled (`turns.py`).
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ class ErrorInfo(TypedDict, total=False):
 
 class ToolResult(TypedDict, total=False):
     callId: Required[str]
-    toolCallId: str | None
+    callPath: Required[str]
     toolName: Required[str]
     input: JSON
     output: JSON
@@ -92,6 +95,8 @@ class TraceEvent(TypedDict, total=False):
     metadata: JSON
     config: JSON
     entrypoint: str
+    name: str
+    response: JSON
     generationId: int
     step: int
     messages: JSON

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 from collections.abc import Iterator, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from devtool.core.budget import Budget
 from devtool.core.errors import OutsideRunError
-from devtool.core.events import Emitter, ErrorInfo, TraceEvent
+from devtool.core.events import Emitter, ErrorInfo, TraceEvent, error_info
 from devtool.core.jsonvalue import JSON, NotJSONError, describe, json_copy
-from devtool.core.snapshot import FrameJournal, FrameSnapshot, JournalRecord, Status
+from devtool.core.snapshot import FrameJournal, FrameSnapshot, JournalRecord, Status, with_budget_states
 
 if TYPE_CHECKING:
     from devtool.core.model import Model
@@ -116,14 +117,15 @@ class Frame:
         self.output: JSON = None
         self.error: ErrorInfo | None = None
         self.budget = Budget()
-        self._counters: dict[str, int] = {}
+        self._counters: dict[str, itertools.count[int]] = {}
 
     def next_call_id(self, kind: str, config_id: str) -> str:
         """`<callId>/<kind>:<configId>:<seq>`, seq counting per frame per kind:configId in call order."""
         key = f"{kind}:{config_id}"
-        seq = self._counters.get(key, 0)
-        self._counters[key] = seq + 1
-        return f"{self.call_id}/{key}:{seq}"
+        # Threads handed this frame's context (`asyncio.to_thread`, an executor with `copy_context`) take
+        # ids too: `setdefault` and `next` of a counter are each one step under the GIL, so none repeats.
+        counter = self._counters.get(key) or self._counters.setdefault(key, itertools.count())
+        return f"{self.call_id}/{key}:{next(counter)}"
 
     def cached(self, kind: str, content_hash: str | None) -> JournalRecord | None:
         """The recorded output for this input, from the snapshot being replayed; tombstones never match."""
@@ -144,6 +146,14 @@ class Frame:
             return False
         return True
 
+    def settle(self, result: Any = None, error: BaseException | None = None) -> dict[str, Any]:
+        """The frame's outcome: its status and output or error, and the fields its end events carry."""
+        if error is not None:
+            self.status, self.error = "failed", error_info(error)
+            return {"success": False, "error": self.error}
+        self.status, self.output = "completed", result
+        return {"success": True, "result": describe(result)}
+
     def emit(self, event: TraceEvent) -> None:
         self.run.emitter.emit(event)
 
@@ -160,7 +170,10 @@ class Frame:
 
     def to_snapshot(self) -> FrameSnapshot:
         """This frame and its descendants as a JSON-ready, deep-copied snapshot frame."""
-        children: dict[str, FrameSnapshot] = copy.deepcopy(self.restored_children)
+        children: dict[str, FrameSnapshot] = {
+            call_id: cast(FrameSnapshot, with_budget_states(copy.deepcopy(cast(dict[str, Any], child))))
+            for call_id, child in self.restored_children.items()
+        }
         children.update((call_id, child.to_snapshot()) for call_id, child in self.children.items())
         frame: FrameSnapshot = {
             "callId": self.call_id,

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from devtool.core.budget import BudgetTotals, empty_budget_state
 from devtool.core.errors import RestoreError
 from devtool.core.frame_index import ROOT, IndexedFrame
 from devtool.core.jsonvalue import JSON
@@ -39,7 +40,7 @@ from devtool.core.restore_frames import RestoredFrame
 from devtool.core.restore_timeline import Event, Skipped
 from devtool.core.restore_walk import Anchor, Walk
 from devtool.core.snapshot import Status
-from devtool.core.snapshot_tree import Node, child_refs, node_id
+from devtool.core.snapshot_tree import FANOUT, Node, child_refs, node_id
 
 
 class SealedChild(RestoredFrame):
@@ -50,12 +51,33 @@ class SealedChild(RestoredFrame):
     journals and children a walked frame starts with.
     """
 
-    __slots__ = ("node", "parent", "position")
+    __slots__ = ("aggregate", "node", "parent", "position")
 
-    def __init__(self, parent: int, position: int, call_id: str, node: str, status: Status, error: JSON) -> None:
+    def __init__(
+        self,
+        parent: int,
+        position: int,
+        call_id: str,
+        node: str,
+        status: Status,
+        error: JSON,
+        aggregate: BudgetTotals | None = None,
+    ) -> None:
         # No RestoredFrame.__init__: its empty memory, journals and children would never be read.
         self.parent, self.position, self.call_id, self.node = parent, position, call_id, node
         self.status, self.error = status, error
+        # Its node's `budgetState.aggregate`, which its open parent's aggregate adds up.
+        self.aggregate = aggregate or empty_budget_state()["aggregate"]
+
+    def aggregate_totals(self) -> BudgetTotals:
+        return self.aggregate
+
+
+class _ChunkTotals(SealedChild):
+    """A reused chunk among its open frame's children, for what the frame reads of them: its
+    children's usage (the chunk's `aggregate`) and a status that is neither running nor the newest."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +88,7 @@ class ReusedChunk:
     level: int
     position: int
     node: str
+    aggregate: BudgetTotals  # the usage of the chunk's frames and their descendants
 
 
 @dataclass(frozen=True)
@@ -135,11 +158,19 @@ class _CutTree:
         for child in sealed:
             self.placed[child.parent][child.position] = child
         self.known: dict[int, dict[tuple[int, int], str]] = {index: {} for index in frames}
+        self.placed_totals: dict[int, dict[int, RestoredFrame]] = {index: {} for index in frames}
         for chunk in chunks:
             self.known[chunk.frame][(chunk.level, chunk.position)] = chunk.node
-        # The full walk's children, as far as they are placed one by one (the root's status reads them).
+            first = chunk.position * FANOUT ** (chunk.level + 1)
+            key = f"chunk {chunk.level} {chunk.position}"  # no callId: not a frame of the snapshot
+            self.placed_totals[chunk.frame][first] = _ChunkTotals(
+                chunk.frame, first, key, chunk.node, "completed", None, chunk.aggregate
+            )
+        # The full walk's children, as far as they are placed one by one (the root's status reads
+        # them), with the reused chunks standing for theirs in the frame's aggregate usage.
         for index, frame in frames.items():
-            frame.children = {child.call_id: child for _, child in sorted(self.placed[index].items())}
+            in_order = sorted({**self.placed_totals[index], **self.placed[index]}.items())
+            frame.children = {child.call_id: child for _, child in in_order}
         self.nodes: dict[str, Node] = {}
 
     def node(self, index: int, frame: RestoredFrame) -> str:

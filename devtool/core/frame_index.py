@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from devtool.core.budget import BudgetTotals, PlacedTotals
 from devtool.core.jsonvalue import JSON
 from devtool.core.restore_frames import RestoredFrame
 from devtool.core.restore_timeline import Event, Skipped
@@ -256,7 +257,7 @@ class _Kids:
 class _Tracked(RestoredFrame):
     """A frame of the index walk: what the index records of it, and its children being folded."""
 
-    __slots__ = ("ended", "events", "index", "kids", "last", "parent", "position", "spans", "walk")
+    __slots__ = ("ended", "events", "index", "kids", "last", "parent", "position", "spans", "usage", "walk")
 
     def __init__(self, call_id: str, agent_id: str, walk: _IndexWalk) -> None:
         super().__init__(call_id, agent_id)
@@ -268,6 +269,14 @@ class _Tracked(RestoredFrame):
         self.events: list[int] = []
         self.spans: list[str] = []
         self.kids = _Kids()
+        self.usage = PlacedTotals()  # of its children that are final (no longer among `children`)
+
+    def aggregate_totals(self) -> BudgetTotals:
+        placed = [
+            (child.position if isinstance(child, _Tracked) else -1, child.aggregate_totals())
+            for child in self.children.values()
+        ]
+        return self.usage.merged_with([(-1, self.budget.totals()), *placed])
 
     def add_child(self, child: RestoredFrame) -> None:
         if isinstance(child, _Tracked):
@@ -375,6 +384,7 @@ class _IndexWalk(Walk):
             )
         )
         if parent is not None:
+            parent.usage.add(frame.position, frame.aggregate_totals())
             parent.last = max(parent.last, frame.last)
             parent.kids.sealed(self, parent.index, frame, key)
             if parent.children.get(frame.call_id) is frame:

@@ -83,7 +83,7 @@ def kind_of(value: Any) -> str:
 def canonical_json(value: Any) -> bytes:
     """Keys sorted at every level, no whitespace, UTF-8. Raises `NotJSONError` for non-JSON."""
     json_copy(value)
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    return _sorted_json(value)
 
 
 def content_hash(value: Any) -> str:
@@ -93,7 +93,14 @@ def content_hash(value: Any) -> str:
 
 def content_hash_of_json(value: JSON) -> str:
     """`content_hash` of a value already known to be JSON (a `json_copy`), without checking it again."""
-    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return hashlib.sha256(_sorted_json(value)).hexdigest()
+
+
+def _sorted_json(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError as exc:  # Python's JSON takes an integer of any size; ours stops at 64 bits
+        raise NotJSONError(f"$ cannot be written as canonical JSON: {exc}") from None
 
 
 def _short_repr(value: Any, limit: int = 200) -> str:
@@ -102,3 +109,17 @@ def _short_repr(value: Any, limit: int = 200) -> str:
     except Exception as exc:  # a broken __repr__ must not break the run that records it
         text = f"<{type(value).__name__}: repr failed: {exc}>"
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def where_not_json(text: bytes, error: orjson.JSONDecodeError) -> tuple[int, int, str]:
+    """Where a JSON text stops being JSON, for a person: its 1-based line and column (in characters),
+    and what stands there (at most 30 characters, quoted; "cut short" when the text ends first), in
+    place of the parser's own words (`expected 'true'`)."""
+    decoded = text.decode("utf-8", errors="replace")  # orjson's position counts characters, not bytes
+    pos = min(max(error.pos, 0), len(decoded))
+    before = decoded[:pos]
+    line = before.count("\n") + 1
+    column = pos - (before.rfind("\n") + 1) + 1
+    found = decoded[pos : pos + 30].split("\n", 1)[0]
+    shown = "".join(c if c.isprintable() else "·" for c in found)
+    return line, column, f"“{shown}…”" if len(found) == 30 else (f"“{shown}”" if shown else "cut short")

@@ -57,6 +57,10 @@ class Usage(TypedDict):
     details: NotRequired[UsageDetails]
 
 
+# What a request whose server counted no tokens used, as far as anyone knows (its cost is None, unknown).
+NO_USAGE: Usage = {"promptTokens": 0, "completionTokens": 0, "totalTokens": 0}
+
+
 class ModelReply(TypedDict):
     message: Message
     usage: Usage

@@ -26,11 +26,11 @@ from devtool.core.events import EVENTS, TraceEvent, error_info, trace_event
 from devtool.core.frame import Frame, current_frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, NotJSONError, content_hash, describe, json_copy
-from devtool.core.model import Message, Model, ToolCallRequest, ToolDefinition, Usage, model_identity
+from devtool.core.model import Message, Model, ToolCallRequest, ToolDefinition, model_identity
 from devtool.core.providers import default_model, resolve_model
 from devtool.core.schema import InvalidSchemaError, SchemaViolation, validator
-from devtool.core.streaming import TurnProgress
 from devtool.core.tools import PlannedCall, Tool, run_batch
+from devtool.core.turns import MODEL_CALL, Turn
 
 MAX_TURNS = 24
 MAX_SCHEMA_RETRIES = 2
@@ -146,122 +146,49 @@ class _Conversation:
         raise PromptError(f"no final answer after {MAX_TURNS} turns (the model kept asking for tools)")
 
     async def _turn(self, step: int, messages: list[Message]) -> Message:
-        frame, span, started = self.frame, new_span_id(), time.perf_counter()
-        turn_call_id = frame.next_call_id("turn", self.model.id)
-        digest = content_hash([messages, self.schema, self.identity, self.definitions])
-        common = {"callId": turn_call_id, "step": step, "model": self.identity, "contentHash": digest}
-        frame.emit(
-            self._event(
-                EVENTS.TURN_START,
-                span,
-                self.span_id,
-                messages=list(messages),
-                schema=self.schema,
-                toolConfig={"tools": self.definitions},
-                **common,
-            )
+        frame = self.frame
+        turn = Turn(
+            frame,
+            parent_span=self.span_id,
+            call_id=frame.next_call_id("turn", self.model.id),
+            step=step,
+            model=self.identity,
+            content_hash=content_hash([messages, self.schema, self.identity, self.definitions]),
         )
-        entry = frame.cached("prompt", digest)
+        turn.start(messages=list(messages), schema=self.schema, tools=self.definitions)  # type: ignore[arg-type]
+        entry = turn.cached()
         if entry is not None:
             message: Message = json_copy(entry["output"])  # type: ignore[assignment]
-            frame.emit(
-                self._event(
-                    EVENTS.TURN_END,
-                    span,
-                    self.span_id,
-                    message=message,
-                    cache=True,
-                    success=True,
-                    duration=(time.perf_counter() - started) * 1000,
-                    **common,
-                )
-            )
+            turn.served(message)  # type: ignore[arg-type]
             return message
         try:
-            message = await self._call_model(span, turn_call_id, step, messages)
+            message = await self._call_model(turn, messages)
         except Exception as exc:
-            frame.emit(
-                self._event(
-                    EVENTS.TURN_END,
-                    span,
-                    self.span_id,
-                    cache=False,
-                    success=False,
-                    error=error_info(exc),
-                    duration=(time.perf_counter() - started) * 1000,
-                    **common,
-                )
-            )
+            turn.failed(exc)
             raise
-        frame.record("prompt", digest, message)
-        frame.emit(
-            self._event(
-                EVENTS.TURN_END,
-                span,
-                self.span_id,
-                message=describe(message),
-                cache=False,
-                success=True,
-                duration=(time.perf_counter() - started) * 1000,
-                **common,
-            )
-        )
+        turn.answered(message)  # type: ignore[arg-type]
         return message
 
-    async def _call_model(self, turn_span: str, turn_call_id: str, step: int, messages: list[Message]) -> Message:
-        frame, span, started = self.frame, new_span_id(), time.perf_counter()
-        who = {"adapterId": self.model.id, "provider": self.model.provider}
-        frame.emit(self._event(EVENTS.MODEL_CALL_START, span, turn_span, messageCount=len(messages), **who))
-        progress: TurnProgress | None = None
+    async def _call_model(self, turn: Turn, messages: list[Message]) -> Message:
+        call = turn.call(adapter_id=self.model.id, provider=self.model.provider, message_count=len(messages))
+        # The adapter's SDK request is this turn's: instrumentation of the SDK lets it through.
+        token = MODEL_CALL.set(True)
         try:
             if getattr(self.model, "streams", False) is True:
-
-                def emit_progress(text: str) -> None:
-                    frame.emit(
-                        self._event(
-                            EVENTS.TURN_PROGRESS, turn_span, self.span_id, callId=turn_call_id, step=step, text=text
-                        )
-                    )
-
-                progress = TurnProgress(emit_progress)
-                call = self.model.call(list(messages), schema=self.schema, tools=self.definitions, progress=progress)  # type: ignore[call-arg]
+                pending = self.model.call(
+                    list(messages), schema=self.schema, tools=self.definitions, progress=call.progress()
+                )  # type: ignore[call-arg]
             else:
-                call = self.model.call(list(messages), schema=self.schema, tools=self.definitions)
-            reply = await call
+                pending = self.model.call(list(messages), schema=self.schema, tools=self.definitions)
+            reply = await pending
             message = _assistant_message(reply.get("message"), self.model)
         except Exception as exc:
-            frame.emit(
-                self._event(
-                    EVENTS.MODEL_CALL_END,
-                    span,
-                    turn_span,
-                    success=False,
-                    error=error_info(exc),
-                    duration=(time.perf_counter() - started) * 1000,
-                    **who,
-                )
-            )
+            call.failed(exc)
             raise
-        usage: Usage = reply.get("usage") or {"promptTokens": 0, "completionTokens": 0, "totalTokens": 0}
-        costs = reply.get("costs")
-        for budget in (frame.budget, frame.run.budget):
-            budget.add_call(self.model.id, self.model.provider, usage, costs)
-        outcome: dict[str, Any] = {"usage": usage, "costs": costs}
-        if "finishReason" in reply:
-            outcome["finishReason"] = reply["finishReason"]
-        if progress is not None and progress.first_at is not None:
-            outcome["ttft"] = (progress.first_at - started) * 1000
-        frame.emit(
-            self._event(
-                EVENTS.MODEL_CALL_END,
-                span,
-                turn_span,
-                success=True,
-                duration=(time.perf_counter() - started) * 1000,
-                **outcome,
-                **who,
-            )
-        )
+        finally:
+            MODEL_CALL.reset(token)
+        answer: Any = message
+        call.answered(reply.get("usage"), reply.get("costs"), reply.get("finishReason"), message=answer)
         return message
 
     async def _run_tools(self, requests: list[ToolCallRequest]) -> list[Message]:

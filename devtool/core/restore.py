@@ -12,9 +12,11 @@ to restores the one asked for.
 The rebuild, in one pass over the events up to the cut: frames from `agent:start`/`agent:end`
 (the run's own frame from `runWith:start`/`runWith:end`, or a synthetic one when those are missing);
 memory from `generation:end` (and `runWith:end` for the root); the prompt journal from successful
-`turn:end` events with a contentHash and a message; the tool journal from each successful result of
+`turn:end` events with a contentHash and a message (or, from an instrumented SDK request, the
+`response` it journaled); the tool journal from each successful result of
 a `tools:execute:end` (failed results are skipped, so those calls run again on a replay; a result
-marked `tombstone` becomes a tombstone entry, never replayed). Every span is attributed to a frame
+marked `tombstone` becomes a tombstone entry, never replayed); budgets from each `model:call:end`'s
+`usage` and `costs`, on the frame of its turn. Every span is attributed to a frame
 through `parentSpanId`, so sibling agents whose events interleave (parallel sub-agents) each get their
 own calls; an event whose parent span is unknown falls back to the innermost agent still running.
 callIds come from the events (ours carry them), else are made as the runtime makes them.
@@ -29,8 +31,10 @@ rather than by stack order alone (it misplaces interleaved siblings); memory att
 (it gives a zombie child its parent's memory); a repaired failure carries a message (its error
 serialises to `{}`); the snapshot is rooted at the run's own frame (`callId` "root", as
 `dump_snapshot` roots it), where it roots at the first agent; `processId` is the traceId and
-`timestamp` the cut event's, so a restore is a pure function of its arguments; no `budgetState`
-(it reports zeros; ours would have to be rebuilt from every model call and is not needed to replay).
+`timestamp` the cut event's, so a restore is a pure function of its arguments; every frame's
+`budgetState` rebuilt from the `model:call:end` usage of its own turns (own) and its subtree's
+(aggregate), where it reports zeros (its `runWith` requires the field; a frame's budget is what a
+budget-limited agent resumes with).
 
 Malformed events (no trace context, wrong types, unknown type) are skipped and counted in one
 `RestoreWarning`; a trace with anything usable restores. An event whose `schemaVersion` is another

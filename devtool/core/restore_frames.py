@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from devtool.core.budget import Budget, BudgetTotals, merged
 from devtool.core.jsonvalue import JSON
 from devtool.core.snapshot import FrameSnapshot, FrameState, JournalRecord, Status
 
@@ -19,6 +20,7 @@ class RestoredFrame:
 
     __slots__ = (
         "agent_id",
+        "budget",
         "call_id",
         "children",
         "error",
@@ -45,6 +47,8 @@ class RestoredFrame:
         self.orphaned = ""
         # Next seq per agent id, made on a first sub-agent without a callId: most frames never need it.
         self.seq: dict[str, int] | None = None
+        # The model requests this frame made itself (`model:call:end` usage), rebuilt into `budgetState`.
+        self.budget = Budget()
 
     def child_call_id(self, agent_id: str) -> str:
         """`<callId>/agent:<agentId>:<seq>`, seq counting this frame's calls of that agent in order.
@@ -87,6 +91,13 @@ class RestoredFrame:
             if child.status == "running":
                 child.abandon(message)
 
+    def aggregate_totals(self) -> BudgetTotals:
+        """The usage of this frame's model requests and all its descendants'."""
+        own = self.budget.totals()
+        if not self.children:
+            return own
+        return merged([own, *(child.aggregate_totals() for child in self.children.values())])
+
     def to_snapshot(self) -> FrameSnapshot:
         return self.shaped({call_id: child.to_snapshot() for call_id, child in self.children.items()})
 
@@ -105,6 +116,7 @@ class RestoredFrame:
             "journal": {"prompt": self.prompt, "tool": self.tool},
             "children": children,
             "state": state,
+            "budgetState": {"own": self.budget.totals(), "aggregate": self.aggregate_totals()},
         }
 
     def is_empty(self) -> bool:

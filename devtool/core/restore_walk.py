@@ -27,10 +27,8 @@ Action = Callable[[Event, Trace, str], RestoredFrame | None]
 
 # Events that hold no state a snapshot needs and parent no span that does: passed over at once.
 LEAVES: Final = (
-    EVENTS.TURN_START,
     EVENTS.TURN_PROGRESS,
     EVENTS.MODEL_CALL_START,
-    EVENTS.MODEL_CALL_END,
     EVENTS.VALIDATION_FAILURE,
     EVENTS.SNAPSHOT_DUMP,
     EVENTS.ERROR,
@@ -41,6 +39,7 @@ LEAVES: Final = (
 )
 # Spans that parent others (generation, prompt loop, tool batch, custom spans): only remembered.
 _PARENTS: Final = (
+    EVENTS.TURN_START,
     EVENTS.GENERATION_START,
     EVENTS.PROMPT_START,
     EVENTS.PROMPT_END,
@@ -92,6 +91,7 @@ class Walk:
             EVENTS.GENERATION_END: self._generation_end,
             EVENTS.TURN_END: self._turn_end,
             EVENTS.TOOLS_EXECUTE_END: self._tools_end,
+            EVENTS.MODEL_CALL_END: self._model_call_end,
         }
 
     def run(self, events: list[Event], span_id: str | None, anchor: Anchor) -> Event:
@@ -245,12 +245,17 @@ class Walk:
 
     def _turn_end(self, event: Event, trace: Trace, span: str) -> RestoredFrame | None:
         digest = event.get("contentHash")
-        message = event.get("message")
-        if event.get("success") is not True or type(digest) is not str or message is None:
+        # An instrumented SDK request journals the provider's response, which its end carries.
+        output = event["response"] if "response" in event else event.get("message")
+        if event.get("success") is not True or type(digest) is not str or output is None:
             return None
         frame = self._parent(trace)
-        frame.prompt[digest] = {"output": message, "contentHash": digest}
+        frame.prompt[digest] = {"output": output, "contentHash": digest}
         return frame
+
+    def _model_call_end(self, event: Event, trace: Trace, span: str) -> RestoredFrame | None:
+        frame = self._parent(trace)
+        return frame if frame.budget.add_event(event) else None
 
     def _tools_end(self, event: Event, trace: Trace, span: str) -> RestoredFrame | None:
         results = event.get("toolResults")

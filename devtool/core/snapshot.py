@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-from devtool.core.budget import BudgetState
+from devtool.core.budget import BudgetState, empty_budget_state
 from devtool.core.errors import SnapshotError
 from devtool.core.events import ErrorInfo
 from devtool.core.jsonvalue import JSON
@@ -105,8 +105,22 @@ def normalize(snapshot: AgentSnapshot) -> AgentSnapshot:
         "journal": {"prompt": {}, "tool": {}},
         "children": {root["callId"]: root},
         "state": {"status": root["state"]["status"]},
+        "budgetState": {
+            "own": empty_budget_state()["own"],
+            "aggregate": root.get("budgetState", empty_budget_state())["aggregate"],
+        },
     }
     return {**snapshot, "root": wrapper}
+
+
+def with_budget_states(frame: dict[str, Any]) -> dict[str, Any]:
+    """`frame` and its descendants, each with a `budgetState` (an empty one where it has none: a
+    snapshot stored before frames carried one). The TypeScript library refuses a frame without."""
+    children = {call_id: with_budget_states(child) for call_id, child in frame.get("children", {}).items()}
+    filled = {**frame, "children": children}
+    if "budgetState" not in filled:
+        filled["budgetState"] = empty_budget_state()
+    return filled
 
 
 def _validate_frame(frame: dict[str, Any], where: str) -> None:

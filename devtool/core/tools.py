@@ -120,33 +120,84 @@ class Outcome:
 
 async def run_batch(frame: Frame, calls: Sequence[PlannedCall], parent_span: str) -> list[Outcome]:
     """Run `calls` concurrently as one `tools:execute` span under `parent_span`."""
-    span, started = new_span_id(), time.perf_counter()
-    common = {
-        "callId": calls[0].call_id if len(calls) == 1 else frame.call_id,
-        "toolCallsCount": len(calls),
-        "toolNames": [_name(call) for call in calls],
-    }
-
-    def emit(kind: str, **fields: Any) -> None:
-        frame.emit(trace_event(kind, frame.agent_id, frame.run.trace_id, span, parent_span, **common, **fields))
-
-    emit(EVENTS.TOOLS_EXECUTE_START)
+    batch = _Batch(frame, calls, parent_span)
     if len(calls) == 1:
         outcomes = [await _execute(frame, calls[0])]
     else:
         outcomes = list(await asyncio.gather(*(_execute(frame, call) for call in calls)))
-    failures = sum(1 for outcome in outcomes if not outcome.result["success"])
-    emit(
-        EVENTS.TOOLS_EXECUTE_END,
-        toolResults=[outcome.result for outcome in outcomes],
-        successCount=len(outcomes) - failures,
-        failureCount=failures,
-        duration=(time.perf_counter() - started) * 1000,
-        success=failures == 0,
-        # A batch is served from the journal when all its calls were: the timeline marks it cached.
-        cache=all(outcome.result.get("cache") for outcome in outcomes),
-    )
+    batch.end(outcomes)
     return outcomes
+
+
+def call_function(name: str, input: Any, run: Callable[[], Any]) -> Awaitable[Any]:
+    """`run()` (whose result, if awaitable, is awaited) as one recorded, journaled call of a tool `name`.
+
+    For code that is not a `Tool` (`devtool.instrument`'s `@tool` functions): `input` is what the call
+    is hashed and shown by (the function's arguments), `run` what it does when the journal has no
+    answer. The callId is taken now, as a `Tool`'s is.
+    """
+    frame = current_frame(f"tool {name!r}")
+    return _call_directly(frame, _planned_function(frame, name, input, run))
+
+
+def call_function_sync(name: str, input: Any, run: Callable[[], Any]) -> Any:
+    """`call_function` for code that does not await: the same span, journal and events, in this thread."""
+    frame = current_frame(f"tool {name!r}")
+    planned = _planned_function(frame, name, input, run)
+    batch = _Batch(frame, [planned], frame.span_id)
+    step = _Step(frame, planned)
+    try:
+        call = step.begin()
+        entry = frame.cached("tool", call.content_hash)
+        if entry is not None:
+            outcome = step.succeeded(json_copy(entry["output"]), served_from_journal=True)
+        else:
+            outcome = step.succeeded(call.tool.handler(**call.input), served_from_journal=False)
+    except Exception as exc:
+        outcome = step.failed(exc)
+    batch.end([outcome])
+    if outcome.exception is not None:
+        raise outcome.exception
+    return outcome.output
+
+
+def _planned_function(frame: Frame, name: str, input: Any, run: Callable[[], Any]) -> PlannedCall:
+    tool = Tool(name, lambda **_: run(), description="", parameters=None, middleware=())
+    return PlannedCall(tool, input, frame.next_call_id("tool", name), None)
+
+
+class _Batch:
+    """One `tools:execute` span: its start when made, its end with the calls' results."""
+
+    def __init__(self, frame: Frame, calls: Sequence[PlannedCall], parent_span: str) -> None:
+        self.frame = frame
+        self.parent_span = parent_span
+        self.span, self.started = new_span_id(), time.perf_counter()
+        self.common = {
+            "callId": calls[0].call_id if len(calls) == 1 else frame.call_id,
+            "toolCallsCount": len(calls),
+            "toolNames": [_name(call) for call in calls],
+        }
+        self._emit(EVENTS.TOOLS_EXECUTE_START)
+
+    def end(self, outcomes: list[Outcome]) -> None:
+        failures = sum(1 for outcome in outcomes if not outcome.result["success"])
+        self._emit(
+            EVENTS.TOOLS_EXECUTE_END,
+            toolResults=[outcome.result for outcome in outcomes],
+            successCount=len(outcomes) - failures,
+            failureCount=failures,
+            duration=(time.perf_counter() - self.started) * 1000,
+            success=failures == 0,
+            # A batch is served from the journal when all its calls were: the timeline marks it cached.
+            cache=all(outcome.result.get("cache") for outcome in outcomes),
+        )
+
+    def _emit(self, kind: str, **fields: Any) -> None:
+        frame = self.frame
+        frame.emit(
+            trace_event(kind, frame.agent_id, frame.run.trace_id, self.span, self.parent_span, **self.common, **fields)
+        )
 
 
 async def _call_directly(frame: Frame, call: PlannedCall) -> Any:
@@ -157,28 +208,9 @@ async def _call_directly(frame: Frame, call: PlannedCall) -> Any:
 
 
 async def _execute(frame: Frame, planned: PlannedCall) -> Outcome:
-    started = time.perf_counter()
-    # One JSON copy of the input serves the event and the hash; an input that is not JSON is described
-    # in the event and never journaled (the call always runs).
+    step = _Step(frame, planned)
     try:
-        input_json: JSON = json_copy(planned.input)
-        hashable = True
-    except NotJSONError:
-        input_json, hashable = describe(planned.input), False
-    result: ToolResult = {
-        "callId": planned.call_id,
-        "toolCallId": planned.tool_call_id,
-        "toolName": _name(planned),
-        "input": input_json,
-        "success": False,
-        "cache": False,
-        "contentHash": None,
-    }
-    try:
-        tool, call_input = _checked(planned)
-        digest = content_hash_of_json({"name": tool.name, "input": input_json}) if hashable else None
-        result["contentHash"] = digest
-        call = ToolCall(tool, call_input, planned.call_id, digest, planned.tool_call_id)
+        call = step.begin()
         served_from_journal = False
 
         async def journal_layer(call: ToolCall) -> Any:
@@ -190,18 +222,58 @@ async def _execute(frame: Frame, planned: PlannedCall) -> Outcome:
             output = call.tool.handler(**call.input)
             return await output if inspect.isawaitable(output) else output
 
-        output = await _onion(tool.middleware, journal_layer)(call)
+        output = await _onion(call.tool.middleware, journal_layer)(call)
     except Exception as exc:
-        result["error"] = _error(exc)
-        result["duration"] = (time.perf_counter() - started) * 1000
-        return Outcome(result, None, exc)
-    result["cache"] = served_from_journal
-    if not served_from_journal and not frame.record("tool", digest, output):
-        result["tombstone"] = True
-    result["output"] = describe(output)
-    result["success"] = True
-    result["duration"] = (time.perf_counter() - started) * 1000
-    return Outcome(result, output, None)
+        return step.failed(exc)
+    return step.succeeded(output, served_from_journal=served_from_journal)
+
+
+class _Step:
+    """One call's record while it runs: its input as the event shows it, its hash, its outcome."""
+
+    def __init__(self, frame: Frame, planned: PlannedCall) -> None:
+        self.frame = frame
+        self.planned = planned
+        self.started = time.perf_counter()
+        # One JSON copy of the input serves the event and the hash; an input that is not JSON is described
+        # in the event and never journaled (the call always runs).
+        try:
+            self.input: JSON = json_copy(planned.input)
+            self.hashable = True
+        except NotJSONError:
+            self.input, self.hashable = describe(planned.input), False
+        self.result: ToolResult = {
+            # The TypeScript library's meaning: the model's id for the call (ours when no model asked).
+            "callId": planned.tool_call_id or planned.call_id,
+            "callPath": planned.call_id,
+            "toolName": _name(planned),
+            "input": self.input,
+            "success": False,
+            "cache": False,
+            "contentHash": None,
+        }
+
+    def begin(self) -> ToolCall:
+        """The call as middleware sees it; `ToolError` when there is no such tool or its input is wrong."""
+        tool, call_input = _checked(self.planned)
+        digest = content_hash_of_json({"name": tool.name, "input": self.input}) if self.hashable else None
+        self.result["contentHash"] = digest
+        return ToolCall(tool, call_input, self.planned.call_id, digest, self.planned.tool_call_id)
+
+    def succeeded(self, output: Any, *, served_from_journal: bool) -> Outcome:
+        result = self.result
+        result["cache"] = served_from_journal
+        if not served_from_journal and not self.frame.record("tool", result["contentHash"], output):
+            result["tombstone"] = True
+        result["output"] = describe(output)
+        result["success"] = True
+        result["duration"] = (time.perf_counter() - self.started) * 1000
+        return Outcome(result, output, None)
+
+    def failed(self, exc: Exception) -> Outcome:
+        self.result["error"] = _error(exc)
+        self.result["duration"] = (time.perf_counter() - self.started) * 1000
+        return Outcome(self.result, None, exc)
 
 
 def _checked(planned: PlannedCall) -> tuple[Tool, dict[str, Any]]:

@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from devtool.core.jsonvalue import kind_of
+from devtool.core.jsonvalue import kind_of, where_not_json
 from devtool.journal.errors import MalformedEntryError
 
 
@@ -240,4 +240,5 @@ def _json_problem(line: bytes, exc: orjson.JSONDecodeError) -> str:
         line.decode("utf-8")
     except UnicodeDecodeError as bad:
         return f"invalid UTF-8 at byte {bad.start}"
-    return f"not JSON ({exc.msg} at column {exc.pos + 1})"
+    _, column, found = where_not_json(line, exc)
+    return f"not JSON at column {column}: {found}"

@@ -25,7 +25,7 @@ from devtool.store.errors import (
     StoreError,
     StoreLockedError,
 )
-from devtool.store.live_append import append_events, store_events
+from devtool.store.live_append import OTLP_STREAM, append_events, store_events
 from devtool.store.load import BadLines, LoadResult, load_file
 from devtool.store.snapshots import (
     SnapshotInfo,
@@ -37,6 +37,7 @@ from devtool.store.snapshots import (
 )
 
 __all__ = [
+    "OTLP_STREAM",
     "BadLines",
     "BadLinesError",
     "InvalidEventsError",

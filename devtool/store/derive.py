@@ -38,6 +38,10 @@ from devtool.store.span_sql import (
     span_projection,
 )
 
+# The end of a model request, over `events` columns: a `model:call`'s, or a turn's that counts its own
+# tokens (an OpenTelemetry chat span is the request itself; the DevTool's own turns never carry usage).
+MODEL_REQUEST_END = "(type = 'model:call:end' OR (type = 'turn:end' AND prompt_tokens IS NOT NULL))"
+
 _DERIVE = f"""
     CREATE OR REPLACE TEMP TABLE derived AS
     WITH scope AS NOT MATERIALIZED (SELECT * EXCLUDE (body) FROM events WHERE {{events}}),
@@ -100,7 +104,10 @@ _MOVED = f"""
            OR (NOT r.instant AND r.kind NOT IN {HIDDEN_KINDS}) <> (NOT d.instant AND d.kind NOT IN {HIDDEN_KINDS}))
 """
 
-RUNS = """
+# A run's counts are of the spans its page shows (the frame tree and the timeline): a log line, an error
+# event or a model call inside a turn is not one more span, and the runs list, the run's header and
+# the load's summary all say the same number.
+_RUNS = f"""
     INSERT INTO runs
     SELECT
         e.trace_id,
@@ -115,11 +122,11 @@ RUNS = """
         coalesce(s.prompts, 0), coalesce(s.tools, 0), e.source_id, coalesce(s.depth, 0)
     FROM (
         SELECT trace_id, count(*) AS n, min(ts) AS started, max(ts) AS ended,
-               coalesce(sum(prompt_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS prompt_tokens,
-               coalesce(sum(completion_tokens) FILTER (WHERE type = 'model:call:end'), 0) AS completion_tokens,
+               coalesce(sum(prompt_tokens) FILTER (WHERE {MODEL_REQUEST_END}), 0) AS prompt_tokens,
+               coalesce(sum(completion_tokens) FILTER (WHERE {MODEL_REQUEST_END}), 0) AS completion_tokens,
                min(event_id) AS first_id, max(event_id) AS last_id, arg_min(source_id, event_id) AS source_id,
-               sum(cost_micro_usd) FILTER (WHERE type = 'model:call:end') AS cost_micro_usd,
-               count(*) FILTER (WHERE type = 'model:call:end' AND success AND cost_micro_usd IS NULL) AS unpriced_calls
+               sum(cost_micro_usd) FILTER (WHERE {MODEL_REQUEST_END}) AS cost_micro_usd,
+               count(*) FILTER (WHERE {MODEL_REQUEST_END} AND success AND cost_micro_usd IS NULL) AS unpriced_calls
         FROM events WHERE trace_id IN (SELECT trace_id FROM touched_traces)
         GROUP BY trace_id
     ) e
@@ -127,13 +134,16 @@ RUNS = """
         SELECT trace_id,
                coalesce(arg_min(name, depth * 1e15 + start_ts) FILTER (WHERE kind = 'agent'),
                         arg_min(name, start_ts) FILTER (WHERE depth = 0 AND NOT instant)) AS name,
-               CASE WHEN bool_or(status = 'running') FILTER (WHERE depth = 0 AND NOT instant) THEN 'running'
+               -- A span whose parent is not stored has a parent still open: OpenTelemetry sends a span
+               -- when it ends, so its children come first and the run runs until its root arrives.
+               CASE WHEN bool_or(status = 'running' OR parent_span_id IS NOT NULL)
+                             FILTER (WHERE depth = 0 AND NOT instant) THEN 'running'
                     WHEN bool_or(status = 'failed') FILTER (WHERE depth = 0 AND NOT instant) THEN 'failed'
                     ELSE 'completed' END AS status,
-               count(*) FILTER (WHERE NOT instant) AS spans,
+               count(*) FILTER (WHERE {SHOWN}) AS spans,
                count(*) FILTER (WHERE kind = 'agent') AS agents,
-               count(*) FILTER (WHERE status = 'failed') AS failed,
-               count(*) FILTER (WHERE status = 'running') AS running,
+               count(*) FILTER (WHERE status = 'failed' AND {SHOWN}) AS failed,
+               count(*) FILTER (WHERE status = 'running' AND {SHOWN}) AS running,
                string_agg(DISTINCT agent_id, ' ' ORDER BY agent_id) FILTER (WHERE kind = 'agent') AS agent_ids,
                count(*) FILTER (WHERE kind = 'turn') AS prompts,
                coalesce(sum(len(string_split(name, ', '))) FILTER (WHERE kind = 'tools:execute'), 0) AS tools,
@@ -155,7 +165,8 @@ def refresh(
     when given: the derive of a live backlog, whose range may hold a load's events, derived already).
     More than `chunk` events of new runs are derived `chunk` at a time (`derive_stream`).
 
-    Returns how many spans were (re)derived and the ids of the traces they belong to.
+    Returns how many spans were (re)derived (of those the pages show and count: not instants, not
+    `HIDDEN_KINDS`) and the ids of the traces they belong to.
     """
     new = f"event_id > {int(after_event_id)}"
     only = "" if traces is None else " AND trace_id IN (SELECT unnest($traces))"
@@ -185,10 +196,10 @@ def refresh(
             touched = f"SELECT DISTINCT trace_id, span_id FROM events WHERE {new}"
             conn.execute(f"CREATE OR REPLACE TEMP TABLE touched_spans AS {touched}")
             rederive(conn)
-        derived = int(conn.execute("SELECT count(*) FROM derived").fetchall()[0][0])
+        derived = int(conn.execute(f"SELECT count(*) FROM derived WHERE {SHOWN}").fetchall()[0][0])
         conn.execute("DROP TABLE derived; DROP TABLE placed")
     conn.execute("DELETE FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
-    conn.execute(RUNS)
+    conn.execute(_RUNS)
     traces = tuple(row[0] for row in conn.execute("SELECT trace_id FROM touched_traces ORDER BY 1").fetchall())
     conn.execute("DROP TABLE touched_traces")
     return derived, traces

@@ -197,8 +197,8 @@ _MISPLACED = """
 
 @dataclass(frozen=True, slots=True)
 class Streamed:
-    """What `derive_new` did: spans made, chunks read, and the most spans open after a chunk (what
-    was carried: the memory a chunk needs beyond its own events)."""
+    """What `derive_new` did: spans made (those the pages show and count), chunks read, and the most
+    spans open after a chunk (what was carried: the memory a chunk needs beyond its own events)."""
 
     spans: int
     chunks: int
@@ -228,7 +228,9 @@ def derive_new(
         "DROP TABLE stream_open; DROP TABLE stream_late; DROP TABLE stream_groups; DROP TABLE stream_firsts; "
         "DROP TABLE stream_lookup; DROP TABLE stream_kids; DROP TABLE derived; DROP TABLE placed"
     )
-    count = conn.execute("SELECT count(*) FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
+    count = conn.execute(
+        f"SELECT count(*) FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND {SHOWN}"
+    )
     return Streamed(int(count.fetchall()[0][0]), chunks, most_open)
 
 

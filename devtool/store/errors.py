@@ -25,9 +25,12 @@ class LineProblem:
     message: str
     line: int | None = None  # 1-based line of a line-based file
     element: int | None = None  # 0-based index in a JSON array or an appended batch
+    column: int | None = None  # 1-based, in characters: where a line stops being JSON
 
     def where(self) -> str:
-        return f"line {self.line}" if self.line is not None else f"element {self.element}"
+        if self.line is None:
+            return f"element {self.element}"
+        return f"line {self.line}" if self.column is None else f"line {self.line}, column {self.column}"
 
 
 class LoadError(StoreError):

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from devtool.core.jsonvalue import kind_of
+from devtool.core.jsonvalue import kind_of, where_not_json
 from devtool.store.errors import BatchTooLargeError, InvalidEventsError, LineProblem, NotABatchError
 from devtool.store.rules import shown_value
 from devtool.store.scan import MAX_KEPT
@@ -122,12 +122,15 @@ def check_events(values: Sequence[Any]) -> list[CheckedEvent]:
 
 
 def read_line(line: bytes) -> CheckedEvent | Refused:
-    """One line of a JSONL trace (without its newline) through the gate."""
+    """One line of a JSONL trace (without its newline) through the gate. A good one keeps the line's
+    own text, as a file load stores it: the same line followed and loaded is one event, stored once."""
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        return Refused(f"not JSON: {exc}", json=False)
-    return check_event(value)
+        _, column, found = where_not_json(line, exc)
+        return Refused(f"not JSON at column {column}: {found}", json=False)
+    problem = trace_event_problem(value)
+    return Refused(problem) if problem is not None else CheckedEvent(value, line.decode())
 
 
 @dataclass(frozen=True)

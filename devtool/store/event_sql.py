@@ -38,9 +38,9 @@ _LABEL = """
     CASE
         WHEN t LIKE '%:end' THEN NULL
         WHEN t = 'agent:start' THEN coalesce(nullif(e.agentId, ''), 'agent')
-        WHEN t = 'runWith:start' THEN coalesce(e.entrypoint, 'runWith')
+        WHEN t = 'runWith:start' THEN coalesce(e.entrypoint, e.name, 'runWith')
         WHEN t = 'generation:start' THEN 'generation ' || coalesce(e.generationId, 0)
-        WHEN t = 'turn:start' THEN 'turn ' || coalesce(e.step, 0)
+        WHEN t = 'turn:start' THEN coalesce(e.name, 'turn ' || coalesce(e.step, 0))
         WHEN t = 'promptAgent:start' THEN 'prompt'
         WHEN t = 'model:call:start' THEN coalesce(e.adapterId, 'model call')
         WHEN t = 'tools:execute:start' THEN coalesce(nullif(array_to_string(e.toolNames, ', '), ''), 'tools')
@@ -71,8 +71,37 @@ COLUMNS = (
 )
 
 
-def insert_events_sql(relation: str) -> str:
-    """INSERT … SELECT from `relation` (`body`, and `n` from 1 in load order); parameters `$base`, `$source`."""
+# An event's identity (`events.event_key`): a 64-bit hash of its JSON text as stored, compared within
+# its trace. The same event arriving again (an exporter's retry of a batch, a file loaded again with
+# more lines, a followed file read again) has the same text: the exporter sends the same body, a file
+# the same line. Distinct events differ in text (timestamp, span id, the exporter's `_seq`).
+EVENT_KEY_SQL = "hash(body::VARCHAR)"
+
+
+# The positions (from 1) of the texts in the list `$texts` whose events are stored already, in the
+# traces of the list `$traces`: a live batch's check before its insert. A stored copy has the same
+# timestamp, so only stored events between the batch's first and last (`$lo`, `$hi`) are read: the
+# `ts` column's min/max per row group skip the rest of a long run, which a live run stores in time order.
+STORED_SQL = f"""
+    SELECT n FROM (
+        SELECT {EVENT_KEY_SQL.replace("body::VARCHAR", "t")} AS k, n FROM unnest($texts) WITH ORDINALITY AS u(t, n)
+    )
+    WHERE k IN (SELECT event_key FROM events WHERE ts BETWEEN $lo AND $hi AND trace_id = ANY($traces))
+"""
+
+
+def insert_events_sql(relation: str, *, dedup: bool = True) -> str:
+    """INSERT … SELECT from `relation` (`body`, and `n` from 1 in load order); parameters `$base`, `$source`.
+
+    Events already stored (same trace, same `event_key`) are left out, unless `dedup` is False (the
+    caller checked: `STORED_SQL`).
+    """
+    stored = (
+        "ANTI JOIN (SELECT trace_id, event_key FROM events) stored"
+        " ON stored.event_key = fresh.k AND stored.trace_id = fresh.e.trace.traceId"
+        if dedup
+        else ""
+    )
     return f"""
     INSERT INTO events
     SELECT
@@ -93,8 +122,14 @@ def insert_events_sql(relation: str) -> str:
         e.usage.promptTokens,
         e.usage.completionTokens,
         body,
-        CASE WHEN t = 'model:call:end' THEN e.costs.micro_usd END
-    FROM (SELECT e, body, n, e.type AS t FROM (SELECT from_json(body, '{STRUCTURE}') AS e, body, n FROM {relation}))
+        CASE WHEN t IN ('model:call:end', 'turn:end') THEN e.costs.micro_usd END,
+        k
+    FROM (
+        SELECT e, body, n, e.type AS t, k FROM (
+            SELECT from_json(body, '{STRUCTURE}') AS e, body, n, {EVENT_KEY_SQL} AS k FROM {relation}
+        )
+    ) fresh
+    {stored}
     """
 
 
@@ -119,16 +154,19 @@ def insert_events(
     params: dict[str, object],
     *,
     derive_spans: bool = True,
+    dedup: bool = True,
 ) -> tuple[int, int, tuple[str, ...]]:
     """Insert the events of `relation` (its parameters in `params`), then derive their spans (unless
     `derive_spans` is False: the caller sees to it).
 
-    Returns (events, spans, trace ids); no spans nor traces when not derived. The caller holds the
-    write lock, in a transaction.
+    Returns (events stored, spans, trace ids); no spans nor traces when not derived. Events stored
+    already are not stored again (`insert_events_sql`; not checked with `dedup` False), so ids may skip
+    the numbers of those: they still only grow. The caller holds the write lock, in a transaction.
     """
     base = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
-    count = conn.execute(insert_events_sql(relation), {**params, "base": base, "source": source_id}).fetchall()[0][0]
+    params = {**params, "base": base, "source": source_id}
+    count = conn.execute(insert_events_sql(relation, dedup=dedup), params).fetchall()[0][0]
     if count == 0 or not derive_spans:
         return count, 0, ()
-    derived, traces = derive.refresh(conn, base)
-    return count, derived, traces
+    derived, refreshed = derive.refresh(conn, base)
+    return count, derived, refreshed

@@ -1,10 +1,14 @@
-"""Exports: a run's events as gzip JSONL, and a snapshot's document, for a teammate's own DevTool.
+"""Exports: a run's events as gzip JSONL, as OTLP JSON or as Perfetto's JSON, and a snapshot's document.
 
 A run's export is its events exactly as they were loaded, one JSON object a line, in the order a
 restore reads them (timestamp, then load order), gzip-compressed as it is produced (a run of a
 million events never sits in memory). `devtool load` reads it back as it is; `export_snapshot` is the
 snapshot document assembled from its stored frames (`devtool.core.snapshot_tree.snapshot_id` of it
 is its id), which `devtool run --snapshot` and an upload take as it is.
+
+`export_run_otlp` writes the run as OTLP JSON, one `ExportTraceServiceRequest` a line (the Collector's
+file exporter's format: Jaeger, Tempo, Phoenix and `devtool load` read it), and `export_run_perfetto`
+as Chrome trace-event JSON for Perfetto UI; `devtool.formats` says how spans map to each. Both stream.
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ from collections.abc import Iterator
 
 import orjson
 
+from devtool.formats.otlp_export import otlp_requests
+from devtool.formats.perfetto import perfetto_trace
 from devtool.store.database import Store
 from devtool.store.queries.events import iter_run_events
+from devtool.store.queries.runs import get_run
 from devtool.store.snapshots import get_snapshot
 
 # gzip framing (not zlib's): what `gunzip`, Python's gzip module and `devtool load` read.
@@ -43,6 +50,19 @@ def _gzip_lines(first: dict[str, object] | None, rest: Iterator[dict[str, object
             if packed:
                 yield packed
     yield packer.compress(bytes(buffer)) + packer.flush()
+
+
+def export_run_otlp(store: Store, trace_id: str) -> Iterator[bytes]:
+    """Run `trace_id` as OTLP JSON lines; `NotFoundError` (before any line) if there is no such run."""
+    get_run(store, trace_id, kind="trace")
+    requests = otlp_requests(iter_run_events(store, trace_id))
+    return (orjson.dumps(request, option=orjson.OPT_APPEND_NEWLINE) for request in requests)
+
+
+def export_run_perfetto(store: Store, trace_id: str) -> Iterator[bytes]:
+    """Run `trace_id` as Chrome trace-event JSON, in chunks; `NotFoundError` (before any) if there is no run."""
+    run = get_run(store, trace_id, kind="trace")
+    return perfetto_trace(iter_run_events(store, trace_id), name=f"{run.name} ({trace_id})")
 
 
 def export_snapshot(store: Store, snapshot_id: str) -> bytes:

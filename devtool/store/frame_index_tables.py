@@ -30,6 +30,7 @@ from typing import Any, Literal
 import duckdb
 import orjson
 
+from devtool.core.budget import merged
 from devtool.core.frame_cut import ReusedChunk, SealedChild
 from devtool.core.frame_index import Batch, IndexedFrame
 from devtool.core.snapshot_tree import FANOUT
@@ -245,14 +246,25 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
         params["open"] = [frame.index for frame in open_frames]
         children = dict(cursor.execute(cut.format(_CHILDREN), params).fetchall())
         params["fanout"] = FANOUT
-        chunks = [ReusedChunk(*row) for row in cursor.execute(cut.format(_REUSED), params).fetchall()]
+        chunks = [
+            ReusedChunk(frame, level, position, node, merged(orjson.loads(str(totals)) for totals in aggregates or ()))
+            for frame, level, position, node, aggregates in cursor.execute(cut.format(_REUSED), params).fetchall()
+        ]
         sealed_rows = cursor.execute(cut.format(_SEALED), params).fetchall()
         ids = sorted({event for frame in open_frames for event in frame.events} | {params["cut"]})
         events = cursor.execute("SELECT event_id, body FROM events WHERE event_id = ANY($ids)", {"ids": ids})
         rows = sorted((event_id, orjson.loads(body)) for event_id, body in events.fetchall())
     sealed = [
-        SealedChild(parent, position, call_id, node, status, orjson.loads(error) if error is not None else None)
-        for parent, position, call_id, node, status, error in sealed_rows
+        SealedChild(
+            parent,
+            position,
+            call_id,
+            node,
+            status,
+            orjson.loads(error) if error is not None else None,
+            orjson.loads(aggregate) if aggregate is not None else None,
+        )
+        for parent, position, call_id, node, status, error, aggregate in sealed_rows
     ]
     return IndexedCut(rows, open_frames, sealed, chunks, children)
 
@@ -313,14 +325,26 @@ _USABLE = f"""
     )
 """
 
-_REUSED = f"WITH {_USABLE} SELECT frame, level, position, node_id FROM largest"
+# With the aggregate usage of each chunk's frames (their nodes', summed in `read_cut`).
+_REUSED = f"""
+    WITH {_USABLE}
+    SELECT u.frame, u.level, u.position, u.node_id,
+           list(n.body->'budgetState'->'aggregate' ORDER BY f.position)
+               FILTER (WHERE (n.body->'budgetState') IS NOT NULL)
+    FROM largest u
+    JOIN rewind_frames f ON f.trace_id = $trace AND f.build = $build AND f.parent = u.frame
+         AND f.position // CAST(pow($fanout, u.level + 1) AS BIGINT) = u.position
+    LEFT JOIN snapshot_nodes n ON n.node_id = f.node_id
+    GROUP BY u.frame, u.level, u.position, u.node_id
+"""
 
 # The sealed children of open frames outside the chunks reused.
 _SEALED = f"""
     WITH {_USABLE}
-    SELECT parent, position, call_id, node_id, status, error FROM rewind_frames f
-    WHERE trace_id = $trace AND build = $build AND parent IN (SELECT unnest($open)) AND {{made}} AND {{sealed}}
-      AND frame NOT IN (SELECT unnest($open))
+    SELECT f.parent, f.position, f.call_id, f.node_id, f.status, f.error, n.body->'budgetState'->'aggregate'
+    FROM rewind_frames f LEFT JOIN snapshot_nodes n USING (node_id)
+    WHERE f.trace_id = $trace AND f.build = $build AND f.parent IN (SELECT unnest($open)) AND {{made}}
+      AND {{sealed}} AND f.frame NOT IN (SELECT unnest($open))
       AND NOT EXISTS (
           SELECT 1 FROM largest u
           WHERE u.frame = f.parent AND f.position // CAST(pow($fanout, u.level + 1) AS BIGINT) = u.position

@@ -19,11 +19,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from devtool.store.database import Store
 from devtool.store.event_gate import CheckedEvent, check_events
-from devtool.store.event_sql import insert_events
+from devtool.store.event_sql import STORED_SQL, insert_events
 
 LIVE_KIND = "live"
+# The live stream OTLP exports are stored under: a run whose events came by it came from OpenTelemetry.
+OTLP_STREAM = "otlp"
 
 # The batch as one list parameter, numbered in its order: ids follow the list.
 _BATCH = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
@@ -31,36 +35,62 @@ _BATCH = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS 
 
 def append_events(
     store: Store, events: Sequence[Mapping[str, Any]], *, stream: str = "live", derive: bool = True
-) -> list[int]:
-    """Check `events` (TraceEvent dicts) at the gate, append them in order and return their ids;
-    `InvalidEventsError` if any is bad (then none is stored)."""
+) -> list[int | None]:
+    """Check `events` (TraceEvent dicts) at the gate, append them in order and return their ids (None
+    for one stored already); `InvalidEventsError` if any is bad (then none is stored)."""
     return store_events(store, check_events(events), stream=stream, derive=derive)
 
 
 def store_events(
     store: Store, events: Sequence[CheckedEvent], *, stream: str = "live", derive: bool = True
-) -> list[int]:
+) -> list[int | None]:
     """Append `events`, checked at the gate already, in order and return their ids.
 
-    `derive=False` leaves their spans and run summaries in the store's backlog.
+    Exactly once: an event stored already (by an earlier batch, a file, another stream; see
+    `event_sql.EVENT_KEY_SQL`), or given twice in `events`, is stored once, and its place in the
+    returned list is None. `derive=False` leaves their spans and run summaries in the store's backlog.
     """
     if not events:
         return []
+    # Repeats inside the batch (two retries grouped into one append) go first, then what the store has.
+    slot_of: dict[str, int] = {}  # each distinct text's place in `texts`
+    firsts: list[int] = []  # the index in `events` of each slot's first event
+    for index, event in enumerate(events):
+        if slot_of.setdefault(event.text, len(firsts)) == len(firsts):
+            firsts.append(index)
+    texts = list(slot_of)
+    traces = sorted({_trace_id(event) for event in events})
     with store.transaction(derives=False) as conn:
-        source_id = _live_source(conn, stream)
-        texts = [event.text for event in events]
-        count, _, _ = insert_events(conn, _BATCH, source_id, {"events": texts}, derive_spans=False)
-        last = conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0]
-        conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [count, source_id])
-        first = last - count + 1
-        store.backlog.add(
-            conn.execute(
-                "SELECT trace_id, min(event_id) FROM events WHERE event_id >= ? GROUP BY trace_id", [first]
-            ).fetchall()
-        )
-    if derive:
+        times = [float(event.event["timestamp"]) for event in events]
+        check = {"texts": texts, "traces": traces, "lo": min(times), "hi": max(times)}
+        stored = {n - 1 for (n,) in conn.execute(STORED_SQL, check).fetchall()}
+        new = [slot for slot in range(len(texts)) if slot not in stored]
+        ids: dict[int, int] = {}
+        if new:
+            source_id = _live_source(conn, stream)
+            rows: dict[str, object] = {"events": [texts[slot] for slot in new]}
+            count, _, _ = insert_events(conn, _BATCH, source_id, rows, derive_spans=False, dedup=False)
+            last = conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0]
+            conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [count, source_id])
+            first = last - count + 1
+            ids = {slot: first + place for place, slot in enumerate(new)}
+            store.backlog.add(
+                conn.execute(
+                    "SELECT trace_id, min(event_id) FROM events WHERE event_id >= ? GROUP BY trace_id", [first]
+                ).fetchall()
+            )
+    if derive and ids:
         store.derive_backlog()
-    return list(range(first, last + 1))
+    return [
+        ids.get(slot_of[event.text]) if firsts[slot_of[event.text]] == index else None
+        for index, event in enumerate(events)
+    ]
+
+
+def _trace_id(event: CheckedEvent) -> str:
+    trace_id = event.event["trace"]["traceId"]
+    # As the store reads it (`from_json` to VARCHAR): a string as is, anything else as its JSON text.
+    return trace_id if isinstance(trace_id, str) else orjson.dumps(trace_id).decode()
 
 
 def _live_source(conn: Any, stream: str) -> int:

@@ -3,7 +3,8 @@
 `load_file(store, path)` is all or nothing. The file is loaded by its format's loader through DuckDB's
 JSON reader while a thread reads it for its SHA-256; spans, run summaries and the `sources` row are
 written in the same transaction, which rolls back if the content turns out to be stored already (a
-file loaded twice adds nothing), if anything fails, or if the file changed while it loaded: the store
+file loaded twice adds nothing; a file that overlaps one loaded before adds only the events the store
+does not have, see `event_sql.EVENT_KEY_SQL`), if anything fails, or if the file changed while it loaded: the store
 is then exactly as it was. A file stored before under the same path, size and modification time is
 hashed first, so loading it again costs one read.
 
@@ -198,7 +199,9 @@ def _insert_with(
         if known is not None:
             raise _AlreadyLoaded(known)
         if inserted.events == 0 and not inserted.processes:
-            raise LoadError(source.path, "holds no events: nothing to load")
+            # Its events were read (a file without any is refused before), and every one of them is
+            # in the store already: a part of a file loaded before, say. Nothing is added.
+            raise _AlreadyLoaded(LoadResult(source.path, loader.kind, source.content_hash, source.size, 0, True))
         source.check_unchanged()
         conn.execute(
             "INSERT INTO sources (source_id, kind, path, content_hash, bytes, modified_ns, events, journal_entries, "

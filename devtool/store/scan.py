@@ -14,7 +14,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from devtool.core.jsonvalue import kind_of
+from devtool.core.jsonvalue import kind_of, where_not_json
 from devtool.store.errors import LineProblem
 
 CHUNK = 1 << 20
@@ -55,7 +55,8 @@ def scan_jsonl(source: BinaryIO, rule: Rule, good: BinaryIO | None = None) -> Sc
             continue
         problem = _problem(text, rule)
         if problem is not None:
-            scan.report(LineProblem(problem, number))
+            message, column = problem
+            scan.report(LineProblem(message, number, column=column))
             continue
         scan.good += 1
         if good is not None:
@@ -74,9 +75,9 @@ def scan_array(source: BinaryIO, rule: Rule, good: BinaryIO | None = None) -> Sc
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            line = data.count(b"\n", 0, exc.pos) + 1
-            column = exc.pos - (data.rfind(b"\n", 0, exc.pos) + 1) + 1
-            problem = f"not JSON ({exc.msg} at line {line}, column {column})"
+            line, column, found = where_not_json(data, exc)
+            scan.report(LineProblem(f"not JSON: {found}", line=line, column=column))
+            return scan
     if problem is None and not isinstance(value, list):
         problem = f"not a JSON array of events but {kind_of(value)}"
     if problem is not None:
@@ -93,15 +94,18 @@ def scan_array(source: BinaryIO, rule: Rule, good: BinaryIO | None = None) -> Sc
     return scan
 
 
-def _problem(text: bytes, rule: Rule) -> str | None:
+def _problem(text: bytes, rule: Rule) -> tuple[str, int | None] | None:
+    """What is wrong with one line, and the column where it stops being JSON (if that is what is wrong)."""
     problem = _text_problem(text)
     if problem is not None:
-        return problem
+        return problem, None
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        return f"not JSON ({exc.msg} at column {exc.pos + 1})"
-    return rule(value)
+        _, column, found = where_not_json(text, exc)
+        return f"not JSON: {found}", column
+    problem = rule(value)
+    return None if problem is None else (problem, None)
 
 
 def _text_problem(text: bytes) -> str | None:

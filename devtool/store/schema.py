@@ -11,7 +11,7 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   without its end is `running`; a point event (`budget:update`, `sys:log`, ...) with a span id of its
   own is an `instant` span. `depth` is the nesting for timeline rows, `frame_parent_id` the nearest
   ancestor the frame tree shows.
-- `runs`: one summary row per trace, kept up to date by every load and append; since migration 5
+- `runs`: one summary row per trace, kept up to date by every load and append; since migration 7
   with its prompt and tool calls counted, the source of its first event and its deepest span.
 - `journal_entries`: process-journal entries, with `ts_ms` parsed from their ISO 8601 `timestamp`.
 - `snapshots`: AgentSnapshots under a stable content id, with the id they were forked from and who
@@ -24,7 +24,7 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - `rewind_runs`, `rewind_frames` (migration 3): the frame index of a big run
   (`devtool.core.frame_index`): per frame, when it was made and last changed, its events and its
   sealed node. `last_event_id` is the run's last event when it was indexed: a run that has grown
-  since is rewound from its events until it is indexed again. Since migration 5 an index is written
+  since is rewound from its events until it is indexed again. Since migration 7 an index is written
   a batch at a time under a `build` number and used once `rewind_runs` names that build, each frame
   has its `position` among its parent's children, and `rewind_chunks` holds the chunks of a wide
   frame's children (`devtool.core.snapshot_tree.child_refs`); indexes made before are dropped (the
@@ -32,12 +32,16 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - Since migration 4, `events.cost_micro_usd` is a `model:call:end`'s `costs.micro_usd` (NULL when its
   price is unknown), and a run's `cost_micro_usd` sums its priced calls (NULL when none is priced)
   and `unpriced_calls` counts its successful calls without a price: its total is unknown, not $0.
-- `search_terms` (migration 5): the search index, each run's words once (`search.py`); the words of
+- Migration 5 counts a run's `spans`, `failed` and `running` over the spans its page shows (not
+  instants, prompt loops or model calls), as `derive` does from then on.
+- Since migration 6, `events.event_key` is the event's identity within its trace (`event_sql.
+  EVENT_KEY_SQL`): an event whose trace holds one with the same key is not stored again.
+- `search_terms` (migration 7): the search index, each run's words once (`search.py`); the words of
   the events stored before are found by the migration.
-- `span_keys`, `frame_keys`, `span_text`, `span_tiles`, `keyed_runs` (migration 5): a big run's
+- `span_keys`, `frame_keys`, `span_text`, `span_tiles`, `keyed_runs` (migration 7): a big run's
   spans' keys, sorted to find a span by its id and a parent's children in a range, the text its
   span search reads, and its spans grouped in tiles of time for the timeline seen wide
-  (`span_keys.py`). Migration 5 also gives runs their `prompts`, `tools`, `depth` and first
+  (`span_keys.py`). Migration 7 also gives runs their `prompts`, `tools`, `depth` and first
   `source_id`, counted from what was stored.
 """
 
@@ -190,6 +194,22 @@ MIGRATIONS: list[str] = [
     WHERE runs.trace_id = c.trace_id;
     """,
     """
+    UPDATE runs SET spans = counted.spans, failed = counted.failed, running = counted.running
+    FROM (
+        SELECT trace_id,
+               count(*) FILTER (WHERE shown) AS spans,
+               count(*) FILTER (WHERE shown AND status = 'failed') AS failed,
+               count(*) FILTER (WHERE shown AND status = 'running') AS running
+        FROM (SELECT trace_id, status, NOT instant AND kind NOT IN ('promptAgent', 'model:call') AS shown FROM spans)
+        GROUP BY trace_id
+    ) counted
+    WHERE runs.trace_id = counted.trace_id;
+    """,
+    """
+    ALTER TABLE events ADD COLUMN event_key UBIGINT;
+    UPDATE events SET event_key = hash(body::VARCHAR);
+    """,
+    """
     DROP TABLE rewind_frames;
     DROP TABLE rewind_runs;
     CREATE SEQUENCE rewind_builds START 1;
@@ -248,7 +268,8 @@ MIGRATIONS: list[str] = [
         span_id VARCHAR NOT NULL
     );
     CREATE TABLE span_text (
-        run INTEGER NOT NULL, start_ts DOUBLE NOT NULL, start_event_id BIGINT, span_id VARCHAR NOT NULL, text VARCHAR
+        run INTEGER NOT NULL, start_ts DOUBLE NOT NULL, start_event_id BIGINT, span_id VARCHAR NOT NULL, text VARCHAR,
+        name VARCHAR, kind VARCHAR NOT NULL
     );
     CREATE TABLE keyed_runs (
         trace_id VARCHAR NOT NULL, run INTEGER NOT NULL, tile_origin DOUBLE NOT NULL, tile_ms DOUBLE NOT NULL,
@@ -267,7 +288,9 @@ MIGRATIONS: list[str] = [
         name VARCHAR,
         failed BIGINT NOT NULL,
         running BIGINT NOT NULL,
-        cached BIGINT NOT NULL
+        cached BIGINT NOT NULL,
+        frame_parent_id VARCHAR,
+        one_name BOOLEAN NOT NULL
     );
     ALTER TABLE runs ADD COLUMN prompts BIGINT DEFAULT 0;
     ALTER TABLE runs ADD COLUMN tools BIGINT DEFAULT 0;

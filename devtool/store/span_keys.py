@@ -11,11 +11,12 @@ sorted so that DuckDB's zone maps find a key in one or two row groups:
   start: a parent's children are one range, so a page of them, or a child's place among them, is
   read from that range alone;
 - `span_text`: each span the frame tree shows with what the run page's span search looks in (its
-  name, agent id, callId, span id and error, lowercased, one after the other), in time order: a
-  search reads one column instead of five, and stops at the first page of hits;
-- `span_tiles`: its spans but instants grouped by row (depth) and by the tile of time they start in
-  and the one they end in, of `TILES` tiles across the run: what the timeline reads when it shows so
-  much of the run that a pixel holds many tiles (`timeline.py`).
+  name, agent id, callId, span id and error, lowercased, one after the other), in time order, with
+  its name and kind beside it for the order of hits: a search reads one column instead of five;
+- `span_tiles`: the spans the timeline draws (not instants, not `HIDDEN_KINDS`) grouped by row
+  (depth), kind, and the tile of time they start in and the one they end in, of `TILES` tiles across
+  the run, with their frame parent when they share one and whether they share a name: what the
+  timeline reads when it shows so much of the run that a pixel holds many tiles (`timeline.py`).
 
 They are made by `key_run`, which the server's background indexer calls for a run of 50,000 events
 or more once it has stopped growing (`devtool.actions.frame_indexer`; seconds for ten million
@@ -64,7 +65,7 @@ _BUILD = f"""
     ORDER BY key, s.start_ts, s.start_event_id;
     INSERT INTO span_text
     SELECT k.run, s.start_ts, s.start_event_id, s.span_id,
-           lower(concat_ws(chr({_SEPARATOR}), s.name, s.agent_id, s.call_id, s.span_id, s.error))
+           lower(concat_ws(chr({_SEPARATOR}), s.name, s.agent_id, s.call_id, s.span_id, s.error)), s.name, s.kind
     FROM spans s JOIN keyed_runs k USING (trace_id)
     WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant AND s.kind NOT IN {HIDDEN_KINDS}
     ORDER BY k.run, s.start_ts, s.start_event_id;
@@ -72,11 +73,13 @@ _BUILD = f"""
     SELECT s.trace_id, s.depth,
            least(floor((s.start_ts - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT AS start_tile,
            least(floor((coalesce(s.end_ts, r.ended_ts) - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT,
-           min(s.start_ts), max(coalesce(s.end_ts, r.ended_ts)), count(*), any_value(s.span_id), min(s.kind),
+           min(s.start_ts), max(coalesce(s.end_ts, r.ended_ts)), count(*), any_value(s.span_id), s.kind,
            any_value(s.name), count(*) FILTER (WHERE s.status = 'failed'),
-           count(*) FILTER (WHERE s.status = 'running'), count(*) FILTER (WHERE s.cache)
+           count(*) FILTER (WHERE s.status = 'running'), count(*) FILTER (WHERE s.cache),
+           CASE WHEN min(hash(s.frame_parent_id)) = max(hash(s.frame_parent_id)) THEN any_value(s.frame_parent_id) END,
+           min(hash(s.name)) = max(hash(s.name))
     FROM spans s JOIN keyed_runs k USING (trace_id) JOIN runs r USING (trace_id)
-    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant AND s.kind NOT IN {HIDDEN_KINDS}
     GROUP BY ALL
     ORDER BY s.trace_id, start_tile;
 """
@@ -243,18 +246,20 @@ def position(cursor: duckdb.DuckDBPyConnection, trace_id: str, key: SpanKey) -> 
 
 
 def search(
-    cursor: duckdb.DuckDBPyConnection, trace_id: str, text: str, *, limit: int
+    cursor: duckdb.DuckDBPyConnection, trace_id: str, text: str, *, order: str, prefix: str, limit: int
 ) -> list[tuple[str, float]] | None:
-    """The first `limit` shown spans, in time order, whose name, agent id, callId, span id or error
-    holds `text` (case-insensitive), as (span id, start); None when the run is not keyed (or the
+    """The first `limit` shown spans whose name, agent id, callId, span id or error holds `text`
+    (case-insensitive), best first (`order`: `navigation.span_hit_order`'s terms, over the columns
+    `span_text` shares with `spans`, reading `$text` and `$prefix`: `prefix` is the LIKE-escaped
+    `text%`), as (span id, start); None when the run is not keyed (or the
     text holds the separator of the fields)."""
     run = _run(cursor, trace_id)
     if run is None or chr(_SEPARATOR) in text:
         return None
     rows = cursor.execute(
-        "SELECT span_id, start_ts FROM span_text WHERE run = ? AND contains(text, lower(?)) "
-        "ORDER BY start_ts, start_event_id LIMIT ?",
-        [run, text, limit],
+        f"SELECT span_id, start_ts FROM span_text WHERE run = $run AND contains(text, lower($text)) "
+        f"ORDER BY {order} LIMIT $limit",
+        {"run": run, "text": text, "prefix": prefix, "limit": limit},
     ).fetchall()
     return [(span, start) for span, start in rows]
 

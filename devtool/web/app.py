@@ -35,7 +35,7 @@ from devtool.web.templating import make_environment
 
 def create_app(store: Store, settings: Settings | None = None) -> Starlette:
     settings = settings or Settings()
-    access = Access(settings.token)
+    access = Access(settings.token, local=settings.local_token)
     live = Live(store, settings)
     indexer = FrameIndexer(store, min_events=settings.rewind_index_events, interval=settings.rewind_index_interval)
     templates = make_environment()

@@ -14,6 +14,12 @@ A DevTool shows agent prompts and data and can start replays, so it runs in one 
   change something gets 403. A browser's state-changing request also needs the same origin and the
   per-server token.
 
+In both modes the command line on the server's machine (`devtool load`, `devtool export` on the
+database the server owns) sends the **local token**: random for each server start, written by
+`devtool serve` into a file beside the database that only its user can read
+(`devtool.cli.server_file`). It counts as signed in, and it alone may ask the server to load files
+by their path on the server's machine (`POST /api/v1/load`).
+
 The per-server token is random for each server start; pages carry it in `<body hx-headers>` (htmx
 sends it as `X-DevTool-CSRF`) and in forms (`_csrf`). Nothing secret is ever put in a URL: links a
 teammate copies hold ids only. The session cookie holds an HMAC of the team token, not the token,
@@ -76,6 +82,7 @@ class Access:
 
     token: str | None = None
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    local: str | None = None  # the command line's token (see the module docstring)
 
     def __post_init__(self) -> None:
         if self.token is not None:
@@ -91,21 +98,33 @@ class Access:
         """With a team token: the request carries it (Bearer) or the session cookie. Else always."""
         if self.token is None:
             return True
-        return self.bearer(request) or _equal(request.cookies.get(SESSION_COOKIE), self.session)
+        return (
+            self.bearer(request)
+            or self.local_bearer(request)
+            or _equal(request.cookies.get(SESSION_COOKIE), self.session)
+        )
 
     def is_token(self, given: str) -> bool:
         """Whether `given` is the team token (compared in constant time)."""
         return self.token is not None and _equal(given, self.token)
 
     def bearer(self, request: Request) -> bool:
-        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and self.is_token(credentials.strip())
+        return self.is_token(_bearer_of(request))
+
+    def local_bearer(self, request: Request) -> bool:
+        """The request carries the command line's token (`Authorization: Bearer <local token>`)."""
+        return self.local is not None and _equal(_bearer_of(request), self.local)
+
+
+def _bearer_of(request: Request) -> str:
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" else ""
 
 
 def user_of(request: Request) -> str:
     """Who is asking: the server's account on loopback, the name given at login with a team token."""
     access = state(request).access
-    if access.token is None:
+    if access.token is None or access.local_bearer(request):
         return _server_user()
     if access.bearer(request):
         return "api"
@@ -155,7 +174,7 @@ class AccessControl:
         return _login_redirect(request)
 
     def _needs_csrf(self, request: Request) -> bool:
-        if request.method in SAFE_METHODS or self.access.bearer(request):
+        if request.method in SAFE_METHODS or self.access.bearer(request) or self.access.local_bearer(request):
             return False
         browser = any(name in request.headers for name in BROWSER_HEADERS)
         # Signing in cannot carry a token the browser does not have yet; it is same-origin checked.
@@ -217,7 +236,7 @@ def _equal(given: str | None, expected: str) -> bool:
 
 
 def _refuse(request: Request, status: int, message: str) -> Response:
-    if request.url.path.startswith("/api/"):
+    if request.url.path.startswith(("/api/", "/v1/")):  # programs' endpoints (OTLP's too) answer in JSON
         return JSONResponse({"error": message}, status_code=status)
     return HTMLResponse(
         state(request)

@@ -27,6 +27,9 @@ class Settings:
     follow_interval: float = 0.1
     # The team token (`--token`, `DEVTOOL_TOKEN`): with one, every request must carry it (see `auth`).
     token: str | None = None
+    # The command line's token (`devtool serve` writes it beside the database, readable by its user
+    # only): `devtool load` and `devtool export` on this machine work through the server with it.
+    local_token: str | None = None
     # Replay runs entrypoints from modules under this folder only (None: where the server started).
     replay_root: Path | None = None
     # Runs of at least this many events get a frame index in the background (`actions/frame_indexer.py`),

@@ -1,4 +1,5 @@
-"""A fake model provider that speaks OpenAI's Chat Completions and Anthropic's Messages over real HTTP.
+"""A fake model provider that speaks OpenAI's Chat Completions and Responses APIs and Anthropic's Messages
+over real HTTP.
 
 No provider is reachable from the tests, so the official SDKs are pointed at this server by base URL
 (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`). It answers as the providers do (JSON or server-sent events,
@@ -7,7 +8,8 @@ and counts what it answered, so a test can say "the replay made 0 requests".
 
 - `server.py`: the app (provider APIs, control API, request log) and how a request is answered;
 - `script.py`: rules, replies, config and namespaces, as the control API takes them;
-- `dialect.py`: what one provider API is to the fake; `openai_chat.py`, `anthropic_messages.py`: the two;
+- `dialect.py`: what one provider API is to the fake; `openai_chat.py`, `openai_responses.py`,
+  `anthropic_messages.py`: the three (`match.api`: `openai.chat`, `openai.responses`, `anthropic.messages`);
 - `client.py`: `FakeProviderProcess` (start the process) and `FakeProvider` (drive one namespace);
 - `fixtures.py`: the pytest fixtures `fake_provider_process` and `fake_provider`.
 

@@ -2,8 +2,8 @@
 
 `server.py` serves each `Dialect` in `DIALECTS` at its `path` (and under `/ns/<namespace>`), and
 does the rest (auth, model and parameter checks, rules, delays, the request log) the same way for all.
-To add an API (OpenAI's Responses API, say), write a module with a class like `OpenAIChat` and add
-it to `DIALECTS` in `server.py`.
+To add an API, write a module with a class like `OpenAIChat` (or derived from one, as `OpenAIResponses`
+shares Chat Completions' errors) and add it to `DIALECTS` in `server.py`.
 """
 
 from __future__ import annotations

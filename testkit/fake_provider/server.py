@@ -1,7 +1,8 @@
 """The fake provider's web app: the provider APIs, the control API, the request log.
 
 Provider APIs (each `Dialect` of `DIALECTS`), in the default namespace and in any other:
-`POST /v1/chat/completions`, `POST /v1/messages`, and the same under `/ns/<namespace>/`. A request
+`POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/messages`, and the same under
+`/ns/<namespace>/`. A request
 is checked as the provider would (its key when `config.api_key` is set: a 401; its model when
 `config.models` is set: a 404; a field in `config.unsupported_params`: a 400), then answered by the
 first rule of its namespace that matches it. A request no rule matches gets a 500 that says so.
@@ -41,6 +42,7 @@ from starlette.routing import Route
 from testkit.fake_provider.anthropic_messages import AnthropicMessages
 from testkit.fake_provider.dialect import Dialect
 from testkit.fake_provider.openai_chat import OpenAIChat
+from testkit.fake_provider.openai_responses import OpenAIResponses
 from testkit.fake_provider.script import (
     Config,
     ErrorReply,
@@ -52,7 +54,7 @@ from testkit.fake_provider.script import (
     parse_rule,
 )
 
-DIALECTS: tuple[Dialect, ...] = (OpenAIChat(), AnthropicMessages())
+DIALECTS: tuple[Dialect, ...] = (OpenAIChat(), OpenAIResponses(), AnthropicMessages())
 SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "proxy-authorization", "cookie"})
 
 

@@ -34,11 +34,9 @@ from typing import Any, ClassVar
 
 from devtool.core.errors import ModelError
 from devtool.core.jsonvalue import JSON, NotJSONError, json_copy
-from devtool.core.model import Message, ModelReply, Progress, ToolDefinition, Usage
+from devtool.core.model import NO_USAGE, Message, ModelReply, Progress, ToolDefinition, Usage
 from devtool.core.providers.failures import SdkErrors, model_error
 from devtool.core.providers.pricing import PriceTable, default_price_table
-
-NO_USAGE: Usage = {"promptTokens": 0, "completionTokens": 0, "totalTokens": 0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +48,19 @@ class Answer:
     usage: Usage | None
     finish_reason: str
     served_model: str | None
+
+    def reply(self, prices: PriceTable, provider: str, model_id: str) -> ModelReply:
+        """The answer to a request for `provider:model_id` as a model's reply, its cost from `prices`."""
+        if self.usage is None:  # a server that does not count tokens: cost unknown, not free
+            return {"message": self.message, "usage": NO_USAGE, "costs": None, "finishReason": self.finish_reason}
+        # The served model first: the dated version an alias stood for when the request was made.
+        names = (self.served_model, model_id) if self.served_model else (model_id,)
+        return {
+            "message": self.message,
+            "usage": self.usage,
+            "costs": prices.cost(provider, names, self.usage),
+            "finishReason": self.finish_reason,
+        }
 
 
 class ProviderModel(ABC):
@@ -133,16 +144,7 @@ class ProviderModel(ABC):
             raise model_error(
                 exc, errors, provider=self.provider, model_id=self.id, retries=self.max_retries, secrets=secrets
             ) from None
-        if answer.usage is None:  # a server that does not count tokens: cost unknown, not free
-            return {"message": answer.message, "usage": NO_USAGE, "costs": None, "finishReason": answer.finish_reason}
-        # The served model first: the dated version an alias stood for when the request was made.
-        names = (answer.served_model, self.id) if answer.served_model else (self.id,)
-        return {
-            "message": answer.message,
-            "usage": answer.usage,
-            "costs": self.prices.cost(self.provider, names, answer.usage),
-            "finishReason": answer.finish_reason,
-        }
+        return answer.reply(self.prices, self.provider, self.id)
 
     @classmethod
     def sdk(cls) -> Any:

@@ -65,7 +65,7 @@ class AnthropicModel(ProviderModel):
                 elif block.type == "tool_use":
                     arguments = orjson.dumps(block.input).decode()
                     blocks.append({"type": "tool_use", "id": block.id, "name": block.name, "json": arguments})
-            return _answer(blocks, reply.stop_reason, _usage(reply.usage, None), reply.model)
+            return messages_answer(blocks, reply.stop_reason, _usage(reply.usage, None), reply.model)
         blocks = []
         stop: str | None = None
         started: AnthropicUsage | None = None
@@ -92,7 +92,7 @@ class AnthropicModel(ProviderModel):
                     started, served = event.message.usage, event.message.model
                 elif event.type == "message_delta":
                     stop, final = event.delta.stop_reason or stop, event.usage
-        return _answer(blocks, stop, _usage(started, final) if started is not None else None, served)
+        return messages_answer(blocks, stop, _usage(started, final) if started is not None else None, served)
 
     def _request(
         self, messages: list[Message], schema: dict[str, JSON] | None, tools: list[ToolDefinition]
@@ -123,7 +123,10 @@ class AnthropicModel(ProviderModel):
         return request
 
 
-def _answer(blocks: list[dict[str, Any]], stop: str | None, usage: Usage | None, served: str | None) -> Answer:
+def messages_answer(blocks: list[dict[str, Any]], stop: str | None, usage: Usage | None, served: str | None) -> Answer:
+    """A Messages answer (its blocks: `{"type": "text", "text"}` and `{"type": "tool_use", "id", "name",
+    "json"}` with the input as JSON text; its stop reason, usage and served model) as our message: what
+    the adapter and the SDK instrumentation (`devtool.instrument`) both make of one."""
     text = "".join(block["text"] for block in blocks if block["type"] == "text")
     uses = [block for block in blocks if block["type"] == "tool_use"]
     calls: list[ToolCallRequest] = [
@@ -148,10 +151,15 @@ def _usage(started: AnthropicUsage, final: MessageDeltaUsage | None) -> Usage:
     read = (final.cache_read_input_tokens if final else None) or started.cache_read_input_tokens or 0
     written = (final.cache_creation_input_tokens if final else None) or started.cache_creation_input_tokens or 0
     output = final.output_tokens if final is not None else started.output_tokens
+    details = final.output_tokens_details if final is not None else started.output_tokens_details
+    return messages_usage(fresh, read, written, output, details.thinking_tokens if details is not None else 0)
+
+
+def messages_usage(fresh: int, read: int, written: int, output: int, thinking: int) -> Usage:
+    """Messages' token counts (uncached input, cache reads, cache writes, output, thinking) as our usage:
+    `promptTokens` counts every input token."""
     prompt = fresh + read + written
     usage: Usage = {"promptTokens": prompt, "completionTokens": output, "totalTokens": prompt + output}
-    details = final.output_tokens_details if final is not None else started.output_tokens_details
-    thinking = details.thinking_tokens if details is not None else 0
     if read or written or thinking:
         usage["details"] = {}
         if read:

@@ -97,7 +97,9 @@ class OpenAIChatModel(ProviderModel):
                 if call.type == "function"
             ]
             text = choice.message.content or choice.message.refusal
-            return _answer([text] if text else [], calls, choice.finish_reason, completion.usage, completion.model)
+            return chat_answer(
+                [text] if text else [], calls, choice.finish_reason, _usage(completion.usage), completion.model
+            )
         pieces: list[str] = []
         calls_by_index: dict[int, list[Any]] = {}
         finish: str | None = None
@@ -124,16 +126,19 @@ class OpenAIChatModel(ProviderModel):
                                 entry[2].append(call.function.arguments)
                     finish = choice.finish_reason or finish
         calls = [(c[0], c[1], "".join(c[2])) for _, c in sorted(calls_by_index.items())]
-        return _answer(pieces, calls, finish, usage, served)
+        return chat_answer(pieces, calls, finish, _usage(usage), served)
 
 
-def _answer(
+def chat_answer(
     pieces: list[str],
     calls: list[tuple[str | None, str, str]],
     finish: str | None,
-    usage: CompletionUsage | None,
+    usage: Usage | None,
     served: str | None,
 ) -> Answer:
+    """A Chat Completions answer (its text pieces, its tool calls as (id, name, arguments JSON text), why
+    it stopped, its usage, the model that served it) as our message: what the adapter and the SDK
+    instrumentation (`devtool.instrument`) both make of one."""
     message: Message = {"role": "assistant", "content": "".join(pieces) if pieces or not calls else None}
     if calls:
         requests: list[ToolCallRequest] = [
@@ -141,19 +146,17 @@ def _answer(
             for index, (call_id, name, arguments) in enumerate(calls)
         ]
         message["tool_calls"] = requests
-    return Answer(message, _usage(usage), FINISH_REASONS.get(finish or "", "unknown"), served)
+    return Answer(message, usage, FINISH_REASONS.get(finish or "", "unknown"), served)
 
 
-def _usage(usage: CompletionUsage | None) -> Usage | None:
-    if usage is None:
-        return None
+def chat_usage(prompt: int, completion: int, total: int | None, cached: int | None, reasoning: int | None) -> Usage:
+    """Chat Completions' token counts (`prompt_tokens`, `completion_tokens`, `total_tokens`, cached prompt
+    tokens, reasoning tokens) as our usage; OpenAI's Responses API counts the same way."""
     counted: Usage = {
-        "promptTokens": usage.prompt_tokens,
-        "completionTokens": usage.completion_tokens,
-        "totalTokens": usage.total_tokens or usage.prompt_tokens + usage.completion_tokens,
+        "promptTokens": prompt,
+        "completionTokens": completion,
+        "totalTokens": total or prompt + completion,
     }
-    cached = usage.prompt_tokens_details.cached_tokens if usage.prompt_tokens_details else None
-    reasoning = usage.completion_tokens_details.reasoning_tokens if usage.completion_tokens_details else None
     if cached or reasoning:
         counted["details"] = {}
         if cached:
@@ -161,6 +164,14 @@ def _usage(usage: CompletionUsage | None) -> Usage | None:
         if reasoning:
             counted["details"]["reasoningTokens"] = reasoning
     return counted
+
+
+def _usage(usage: CompletionUsage | None) -> Usage | None:
+    if usage is None:
+        return None
+    cached = usage.prompt_tokens_details.cached_tokens if usage.prompt_tokens_details else None
+    reasoning = usage.completion_tokens_details.reasoning_tokens if usage.completion_tokens_details else None
+    return chat_usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens, cached, reasoning)
 
 
 def _wire_message(message: Message) -> dict[str, Any]:

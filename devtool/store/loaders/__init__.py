@@ -16,10 +16,11 @@ from devtool.store.errors import LoadError
 from devtool.store.files import SourceFile
 from devtool.store.loaders.base import Inserted, Loader, Sample
 from devtool.store.loaders.journals import JournalJsonl
+from devtool.store.loaders.otlp import OtlpJsonl
 from devtool.store.loaders.traces import TraceArray, TraceJsonl
 from devtool.store.scan import BOM, JSON_SPACE
 
-LOADERS: tuple[Loader, ...] = (TraceJsonl(), TraceArray(), JournalJsonl())
+LOADERS: tuple[Loader, ...] = (TraceJsonl(), TraceArray(), JournalJsonl(), OtlpJsonl())
 FALLBACK: Loader = LOADERS[0]
 
 _MAGIC = (
@@ -50,7 +51,7 @@ def detect(source: SourceFile) -> Loader:
             raise LoadError(source.path, "holds only blank lines: nothing to load")
         return FALLBACK
     whole = source.size <= len(source.head)
-    sample = Sample(text[:1], _first_object(text, whole))
+    sample = Sample(text[:1], _first_object(text, whole), text)
     for loader in LOADERS:
         if loader.claims(sample):
             return loader
@@ -59,13 +60,14 @@ def detect(source: SourceFile) -> Loader:
         raise LoadError(
             source.path,
             f"is neither a trace nor a journal: its first object has keys {keys} (a TraceEvent has type, "
-            "timestamp, trace; a journal entry has entry_id, process_id, timestamp, entry_type)",
+            "timestamp, trace; a journal entry has entry_id, process_id, timestamp, entry_type; an OTLP request "
+            "has resourceSpans)",
         )
     whole_object = _whole_object(source)
     if whole_object is not None:
         # One long line (longer than the head read to sniff) can still be one event or one entry.
         for loader in LOADERS:
-            if loader.claims(Sample(b"{", whole_object)):
+            if loader.claims(Sample(b"{", whole_object, text)):
                 return loader
         raise LoadError(source.path, _single_object(whole_object))
     return FALLBACK

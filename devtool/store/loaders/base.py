@@ -7,7 +7,7 @@ record. `scan(...)` is the slow path after such a failure: it names every bad li
 copies the good ones, as JSONL, for a second `insert` when the policy is to load the good lines.
 `bodies(...)` reads the file's events again, as their text, for the search index.
 
-Adding a format (OpenTelemetry JSON, ...) is a class with these three methods in `LOADERS`.
+Adding a format is a class with these three methods in `LOADERS` (`otlp.py` is the latest).
 """
 
 from __future__ import annotations
@@ -22,10 +22,12 @@ from devtool.store.scan import Scan
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """What kind detection looks at: the first non-blank byte, and the first line that is a JSON object."""
+    """What kind detection looks at: the first non-blank byte, the first line that is a JSON object, and
+    the file's first bytes (blanks and a BOM stripped), for formats whose lines outgrow the head."""
 
     first_byte: bytes
     first_object: dict[str, Any] | None
+    head: bytes = b""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,5 +67,6 @@ class Loader(Protocol):
 
     def bodies(self, *, jsonl: bool, max_object_size: int) -> str | None:
         """The file `$path`'s TraceEvents as a relation of their JSON text (`body`), for the search
-        index; None for a format of no events."""
+        index read beside the insert; None for a format of no events, or one whose `insert` indexes
+        the words of what it stored itself."""
         ...

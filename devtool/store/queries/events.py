@@ -173,6 +173,35 @@ def events_after(store: Store, after_id: int, *, trace_id: str | None = None, li
     return [_stored(row) for row in rows]
 
 
+BODY_RANGE = 250_000  # event ids one `event_fields` lookup may span (DuckDB decompresses the range's bodies)
+
+
+def event_fields(cursor: Any, event_ids: Collection[int], path: str, *, chars: int = 2000) -> dict[int, str]:
+    """The JSON text at `path` (`$.props`, `$.memory`) of a few events' bodies, by event id, at most
+    `chars` characters each (a value cut short is no longer JSON: callers read it as text).
+
+    Events read together were written close together (siblings' starts, a run's generation ends),
+    so their ids fall in a few short ranges: each range is read with `BETWEEN` (DuckDB skips the row
+    groups outside it; an `IN` list alone decompresses every body of the table). Ids far from the
+    others (more than `BODY_RANGE` away) are read in a range of their own; at most 8 ranges are read.
+    """
+    clusters: list[list[int]] = []
+    for event_id in sorted(set(event_ids)):
+        if clusters and event_id - clusters[-1][0] <= BODY_RANGE:
+            clusters[-1].append(event_id)
+        else:
+            clusters.append([event_id])
+    found: dict[int, str] = {}
+    for cluster in clusters[:8]:
+        marks = ", ".join("?" * len(cluster))
+        rows = cursor.execute(
+            f"SELECT event_id, left(body->>?, ?) FROM events WHERE event_id BETWEEN ? AND ? AND event_id IN ({marks})",
+            [path, chars, cluster[0], cluster[-1], *cluster],
+        ).fetchall()
+        found.update((event_id, text) for event_id, text in rows if text is not None)
+    return found
+
+
 def last_event_id(store: Store) -> int:
     """The highest event id in the store (0 when empty): where a new live stream starts."""
     return int(store.query("SELECT coalesce(max(event_id), 0) FROM events")[0][0])

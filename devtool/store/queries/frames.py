@@ -13,6 +13,7 @@ has, so the UI draws "N more" and asks for the next page with `span_id=` and `of
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -22,6 +23,7 @@ import orjson
 from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
+from devtool.store.queries.events import event_fields
 from devtool.store.span_sql import HIDDEN_KINDS
 
 TOOL_RESULT = "tool"
@@ -30,8 +32,9 @@ _CROWD = 1000  # children past which a parent's page is a query of its own
 _SHOWN = f"NOT instant AND kind NOT IN {HIDDEN_KINDS}"
 _COLUMNS = (
     "span_id, kind, name, agent_id, call_id, status, start_ts, end_ts, content_hash, cache, error, "
-    "frame_children, end_event_id"
+    "frame_children, end_event_id, start_event_id"
 )
+PROPS_SHOWN = 60  # characters of an agent's props summary
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,16 @@ class FrameNode:
     child_count: int
     children: tuple[FrameNode, ...] = ()
     children_offset: int = 0
+    # An agent with a sibling of its own agent id (three `researcher`s): its call index and its first
+    # props, short (`topic="rust"`), tell them apart.
+    twin: bool = False
+    props: str | None = None
+
+    @property
+    def call_index(self) -> int | None:
+        """An agent's place among the calls of its agent id in its parent (`…/agent:worker:2` → 2)."""
+        seq = (self.call_id or "").rsplit(":", 1)[-1]
+        return int(seq) if self.kind == "agent" and seq.isdigit() else None
 
     @property
     def duration_ms(self) -> float | None:
@@ -82,6 +95,7 @@ class FrameTree:
 class _Draft:
     node: FrameNode
     end_event_id: int | None
+    start_event_id: int | None = None
     children: list[_Draft] = field(default_factory=list)
 
     def build(self) -> FrameNode:
@@ -139,12 +153,56 @@ def frame_tree(
             budget -= len(frontier)
         else:
             _count_tool_results(cursor, frontier)
+        _add_props(cursor, _twins(top))
     return FrameTree(trace_id, tuple(d.build() for d in top), root_count, offset if span_id is None else 0)
 
 
 def _draft(row: tuple[Any, ...]) -> _Draft:
-    *fields, end_event_id = row
-    return _Draft(FrameNode(*fields), end_event_id)
+    *fields, end_event_id, start_event_id = row
+    return _Draft(FrameNode(*fields), end_event_id, start_event_id)
+
+
+def _twins(siblings: list[_Draft]) -> list[_Draft]:
+    """The loaded agents that share their agent id with a loaded sibling, marked `twin`."""
+    names = Counter(d.node.agent_id for d in siblings if d.node.kind == "agent")
+    found = []
+    for draft in siblings:
+        if draft.node.kind == "agent" and names[draft.node.agent_id] > 1:
+            draft.node = replace(draft.node, twin=True)
+            found.append(draft)
+        found.extend(_twins(draft.children))
+    return found
+
+
+def _add_props(cursor: Any, drafts: list[_Draft]) -> None:
+    """Each twin agent's props summary, read from its start event."""
+    agents = {d.start_event_id: d for d in drafts if d.start_event_id is not None}
+    for event_id, raw in event_fields(cursor, agents, "$.props").items():
+        draft = agents[event_id]
+        draft.node = replace(draft.node, props=props_summary(raw))
+
+
+def props_summary(raw: str | None) -> str | None:
+    """`topic="rust", question="Should our…"`: an agent's first props, each value cut short."""
+    if raw is None:
+        return None
+    try:
+        props = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        props = raw  # cut off by the 2,000 characters read: shown as text
+    if isinstance(props, dict):
+        parts = [
+            f"{key}={_short(value)}" for key, value in list(props.items())[:3] if not isinstance(value, dict | list)
+        ]
+        text = ", ".join(parts) or ", ".join(list(props)[:3])
+    else:
+        text = _short(props)
+    return (text[: PROPS_SHOWN - 1] + "…") if len(text) > PROPS_SHOWN else (text or None)
+
+
+def _short(value: Any) -> str:
+    text = orjson.dumps(value).decode() if not isinstance(value, str) else f'"{value}"'
+    return text if len(text) <= 28 else text[:26] + "…" + text[-1]
 
 
 def _located(cursor: Any, trace_id: str, located: list[tuple[str, float]]) -> list[_Draft]:
@@ -256,7 +314,7 @@ def _tool_results(cursor: Any, batch: _Draft, offset: int, limit: int) -> list[_
             kind=TOOL_RESULT,
             name=str(result.get("toolName") or "tool"),
             agent_id=parent.agent_id,
-            call_id=result.get("callId") if isinstance(result.get("callId"), str) else None,
+            call_id=_call_path(result),
             status="failed" if failed else "completed",
             start_ms=parent.start_ms,
             end_ms=(parent.start_ms + result["duration"]) if isinstance(result.get("duration"), int | float) else None,
@@ -267,3 +325,10 @@ def _tool_results(cursor: Any, batch: _Draft, offset: int, limit: int) -> list[_
         )
         drafts.append(_Draft(node, None))
     return drafts
+
+
+def _call_path(result: dict[str, Any]) -> str | None:
+    """A tool result's callId of ours: `callPath` (traces written before it had it in `callId`, which
+    is the model's id for the call in the TypeScript library's and in ours now)."""
+    path = result.get("callPath", result.get("callId"))
+    return path if isinstance(path, str) else None

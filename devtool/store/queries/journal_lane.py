@@ -5,7 +5,8 @@ instants fall into `buckets` columns, and each (entry type, column) becomes one 
 when it is alone there, else a counted mark. A journal of a million entries thus answers with at most
 types × buckets marks. `journal_invocations` pairs each invocation's entries by the `trace_id` they
 carry, with the run's own times when that run is loaded too. `entry_position` is where an entry is in
-load order, so a page of the entries table can be found for it.
+load order, so a page of the entries table can be found for it. `journal_gaps` are the longest quiet
+stretches, which a chart may cut out of its axis.
 """
 
 from __future__ import annotations
@@ -81,6 +82,21 @@ def journal_span(store: Store, process_id: str) -> JournalSpan:
     if not count:
         raise NotFoundError(f"no process journal {process_id!r} in the store")
     return JournalSpan(process_id, start, end, count, types)
+
+
+def journal_gaps(store: Store, process_id: str, *, limit: int = 3) -> list[tuple[float, float]]:
+    """The `limit` longest stretches of time between two consecutive entries of a journal, longest
+    first: what a chart may cut out of its axis (`devtool.web.pages.time_axis`)."""
+    rows = store.query(
+        """
+        SELECT ts_ms, next_ms FROM (
+            SELECT ts_ms, lead(ts_ms) OVER (ORDER BY ts_ms) AS next_ms FROM journal_entries WHERE process_id = ?
+        )
+        WHERE next_ms > ts_ms ORDER BY next_ms - ts_ms DESC LIMIT ?
+        """,
+        [process_id, limit],
+    )
+    return [(float(start), float(end)) for start, end in rows]
 
 
 # Entries are bucketed without their data; only the marks that are one entry read theirs back.

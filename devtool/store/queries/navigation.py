@@ -1,5 +1,8 @@
 """Finding one's way in a run: where a span sits in the frame tree, spans by text, a frame's memories.
 
+`generation_ends` says where each frame's memory came from at a cut (restore takes a frame's memory
+from its last generation end before the cut) and what the run set in it later.
+
 `frame_path` lets the run page open the tree down to a span picked on the timeline: for each frame
 ancestor it gives the span's position among its siblings (the tree's order: start time, then load
 order), so the page can load just the page of children that holds it.
@@ -7,6 +10,8 @@ order), so the page can load just the page of children that holds it.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,9 +20,11 @@ import orjson
 from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
+from devtool.store.queries.events import event_fields
 from devtool.store.span_sql import HIDDEN_KINDS
 
 _SHOWN = f"NOT instant AND kind NOT IN {HIDDEN_KINDS}"
+MEMORY_CHARS = 64 << 10  # of a generation's memory read back for a snapshot page
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,16 @@ class SpanHit:
     agent_id: str | None
     call_id: str | None
     status: str
+    start_ms: float
+
+
+@dataclass(frozen=True)
+class SpanPlace:
+    """Where a span is drawn on the timeline: its row (depth), kind and start."""
+
+    span_id: str
+    depth: int
+    kind: str
     start_ms: float
 
 
@@ -111,25 +128,67 @@ def _keyed_path(cursor: Any, trace_id: str, span_id: str) -> list[PathStep] | No
     ]
 
 
+def span_place(store: Store, trace_id: str, span_id: str) -> SpanPlace | None:
+    """Where span `span_id` is drawn (a tool result `batch#i`: its batch), or None when there is no such span."""
+    rows = store.query(
+        "SELECT span_id, depth, kind, start_ts FROM spans WHERE trace_id = ? AND span_id = ?",
+        [trace_id, span_id.partition("#")[0]],
+    )
+    return SpanPlace(*rows[0]) if rows else None
+
+
+def first_span_in(store: Store, trace_id: str, depth: int, kind: str, start_ms: float, end_ms: float) -> str | None:
+    """The earliest span of `kind` at `depth` starting between `start_ms` and `end_ms`: what a click on a
+    merged bar of the timeline selects."""
+    rows = store.query(
+        """
+        SELECT span_id FROM spans
+        WHERE trace_id = ? AND depth = ? AND kind = ? AND start_ts BETWEEN ? AND ? AND NOT instant
+        ORDER BY start_ts, start_event_id LIMIT 1
+        """,
+        [trace_id, depth, kind, start_ms, end_ms],
+    )
+    return str(rows[0][0]) if rows else None
+
+
+def span_hit_order(text: str = "$text", prefix: str = "$prefix") -> str:
+    """The find box's order of hits, as SQL `ORDER BY` terms over `spans`, whatever found them (a scan,
+    or an index over names and text): the span named exactly `text`, then names that begin with it,
+    then names where a word does (`web_search` for "search"), then names that hold it, then spans found
+    by their agent, callId, id or error; within each, tool calls and agents (what a person looks for
+    by name) before generations and turns, then in time. `text` and `prefix` name the parameters that
+    hold the text and the LIKE-escaped `text%`."""
+    return f"""
+        CASE WHEN lower(name) = lower({text}) THEN 0
+             WHEN name ILIKE {prefix} ESCAPE '\\' THEN 1
+             WHEN regexp_matches(name, '(?i)[^a-z0-9]' || regexp_escape({text})) THEN 2
+             WHEN contains(lower(name), lower({text})) THEN 3
+             ELSE 4 END,
+        CASE kind WHEN 'tools:execute' THEN 0 WHEN 'agent' THEN 1 ELSE 2 END,
+        start_ts, start_event_id
+    """
+
+
 def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> list[SpanHit]:
-    """Spans of a run whose name, agent, callId, span id or error contain `text` (case-insensitive)."""
+    """Spans of a run whose name, agent, callId, span id or error contain `text` (case-insensitive),
+    best first (`span_hit_order`): from the run's `span_text` when it is keyed, else by a scan."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     with store.reader() as cursor:
-        found = span_keys.search(cursor, trace_id, text, limit=limit)
+        found = span_keys.search(cursor, trace_id, text, order=span_hit_order(), prefix=f"{escaped}%", limit=limit)
         if found is not None:
             where, params = span_keys.where_located(trace_id, found)
             rows = cursor.execute(f"SELECT {_HIT} FROM spans WHERE {where}", params).fetchall()
             hits = {row[0]: row for row in rows}
             return [SpanHit(*hits[span]) for span, _ in found if span in hits]
-    pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     rows = store.query(
         f"""
         SELECT {_HIT} FROM spans
         WHERE trace_id = $trace AND {_SHOWN} AND (
             name ILIKE $p ESCAPE '\\' OR agent_id ILIKE $p ESCAPE '\\' OR call_id ILIKE $p ESCAPE '\\'
             OR span_id ILIKE $p ESCAPE '\\' OR error ILIKE $p ESCAPE '\\')
-        ORDER BY start_ts, start_event_id LIMIT $limit
+        ORDER BY {span_hit_order()} LIMIT $limit
         """,
-        {"trace": trace_id, "p": pattern, "limit": limit},
+        {"trace": trace_id, "text": text, "p": f"%{escaped}%", "prefix": f"{escaped}%", "limit": limit},
     )
     return [SpanHit(*row) for row in rows]
 
@@ -163,3 +222,76 @@ def generation_memories(store: Store, trace_id: str, agent_span_id: str) -> list
         for span, parent, ended, raw in rows
         if isinstance(memory := orjson.loads(raw) if raw is not None else None, dict)
     ]
+
+
+@dataclass(frozen=True)
+class GenerationEnd:
+    """A generation of an agent frame that ended, and the memory it ended with (what restore keeps)."""
+
+    call_id: str
+    name: str  # `generation 0`
+    ended_ms: float
+    event_id: int
+    memory: dict[str, Any] | None  # None: not a JSON object (or too big to read back here)
+
+
+@dataclass(frozen=True)
+class CutPoint:
+    """Where a restore cut a run, in the order restore reads events: by timestamp, then load order."""
+
+    ts: float
+    event_id: float  # inf: every event of that timestamp
+    inclusive: bool
+
+    def keeps(self, ts: float, event_id: int) -> bool:
+        """Whether an event at (`ts`, `event_id`) is before the cut, so a restore there read it."""
+        here = (ts, event_id)
+        return here <= (self.ts, self.event_id) if self.inclusive else here < (self.ts, self.event_id)
+
+
+def cut_point(store: Store, trace_id: str, span_id: str, anchor: str) -> CutPoint | None:
+    """The cut of a restore at span `span_id`: `before` keeps what precedes its start event, `after`
+    everything up to its end event. None when the run has no such span (or no such event)."""
+    rows = store.query(
+        "SELECT start_ts, start_event_id, end_ts, end_event_id FROM spans WHERE trace_id = ? AND span_id = ?",
+        [trace_id, span_id],
+    )
+    if not rows:
+        return None
+    start_ts, start_id, end_ts, end_id = rows[0]
+    if anchor == "before" and start_id is not None:
+        return CutPoint(start_ts, start_id, inclusive=False)
+    if anchor == "after" and end_id is not None:
+        return CutPoint(end_ts, end_id, inclusive=True)
+    return None
+
+
+def generation_ends(store: Store, trace_id: str, call_ids: Collection[str]) -> dict[str, list[GenerationEnd]]:
+    """The generation ends of the agent frames `call_ids` of run `trace_id`, in the order they ended."""
+    if not call_ids:
+        return {}
+    with closing(store.reader()) as cursor:
+        rows = cursor.execute(
+            f"""
+            SELECT a.call_id, g.name, g.end_ts, g.end_event_id
+            FROM spans a JOIN spans g ON g.trace_id = a.trace_id AND g.parent_span_id = a.span_id
+            WHERE a.trace_id = ? AND a.kind = 'agent' AND a.call_id IN ({", ".join("?" * len(call_ids))})
+              AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
+            ORDER BY g.end_ts, g.end_event_id
+            """,
+            [trace_id, *call_ids],
+        ).fetchall()
+        memories = event_fields(cursor, [row[3] for row in rows], "$.memory", chars=MEMORY_CHARS)
+    found: dict[str, list[GenerationEnd]] = {}
+    for call_id, name, ended, event_id in rows:
+        memory = _json_object(memories.get(event_id))
+        found.setdefault(call_id, []).append(GenerationEnd(call_id, name, ended, event_id, memory))
+    return found
+
+
+def _json_object(text: str | None) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(text) if text is not None else None
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -56,6 +56,38 @@ def run_metadata(store: Store, trace_id: str) -> dict[str, Any]:
     return metadata if isinstance(metadata, dict) else {}
 
 
+@dataclass(frozen=True, slots=True)
+class RunStart:
+    """How a run began, for replaying it: its `runWith:start` metadata, the props it was started with
+    (recorded by `devtool run` in the metadata, else the `props` of the TypeScript library's
+    `runWith:start`, else of its first agent), and whether the TypeScript library wrote it (its events
+    carry no `callId`; ours all do)."""
+
+    metadata: dict[str, Any]
+    props: Any
+    typescript: bool
+
+
+def run_start(store: Store, trace_id: str) -> RunStart:
+    """How run `trace_id` began; `NotFoundError` if the store has no such run."""
+    rows = store.query(
+        """
+        SELECT (SELECT body FROM events
+                WHERE trace_id = $trace AND type IN ('runWith:start', 'agent:start')
+                ORDER BY type <> 'runWith:start', event_id LIMIT 1)
+        FROM runs WHERE trace_id = $trace
+        """,
+        {"trace": trace_id},
+    )
+    if not rows:
+        raise NotFoundError(f"no run {trace_id!r} in the store")
+    start = orjson.loads(rows[0][0]) if rows[0][0] is not None else {}
+    found = start.get("metadata")
+    metadata: dict[str, Any] = found if isinstance(found, dict) else {}
+    props = metadata["props"] if "props" in metadata else start.get("props", {})
+    return RunStart(metadata, props, bool(start) and "callId" not in start)
+
+
 def run_of_replay(store: Store, replay_id: str) -> str | None:
     """The trace id of the run that replay `replay_id` became, once its first event is stored."""
     rows = store.query(

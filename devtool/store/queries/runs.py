@@ -2,8 +2,9 @@
 
 One list for both, because a user looking for "what happened last night" does not care which kind
 of record holds it. A trace's status is its root span's (`running` while any root span has no end,
-`failed` when a root span failed), its tokens the sum of its model calls' usage, its cost the sum of
-their costs (`unpriced_calls` says how many had no known price). A journal's status
+or its parent has not come yet, as OpenTelemetry sends a parent after its children; `failed` when a
+root span failed), its tokens the sum of its model calls' usage, its cost the sum of their costs
+(`unpriced_calls` says how many had no known price). A journal's status
 comes from its last lifecycle transition (`state_transition.to_state`): stopped/completed/finished
 are `completed`, failed/error/crashed `failed`, anything else (running, suspended, ...) `running`.
 
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
+from devtool.store.live_append import LIVE_KIND, OTLP_STREAM
+from devtool.store.loaders.otlp import KIND as OTLP_FILE
 from devtool.store.search import words
 
 STATUSES = ("completed", "failed", "running")
@@ -51,6 +54,12 @@ class RunSummary:
     tools: int = 0
     source_kind: str | None = None  # `trace-jsonl`, `journal-jsonl`, `live`, ...
     source: str | None = None  # its path, or a live stream's name
+
+    @property
+    def from_opentelemetry(self) -> bool:
+        """Whether the run came from OpenTelemetry (an OTLP file or `POST /v1/traces`): its spans say what
+        happened, but not the journal of inputs and outputs that a rewind or a replay restores from."""
+        return self.source_kind == OTLP_FILE or (self.source_kind == LIVE_KIND and self.source == OTLP_STREAM)
 
     @property
     def duration_ms(self) -> float:

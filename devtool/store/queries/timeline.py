@@ -1,26 +1,30 @@
 """The timeline window: what to draw of a run between two instants at a given width, whatever its size.
 
-Rows are nesting depths (`spans.depth`); columns are the window's pixels. A span falls in the pixel
-where it starts and the pixel where it ends, counted on the window's scale even outside it, and the
-spans of a row that share both become one bar: the span itself when it is alone there, else one
-counted bar from the earliest start to the latest end of the spans it holds (drawn from pixel 0
-when it began before the window). Spans narrower than a pixel thus merge per row and pixel (level
-of detail, as Perfetto does), while spans that merely start together (parallel sub-agents fanned out
-at once) or that cover the whole window stay apart as soon as a pixel tells them apart, so zooming
-in always separates them.
+Rows are nesting depths (`spans.depth`); columns are the window's pixels. A span wide enough to see
+(`MIN_PX` pixels or more at the window's scale) is a bar of its own, however many others run beside
+it: parallel sub-agents are told apart (the layout gives them lanes). Spans narrower than that merge
+with their neighbours of the same row and kind, per `MIN_PX` columns (level of detail, as Perfetto
+does), into one counted bar from the earliest start to the latest end of what it holds: a merged bar
+is one kind, and says how many spans it holds and whether they share one name (and which).
 
-The answer never holds more than rows × width bars, for a run of a hundred events or of a million:
-when keeping ends apart would give more (a dense run seen whole), the bars merge by start pixel
-alone. DuckDB does the bucketing, in one scan of the spans; only the bars leave it.
+The answer never holds more bars than its budget (`max_bars`, else rows × width), for a run of a
+hundred events or of a million: when the wide spans alone would pass it (a very dense window), every
+span merges with its row and kind per column, the columns shared among the rows and their kinds (so
+the budget holds as long as it leaves each row's kind one column). DuckDB does the bucketing, in one
+scan of the spans; only the bars leave it.
 
-Instant events (budget updates, logs) are left out unless asked for. A running span (no end yet)
-reaches the run's last event.
+The timeline draws what the frame tree shows: the spans it looks through (a prompt loop, a model
+call: `span_sql.HIDDEN_KINDS`) are left out, and instants (budget updates, logs) unless asked for. A
+running span (no end yet) reaches the run's last event.
 
 A keyed run (`span_keys`: one loaded in bulk) seen so wide that a pixel spans 8 or more of its tiles
-(a run cut in 16,384) is drawn from its tiles rather than its spans: the spans of one row that start
-in one tile and end in one tile, counted once. Such a span falls in the pixel where its tile starts:
-an eighth of a pixel from its own at most, and the bars' first starts and last ends are the spans'.
-Ten million events drawn whole are then a few hundred thousand tiles read, not millions of spans.
+(a run cut in 16,384) is drawn from its tiles rather than its spans: the spans of one row and kind
+that start in one tile and end in one tile, counted once (`span_tiles`). A tile group is bucketed as a
+span would be, by where it starts and how wide it is: an eighth of a pixel from its spans' own at
+most, and the bars' first starts and last ends are the spans'. Only spans that start and end in the
+same tiles (less than an eighth of a pixel apart at both ends) share a bar they would not share drawn
+from spans. Ten million events drawn whole are then a few hundred thousand tiles read, not millions
+of spans.
 """
 
 from __future__ import annotations
@@ -30,13 +34,16 @@ from dataclasses import dataclass
 from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
+from devtool.store.span_sql import HIDDEN_KINDS
 
 MAX_WIDTH = 16384
+# Narrower than this (in pixels, at the window's scale) a span is too small to see on its own.
+MIN_PX = 3
 
 
 @dataclass(frozen=True, slots=True)
 class TimelineBar:
-    """One bar: a span (`count == 1`, `span_id` set) or `count` spans merged in one pixel of one row."""
+    """One bar: a span (`count == 1`, `span_id` set) or `count` spans of one kind merged in one row."""
 
     row: int
     px: int  # the pixel column it starts in, 0 ≤ px < width
@@ -44,12 +51,18 @@ class TimelineBar:
     end_ms: float
     count: int
     span_id: str | None
-    kind: str  # the span's kind; for a merged bar, the first (alphabetically) of its kinds
-    name: str | None
+    kind: str
+    name: str | None  # a merged bar's: one of its spans' names (`one_name`: all of them)
     status: str  # completed | failed | running; a merged bar is failed if any span is, else running if any is
     failed: int
     running: int
     cached: int  # spans served from a snapshot's journal
+    one_name: bool = True  # every span it holds has `name`
+    parent_id: str | None = None  # the frame parent of the spans it holds (lanes follow it); None if several
+
+    @property
+    def merged(self) -> bool:
+        return self.span_id is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,65 +78,85 @@ class TimelineWindow:
     bars: tuple[TimelineBar, ...]
 
 
-# Spans grouped by (row, start pixel, end pixel): `fine`.
+# `fine`, from the spans: a bar per wide span, and per (row, kind, MIN_PX columns) for the narrow ones.
+# A bar's names are told apart by hash: comparing the strings themselves costs a third of the query
+# on a big run.
 _FINE_SPANS = """
     visible AS (
-        SELECT span_id, depth, kind, name, status, cache, start_ts, coalesce(end_ts, $run_end) AS end_ts
+        SELECT rowid AS row_id, span_id, frame_parent_id, depth, kind, name, status, cache, start_ts,
+               coalesce(end_ts, $run_end) AS end_ts
         FROM spans
-        WHERE trace_id = $trace AND start_ts <= $end AND coalesce(end_ts, $run_end) >= $start {instants}
+        WHERE trace_id = $trace AND start_ts <= $end AND coalesce(end_ts, $run_end) >= $start
+          AND kind NOT IN {hidden} {instants}
     ),
     fine AS (
-        -- Pixels on the window's scale but not clipped to it: spans that began before the window
-        -- (or end after it) at different times stay apart, as they would be drawn zoomed out.
-        SELECT depth,
-               floor((start_ts - $start) * $scale)::BIGINT AS start_px,
-               floor((end_ts - $start) * $scale)::BIGINT AS end_px,
-               min(start_ts) AS first, max(end_ts) AS last, count(*) AS n,
-               any_value(span_id) AS span_id, min(kind) AS kind, any_value(name) AS name,
+        -- A wide span is a group of its own (keyed by its row id, below 0); narrow ones group by column,
+        -- on the window's scale but not clipped to it, so that those just before the window stay apart
+        -- from those in it. (Grouping by parent too would keep sub-agents apart, at 3x the cost.)
+        -- (Aliases differ from the columns: DuckDB would read `name` in `hash(name)` as the alias.)
+        SELECT depth, kind, min(start_ts) AS first, max(end_ts) AS last, count(*) AS n,
+               any_value(span_id) AS bar_span,
+               CASE WHEN min(hash(frame_parent_id)) = max(hash(frame_parent_id))
+                    THEN any_value(frame_parent_id) END AS parent,
+               min(hash(name)) = max(hash(name)) AS one_name, any_value(name) AS bar_name,
                count(*) FILTER (WHERE status = 'failed') AS failed,
                count(*) FILTER (WHERE status = 'running') AS running,
                count(*) FILTER (WHERE cache) AS cached
         FROM visible
-        GROUP BY ALL
+        GROUP BY depth, kind, CASE WHEN (end_ts - start_ts) * $scale >= $min_px THEN -1 - row_id
+                                   ELSE floor((start_ts - $start) * $scale / $min_px)::BIGINT END
     )
 """
 
-# The same from a keyed run's tiles: each falls in the pixels where its start and end tiles begin.
+# The same from a keyed run's tiles (hidden kinds and instants are not among them): a tile group as
+# wide as a wide span is a bar of its own, the others group by row, kind and MIN_PX columns.
 _FINE_TILES = """
     fine AS (
-        SELECT depth,
-               floor(($origin + start_tile * $tile - $start) * $scale)::BIGINT AS start_px,
-               floor(($origin + end_tile * $tile - $start) * $scale)::BIGINT AS end_px,
-               min(first) AS first, max(last) AS last, sum(n)::BIGINT AS n,
-               any_value(span_id) AS span_id, min(kind) AS kind, any_value(name) AS name,
+        SELECT depth, kind, min(first) AS first, max(last) AS last, sum(n)::BIGINT AS n,
+               any_value(span_id) AS bar_span,
+               CASE WHEN min(hash(frame_parent_id)) = max(hash(frame_parent_id))
+                    THEN any_value(frame_parent_id) END AS parent,
+               bool_and(one_name) AND min(hash(name)) = max(hash(name)) AS one_name, any_value(name) AS bar_name,
                sum(failed)::BIGINT AS failed, sum(running)::BIGINT AS running, sum(cached)::BIGINT AS cached
         FROM span_tiles
         WHERE trace_id = $trace AND first <= $end AND last >= $start
-        GROUP BY ALL
+        -- (Qualified: in GROUP BY, DuckDB would read `first` and `last` as the aliases.)
+        GROUP BY depth, kind,
+                 CASE WHEN (span_tiles.last - span_tiles.first) * $scale >= $min_px THEN -1 - rowid
+                      ELSE floor((span_tiles.first - $start) * $scale / $min_px)::BIGINT END
     )
 """
 
-# The groups become bars; if that gives more than rows × width bars (a dense run seen whole), the
-# groups (not the spans again) merge by (row, start pixel) alone.
+# One scan of `fine`'s source. If its groups pass the budget, they (not the spans again) merge per
+# row, kind and column, with columns few enough that all (row, kind) pairs together stay within it.
 _BARS = """
     WITH {fine},
-    placed AS (SELECT *, least(greatest(start_px, 0), $width - 1)::INTEGER AS px FROM fine),
-    crowded AS (SELECT count(*) > (max(depth) + 1) * $width AS yes FROM fine),
+    budget AS (
+        SELECT coalesce($budget, (max(depth) + 1) * $width) AS bars, count(DISTINCT depth) AS rows FROM fine
+    ),
+    crowded AS (SELECT count(*) > (SELECT bars FROM budget) AS yes FROM fine),
+    columns AS (
+        SELECT depth, kind,
+               greatest((SELECT bars FROM budget)
+                        // ((SELECT rows FROM budget) * count(*) OVER (PARTITION BY depth)), 1) AS c
+        FROM (SELECT DISTINCT depth, kind FROM fine WHERE (SELECT yes FROM crowded))
+    ),
     bars AS (
-        SELECT depth, px, first, last, n, span_id, kind, name, failed, running, cached
-        FROM placed WHERE NOT (SELECT yes FROM crowded)
+        SELECT * FROM fine WHERE NOT (SELECT yes FROM crowded)
         UNION ALL
-        SELECT depth, px, min(first), max(last), sum(n)::BIGINT, any_value(span_id), min(kind), any_value(name),
-               sum(failed)::BIGINT, sum(running)::BIGINT, sum(cached)::BIGINT
-        FROM placed WHERE (SELECT yes FROM crowded)
-        GROUP BY depth, px
+        SELECT f.depth, f.kind, min(f.first), max(f.last), sum(f.n)::BIGINT, NULL, NULL,
+               bool_and(f.one_name) AND min(hash(f.bar_name)) = max(hash(f.bar_name)), any_value(f.bar_name),
+               sum(f.failed)::BIGINT, sum(f.running)::BIGINT, sum(f.cached)::BIGINT
+        FROM fine f JOIN columns USING (depth, kind)
+        GROUP BY f.depth, f.kind,
+                 floor(least(greatest((f.first - $start) * $scale, 0), $width - 1) / $width * columns.c)
     )
-    SELECT depth, px, first, last, n,
-           CASE WHEN n = 1 THEN span_id END, kind, CASE WHEN n = 1 THEN name END,
+    SELECT depth, least(greatest(floor((first - $start) * $scale), 0), $width - 1)::INTEGER,
+           first, last, n, CASE WHEN n = 1 THEN bar_span END, kind, bar_name,
            CASE WHEN failed > 0 THEN 'failed' WHEN running > 0 THEN 'running' ELSE 'completed' END,
-           failed, running, cached
+           failed, running, cached, one_name, parent
     FROM bars
-    ORDER BY depth, px, first
+    ORDER BY depth, first, last DESC
 """
 
 # A pixel this many tiles wide or more is drawn from tiles.
@@ -142,8 +175,8 @@ def timeline_window(
 ) -> TimelineWindow:
     """The bars of run `trace_id` between `start_ms` and `end_ms` (default: the whole run) at `width_px`.
 
-    With `max_bars`, the window is bucketed into fewer columns when rows × width would pass it (the
-    answer's `width_px` says how many): a drawing with an element budget asks once, whatever the run.
+    At most `max_bars` bars (default: rows × width), however crowded the window: a drawing with an
+    element budget asks once, whatever the run.
     """
     if not 1 <= width_px <= MAX_WIDTH:
         raise ValueError(f"width_px must be between 1 and {MAX_WIDTH}, not {width_px}")
@@ -157,18 +190,22 @@ def timeline_window(
         if end < start:
             raise ValueError(f"the window ends ({end}) before it starts ({start})")
         span = max(end - start, 1e-3)  # a run of one instant still gets a window
-        if max_bars is not None:
-            deepest_in_run = cursor.execute("SELECT depth FROM runs WHERE trace_id = ?", [trace_id]).fetchall()[0][0]
-            width_px = max(1, min(width_px, max_bars // (deepest_in_run + 1)))
-        params: dict[str, object] = {"trace": trace_id, "start": start, "end": end, "scale": width_px / span}
-        params["width"] = width_px
+        params: dict[str, object] = {
+            "trace": trace_id,
+            "start": start,
+            "end": end,
+            "scale": width_px / span,
+            "width": width_px,
+            "min_px": MIN_PX,
+            "budget": max_bars,
+        }
         tiled = None if instants else span_keys.tiles(cursor, trace_id)
         if tiled is not None and span / width_px >= _TILES_PER_PIXEL * tiled.width:
-            params.update(origin=tiled.origin, tile=tiled.width)
             sql = _BARS.format(fine=_FINE_TILES)
         else:
             params["run_end"] = run_end
-            sql = _BARS.format(fine=_FINE_SPANS.format(instants="" if instants else "AND NOT instant"))
+            fine = _FINE_SPANS.format(hidden=HIDDEN_KINDS, instants="" if instants else "AND NOT instant")
+            sql = _BARS.format(fine=fine)
         rows = cursor.execute(sql, params).fetchall()
     bars = tuple(TimelineBar(*row) for row in rows)
     return TimelineWindow(

@@ -1,7 +1,8 @@
 """Tokens and cost of the model requests under a span: a turn's own, an agent's or a generation's in all.
 
 Each real model request is a `model:call` span whose end event carries its usage and cost (kept as
-columns: `prompt_tokens`, `completion_tokens`, `cost_micro_usd`). What a span used is the sum over
+columns: `prompt_tokens`, `completion_tokens`, `cost_micro_usd`), or a turn whose end carries its own
+(an OpenTelemetry chat span: `derive.MODEL_REQUEST_END`). What a span used is the sum over
 the model calls in its subtree, found by walking up from the calls to it. Only the spans that start
 within the span's time and no higher than it can be on the way (a subtree starts within its root),
 so the walk reads a small slice of a big run for a small span, and the whole run only for a span that
@@ -47,7 +48,8 @@ _SPAN_USAGE = """
     calls AS (
         SELECT c.span_id, e.prompt_tokens, e.completion_tokens, e.cost_micro_usd
         FROM slice c JOIN events e ON e.event_id = c.end_event_id
-        WHERE c.kind = 'model:call' AND e.success IS NOT FALSE AND e.error IS NULL
+        WHERE (c.kind = 'model:call' OR (c.kind = 'turn' AND e.prompt_tokens IS NOT NULL))
+          AND e.success IS NOT FALSE AND e.error IS NULL
     ),
     up(call_span, span_id, hops) AS (
         SELECT span_id, span_id, 0 FROM calls

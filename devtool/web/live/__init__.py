@@ -2,7 +2,8 @@
 
 `Live` is what one app owns (`create_app` makes it, `state(request).live`): the `Broker` that wakes
 open streams, the `Appender` every live batch goes through (`POST /api/v1/traces`, `--follow`), and
-the followers of `Settings.follow` (`follow.py`). Its `lifespan` starts the followers, and on shutdown
+the followers of `Settings.follow` (`follow.py`), and the OTLP log records held for spans to come
+(`SpanLogs`). Its `lifespan` starts the followers, and on shutdown
 stops them, stores what is still pending and ends the streams. The streams themselves are
 `streams.py`; their endpoints are in `devtool.web.routes`.
 """
@@ -14,6 +15,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from devtool.formats.otlp_logs import SpanLogs
 from devtool.store import Store
 from devtool.web.live.appender import Appender
 from devtool.web.live.broker import Broker, LiveEvent, Subscription
@@ -29,6 +31,7 @@ class Live:
     def __init__(self, store: Store, settings: Settings) -> None:
         self.broker = Broker(queue_limit=settings.live_queue_events)
         self.appender = Appender(store, self.broker, derive_interval=settings.live_interval)
+        self.span_logs = SpanLogs()  # OTLP log records waiting for their span (routes/otlp.py)
         self.followers = [
             Follower(path, store, self.appender, interval=settings.follow_interval) for path in settings.follow
         ]

@@ -14,7 +14,11 @@ Storing a batch commits its events only; their spans and run summaries are deriv
 that follows the appends (`Store.derive_backlog`, which costs about the same for ten events as for a
 thousand, and grows with the run): under load one derive covers many appends, and an append never
 waits for one. Derives start at most once per `derive_interval` (the streams' interval: a page
-redraws no more often than that, so deriving more often would only take CPU from the appends).
+redraws no more often than that, so deriving more often would only take CPU from the appends), and
+a derive that took t seconds is followed by a pause of at least t (`DERIVE_SHARE`): a derive's cost
+grows with its run, and without the pause a long run's derives, back to back, would take the cores
+the appends need (under OTLP ingest at thousands of spans a second they did, and the appends fell
+behind). The events themselves are streamed when stored, so the pause delays only the spans' bars.
 Each derive is published too (`Broker.publish_derived`), which is what pages redraw on and what
 tells a run's stream that the run is over. `settle()` derives whatever is pending now, for a reader
 that must see it (a page request).
@@ -38,13 +42,15 @@ logger = logging.getLogger("devtool.web")
 
 # The most events stored in one transaction; a group stops growing there.
 GROUP_LIMIT = 50_000
+# The most of the time a derive following live appends may take (the rest is the appends').
+DERIVE_SHARE = 0.5
 
 
 @dataclass
 class _Batch:
     events: Sequence[CheckedEvent]
     stream: str
-    done: asyncio.Future[list[int]] = field(repr=False)
+    done: asyncio.Future[list[int | None]] = field(repr=False)
 
 
 class Appender:
@@ -59,8 +65,9 @@ class Appender:
         self._flush: asyncio.Task[None] | None = None
         self._derive: asyncio.Task[None] | None = None
 
-    async def append(self, events: Sequence[CheckedEvent], *, stream: str) -> list[int]:
-        """Store `events` and return their ids, in order; raises what the store raised."""
+    async def append(self, events: Sequence[CheckedEvent], *, stream: str) -> list[int | None]:
+        """Store `events` and return their ids, in order (None for one that was stored already: it is
+        neither stored nor published again); raises what the store raised."""
         if not events:
             return []
         batch = _Batch(events, stream, asyncio.get_running_loop().create_future())
@@ -87,7 +94,7 @@ class Appender:
 
     async def _follow(self) -> None:
         """Derive behind the appends while they come: one derive at a time, each covering all that is
-        pending, and one at most every `derive_interval` seconds."""
+        pending, one at most every `derive_interval` seconds, and none for as long as the last took."""
         while self.store.backlog:
             started = time.monotonic()
             try:
@@ -95,7 +102,8 @@ class Appender:
             except Exception:  # the events are stored; the next append or page request derives again
                 logger.exception("devtool: could not derive the spans of live events")
                 return
-            await asyncio.sleep(max(0.0, started + self.derive_interval - time.monotonic()))
+            now = time.monotonic()
+            await asyncio.sleep(max(0.0, next_derive(started, now, self.derive_interval) - now))
 
     async def _run(self) -> None:
         while self._pending:
@@ -112,14 +120,16 @@ class Appender:
                     batch.done.add_done_callback(_retrieve)
                     continue
                 batch.done.set_result(result)
-                stored.extend(LiveEvent.of(i, e.event) for i, e in zip(result, batch.events, strict=True))
+                stored.extend(
+                    LiveEvent.of(i, e.event) for i, e in zip(result, batch.events, strict=True) if i is not None
+                )
             self.broker.publish(stored)
             if self._derive is None or self._derive.done():
                 self._derive = asyncio.create_task(self._follow(), name="devtool-live-derive")
 
-    async def _store(self, group: list[_Batch]) -> list[list[int] | Exception]:
+    async def _store(self, group: list[_Batch]) -> list[list[int | None] | Exception]:
         """Each batch's ids, or the error that kept it out: one transaction per stream when all goes well."""
-        results: list[list[int] | Exception] = []
+        results: list[list[int | None] | Exception] = []
         index = 0
         while index < len(group):
             end = index
@@ -139,13 +149,19 @@ class Appender:
             index = end
         return results
 
-    async def _store_one(self, events: Sequence[CheckedEvent], stream: str) -> list[int] | Exception:
+    async def _store_one(self, events: Sequence[CheckedEvent], stream: str) -> list[int | None] | Exception:
         try:
             ids = await run_in_threadpool(store_events, self.store, events, stream=stream, derive=False)
         except Exception as exc:  # whatever the store raised must reach the waiting requests, not hang them
             return exc
         self.appends += 1
         return ids
+
+
+def next_derive(started: float, ended: float, interval: float) -> float:
+    """When the derive after one that ran from `started` to `ended` may start: an `interval` after the
+    last began, and late enough that derives take at most `DERIVE_SHARE` of the time."""
+    return max(started + interval, started + (ended - started) / DERIVE_SHARE)
 
 
 def _take_group(pending: list[_Batch]) -> list[_Batch]:
@@ -159,6 +175,6 @@ def _take_group(pending: list[_Batch]) -> list[_Batch]:
     return group
 
 
-def _retrieve(future: asyncio.Future[list[int]]) -> None:
+def _retrieve(future: asyncio.Future[list[int | None]]) -> None:
     if not future.cancelled():
         future.exception()

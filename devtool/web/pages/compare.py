@@ -141,7 +141,7 @@ def _calls(store: Store, trace_id: str) -> dict[str, Counter[str]]:
         else:
             calls = [r for r in event.get("toolResults") or [] if isinstance(r, dict)]
         for call in calls:
-            call_id = call.get("callId")
+            call_id = call.get("callPath", call.get("callId"))  # a tool result's own (traces before it: callId)
             if not isinstance(call_id, str) or "/" not in call_id:
                 continue
             frame = call_id.rsplit("/", 1)[0]

@@ -52,7 +52,8 @@ def _graft(
         if node.span_id == parent_id:
             if not any(c.span_id == child.span_id for c in node.children):
                 offset = child.index // PAGE_SIZE * PAGE_SIZE
-                node = children_page(store, trace_id, parent_id, offset)
+                # Loaded on its own, the node cannot tell it has twins: it keeps what its siblings said.
+                node = replace(children_page(store, trace_id, parent_id, offset), twin=node.twin, props=node.props)
         elif node.children:
             node = replace(node, children=_graft(node.children, parent_id, child, store, trace_id))
         grafted.append(node)

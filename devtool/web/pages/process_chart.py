@@ -2,10 +2,12 @@
 invocations opened into their runs' spans on the same axis (the entries table: `entry_table.py`).
 
 Everything on the chart is placed in percent of the time window, so it fills any pane width without
-the browser telling the server its size. The store bounds what comes back: the journal answers with
-one mark per entry type and column (`journal_marks`), an opened run with one bar per row and column
-(`timeline_window`, laid out by the run page's `timeline_layout`); when that is still more than the
-page's budget, the columns get coarser until it fits.
+the browser telling the server its size. The whole journal is drawn on a `time_axis` with its long
+quiet stretches cut out (a rewind applied a day later does not squeeze the day's work into a
+pixel); a zoomed window is linear. The store bounds what comes back: the journal answers with one
+mark per entry type and column (`journal_marks`, asked per segment of the axis), an opened run with
+one bar per row and column (`timeline_window`, laid out by the run page's `timeline_layout`); when
+that is still more than the page's budget, the columns get coarser until it fits.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from devtool.store.queries.journal_lane import (
     Invocation,
     JournalMark,
     JournalSpan,
+    journal_gaps,
     journal_marks,
 )
 from devtool.web.links import run_url
 from devtool.web.pages.journal_words import KNOWN_TYPES, LANE_OF, LANES, summarize
 from devtool.web.pages.process_url_state import ProcessUrlState
-from devtool.web.pages.timeline_layout import format_duration, layout, ticks
+from devtool.web.pages.time_axis import Break, Tick, TimeAxis, broken
+from devtool.web.pages.timeline_layout import format_duration, layout
 
 COLUMNS = 1000  # of the lane and of an opened run: about a pixel each in a full-width pane
 MIN_COLUMNS = 32
@@ -35,12 +39,6 @@ T = TypeVar("T")
 MAX_MARKS = 1500
 MAX_SPAN_BARS = 1500  # shared by the runs opened at once
 PAD = 0.015  # of the window on each side, so the first and last marks are not cut in half
-
-
-@dataclass(frozen=True)
-class Tick:
-    x: float  # percent of the window
-    label: str
 
 
 @dataclass(frozen=True)
@@ -104,10 +102,12 @@ class InvocationRow:
 class Chart:
     start_ms: float
     end_ms: float
+    shown_ms: float  # the time drawn: the window, less the quiet stretches cut out of it
     origin_ms: float  # the journal's first entry: times read as offsets from it
     zoomed: bool
     whole_href: str
     ticks: tuple[Tick, ...]
+    breaks: tuple[Break, ...]
     lanes: tuple[Lane, ...]
     invocations: tuple[InvocationRow, ...]
     cursor: float | None  # where the selected entry is, percent across
@@ -118,50 +118,43 @@ class Chart:
         return sum(len(lane.marks) for lane in self.lanes)
 
 
-def _percent(t: float, start: float, end: float) -> float:
-    return round((t - start) / max(end - start, 1e-9) * 100, 4)
-
-
-def default_window(span: JournalSpan, invocations: list[Invocation]) -> tuple[float, float]:
-    """The whole journal and the runs it started, with a little room on each side."""
+def axis_of(store: Store, url_state: ProcessUrlState, span: JournalSpan, invocations: list[Invocation]) -> TimeAxis:
+    """The URL's window, linear; else the whole journal and the runs it started, with a little room on
+    each side and the quiet stretches that no invocation spans cut out."""
+    if url_state.start is not None and url_state.end is not None:
+        return TimeAxis.linear(url_state.start, url_state.end)
     start = min([span.start_ms, *(inv.first_ms for inv in invocations)])
     end = max([span.end_ms, *(inv.last_ms for inv in invocations)])
-    pad = max((end - start) * PAD, 0.5)
-    return start - pad, end + pad
-
-
-def window_of(url_state: ProcessUrlState, span: JournalSpan, invocations: list[Invocation]) -> tuple[float, float]:
-    if url_state.start is not None and url_state.end is not None:
-        return url_state.start, url_state.end
-    return default_window(span, invocations)
+    gaps = [
+        gap
+        for gap in journal_gaps(store, span.process_id)
+        if not any(inv.first_ms < gap[1] and inv.last_ms > gap[0] for inv in invocations)
+    ]
+    axis = broken(start, end, gaps)
+    return axis.padded(max(axis.shown_ms * PAD, 0.5))
 
 
 def build_chart(
     store: Store, process_id: str, url_state: ProcessUrlState, span: JournalSpan, invocations: list[Invocation]
 ) -> Chart:
-    start, end = window_of(url_state, span, invocations)
+    axis = axis_of(store, url_state, span, invocations)
+    start, end = axis.start_ms, axis.end_ms
     # Marks are at most entries, and at most types × columns: the finest columns that surely fit.
     fits = COLUMNS if span.entries <= MAX_MARKS else max(MIN_COLUMNS, min(COLUMNS, MAX_MARKS // max(span.types, 1)))
-    marks = _within(
-        MAX_MARKS,
-        lambda columns: journal_marks(store, process_id, start_ms=start, end_ms=end, buckets=columns),
-        len,
-        fits,
-    )
+    marks = _within(MAX_MARKS, lambda columns: _marks(store, process_id, axis, columns), len, fits)
     by_lane: dict[str, list[Mark]] = {}
     for mark in marks:
         by_lane.setdefault(LANE_OF.get(mark.entry_type, "other"), []).append(
-            _mark(mark, process_id, url_state, span, start, end)
+            _mark(mark, process_id, url_state, span, axis)
         )
     lanes = tuple(Lane(key, label, tuple(by_lane[key])) for key, label, _ in LANES if key in by_lane)
     shown = [inv for inv in invocations if inv.last_ms >= start and inv.first_ms <= end]
     budget = MAX_SPAN_BARS // max(1, sum(inv.trace_id in url_state.open for inv in shown))
-    rows = tuple(_invocation_row(store, process_id, url_state, inv, start, end, budget) for inv in shown)
+    rows = tuple(_invocation_row(store, process_id, url_state, inv, axis, budget) for inv in shown)
     cursor = None
     if url_state.entry is not None:
         selected = next((m for lane in lanes for m in lane.marks if m.selected), None)
         cursor = selected.x if selected is not None else None
-    axis = ticks(start, end, 100, origin_ms=span.start_ms)
     drawn = {mark.entry_type for mark in marks}
     legend = tuple(t for _, _, types in LANES for t in types if t in drawn)
     if drawn - KNOWN_TYPES:
@@ -169,10 +162,12 @@ def build_chart(
     return Chart(
         start_ms=start,
         end_ms=end,
+        shown_ms=axis.shown_ms,
         origin_ms=span.start_ms,
         zoomed=url_state.zoomed,
         whole_href=url_state.window(None, None).url(process_id),
-        ticks=tuple(Tick(round(t.x, 4), t.label) for t in axis if 0 <= t.x <= 100),
+        ticks=axis.ticks(span.start_ms),
+        breaks=axis.breaks,
         lanes=lanes,
         invocations=rows,
         cursor=cursor,
@@ -191,11 +186,18 @@ def _within(limit: int, answer: Callable[[int], T], size: Callable[[T], int], co
         columns = max(MIN_COLUMNS, min(columns // 2, int(columns * limit / items * 0.9)))
 
 
-def _mark(
-    mark: JournalMark, process_id: str, url_state: ProcessUrlState, span: JournalSpan, start: float, end: float
-) -> Mark:
+def _marks(store: Store, process_id: str, axis: TimeAxis, columns: int) -> list[JournalMark]:
+    """The journal's marks in each segment of the axis, its columns shared by the segments' widths."""
+    found: list[JournalMark] = []
+    for segment in axis.segments:
+        buckets = max(1, round(columns * (segment.x1 - segment.x0) / 100))
+        found += journal_marks(store, process_id, start_ms=segment.start_ms, end_ms=segment.end_ms, buckets=buckets)
+    return found
+
+
+def _mark(mark: JournalMark, process_id: str, url_state: ProcessUrlState, span: JournalSpan, axis: TimeAxis) -> Mark:
     known = mark.entry_type in KNOWN_TYPES
-    x = _percent(mark.start_ms, start, end)
+    x = axis.x(mark.start_ms)
     offset = "+" + format_duration(mark.start_ms - span.start_ms)
     if mark.entry_id is not None:
         summary = summarize(mark.entry_type, mark.data or {})
@@ -209,7 +211,7 @@ def _mark(
             title=f"{mark.entry_type} · {offset} · {summary}",
             selected=mark.entry_id == url_state.entry,
         )
-    room = max((mark.end_ms - mark.start_ms) * 0.1, (end - start) / COLUMNS * 4)
+    room = max((mark.end_ms - mark.start_ms) * 0.1, axis.shown_ms / COLUMNS * 4)
     return Mark(
         x=x,
         entry_type=mark.entry_type,
@@ -223,10 +225,10 @@ def _mark(
 
 
 def _invocation_row(
-    store: Store, process_id: str, url_state: ProcessUrlState, inv: Invocation, start: float, end: float, budget: int
+    store: Store, process_id: str, url_state: ProcessUrlState, inv: Invocation, axis: TimeAxis, budget: int
 ) -> InvocationRow:
-    x0 = max(_percent(inv.first_ms, start, end), 0.0)
-    x1 = min(_percent(inv.last_ms, start, end), 100.0)
+    x0 = max(axis.x(inv.first_ms), 0.0)
+    x1 = min(axis.x(inv.last_ms), 100.0)
     loaded = inv.run_name is not None
     opened = loaded and inv.trace_id in url_state.open
     status = inv.run_status or ("completed" if inv.success is True else "failed" if inv.success is False else "running")
@@ -235,14 +237,20 @@ def _invocation_row(
     bars: tuple[SpanBar, ...] = ()
     height = 0
     if opened:
-        # The store buckets coarser when the run's rows × columns would pass the budget: one query.
-        window = timeline_window(store, inv.trace_id, start_ms=start, end_ms=end, width_px=COLUMNS, max_bars=budget)
-        drawn = layout(window, width=COLUMNS)
+        # An invocation's run lies in one segment of the axis (no cut gap is inside an invocation).
+        segment = next((s for s in axis.segments if s.end_ms >= inv.first_ms), axis.segments[-1])
+        share = (segment.x1 - segment.x0) / 100
+        columns = max(MIN_COLUMNS, round(COLUMNS * share))
+        # The store merges more when the run's bars would pass the budget: one query.
+        window = timeline_window(
+            store, inv.trace_id, start_ms=segment.start_ms, end_ms=segment.end_ms, width_px=columns, max_bars=budget
+        )
+        drawn = layout(window, width=columns)
         height = drawn.height
         bars = tuple(
             SpanBar(
-                x=round(rect.x / COLUMNS * 100, 4),
-                width=round(max(rect.width, 1.0) / COLUMNS * 100, 4),
+                x=round(segment.x0 + rect.x / columns * 100 * share, 4),
+                width=round(max(rect.width, 1.0) / columns * 100 * share, 4),
                 y=rect.y,
                 height=rect.height,
                 kind=rect.kind,

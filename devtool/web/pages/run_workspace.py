@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from devtool.store import Store
-from devtool.store.queries import RunSummary, TimelineWindow, timeline_window
+from devtool.store.queries import RunSummary, SpanDetail, TimelineWindow, timeline_window
+from devtool.store.queries.navigation import span_place
 from devtool.web.pages.frame_tree import run_tree
 from devtool.web.pages.run_url_state import RunUrlState
 from devtool.web.pages.span_detail import span_detail_pane
-from devtool.web.pages.timeline_layout import TimelineLayout, layout
+from devtool.web.pages.timeline_layout import Selected, TimelineLayout, layout
 
 # The timeline's element budget: every bar is one <rect> (a label only when it is wide enough to
 # hold one, so few), and the axis a line and a label a tick: under 5,000 elements at any zoom.
@@ -38,28 +39,42 @@ class Overview:
 def selection(store: Store, run: RunSummary, url_state: RunUrlState) -> dict[str, Any]:
     """What the tree and the detail pane show: the tree opened down to the selected span, and its detail."""
     tree, path = run_tree(store, run.id, url_state.span)
+    detail = span_detail_pane(store, run.id, url_state.span, path) if url_state.span else None
     return {
         "run": run,
         "view": url_state,
         "tree": tree,
         "path": {step.span_id for step in path},
-        "detail": span_detail_pane(store, run.id, url_state.span, path) if url_state.span else None,
+        "detail": detail,
+        "selected": _selected(detail.detail) if detail is not None else None,
     }
 
 
+def selected_span(store: Store, run: RunSummary, url_state: RunUrlState) -> Selected | None:
+    """Where the URL's selected span is drawn, for the timeline to outline it (None: no selection)."""
+    if url_state.span is None:
+        return None
+    place = span_place(store, run.id, url_state.span)
+    return None if place is None else Selected(url_state.span, place.depth, place.kind, place.start_ms)
+
+
+def _selected(detail: SpanDetail) -> Selected:
+    return Selected(detail.span_id, detail.depth, detail.kind, detail.start_ms)
+
+
 def timeline(
-    store: Store, run: RunSummary, url_state: RunUrlState, width: int
+    store: Store, run: RunSummary, url_state: RunUrlState, width: int, selected: Selected | None
 ) -> tuple[TimelineLayout, TimelineWindow]:
-    """The run's bars in the URL's window, laid out at `width` px, and the window the store answered."""
-    # One query, bounded by the element budget: the store buckets coarser than the pane when rows ×
-    # pixels would pass it, and the layout draws the bars at the pane's width.
+    """The run's bars in the URL's window, laid out at `width` px with `selected` outlined, and the
+    window the store answered."""
+    # One query, bounded by the element budget: the store merges more when the window is crowded.
     window = timeline_window(
         store, run.id, start_ms=url_state.start, end_ms=url_state.end, width_px=width, max_bars=MAX_BARS
     )
     now = time.time() * 1000
     # Running spans of a live run grow to now; those of a run that stopped long ago stop at its last event.
     live = run.status == "running" and now - run.ended_ms < LIVE_WITHIN_MS
-    return layout(window, width=width, now_ms=now if live else None), window
+    return layout(window, width=width, now_ms=now if live else None, selected=selected), window
 
 
 def overview(store: Store, run: RunSummary, shown: TimelineWindow) -> Overview:

@@ -94,7 +94,7 @@ def span_detail_pane(store: Store, trace_id: str, span_id: str, path: list[PathS
         return SpanDetailPane(
             detail,
             kind,
-            f"turn {start.get('step', '')}".strip(),
+            str(start.get("name") or f"turn {start.get('step', '')}".strip()),
             messages=list(start.get("messages") or end.get("messages") or []),
             answer=end.get("message"),
             usage=span_usage(store, trace_id, batch_id),

@@ -1,8 +1,16 @@
 """Drawing a timeline window: the store's bars as positioned rectangles, in lanes, with an axis.
 
-The store answers a window with at most one bar per (depth row, pixel); this module places them.
-Spans at the same depth can overlap in time (parallel sub-agents, a tool batch), so each depth row
-is split into lanes, greedily: a bar goes in the first lane whose last bar ends before it starts.
+The store answers a window with a bar per span wide enough to see and merged bars (one kind each)
+for the rest; this module places them. Spans at the same depth can overlap in time (parallel
+sub-agents, their turns and tool calls), so each depth row is split into lanes: a bar goes in the
+lane of its frame parent when that lane is free there (so a sub-agent's generation and turns line up
+under it), else in the first lane free at its start. Past `MAX_LANES` lanes, bars share the last one
+(marked as overflowing: more run at once than a row shows). A bar is drawn at least `MIN_BAR_PX`
+wide, so a cached call served in no time can still be seen and clicked, and drawn over the bars
+around it; it holds its lane only where it starts, so it never pushes the span right after it (of
+its own parent, or of another whose calls merged with it) into a lane of its own.
+
+A selected span is outlined where it is drawn: its own bar, or the merged bar that holds it.
 Everything here works on the bars already bounded by the store, never on a run's spans.
 """
 
@@ -16,20 +24,32 @@ from devtool.store.queries import TimelineBar, TimelineWindow
 
 LANE_HEIGHT = 18
 ROW_GAP = 4
-MAX_LANES = 6
+MAX_LANES = 16
+MIN_BAR_PX = 4.0
 LABEL_MIN_PX = 48
 # Labels are elements too: with them capped, a drawing holds at most its bars + MAX_LABELS + the axis.
 MAX_LABELS = 800
 
 
 @dataclass(frozen=True)
+class Selected:
+    """The selected span, as the timeline needs it to find where it is drawn."""
+
+    span_id: str
+    row: int
+    kind: str
+    start_ms: float
+
+
+@dataclass(frozen=True)
 class Rect:
-    """One bar, placed: a span (`span_id`) or a merged bucket of `count` spans."""
+    """One bar, placed: a span (`span_id`) or a merged bucket of `count` spans of one kind."""
 
     x: float
     y: float
     width: float
     height: float
+    row: int
     kind: str
     status: str
     span_id: str | None
@@ -37,25 +57,42 @@ class Rect:
     start_ms: float
     end_ms: float
     name: str | None
+    one_name: bool = True  # a merged bar: all its spans are called `name`
     cached: bool = False
     labelled: bool = False  # wide enough for a label, and within the drawing's label budget
+    selected: bool = False  # it is, or holds, the selected span
+    overflow: bool = False  # drawn over others: more spans at once than the row has lanes
 
     @property
     def merged(self) -> bool:
         return self.span_id is None
 
     @property
+    def what(self) -> str:
+        """What a merged bar holds: `3 × web_search`, or `12 turn spans` when their names differ."""
+        if self.one_name and self.name:
+            return f"{self.count} × {self.name}"
+        return f"{self.count} {self.kind} spans"
+
+    @property
     def label(self) -> str | None:
         """Text to write in the bar, when it is wide enough to hold some."""
         if not self.labelled:
             return None
-        return f"{self.count} spans" if self.merged else self.name
+        return self.what if self.merged else self.name
 
     @property
     def title(self) -> str:
-        what = f"{self.count} {self.kind} spans merged" if self.merged else f"{self.kind} {self.name or ''}".strip()
+        took = format_duration(self.end_ms - self.start_ms)
         cached = " · from the journal" if self.cached else ""
-        return f"{what} · {format_duration(self.end_ms - self.start_ms)} · {self.status}{cached}"
+        crowded = " · drawn over others: more run at once than the row has lanes" if self.overflow else ""
+        if self.merged:
+            what = f"{self.what} ({self.kind})" if self.one_name and self.name else self.what
+            return (
+                f"{what}, each too short to draw at this zoom · {took} in all · {self.status}{cached}{crowded}"
+                " · click: select the first, zoom in"
+            )
+        return f"{self.kind} {self.name or ''}".strip() + f" · {took} · {self.status}{cached}{crowded}"
 
 
 @dataclass(frozen=True)
@@ -86,7 +123,9 @@ class TimelineLayout:
         )
 
 
-def layout(window: TimelineWindow, *, width: int | None = None, now_ms: float | None = None) -> TimelineLayout:
+def layout(
+    window: TimelineWindow, *, width: int | None = None, now_ms: float | None = None, selected: Selected | None = None
+) -> TimelineLayout:
     """Place `window`'s bars on `width` pixels (default: the window's own). Running bars grow to `now_ms`.
 
     The store may have bucketed the window coarser than the drawing (to bound the bars); a bar is
@@ -95,32 +134,33 @@ def layout(window: TimelineWindow, *, width: int | None = None, now_ms: float | 
     width = width or window.width_px
     scale = width / max(window.end_ms - window.start_ms, 1e-9)
     rects: list[Rect] = []
+    lane_of: dict[str, int] = {}  # a drawn span's lane, for its children to follow
     labels = 0
     y = 0.0
     for row in _rows(window.bars):
-        lanes: list[float] = []  # right edge of the last bar in each lane
-        placed: list[tuple[int, TimelineBar, float, float]] = []
+        lanes: list[float] = []  # right edge (true extent) of the last bar in each lane
+        placed: list[Rect] = []
         for bar in row:
             end = max(bar.end_ms, now_ms) if (now_ms is not None and bar.running) else bar.end_ms
             x0 = max(0.0, (bar.start_ms - window.start_ms) * scale)
             x1 = min(float(width), (end - window.start_ms) * scale)
-            x1 = max(x1, x0 + 1.0)
-            lane = next((i for i, edge in enumerate(lanes) if edge <= x0), None)
-            if lane is None:
-                lane = min(len(lanes), MAX_LANES - 1)
-                if lane == len(lanes):
-                    lanes.append(x1)
-            lanes[lane] = max(lanes[lane], x1)
-            placed.append((lane, bar, x0, x1))
-        for lane, bar, x0, x1 in placed:
-            labelled = x1 - x0 >= LABEL_MIN_PX and labels < MAX_LABELS
+            lane, overflow = _lane(lanes, x0, lane_of.get(bar.parent_id) if bar.parent_id else None)
+            # A bar too narrow to see holds its lane at its start only: a span starting right after it
+            # (or a sibling's, when spans of several parents merged) takes that lane rather than open
+            # one; the narrow bar is drawn over it, at least MIN_BAR_PX wide.
+            lanes[lane] = max(lanes[lane], x1 if x1 - x0 >= MIN_BAR_PX else x0 + 0.01)
+            if bar.span_id is not None:
+                lane_of[bar.span_id] = lane
+            drawn = max(x1 - x0, MIN_BAR_PX)
+            labelled = drawn >= LABEL_MIN_PX and labels < MAX_LABELS
             labels += labelled
-            rects.append(
+            placed.append(
                 Rect(
-                    x=round(x0, 1),
+                    x=round(min(x0, width - drawn) if drawn <= width else 0.0, 1),
                     y=y + lane * LANE_HEIGHT,
-                    width=round(x1 - x0, 1),
+                    width=round(drawn, 1),
                     height=LANE_HEIGHT - 2,
+                    row=bar.row,
                     kind=bar.kind,
                     status=bar.status,
                     span_id=bar.span_id,
@@ -128,10 +168,15 @@ def layout(window: TimelineWindow, *, width: int | None = None, now_ms: float | 
                     start_ms=bar.start_ms,
                     end_ms=bar.end_ms,
                     name=bar.name,
+                    one_name=bar.one_name,
                     cached=bar.cached > 0,
                     labelled=labelled,
+                    selected=_holds(bar, selected),
+                    overflow=overflow,
                 )
             )
+        # Widened bars are drawn last, over the span that starts right after them, so they stay visible.
+        rects.extend(sorted(placed, key=lambda rect: rect.width <= MIN_BAR_PX))
         y += len(lanes) * LANE_HEIGHT + ROW_GAP
     return TimelineLayout(
         width=width,
@@ -144,6 +189,31 @@ def layout(window: TimelineWindow, *, width: int | None = None, now_ms: float | 
         ticks=ticks(window.start_ms, window.end_ms, width, origin_ms=window.run_start_ms),
         spans=window.spans,
     )
+
+
+def _lane(lanes: list[float], x0: float, wanted: int | None) -> tuple[int, bool]:
+    """The lane for a bar starting at `x0` (its parent's, `wanted`, if free there), and whether it
+    overflows (no lane free, none left to open). Opens lanes in `lanes` as needed."""
+    if wanted is not None and wanted < MAX_LANES:
+        lanes.extend([-math.inf] * (wanted + 1 - len(lanes)))
+        if lanes[wanted] <= x0:
+            return wanted, False
+    free = next((i for i, edge in enumerate(lanes) if edge <= x0), None)
+    if free is not None:
+        return free, False
+    if len(lanes) < MAX_LANES:
+        lanes.append(-math.inf)
+        return len(lanes) - 1, False
+    return MAX_LANES - 1, True
+
+
+def _holds(bar: TimelineBar, selected: Selected | None) -> bool:
+    """Whether `bar` is the selected span, or a merged bar that holds it."""
+    if selected is None:
+        return False
+    if bar.span_id is not None:
+        return bar.span_id == selected.span_id
+    return bar.row == selected.row and bar.kind == selected.kind and bar.start_ms <= selected.start_ms <= bar.end_ms
 
 
 def _rows(bars: Sequence[TimelineBar]) -> list[list[TimelineBar]]:

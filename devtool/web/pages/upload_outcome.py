@@ -23,6 +23,7 @@ class FileOutcome:
     message: str
     links: tuple[Link, ...] = ()
     skipped: tuple[str, ...] = ()  # the bad lines left out, when asked to skip them
+    good_lines_load: bool = False  # refused for its bad lines: loading its good lines would work
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@
 - `snapshots`: `/snapshots…` (pages, upload, fork, replay) and `/replays/<id>`
 - `processes`: `/processes/<process_id>` and its rewind (and the old `/process-rewind`, redirected)
 - `ingest`: `POST /api/v1/traces`
+- `otlp`: `POST /v1/traces`, `POST /v1/logs` (OTLP/HTTP)
+- `local`: `/api/v1/server`, `POST /api/v1/load` (the command line beside a running server)
 - `login`: `/login`
 
 Endpoints speak HTTP only: what a page shows is built in `devtool.web.pages`, what changes state is
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from devtool.web.routes import ingest, login, processes, run, runs_list, snapshots
+from devtool.web.routes import ingest, local, login, otlp, processes, run, runs_list, snapshots
 
 ROUTES: list[BaseRoute] = [
     *login.routes,
@@ -24,4 +26,6 @@ ROUTES: list[BaseRoute] = [
     *processes.routes,
     *run.routes,
     *ingest.routes,
+    *otlp.routes,
+    *local.routes,
 ]

@@ -7,8 +7,10 @@ then by the exporter's `_seq` counter); good ones are stored even when others in
 in one transaction, and published to the live streams.
 
 Answers, JSON:
-- 200 `{"accepted": n, "ids": [...], "rejected": []}`: all stored (`ids`: store positions, in the
-  order the events were posted);
+- 200 `{"accepted": n, "ids": [...], "duplicates": d, "rejected": []}`: all stored (`ids`: store
+  positions, in the order the events were posted). An event stored already (the same batch posted
+  again because its answer was lost: exporters retry) is accepted and not stored again: its id is
+  null and `duplicates` counts it. So a retry is always safe;
 - 422 the same, with `"error"` and `"rejected": [{"index", "reason"}, ...]` (the first
   `SHOWN_REJECTIONS`; `"rejectedTotal"` counts them all): the others were stored;
 - 400 a body that is not a JSON array, 413 a body over `max_ingest_bytes` or a batch over
@@ -31,6 +33,7 @@ from starlette.routing import Route
 
 from devtool.store.errors import BatchTooLargeError, NotABatchError
 from devtool.store.event_gate import read_batch
+from devtool.web.bodies import BodyError, read_body
 from devtool.web.state import state
 
 # The stream (the store's `sources` row) that events posted here are recorded under.
@@ -38,42 +41,15 @@ STREAM = "http"
 SHOWN_REJECTIONS = 100
 
 
-class IngestError(Exception):
-    """A request the endpoint refuses as a whole; `status` is its HTTP status."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with a 413 as soon as it is known to be over `limit` bytes."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise IngestError(413, _too_big(int(declared), limit))
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise IngestError(413, _too_big(size, limit, at_least=True))
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _too_big(size: int, limit: int, *, at_least: bool = False) -> str:
-    return f"the body is {'over ' if at_least else ''}{size} bytes, over the limit of {limit}: send smaller batches"
-
-
 async def ingest(request: Request) -> JSONResponse:
     settings = state(request).settings
     try:
         media_type = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
         if media_type != "application/json" and not media_type.endswith("+json"):
-            raise IngestError(415, f"the body must be application/json (a JSON array of TraceEvents), not {media_type}")
+            raise BodyError(415, f"the body must be application/json (a JSON array of TraceEvents), not {media_type}")
         body = await read_body(request, settings.max_ingest_bytes)
         batch = await run_in_threadpool(read_batch, body, settings.max_ingest_events)
-    except IngestError as exc:
+    except BodyError as exc:
         return JSONResponse({"error": str(exc)}, status_code=exc.status)
     except (NotABatchError, BatchTooLargeError) as exc:
         return JSONResponse({"error": str(exc)}, status_code=413 if isinstance(exc, BatchTooLargeError) else 400)
@@ -87,6 +63,7 @@ async def ingest(request: Request) -> JSONResponse:
     answer: dict[str, Any] = {
         "accepted": len(ids),
         "ids": ids,
+        "duplicates": ids.count(None),
         "rejected": [{"index": r.index, "reason": r.reason} for r in batch.rejected[:SHOWN_REJECTIONS]],
     }
     if not batch.rejected:

@@ -9,9 +9,11 @@ just after it (context, lifecycle, conversation), rebuilt by the journal's rewin
 recording anything. All of it is in the URL (`pages/process_url_state.py`); links inside the
 workspace are boosted by htmx, which swaps the workspace and pushes the URL.
 
-- `/processes/<process_id>/rewind?entry=&mode=`: the fragment the detail panel loads into
-  `.entry-actions`: the blast radius of rewinding to just before the entry and Apply, or what a
-  `rewind` entry did (`pages/process_rewind_panel.py`). `POST` (form `entry`, `mode`) applies it
+- `/processes/<process_id>/rewind?entry=&mode=[&confirm=1]`: the fragment the detail panel loads into
+  `.entry-actions`: the entries a rewind to just before the entry reaches and what the mode does to
+  each, where Apply would write, and Apply (with `confirm=1`: the question, naming that file); or
+  what a `rewind` entry did (`pages/process_rewind_panel.py`). `POST` (form `entry`, `mode`, and
+  `to`: the file or folder the user confirmed) applies it, unless it would now go elsewhere
   (`devtool.actions.process_rewind` says where it is recorded), with the signed-in user as the actor,
   and goes back to the process page with the new `rewind` entry selected.
 - `/process-rewind?process=&entry=` (the rewind's first address) answers a redirect to the above:
@@ -20,6 +22,7 @@ workspace are boosted by htmx, which swaps the workspace and pushes the URL.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -79,8 +82,9 @@ def process_rewind_panel(request: Request) -> HTMLResponse:
     process_id = request.path_params["process_id"]
     entry_id = _entry(request.query_params.get("entry"))
     mode = request.query_params.get("mode") or RewindMode.BOTH.value
+    confirm = request.query_params.get("confirm") == "1"
     try:
-        context = rewind_panel(state(request).store, process_id, entry_id, mode)
+        context = rewind_panel(state(request).store, process_id, entry_id, mode, confirm=confirm)
     except NotFoundError as exc:
         raise HTTPException(404, str(exc)) from None
     return render(request, "_process_rewind.html", context)
@@ -91,9 +95,20 @@ async def process_rewind_apply(request: Request) -> Response:
     form = await form_of(request, max_fields=6)
     entry_id = _entry(form.get("entry"))
     mode = str(form.get("mode", ""))
+    shown = form.get("to")
+    if not isinstance(shown, str) or not shown:
+        raise HTTPException(
+            400, "a process rewind needs `to`: the journal file it was shown to go to (confirm it on the process page)"
+        )
     try:
         applied = await run_in_threadpool(
-            apply_rewind_here, state(request).store, process_id, entry_id, mode, actor=user_of(request)
+            apply_rewind_here,
+            state(request).store,
+            process_id,
+            entry_id,
+            mode,
+            actor=user_of(request),
+            expected=Path(shown),
         )
     except ProcessRewindError as exc:
         raise HTTPException(422, f"cannot rewind {process_id} to {entry_id}: {exc}") from None

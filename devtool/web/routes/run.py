@@ -1,9 +1,10 @@
 """A run, `/runs/<trace_id>` and everything under it: the page and its panes, and what its buttons do.
 
 `/runs/<trace_id>?span=&start=&end=` is the whole page; an htmx request for it gets the workspace
-(the three panes) and pushes the URL, which is how selecting a span works. Zooming asks for the
-timeline alone (`/timeline`), which replaces the URL so a reload or a copied link shows the same
-window. The tree loads further pages of children on demand (`/tree/<span>/children`). A live run's
+(the three panes) and pushes the URL. `&pick=<row>,<from>,<to>,<kind>` (a click on a merged bar of
+the timeline) selects the first span of that kind and row in that time; the pushed URL names it.
+Zooming asks for the timeline alone (`/timeline`), which replaces the URL so a reload or a copied
+link shows the same window. The tree loads further pages of children on demand (`/tree/<span>/children`). A live run's
 page follows `/live` (Server-Sent Events, see `devtool.web.live.streams`) and refreshes `/header`
 and `/tree` on its messages, and a selected running turn its answer so far (`/spans/<span>/answer`).
 A span's detail asks for the tokens and cost of the model calls under it (`/spans/<span>/usage`)
@@ -14,7 +15,9 @@ after it has shown: on a big run that is a walk of the span's subtree.
 - `/runs/<trace_id>/actions`: the run header's buttons (copy link, export, snapshots the run dumped,
   its replays, and for a replay: its snapshot, its original and "compare with original").
 - `/runs/<trace_id>/compare?with=<original>`: the two frame trees side by side (`pages/compare.py`).
-- `/runs/<trace_id>/export.jsonl.gz`: the run's events to hand to a teammate (`devtool load` reads it).
+- `/runs/<trace_id>/export.jsonl.gz`: the run's events to hand to a teammate (`devtool load` reads it);
+  `export.otlp.jsonl` the run as OTLP JSON (Jaeger, Tempo, Phoenix), `export.perfetto.json` as Chrome
+  trace-event JSON (Perfetto UI).
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ from starlette.routing import Route
 
 from devtool.actions.run_rewind import RewindError, rewind
 from devtool.store import NotFoundError, Store
-from devtool.store.export import export_run
+from devtool.store.export import export_run, export_run_otlp, export_run_perfetto
 from devtool.store.queries import get_run, last_event_id
-from devtool.store.queries.navigation import search_spans
+from devtool.store.queries.navigation import first_span_in, search_spans
 from devtool.store.queries.run_meta import replays_of, run_exists, run_metadata, snapshot_dumps
 from devtool.store.queries.usage import span_usage
 from devtool.web.auth import user_of
@@ -40,7 +43,7 @@ from devtool.web.live.streams import RunFeed, sse_response
 from devtool.web.pages.compare import CompareError, compare
 from devtool.web.pages.frame_tree import children_page, run_tree
 from devtool.web.pages.run_url_state import BadUrlState, RunUrlState
-from devtool.web.pages.run_workspace import overview, selection, timeline
+from devtool.web.pages.run_workspace import overview, selected_span, selection, timeline
 from devtool.web.pages.span_detail import turn_answer
 from devtool.web.state import state
 from devtool.web.templating import render, wants_fragment
@@ -49,17 +52,23 @@ DEFAULT_WIDTH = 1200
 WIDTH_COOKIE = "devtool_timeline_width"
 
 
-def run_page(request: Request) -> HTMLResponse:
+def run_page(request: Request) -> Response:
     store = state(request).store
     trace_id, url_state = _trace_and_state(request)
+    if "pick" in request.query_params:
+        # A click on a merged bar: select the first span it holds (the URL then names that span).
+        url_state = _picked(store, trace_id, url_state, request.query_params["pick"])
+        if not wants_fragment(request):
+            return RedirectResponse(url_state.url(trace_id), 303)
     # Read first: the page's live stream starts after it, so nothing stored while it renders is missed.
     live_after = last_event_id(store)
     run = _or_404(get_run, store, trace_id)
     if run.kind != "trace":
         raise HTTPException(404, f"{trace_id} is a process journal: see /processes/{trace_id}")
-    drawn, window = _or_404(timeline, store, run, url_state, _width(request))
+    chosen = _or_404(selection, store, run, url_state)
+    drawn, window = _or_404(timeline, store, run, url_state, _width(request), chosen["selected"])
     context = {
-        **_or_404(selection, store, run, url_state),
+        **chosen,
         "timeline": drawn,
         "overview": overview(store, run, window),
         "live_after": live_after,
@@ -84,7 +93,7 @@ def run_timeline(request: Request) -> HTMLResponse:
     store = state(request).store
     trace_id, url_state = _trace_and_state(request)
     run = _or_404(get_run, store, trace_id)
-    drawn, _ = _or_404(timeline, store, run, url_state, _width(request))
+    drawn, _ = _or_404(timeline, store, run, url_state, _width(request), selected_span(store, run, url_state))
     response = render(request, "_timeline.html", {"view": url_state, "run": run, "timeline": drawn})
     response.headers["HX-Replace-Url"] = url_state.url(trace_id)
     return response
@@ -206,23 +215,41 @@ def run_compare(request: Request) -> HTMLResponse:
     return render(request, "compare.html", context)
 
 
+# The run's downloads: how each is written, its media type, and its file name's ending.
+_EXPORTS = {
+    "export.jsonl.gz": (export_run, "application/gzip", ".trace.jsonl.gz"),
+    "export.otlp.jsonl": (export_run_otlp, "application/x-ndjson", ".otlp.jsonl"),
+    "export.perfetto.json": (export_run_perfetto, "application/json", ".perfetto.json"),
+}
+
+
 async def run_export(request: Request) -> Response:
     trace_id: str = request.path_params["trace_id"]
+    write, media_type, suffix = _EXPORTS[request.url.path.rsplit("/", 1)[-1]]
     try:
-        chunks = await run_in_threadpool(export_run, state(request).store, trace_id)
+        chunks = await run_in_threadpool(write, state(request).store, trace_id)
     except NotFoundError as exc:
         raise HTTPException(404, str(exc)) from None
     name = "".join(c if c.isalnum() or c in "-_." else "_" for c in trace_id)[:80] or "run"
     return StreamingResponse(
-        chunks,
-        media_type="application/gzip",
-        headers={"Content-Disposition": f'attachment; filename="{name}.trace.jsonl.gz"'},
+        chunks, media_type=media_type, headers={"Content-Disposition": f'attachment; filename="{name}{suffix}"'}
     )
 
 
 async def run_live(request: Request) -> Response:
     app = state(request)
     return sse_response(request, RunFeed(app.store, request.path_params["trace_id"], app.settings.live_interval))
+
+
+def _picked(store: Store, trace_id: str, url_state: RunUrlState, pick: str) -> RunUrlState:
+    """`pick=<row>,<from ms>,<to ms>,<kind>`: the first span of that kind and row in that time, selected."""
+    parts = pick.split(",", 3)
+    try:
+        row, start, end, kind = int(parts[0]), float(parts[1]), float(parts[2]), parts[3]
+    except (ValueError, IndexError):
+        raise HTTPException(400, f"pick must be <row>,<from ms>,<to ms>,<kind>, not {pick[:80]!r}") from None
+    found = first_span_in(store, trace_id, row, kind, start, end)
+    return url_state.with_span(found) if found is not None else url_state
 
 
 def _metadata(store: Store, trace_id: str) -> dict[str, Any]:
@@ -275,5 +302,7 @@ routes = [
     Route("/runs/{trace_id:id}/actions", run_actions, name="run_actions"),
     Route("/runs/{trace_id:id}/compare", run_compare, name="run_compare"),
     Route("/runs/{trace_id:id}/export.jsonl.gz", run_export, name="run_export"),
+    Route("/runs/{trace_id:id}/export.otlp.jsonl", run_export, name="run_export_otlp"),
+    Route("/runs/{trace_id:id}/export.perfetto.json", run_export, name="run_export_perfetto"),
     Route("/runs/{trace_id:id}/live", run_live, name="run_live"),
 ]

@@ -155,8 +155,7 @@ def _load_one(store: Store, item: _Saved, skip: bool) -> FileOutcome:
     try:
         result = load_file(store, item.path, bad_lines=BadLines.SKIP if skip else BadLines.REJECT)
     except LoadError as exc:
-        hint = " (tick “load the good lines” to load the rest)" if isinstance(exc, BadLinesError) else ""
-        return FileOutcome(item.name, "failed", f"{exc.reason}{hint}")
+        return FileOutcome(item.name, "failed", exc.reason, good_lines_load=isinstance(exc, BadLinesError))
     except StoreError as exc:
         return FileOutcome(item.name, "failed", str(exc))
     return loaded(item.name, result)

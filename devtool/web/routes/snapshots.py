@@ -15,7 +15,8 @@ Rewind makes them (`POST /runs/<trace_id>/rewind`, in `run.py`).
   whose parent is recorded → 303 to it.
 - `/snapshots/<id>/replay`: what a replay would run, shown before it runs: the command (an argument
   list, no shell), the entrypoint and where its module lives, the props; or, for a run without a
-  recorded entrypoint, the Python lines that replay it by hand; or why the entrypoint is refused.
+  recorded entrypoint, the lines that replay it by hand with the props it was recorded with (Python,
+  or for a run the TypeScript library wrote, Node's); or why the entrypoint is refused.
   `POST` with the fingerprint of what was shown starts it (`devtool.actions.replay_runner` has the
   rules) → 303 to `/replays/<replay id>`, which waits for the new run's first events and then opens
   its page, where it streams live.
@@ -42,7 +43,7 @@ from devtool.actions.fork import Edits, ForkError, fork, parse_memory
 from devtool.actions.replay_runner import Replay, ReplayPlan, ReplayRefused, check_entrypoint
 from devtool.store import NotFoundError, Store, StoredSnapshot, StoreError, get_snapshot, list_snapshots, save_snapshot
 from devtool.store.export import export_snapshot
-from devtool.store.queries.run_meta import dumped_snapshot, run_exists, run_metadata, run_of_replay
+from devtool.store.queries.run_meta import RunStart, dumped_snapshot, run_exists, run_of_replay, run_start
 from devtool.web.auth import user_of
 from devtool.web.forms import form_of
 from devtool.web.links import run_url
@@ -224,11 +225,11 @@ def replay_page(request: Request) -> Response:
 
 def _confirm_context(request: Request, store: Store, stored: StoredSnapshot) -> dict[str, Any]:
     trace_id = stored.top["provenance"].get("traceId")
-    metadata: dict[str, Any] = {}
+    start = RunStart({}, {}, typescript=False)
     if isinstance(trace_id, str) and run_exists(store, trace_id):
-        metadata = run_metadata(store, trace_id)
-    entrypoint = metadata.get("entrypoint")
-    props = metadata.get("props", {})
+        start = run_start(store, trace_id)
+    entrypoint = start.metadata.get("entrypoint")
+    props = start.props
     plan: ReplayPlan | None = None
     refusal: str | None = None
     if entrypoint is not None:
@@ -243,6 +244,7 @@ def _confirm_context(request: Request, store: Store, stored: StoredSnapshot) -> 
         "trace_id": trace_id,
         "entrypoint": entrypoint,
         "props": props,
+        "typescript": start.typescript,
         "plan": plan,
         "refusal": refusal,
         "argv": plan.argv(SERVER_URL_PLACEHOLDER, "<new replay id>") if plan else None,

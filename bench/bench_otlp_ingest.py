@@ -1,0 +1,173 @@
+"""Benchmark of OTLP/HTTP ingest: protobuf batches into `devtool serve` at a sustained rate, watched over SSE.
+
+    python bench/bench_otlp_ingest.py [--rate 10000] [--seconds 30] [--batch 512] [--connections 2]
+                                      [--clients 1] [--workdir DIR]
+
+1. Starts a real `devtool serve` (its own process, a fresh DuckDB file).
+2. Opens `--clients` SSE connections to the run's stream (`/runs/<trace_id>/live`) before it starts
+   (`bench_live.listen`).
+3. A producer process posts `POST /v1/traces` bodies of `--batch` spans (an `ExportTraceServiceRequest`
+   in protobuf, as the SDK's OTLP/HTTP exporter sends, GenAI chat spans with their attributes) at
+   `--rate` spans a second for `--seconds` over `--connections` connections at once (an SDK exporter
+   sends one batch at a time: two are two services, or a Collector's workers), one trace whose root
+   span comes last (as an exporter sends it). Each span starts at the wall clock when its batch is
+   encoded, so an event's timestamp is its export time. The producer builds bodies with
+   `opentelemetry-proto`, not the SDK's span objects: the SDK's own encoder costs ~40 µs a span, and
+   the producer must keep up to measure the server.
+4. Reports the spans a second the server took (sustained: the producer never waited on an answer
+   longer than a batch's interval), and over every event every client received, the latency from
+   export (its timestamp) to receipt over SSE: p50, p95 (target ≤ 250 ms), p99, max; and the server's
+   CPU time. Target: ≥ 10,000 spans/s sustained with p95 ≤ 250 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import secrets
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench_live import machine, percentile, start_server, watch
+
+
+def body(trace_id: bytes, root: bytes, count: int, start_ns: int) -> bytes:
+    """One export request of `count` chat spans under `root`, starting at `start_ns`."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest()
+    resource = request.resource_spans.add()
+    attribute = resource.resource.attributes.add()
+    attribute.key, attribute.value.string_value = "service.name", "bench-agents"
+    scope = resource.scope_spans.add()
+    scope.scope.name, scope.scope.version = "bench", "1"
+    for _ in range(count):
+        span = scope.spans.add()
+        span.trace_id, span.span_id, span.parent_span_id = trace_id, os.urandom(8), root
+        span.name, span.kind = "chat gpt-4.1-mini", 3
+        span.start_time_unix_nano, span.end_time_unix_nano = start_ns, start_ns + 1000
+        for key, text in (
+            ("gen_ai.operation.name", "chat"),
+            ("gen_ai.provider.name", "openai"),
+            ("gen_ai.request.model", "gpt-4.1-mini"),
+            ("gen_ai.agent.name", "bench"),
+            ("gen_ai.input.messages", '[{"role":"user","parts":[{"type":"text","content":"hello"}]}]'),
+            ("gen_ai.output.messages", '[{"role":"assistant","parts":[{"type":"text","content":"hi"}]}]'),
+        ):
+            item = span.attributes.add()
+            item.key, item.value.string_value = key, text
+        for key, number in (("gen_ai.usage.input_tokens", 12), ("gen_ai.usage.output_tokens", 3)):
+            item = span.attributes.add()
+            item.key, item.value.int_value = key, number
+    return bytes(request.SerializeToString())
+
+
+def root_body(trace_id: bytes, root: bytes, start_ns: int) -> bytes:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = trace_id, root, "invoke_agent bench"
+    span.start_time_unix_nano, span.end_time_unix_nano = start_ns, time.time_ns()
+    item = span.attributes.add()
+    item.key, item.value.string_value = "gen_ai.operation.name", "invoke_agent"
+    return bytes(request.SerializeToString())
+
+
+def produce(url: str, trace_hex: str, rate: int, seconds: float, batch: int, connections: int, done: Any) -> None:
+    """Post `rate` spans/s in batches for `seconds` over `connections` connections (exporters), then the
+    root; report what was sent and how long each answer took."""
+    parts = urlsplit(url)
+    trace_id, root = bytes.fromhex(trace_hex), os.urandom(8)
+    interval = batch / rate
+    batches = int(rate * seconds / batch)
+    began_ns = time.time_ns()
+    began = time.monotonic()
+    answers: list[float] = []
+    late = [0]
+
+    def exporter(first: int) -> None:
+        connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=60)
+        for n in range(first, batches, connections):
+            delay = began + n * interval - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif -delay > interval:
+                late[0] += 1
+            sent = time.monotonic()
+            payload = body(trace_id, root, batch, time.time_ns())
+            connection.request("POST", "/v1/traces", payload, {"Content-Type": "application/x-protobuf"})
+            answer = connection.getresponse()
+            answer.read()
+            if answer.status != 200:
+                raise SystemExit(f"POST /v1/traces answered {answer.status}")
+            answers.append((time.monotonic() - sent) * 1000)
+
+    threads = [threading.Thread(target=exporter, args=(k,)) for k in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    took = time.monotonic() - began
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=120)
+    payload = root_body(trace_id, root, began_ns)
+    connection.request("POST", "/v1/traces", payload, {"Content-Type": "application/x-protobuf"})
+    connection.getresponse().read()
+    done.put({"spans": batches * batch, "took": took, "answers": answers, "late": late[0]})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rate", type=int, default=10_000, help="spans a second (default 10,000)")
+    parser.add_argument("--seconds", type=float, default=30, help="how long the producer sends (default 30)")
+    parser.add_argument("--batch", type=int, default=512, help="spans a request (default 512, the SDK's)")
+    parser.add_argument("--connections", type=int, default=2, help="exporters sending at once (default 2)")
+    parser.add_argument("--clients", type=int, default=1, help="SSE clients watching the run (default 1)")
+    parser.add_argument("--workdir", type=Path, help="where the database goes (default: a temporary folder)")
+    args = parser.parse_args()
+
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-otlp-"))
+    server, url = start_server(workdir, "otlp")
+    trace_id = secrets.token_hex(16)
+    try:
+        producing = (args.rate, args.seconds, args.batch, args.connections)
+        timeout = args.seconds * 5 + 120
+        sent, results, cpu, wall = watch(server.pid, url, trace_id, args.clients, produce, producing, timeout)
+    finally:
+        server.terminate()
+        server.wait(30)
+
+    spans = sent["spans"]
+    print(f"Machine: {machine()}; {date.today().isoformat()}; load average {os.getloadavg()[0]:.2f} at the end")
+    print(
+        f"Producer: {spans:,} spans in {sent['took']:.1f} s ({spans / sent['took']:,.0f} spans/s) in batches of "
+        f"{args.batch}; answer time p50 {percentile(sent['answers'], 0.5):.0f} ms, "
+        f"p95 {percentile(sent['answers'], 0.95):.0f} ms, max {max(sent['answers']):.0f} ms; "
+        f"{sent['late']} batches sent more than an interval late"
+    )
+    latencies: list[float] = []
+    for index, result in enumerate(results):
+        received = len(result["ids"])
+        print(f"client {index}: {received:,} of {2 * spans + 2:,} events, closed: {result['closed']}")
+        # The root span's events carry its start, the run's first moment, not when it was exported.
+        latencies.extend(result["latencies"][:-2] if result["closed"] else result["latencies"])
+    print(
+        f"Latency export→SSE receipt over {len(latencies):,} events: p50 {percentile(latencies, 0.50):.0f} ms, "
+        f"p95 {percentile(latencies, 0.95):.0f} ms, p99 {percentile(latencies, 0.99):.0f} ms, "
+        f"max {max(latencies):.0f} ms, mean {statistics.fmean(latencies):.0f} ms"
+    )
+    print(f"Server CPU: {cpu:.1f} s over {wall:.1f} s ({cpu / wall:.2f} cores), {cpu / spans * 1e6:.0f} µs per span")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""A model request as a turn span: its events, its journal entry, its usage and cost, in one place.
+
+`prompt()` and the SDK instrumentation (`devtool.instrument`) both record a model request through
+`Turn`, so a turn looks the same on the timeline whoever made it: `turn:start` (the messages, schema
+and tools the model saw, the content hash), `model:call:start`/`end` when the model is really asked
+(usage, cost, finish reason, time to first token, and the frame's and run's budgets), `turn:progress`
+while a streamed answer grows, and `turn:end` (the message; served from the journal or not).
+
+What is journaled is the message, unless the caller journals something else (the instrumentation
+keeps the provider's own response, to hand it back to the SDK on a replay): then `turn:end` carries
+it too, as `response`, so that a snapshot restored from the trace has it.
+
+`MODEL_CALL` is set while a `prompt()` turn waits for its model: a model adapter's SDK request made
+then is that turn's, already recorded, so the instrumentation lets it through.
+"""
+
+from __future__ import annotations
+
+import time
+from contextvars import ContextVar
+from typing import Any
+
+import orjson
+
+from devtool.core.events import EVENTS, TraceEvent, error_info, trace_event
+from devtool.core.frame import Frame
+from devtool.core.ids import new_span_id
+from devtool.core.jsonvalue import JSON, describe
+from devtool.core.model import NO_USAGE, Usage
+from devtool.core.snapshot import JournalRecord
+from devtool.core.streaming import TurnProgress
+
+MODEL_CALL: ContextVar[bool] = ContextVar("devtool_model_call", default=False)
+
+
+class Turn:
+    """One model request in `frame`, its span under `parent_span`."""
+
+    __slots__ = ("_common", "_started", "call_id", "content_hash", "frame", "parent_span", "span", "step")
+    # `_common` holds the fields every event of the turn repeats; `start` adds what the model saw, so
+    # that `turn:end` repeats them as the TypeScript library's does (its readers take a turn from its end).
+
+    def __init__(
+        self,
+        frame: Frame,
+        *,
+        parent_span: str,
+        call_id: str,
+        step: int,
+        model: dict[str, JSON],
+        content_hash: str | None,
+    ) -> None:
+        self.frame = frame
+        self.parent_span = parent_span
+        self.call_id = call_id
+        self.step = step
+        self.content_hash = content_hash
+        self.span = new_span_id()
+        self._started = time.perf_counter()
+        self._common = {"callId": call_id, "step": step, "model": model, "contentHash": content_hash}
+
+    def event(self, kind: str, span: str, parent: str, **fields: Any) -> TraceEvent:
+        return trace_event(kind, self.frame.agent_id, self.frame.run.trace_id, span, parent, **fields)
+
+    def start(self, *, messages: JSON, schema: JSON, tools: JSON) -> None:
+        count = len(messages) if isinstance(messages, list) else 0
+        self._common.update(messages=messages, messageCount=count, schema=schema, toolConfig={"tools": tools})
+        self.frame.emit(self.event(EVENTS.TURN_START, self.span, self.parent_span, **self._common))
+
+    def cached(self) -> JournalRecord | None:
+        """The recorded answer to this request, from the snapshot being replayed."""
+        return self.frame.cached("prompt", self.content_hash)
+
+    def served(self, message: JSON, *, journal: JSON = None) -> None:
+        """The turn ends with the answer served from the journal (`journal`, if not the message itself):
+        no model was asked."""
+        fields: dict[str, Any] = {} if journal is None else {"response": journal}
+        self._end(message=message, resultType=_result_type(message), cache=True, success=True, **fields)
+
+    def call(self, *, adapter_id: str, provider: str, message_count: int) -> ModelCall:
+        """The model is asked: `model:call:start` now, the rest through the `ModelCall`."""
+        return ModelCall(self, adapter_id, provider, message_count)
+
+    def answered(self, message: JSON, *, journal: JSON = None) -> None:
+        """The turn ends with the model's answer, journaled (`journal` instead of the message, if given)."""
+        fields: dict[str, Any] = {}
+        if journal is None:
+            self.frame.record("prompt", self.content_hash, message)
+        else:
+            self.frame.record("prompt", self.content_hash, journal)
+            fields["response"] = journal
+        self._end(message=describe(message), resultType=_result_type(message), cache=False, success=True, **fields)
+
+    def failed(self, exc: BaseException) -> None:
+        self._end(cache=False, success=False, error=error_info(exc))
+
+    def _end(self, **fields: Any) -> None:
+        elapsed = (time.perf_counter() - self._started) * 1000
+        self.frame.emit(
+            self.event(EVENTS.TURN_END, self.span, self.parent_span, duration=elapsed, **fields, **self._common)
+        )
+
+
+class ModelCall:
+    """The model's side of a turn: `model:call:start`/`end`, progress of a streamed answer, usage and cost."""
+
+    __slots__ = ("_progress", "_started", "_who", "span", "turn")
+
+    def __init__(self, turn: Turn, adapter_id: str, provider: str, message_count: int) -> None:
+        self.turn = turn
+        self.span = new_span_id()
+        self._who = {"adapterId": adapter_id, "provider": provider}
+        self._progress: TurnProgress | None = None
+        self._started = time.perf_counter()
+        turn.frame.emit(
+            turn.event(EVENTS.MODEL_CALL_START, self.span, turn.span, messageCount=message_count, **self._who)
+        )
+
+    def progress(self) -> TurnProgress:
+        """The callback a streaming answer's text pieces go to: `turn:progress` events, throttled."""
+        turn = self.turn
+
+        def emit(text: str) -> None:
+            turn.frame.emit(
+                turn.event(
+                    EVENTS.TURN_PROGRESS, turn.span, turn.parent_span, callId=turn.call_id, step=turn.step, text=text
+                )
+            )
+
+        self._progress = TurnProgress(emit)
+        return self._progress
+
+    def answered(
+        self, usage: Usage | None, costs: dict[str, float] | None, finish_reason: str | None, *, message: JSON = None
+    ) -> None:
+        """The answer came: its usage (None: the server counted none) and cost go on the event and budgets,
+        with the answer's text and tool calls (`message`) as the TypeScript library's event gives them."""
+        frame = self.turn.frame
+        counted = usage or NO_USAGE
+        for budget in (frame.budget, frame.run.budget):
+            budget.add_call(self._who["adapterId"], self._who["provider"], counted, costs)
+        outcome: dict[str, Any] = {"usage": counted, "costs": costs, **_model_answer(message)}
+        if finish_reason is not None:
+            outcome["finishReason"] = finish_reason
+        if self._progress is not None and self._progress.first_at is not None:
+            outcome["ttft"] = (self._progress.first_at - self._started) * 1000
+        self._end(success=True, **outcome)
+
+    def failed(self, exc: BaseException) -> None:
+        self._end(success=False, error=error_info(exc))
+
+    def _end(self, **fields: Any) -> None:
+        turn = self.turn
+        elapsed = (time.perf_counter() - self._started) * 1000
+        turn.frame.emit(
+            turn.event(EVENTS.MODEL_CALL_END, self.span, turn.span, duration=elapsed, **fields, **self._who)
+        )
+
+
+def _result_type(message: JSON) -> str:
+    """What a turn's answer is, in the TypeScript library's words: tool calls, or content."""
+    return "tool_calls" if isinstance(message, dict) and message.get("tool_calls") else "content"
+
+
+def _model_answer(message: JSON) -> dict[str, Any]:
+    """`model:call:end`'s account of the answer as the TypeScript library gives it: the text
+    (`rawText`), the tool calls with their arguments as JSON text (`toolCalls`), and `finishReason`
+    (the adapter's own when it gives one, which the caller's fields then replace)."""
+    if not isinstance(message, dict):
+        return {}
+    calls = [
+        {
+            "id": call.get("id", ""),
+            "name": call.get("name", ""),
+            "arguments": _arguments_text(call.get("arguments", {})),
+        }
+        for call in message.get("tool_calls") or []  # type: ignore[union-attr]
+        if isinstance(call, dict)
+    ]
+    content = message.get("content")
+    answer: dict[str, Any] = {
+        "rawText": content if isinstance(content, str) else "",
+        "finishReason": "tool_calls" if calls else "stop",
+    }
+    if calls:
+        answer["toolCalls"] = calls
+    return answer
+
+
+def _arguments_text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else orjson.dumps(arguments, default=str).decode()

@@ -1,0 +1,142 @@
+"""Plain functions as agents and tools: `@agent` makes each call a frame, `@tool` a journaled tool call.
+
+    @devtool.agent                    # or @devtool.agent(name="triage")
+    async def triage(ticket): ...     # each call: agent:start/generation:start ... their ends, in a frame
+
+    @devtool.tool                     # or @devtool.tool(name="lookup", exclude=("ctx",))
+    def lookup_order(order_id: str) -> dict: ...
+
+A tool call's input is its arguments by parameter name (pydantic models as their JSON), hashed as
+`prompt()`'s tools are (`{"name", "input"}`); its output is journaled, so a replay returns what it
+returned without running it (its side effects skipped). An argument that does not change the result
+(a framework's context object) is left out of the input with `exclude`; an input that is still not
+JSON is shown described and never journaled (the call always runs), and so is an output that is not
+JSON (a tombstone). Sync functions stay sync, async ones stay coroutine functions, with their name,
+signature, annotations and docstring, so frameworks that read them (Pydantic AI, the OpenAI Agents
+SDK) see the function they were given.
+
+Outside a recorded run they are the plain functions: nothing is recorded. A call's callId is taken
+when it starts running: a sync call at once, a coroutine when first scheduled, which for
+`asyncio.gather`/`create_task`/`TaskGroup` is the order they were created in, so parallel calls number
+the same way in a run and its replay. Work handed to a thread keeps the run when it is handed its
+context: `asyncio.to_thread` does; `loop.run_in_executor` and `ThreadPoolExecutor.submit` want
+`contextvars.copy_context().run` (the core's one ContextVar travels with it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar, overload
+
+from devtool.core.agents import AgentScope
+from devtool.core.frame import CURRENT_FRAME
+from devtool.core.tools import call_function, call_function_sync
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def agent(fn: F, /) -> F: ...
+@overload
+def agent(*, name: str | None = None) -> Callable[[F], F]: ...
+def agent(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -> Any:
+    """Each call of the function is an agent frame (its `agentId` the function's name, or `name`)."""
+
+    def decorate(fn: F) -> F:
+        agent_id = name or fn.__name__
+
+        @contextlib.contextmanager
+        def framed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[list[Any]]:
+            """The call's frame around the block, which puts the call's result in the list it is given."""
+            parent = CURRENT_FRAME.get(None)
+            if parent is None:
+                yield []
+                return
+            props = _arguments(fn, args, kwargs, ())
+            scope = AgentScope(parent, parent.next_call_id("agent", agent_id), agent_id, props, model=None)
+            scope.open()
+            result: list[Any] = []
+            try:
+                yield result
+            except BaseException as exc:
+                scope.close(error=exc)
+                raise
+            scope.close(result[0] if result else None)
+
+        if inspect.iscoroutinefunction(fn):
+
+            async def run_async(*args: Any, **kwargs: Any) -> Any:
+                with framed(args, kwargs) as result:
+                    result.append(await fn(*args, **kwargs))
+                return result[0]
+
+            return functools.wraps(fn)(run_async)  # type: ignore[return-value]
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with framed(args, kwargs) as result:
+                result.append(fn(*args, **kwargs))
+            return result[0]
+
+        return functools.wraps(fn)(run)  # type: ignore[return-value]
+
+    return decorate(fn) if fn is not None else decorate
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+@overload
+def tool(*, name: str | None = None, exclude: Iterable[str] = ()) -> Callable[[F], F]: ...
+def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None, exclude: Iterable[str] = ()) -> Any:
+    """Each call of the function is a recorded, journaled tool call (named as the function, or `name`)."""
+    left_out = tuple(exclude)
+
+    def decorate(fn: F) -> F:
+        tool_name = name or fn.__name__
+        if inspect.iscoroutinefunction(fn):
+
+            async def call_async(*args: Any, **kwargs: Any) -> Any:
+                if CURRENT_FRAME.get(None) is None:
+                    return await fn(*args, **kwargs)
+                return await call_function(
+                    tool_name, _arguments(fn, args, kwargs, left_out), lambda: fn(*args, **kwargs)
+                )
+
+            return functools.wraps(fn)(call_async)  # type: ignore[return-value]
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if CURRENT_FRAME.get(None) is None:
+                return fn(*args, **kwargs)
+            return call_function_sync(tool_name, _arguments(fn, args, kwargs, left_out), lambda: fn(*args, **kwargs))
+
+        return functools.wraps(fn)(call)  # type: ignore[return-value]
+
+    return decorate(fn) if fn is not None else decorate
+
+
+def _arguments(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], exclude: tuple[str, ...]) -> Any:
+    """The call's arguments by parameter name, as JSON where they can be (pydantic models dumped)."""
+    try:
+        bound = _signature(fn).bind(*args, **kwargs)
+    except TypeError:  # the call itself is wrong: the function will say so when it runs
+        return {"args": [_json(a) for a in args], "kwargs": {k: _json(v) for k, v in kwargs.items()}}
+    return {key: _json(value) for key, value in bound.arguments.items() if key not in exclude}
+
+
+@functools.cache
+def _signature(fn: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(fn)
+
+
+def _json(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        try:
+            return dump(mode="json")
+        except Exception:  # not a pydantic model after all: shown described
+            return value
+    if isinstance(value, tuple):
+        return [_json(item) for item in value]
+    return value

@@ -1,0 +1,238 @@
+"""`POST /v1/traces` (OTLP/HTTP) against `create_app`: both encodings, gzip, partial success, refusals."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import orjson
+import pytest
+from google.protobuf.json_format import ParseDict
+from google.rpc.status_pb2 import Status
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from selectolax.lexbor import LexborHTMLParser as HTMLParser
+
+from devtool.actions.run_rewind import RewindError, rewind
+from devtool.store import Store
+from devtool.store.queries import get_run, run_events
+from devtool.web import create_app
+from devtool.web.settings import Settings
+from tests.otlp_factory import CORPUS, genai_run, log_record, logs_request, request, span
+from tests.test_formats_otlp_logs import base64_ids, chat_messages_as_logs
+from tests.test_formats_otlp_proto import protobuf
+
+URL = "/v1/traces"
+LOGS = "/v1/logs"
+JSON = {"content-type": "application/json"}
+PROTOBUF = {"content-type": "application/x-protobuf"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def client(store: Store) -> AsyncIterator[httpx2.AsyncClient]:
+    app = create_app(store, Settings(max_ingest_bytes=1 << 20, max_ingest_events=100))
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:
+        yield client
+
+
+def protobuf_logs(document: dict[str, Any]) -> bytes:
+    return bytes(ParseDict(base64_ids(copy.deepcopy(document)), ExportLogsServiceRequest()).SerializeToString())
+
+
+def count(store: Store) -> int:
+    return int(store.query("SELECT count(*) FROM events")[0][0])
+
+
+@pytest.mark.anyio
+async def test_protobuf_and_json_bodies_store_the_same_run(client: httpx2.AsyncClient, store: Store) -> None:
+    document = genai_run("5" * 32)
+    answer = await client.post(URL, content=protobuf(document), headers=PROTOBUF)
+    assert answer.status_code == 200
+    assert answer.headers["content-type"] == "application/x-protobuf"
+    assert not ExportTraceServiceResponse.FromString(answer.content).HasField("partial_success")
+    as_json = orjson.dumps(document).replace(b"5" * 32, b"6" * 32)
+    answer = await client.post(URL, content=as_json, headers=JSON)
+    assert (answer.status_code, answer.json()) == (200, {})
+    assert (await client.get("/")).status_code == 200  # a page derives what the appender left pending
+    by_protobuf, by_json = run_events(store, "5" * 32), run_events(store, "6" * 32)
+    for event in by_protobuf + by_json:
+        event["trace"]["traceId"] = "-"
+    assert by_protobuf == by_json
+    run = get_run(store, "5" * 32)
+    assert (run.name, run.spans, run.from_opentelemetry) == ("weather_agent", 4, True)
+
+
+@pytest.mark.anyio
+async def test_a_gzip_body_is_read(client: httpx2.AsyncClient, store: Store) -> None:
+    body = gzip.compress(protobuf(CORPUS[1]))
+    answer = await client.post(URL, content=body, headers={**PROTOBUF, "content-encoding": "gzip"})
+    assert answer.status_code == 200
+    assert count(store) == 8
+
+
+@pytest.mark.anyio
+async def test_refused_spans_are_a_partial_success_and_the_rest_is_stored(
+    client: httpx2.AsyncClient, store: Store
+) -> None:
+    good = span("good", {"gen_ai.operation.name": "chat"})
+    bad = span("bad", sid="00f067aa0ba902b7")
+    bad["traceId"] = "00"
+    answer = await client.post(URL, content=orjson.dumps(request(good, bad)), headers=JSON)
+    assert answer.status_code == 200
+    partial = answer.json()["partialSuccess"]
+    assert partial["rejectedSpans"] == 1
+    assert "resourceSpans[0].scopeSpans[0].spans[1]: traceId '00' is not 32 hex digits" in partial["errorMessage"]
+    assert count(store) == 2
+    answer = await client.post(URL, content=protobuf(request(good, span("also good"))), headers=PROTOBUF)
+    assert ExportTraceServiceResponse.FromString(answer.content).partial_success.rejected_spans == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "words"),
+    [
+        (b"{}", {"content-type": "text/plain"}, 415, "application/x-protobuf or application/json"),
+        (b"{}", {**JSON, "content-encoding": "br"}, 415, "Content-Encoding br"),
+        (protobuf(CORPUS[0])[:-9], PROTOBUF, 400, "not an OTLP ExportTraceServiceRequest in protobuf"),
+        (b"[1, 2]", JSON, 400, "is a JSON object, not an array"),
+        (b"{not json", JSON, 400, "not JSON"),
+        (b"plain bytes", {**PROTOBUF, "content-encoding": "gzip"}, 400, "not gzip"),
+        (gzip.compress(b"x" * 100)[:-12], {**PROTOBUF, "content-encoding": "gzip"}, 400, "cut short"),
+        (gzip.compress(b"\0" * (2 << 20)), {**PROTOBUF, "content-encoding": "gzip"}, 413, "inflates to over"),
+        (b"x" * ((1 << 20) + 1), PROTOBUF, 413, "over the limit"),
+        (orjson.dumps(request(*[span(f"s{i}") for i in range(51)])), JSON, 413, "51 spans are 102 events"),
+        (orjson.dumps(request(span("x", trace="0" * 32))), JSON, 400, "none of the 1 spans can be read"),
+    ],
+    ids=[
+        "type",
+        "encoding",
+        "truncated",
+        "array",
+        "not-json",
+        "bad-gzip",
+        "cut-gzip",
+        "gzip-bomb",
+        "too-big",
+        "too-many",
+        "all-bad",
+    ],
+)
+async def test_a_bad_request_gets_the_otlp_error_answer_and_stores_nothing(
+    client: httpx2.AsyncClient, store: Store, body: bytes, headers: dict[str, str], status: int, words: str
+) -> None:
+    answer = await client.post(URL, content=body, headers=headers)
+    assert answer.status_code == status
+    if headers.get("content-type") == "application/x-protobuf":
+        message = Status.FromString(answer.content).message
+    else:
+        message = answer.json()["message"]
+    assert words in message
+    assert count(store) == 0
+
+
+@pytest.mark.anyio
+async def test_an_otel_run_says_where_rewind_would_be_that_it_cannot(client: httpx2.AsyncClient, store: Store) -> None:
+    await client.post(URL, content=orjson.dumps(genai_run()), headers=JSON)
+    trace_id = "1" * 32
+    assert (await client.get("/")).status_code == 200
+    tool_span = next(e for e in run_events(store, trace_id) if e["type"] == "tools:execute:start")["trace"]["spanId"]
+    page = HTMLParser((await client.get(f"/runs/{trace_id}?span={tool_span}")).text)
+    assert page.css_first("#otel-badge") is not None
+    notice = page.css_first("#no-journal")
+    assert notice is not None
+    assert "rewind and replay are unavailable" in notice.text()
+    assert page.css_first("#rewind-before") is None
+    # The detail shows the tool call as the client named it, with its arguments and result.
+    detail = page.css_first("article.detail").text()
+    assert "get_weather" in detail
+    assert "Paris" in detail
+    assert "sunny" in detail
+    actions = HTMLParser((await client.get(f"/runs/{trace_id}/actions")).text)
+    otlp = await client.get(actions.css_first("#export-otlp").attributes["href"] or "")
+    assert otlp.status_code == 200
+    assert (
+        orjson.loads(otlp.content.splitlines()[0])["resourceSpans"][0]["scopeSpans"][0]["scope"]["name"]
+        == "pydantic-ai"
+    )
+    perfetto = await client.get(actions.css_first("#export-perfetto").attributes["href"] or "")
+    assert len([e for e in perfetto.json()["traceEvents"] if e["ph"] == "X"]) == 4
+    with pytest.raises(RewindError, match="came from OpenTelemetry: it has no journal"):
+        rewind(store, trace_id, tool_span, "before")
+
+
+@pytest.mark.anyio
+async def test_a_run_runs_until_its_root_span_arrives(client: httpx2.AsyncClient, store: Store) -> None:
+    spans = genai_run()["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    children, root = spans[:-1], spans[-1]  # an exporter sends a span when it ends: the root last
+    await client.post(URL, content=orjson.dumps(request(*children)), headers=JSON)
+    assert (await client.get("/")).status_code == 200
+    assert get_run(store, "1" * 32).status == "running"
+    await client.post(URL, content=orjson.dumps(request(root)), headers=JSON)
+    assert (await client.get("/")).status_code == 200
+    run = get_run(store, "1" * 32)
+    assert (run.status, run.name) == ("completed", "weather_agent")
+    depths = dict(store.query("SELECT name, max(depth) FROM spans GROUP BY name"))
+    assert depths == {"weather_agent": 0, "chat gpt-4.1-mini": 1, "get_weather": 1}
+
+
+@pytest.mark.anyio
+async def test_log_records_sent_before_their_span_give_the_turn_its_messages(
+    client: httpx2.AsyncClient, store: Store
+) -> None:
+    sid = "b" * 16
+    messages = chat_messages_as_logs(sid)
+    answer = await client.post(LOGS, content=protobuf_logs(messages), headers=PROTOBUF)
+    assert answer.status_code == 200
+    assert not ExportLogsServiceResponse.FromString(answer.content).HasField("partial_success")
+    chat = span("chat gpt-4o-mini", {"gen_ai.operation.name": "chat", "gen_ai.system": "openai"}, sid=sid)
+    assert (await client.post(URL, content=orjson.dumps(request(chat)), headers=JSON)).status_code == 200
+    assert (await client.get("/")).status_code == 200  # a page derives what the appender left pending
+    start, end = run_events(store, "0af7651916cd43dd8448eb211c80319c")
+    assert [m["role"] for m in start["messages"]] == ["system", "user"]
+    assert end["message"]["tool_calls"][0]["name"] == "add"
+    # Sent again after the span is stored, they have nowhere to go: refused, and said why.
+    answer = await client.post(LOGS, content=orjson.dumps(messages), headers=JSON)
+    refusal = answer.json()["partialSuccess"]
+    assert refusal["rejectedLogRecords"] == 3
+    assert "3 of 3 log records refused" in refusal["errorMessage"]
+    assert "its span is stored already" in refusal["errorMessage"]
+    assert run_events(store, "0af7651916cd43dd8448eb211c80319c") == [start, end]
+
+
+@pytest.mark.anyio
+async def test_a_log_record_outside_a_span_is_refused_and_a_bad_logs_body_is_an_otlp_error(
+    client: httpx2.AsyncClient,
+) -> None:
+    outside = logs_request(log_record("app.log", "started"))
+    answer = await client.post(LOGS, content=orjson.dumps(outside), headers=JSON)
+    assert answer.json()["partialSuccess"]["rejectedLogRecords"] == 1
+    assert "not written inside a span" in answer.json()["partialSuccess"]["errorMessage"]
+    answer = await client.post(LOGS, content=b"\x0a\xff", headers=PROTOBUF)
+    assert answer.status_code == 400
+    assert "not an OTLP ExportLogsServiceRequest" in Status.FromString(answer.content).message
+    answer = await client.post(LOGS, content=b"{}", headers={"content-type": "text/plain"})
+    assert (answer.status_code, answer.json()["code"]) == (415, 3)
+
+
+@pytest.mark.anyio
+async def test_an_otel_run_is_found_by_its_words_and_costs_what_its_chats_cost(
+    client: httpx2.AsyncClient, store: Store
+) -> None:
+    await client.post(URL, content=orjson.dumps(genai_run()), headers=JSON)
+    await client.post(URL, content=orjson.dumps(CORPUS[1]), headers=JSON)
+    found = HTMLParser((await client.get("/", params={"q": "Weather in Paris"})).text)
+    (row,) = found.css("tr.run-row")  # the words of its question, in the span's messages
+    assert "weather_agent" in row.text()
+    missed = HTMLParser((await client.get("/", params={"q": "no such words anywhere"})).text)
+    assert missed.css("tr.run-row") == []
+    run = get_run(store, "1" * 32)
+    assert run.cost_micro_usd is not None
+    assert run.cost_micro_usd > 0
