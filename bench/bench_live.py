@@ -1,6 +1,6 @@
 """Benchmark of live attachment: an agent streaming 1,000 events/s into `devtool serve` while 10 browsers watch.
 
-    python bench/bench_live.py [--rate 1000] [--seconds 60] [--clients 10] [--workdir DIR]
+    python bench/bench_live.py [--rate 1000] [--seconds 60] [--clients 10] [--page-every 0.5] [--workdir DIR]
 
 1. Starts a real `devtool serve` (its own process, a fresh DuckDB file).
 2. Opens `--clients` SSE connections to the run's stream (`/runs/<trace_id>/live`) from a process of
@@ -14,6 +14,10 @@
    says the event's spans are derived (what the run page redraws on). And the server's CPU time
    (user + system, from /proc) over the run, per second and per 1,000 events: what ingest and
    fan-out cost.
+5. Meanwhile a teammate opens the run: every `--page-every` seconds (from the first event to the
+   last) `GET /runs/<trace_id>`, the whole page, is timed from request to the last byte read, with
+   the server's own time (`Server-Timing`) beside it, and how much of that was waiting for the live
+   derive to settle: p50, p95 (target ≤ 300 ms, issue 20), max.
 
 The processes share the machine: on 2 cores, producer, clients and server compete for CPU, so the
 figures are what a laptop running agent, DevTool and browser at once would see.
@@ -38,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import httpx2 as httpx
 
 from devtool.core.http_sink import HttpSink
 from testkit.sse import SseStream
@@ -145,6 +151,29 @@ def listen(url: str, trace_id: str, clients: int, ready: Any, done: Any) -> None
     done.put(results)
 
 
+def open_page(url: str, trace_id: str, every: float, stop: Any, done: Any) -> None:
+    """GET the run page every `every` seconds until `stop` is set; report (wall, server, of it waiting
+    for the live derive) in ms of each."""
+    timings: list[tuple[float, float, float]] = []
+    statuses: list[int] = []
+    with httpx.Client(base_url=url, timeout=60) as client:
+        while not stop.is_set():
+            began = time.perf_counter()
+            response = client.get(f"runs/{trace_id}")
+            wall = (time.perf_counter() - began) * 1000
+            statuses.append(response.status_code)
+            if response.status_code == 200:
+                spent = dict(
+                    (name.strip(), float(dur))
+                    for name, _, dur in (
+                        part.partition(";dur=") for part in response.headers["server-timing"].split(",")
+                    )
+                )
+                timings.append((wall, spent["app"], spent.get("settle", 0.0)))
+            stop.wait(max(0.0, every - wall / 1000))
+    done.put({"timings": timings, "statuses": statuses})
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
@@ -171,12 +200,20 @@ def start_server(workdir: Path, name: str) -> tuple[subprocess.Popen[str], str]:
 
 
 def watch(
-    server_pid: int, url: str, trace_id: str, clients: int, produce: Any, args: tuple[Any, ...], timeout: float
-) -> tuple[dict[str, Any], list[dict[str, Any]], float, float]:
-    """Run `produce(url, trace_id, *args, done)` in a process while `clients` SSE clients watch the run;
-    what the producer reported, what each client received, and the server's CPU and wall seconds."""
+    server_pid: int,
+    url: str,
+    trace_id: str,
+    clients: int,
+    produce: Any,
+    args: tuple[Any, ...],
+    timeout: float,
+    page_every: float | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]], float, float, dict[str, Any] | None]:
+    """Run `produce(url, trace_id, *args, done)` in a process while `clients` SSE clients watch the run
+    (and, with `page_every`, a teammate opens its page that often); what the producer reported, what
+    each client received, the server's CPU and wall seconds, and the page loads' timings."""
     context = multiprocessing.get_context("spawn")
-    ready, listened, produced = context.Queue(), context.Queue(), context.Queue()
+    ready, listened, produced, paged = context.Queue(), context.Queue(), context.Queue(), context.Queue()
     listener = context.Process(target=listen, args=(url, trace_id, clients, ready, listened))
     listener.start()
     for _ in range(clients):
@@ -185,12 +222,23 @@ def watch(
     cpu_before, wall_before = cpu_seconds(server_pid), time.monotonic()
     producer = context.Process(target=produce, args=(url, trace_id, *args, produced))
     producer.start()
+    stop = context.Event()
+    pager = None
+    if page_every is not None:
+        time.sleep(0.5)  # the run exists
+        pager = context.Process(target=open_page, args=(url, trace_id, page_every, stop, paged))
+        pager.start()
     sent = produced.get(timeout=timeout)
+    stop.set()
+    pages = None
+    if pager is not None:
+        pages = paged.get(timeout=120)
+        pager.join()
     results = listened.get(timeout=300)
     cpu, wall = cpu_seconds(server_pid) - cpu_before, time.monotonic() - wall_before
     producer.join()
     listener.join()
-    return sent, results, cpu, wall
+    return sent, results, cpu, wall, pages
 
 
 def main() -> None:
@@ -198,6 +246,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=1000, help="events a second (default 1000)")
     parser.add_argument("--seconds", type=float, default=60, help="how long the producer emits (default 60)")
     parser.add_argument("--clients", type=int, default=10, help="SSE clients (default 10)")
+    parser.add_argument("--page-every", type=float, default=0.5, help="seconds between run page loads (default 0.5)")
     parser.add_argument("--workdir", type=Path, help="where the database goes (default: a temporary folder)")
     args = parser.parse_args()
 
@@ -205,8 +254,15 @@ def main() -> None:
     server, url = start_server(workdir, "live")
     trace_id = secrets.token_hex(16)
     try:
-        sent, results, cpu, wall = watch(
-            server.pid, url, trace_id, args.clients, produce, (args.rate, args.seconds), args.seconds * 5 + 120
+        sent, results, cpu, wall, pages = watch(
+            server.pid,
+            url,
+            trace_id,
+            args.clients,
+            produce,
+            (args.rate, args.seconds),
+            args.seconds * 5 + 120,
+            page_every=args.page_every,
         )
     finally:
         server.terminate()
@@ -237,6 +293,18 @@ def main() -> None:
         f"Latency emit→spans derived (the page redraws) over {len(derived):,} events: "
         f"p50 {percentile(derived, 0.50):.0f} ms, p95 {percentile(derived, 0.95):.0f} ms, "
         f"p99 {percentile(derived, 0.99):.0f} ms, max {max(derived):.0f} ms"
+    )
+    assert pages is not None
+    walls = [wall for wall, _, _ in pages["timings"]]
+    servers = [server for _, server, _ in pages["timings"]]
+    settles = [settle for _, _, settle in pages["timings"]]
+    others = sorted({status for status in pages["statuses"] if status != 200})
+    print(
+        f"GET /runs/<id> while it streams, {len(walls)} loads (other answers: {others or 'none'}): "
+        f"wall p50 {percentile(walls, 0.50):.0f} ms, p95 {percentile(walls, 0.95):.0f} ms, max {max(walls):.0f} ms; "
+        f"server p50 {percentile(servers, 0.50):.0f} ms, p95 {percentile(servers, 0.95):.0f} ms, "
+        f"of it waiting for the live derive p50 {percentile(settles, 0.50):.0f} ms, "
+        f"p95 {percentile(settles, 0.95):.0f} ms"
     )
     print(
         f"Server CPU: {cpu:.1f} s over {wall:.1f} s ({cpu / wall:.2f} cores), "

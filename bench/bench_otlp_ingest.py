@@ -142,7 +142,7 @@ def main() -> None:
     try:
         producing = (args.rate, args.seconds, args.batch, args.connections)
         timeout = args.seconds * 5 + 120
-        sent, results, cpu, wall = watch(server.pid, url, trace_id, args.clients, produce, producing, timeout)
+        sent, results, cpu, wall, _ = watch(server.pid, url, trace_id, args.clients, produce, producing, timeout)
     finally:
         server.terminate()
         server.wait(30)

@@ -112,7 +112,7 @@ class Server:
 
 
 def server_ms(headers: dict[str, str]) -> float:
-    return float(headers.get("server-timing", "app;dur=0").split("dur=", 1)[1])
+    return float(headers.get("server-timing", "app;dur=0").split("dur=", 1)[1].split(",", 1)[0])
 
 
 def end_to_end(db: Path, trace_id: str, spans: list[str]) -> list[dict[str, Any]]:

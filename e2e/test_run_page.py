@@ -37,6 +37,18 @@ def window(page: Page) -> tuple[float, float]:
     return float(timeline.get_attribute("data-start") or 0), float(timeline.get_attribute("data-end") or 0)
 
 
+def open_run(page: Page, url: str) -> None:
+    """Open a run page and wait for its timeline to be drawn for the pane's width: a first visit draws
+    it at a default width and asks for it again at the pane's (run.js `fitWidth`), so bars read before
+    that are replaced under the reader."""
+    page.goto(url)
+    page.wait_for_function(
+        "() => { const t = document.querySelector('#timeline'), pane = document.querySelector('.timeline-pane');"
+        " return t && pane && Math.abs(Math.max(200, Math.floor(pane.clientWidth - 22)) - +t.dataset.width) <= 8"
+        " && !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping'); }"
+    )
+
+
 def wait_for_window_change(page: Page, before: tuple[float, float]) -> tuple[float, float]:
     page.wait_for_function(
         "([s, e]) => { const t = document.querySelector('#timeline');"
@@ -149,7 +161,7 @@ def test_a_merged_bar_says_what_it_holds_and_a_click_selects_its_first_span(
     page: Page, busy: tuple[Server, str]
 ) -> None:
     server, trace_id = busy
-    page.goto(f"{server.url}runs/{trace_id}")
+    open_run(page, f"{server.url}runs/{trace_id}")
     whole = window(page)
     # Calls too short to draw merge, per kind: a bar of tool calls says how many and which tool.
     merged = page.locator("#bars rect.bar.merged").first
@@ -170,7 +182,7 @@ def test_a_merged_bar_says_what_it_holds_and_a_click_selects_its_first_span(
     assert float(page.locator("#selection").get_attribute("data-start") or 0) == pytest.approx(start)
     expect(page.locator("#tree .row.selected")).to_contain_text("tick")
     # The link opened whole: the call is inside a merged bar again, and that bar is outlined.
-    page.goto(f"{server.url}runs/{trace_id}?span={span}")
+    open_run(page, f"{server.url}runs/{trace_id}?span={span}")
     expect(page.locator("#bars rect.bar.merged.selected")).to_have_count(1)
     holder = page.locator("#bars rect.bar.merged.selected")
     assert float(holder.get_attribute("data-start") or 0) <= start <= float(holder.get_attribute("data-end") or 0)

@@ -29,10 +29,12 @@ SCRIPT = """
 import openai
 import devtool
 import devtool.instrument
+from devtool.core import replayable
 
 devtool.instrument.openai()
 
 
+@replayable
 @devtool.record("support-bot", to="trace.jsonl")
 def main():
     client = openai.OpenAI()
@@ -75,7 +77,7 @@ def test_a_recorded_script_replays_from_its_entrypoint(tmp_path: Path, fake_prov
             "devtool",
             "run",
             "support_bot:main",
-            "--defined-in-module",
+            "--only-replayable",
             "--snapshot",
             str(snapshot),
         ],
@@ -132,6 +134,7 @@ import json
 import openai
 import devtool
 import devtool.instrument
+from devtool.core import replayable
 
 devtool.instrument.openai()
 SPEC = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -170,6 +173,7 @@ def researcher(question):
             messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(output)})
 
 
+@replayable
 @devtool.record("lisbon-planner")
 def main():
     return researcher("Plan a day in Lisbon")
@@ -205,9 +209,10 @@ def project(tmp_path: Path, fake_provider: FakeProvider) -> Iterator[tuple[Path,
 def replay_in_devtool(base: str, snapshot: str) -> str:
     """The DevTool's Replay of `snapshot` (its page's path), confirmed and run to its end: the new run's id."""
     _, confirm, _ = http(f"{base}{snapshot}/replay")
-    fingerprint = re.search(r'name="fingerprint" value="([0-9a-f]+)"', confirm)
-    assert fingerprint, confirm
-    status, _, headers = http(f"{base}{snapshot}/replay", {"fingerprint": fingerprint.group(1)})
+    # What a person's click sends: the page's one-time confirmation and its page token.
+    form = dict(re.findall(r'name="(confirm|_csrf)" value="([^"]+)"', confirm))
+    assert set(form) == {"confirm", "_csrf"}, confirm
+    status, _, headers = http(f"{base}{snapshot}/replay", form)
     assert status == 303
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:

@@ -44,12 +44,13 @@ def test_a_cut_run_restores_as_the_whole_trace_does(store: Store, scenario: str)
 def ties() -> Trace:
     """Events that share timestamps, as integer-millisecond clocks make them."""
     t = Trace()
-    agent = t.start("agent", at=5.0)
-    turn = t.start("turn", agent, at=5.0)
-    t.end(turn, at=5.0)
-    tools = t.start("tools:execute", agent, at=5.0)
-    t.end(tools, at=6.0)
-    t.end(agent, at=6.0)
+    at = t.now
+    agent = t.start("agent", at=at)
+    turn = t.start("turn", agent, at=at)
+    t.end(turn, at=at)
+    tools = t.start("tools:execute", agent, at=at)
+    t.end(tools, at=at + 1)
+    t.end(agent, at=at + 1)
     return t
 
 

@@ -6,14 +6,16 @@ from devtool.store import Store, append_events
 from devtool.store.queries.navigation import first_span_in, search_spans, span_place
 from tests.conftest import Trace
 
+T0 = float(2**40)  # runs start in 2004, a time the event gate takes; times below are offsets from it
+
 
 def research_trace() -> tuple[Trace, dict[str, str]]:
     """A lead, researchers (whose generations and turns match "search" by agent id), and tool calls."""
-    t = Trace(start_ms=0.0)
+    t = Trace(start_ms=T0)
     spans: dict[str, str] = {}
-    spans["lead"] = lead = t.start("agent", agentId="research-lead", at=0.0)
+    spans["lead"] = lead = t.start("agent", agentId="research-lead", at=T0)
     for index in range(3):
-        researcher = t.start("agent", lead, agentId="researcher", at=1.0 + index)
+        researcher = t.start("agent", lead, agentId="researcher", at=T0 + 1.0 + index)
         generation = t.start("generation", researcher, agentId="researcher", generationId=0)
         t.end(t.start("turn", generation, agentId="researcher", step=0))
         spans[f"tool{index}"] = tools = t.start(
@@ -24,7 +26,7 @@ def research_trace() -> tuple[Trace, dict[str, str]]:
         t.end(researcher)
     spans["search"] = exact = t.start("tools:execute", lead, toolNames=["search"])
     t.end(exact)
-    t.end(lead, at=100.0)
+    t.end(lead, at=T0 + 100.0)
     return t, spans
 
 
@@ -55,7 +57,7 @@ def test_a_merged_bar_selects_the_first_span_of_its_kind_and_row_in_its_time(sto
     place = span_place(store, t.trace_id, spans["tool1"])
     assert place is not None
     assert (place.kind, place.depth) == ("tools:execute", 3)
-    first = first_span_in(store, t.trace_id, place.depth, place.kind, 0.0, 100.0)
+    first = first_span_in(store, t.trace_id, place.depth, place.kind, T0, T0 + 100.0)
     assert first == spans["tool0"]
-    assert first_span_in(store, t.trace_id, place.depth, "agent", 0.0, 100.0) is None
+    assert first_span_in(store, t.trace_id, place.depth, "agent", T0, T0 + 100.0) is None
     assert span_place(store, t.trace_id, "nope") is None

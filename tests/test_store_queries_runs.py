@@ -10,6 +10,9 @@ from devtool.store import NotFoundError, Store, append_events, load_file
 from devtool.store.queries import get_run, list_runs
 from tests.conftest import CORPUS, Trace
 
+# Runs in 2001: older than the billing-ops journal they are listed with.
+EPOCH = 1_000_000_000_000.0
+
 
 def run(name: str, *, at: float, failed: bool = False, running: bool = False, note: str = "") -> Trace:
     t = Trace(start_ms=at)
@@ -26,9 +29,9 @@ def run(name: str, *, at: float, failed: bool = False, running: bool = False, no
 @pytest.fixture
 def runs(store: Store) -> dict[str, Trace]:
     made = {
-        "old": run("archivist", at=1_000_000.0, note="50% off_sale"),
-        "failed": run("breaker", at=2_000_000.0, failed=True),
-        "live": run("streamer", at=3_000_000.0, running=True),
+        "old": run("archivist", at=EPOCH + 1_000_000.0, note="50% off_sale"),
+        "failed": run("breaker", at=EPOCH + 2_000_000.0, failed=True),
+        "live": run("streamer", at=EPOCH + 3_000_000.0, running=True),
     }
     for trace in made.values():
         append_events(store, trace.events)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from hypothesis import event as event_outcome
 from hypothesis import strategies as st
 
 from devtool.store import Store
-from devtool.store.event_gate import trace_event_problem
+from devtool.store.event_gate import MAX_DEPTH, MAX_ID_CHARS, trace_event_problem
 from devtool.store.event_sql import insert_events_sql
 from devtool.store.loaders.journals import JournalJsonl
 from devtool.store.rules import iso_timestamp_problem, journal_entry_problem
@@ -33,6 +34,24 @@ JSON_VALUES = st.one_of(
     st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1), max_size=2),
     st.dictionaries(st.text(max_size=4), st.integers(min_value=0, max_value=9), max_size=2),
 )
+# What broke pages before the gate had limits: other clocks' epochs, extremes, deep nesting, long ids.
+HOSTILE = st.one_of(
+    st.sampled_from([1.79e9, 1.79e15, 1.79e18, 1e300, -1e300, 2**64, 946_684_800_000, 4_102_444_800_000]),
+    st.floats(min_value=9e11, max_value=4.2e12),
+    st.integers(min_value=MAX_DEPTH - 2, max_value=MAX_DEPTH + 2).map(lambda depth: deep(depth)),
+    st.integers(min_value=MAX_ID_CHARS - 1, max_value=MAX_ID_CHARS + 1).map(lambda n: "i" * n),
+    st.text(alphabet='[]{}\\"', max_size=8),
+)
+
+
+def deep(depth: int) -> Any:
+    """A value nesting `depth` arrays and objects, alternately."""
+    value: Any = 0
+    for level in range(depth):
+        value = [value] if level % 2 else {"x": value}
+    return value
+
+
 MISSING = object()
 
 
@@ -75,8 +94,8 @@ def mutated(good: dict[str, Any], paths: list[str], values: st.SearchStrategy[An
 
 events = mutated(
     GOOD_EVENT,
-    ["type", "timestamp", "schemaVersion", "trace", "trace.traceId", "trace.spanId", "trace.parentSpanId"],
-    JSON_VALUES,
+    ["type", "timestamp", "schemaVersion", "trace", "trace.traceId", "trace.spanId", "trace.parentSpanId", "props"],
+    st.one_of(JSON_VALUES, HOSTILE),
 )
 
 
@@ -84,7 +103,7 @@ def sql_accepts_event(store: Store, event: Any) -> bool:
     with store.writer() as conn:
         conn.execute("BEGIN")
         try:
-            body = orjson.dumps(event).decode()
+            body = json.dumps(event)  # not orjson: it refuses to write past 254 levels of nesting
             relation = "(SELECT $body::JSON AS body, 1 AS n)"
             conn.execute(insert_events_sql(relation), {"body": body, "source": 1, "base": 0})
         except duckdb.Error:
@@ -103,10 +122,10 @@ def test_sql_and_python_agree_on_every_event(store: Store, event: Any) -> None:
 
 
 def test_the_good_event_and_each_fault_are_seen_by_both(store: Store) -> None:
-    good = {"type": "a", "timestamp": 1.5, "schemaVersion": 1, "trace": {"traceId": "t", "spanId": "s"}}
+    good = {"type": "a", "timestamp": 1_790_000_000_000.5, "schemaVersion": 1, "trace": {"traceId": "t", "spanId": "s"}}
     faults = [
         {**good, "type": ""},
-        {**good, "timestamp": "1.5"},
+        {**good, "timestamp": "1790000000000.5"},
         {**good, "timestamp": None},
         {**good, "schemaVersion": 1.5},
         {**good, "trace": {"traceId": "t"}},

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -327,3 +328,48 @@ def test_a_served_devtool_with_a_token_takes_requests_and_agents_that_carry_it(
     refused = devtool("run", "tiny_agent:main", "--props", '{"n": 1}', "--to", serve_with_token.url)
     assert refused.returncode == 0  # the agent never fails because the DevTool refused its events...
     assert "refused part of a batch: 403" in refused.stderr  # ...and says why they did not arrive
+
+
+def signed_in(client: TestClient, name: str = "Ana") -> str:
+    response = client.post("/login", data={"token": TOKEN, "name": name, "next": "/"}, headers=SAME_ORIGIN)
+    assert response.status_code == 303
+    return response.cookies[SESSION_COOKIE]
+
+
+def with_session(client: TestClient, session: str) -> int:
+    """The status of the runs page for a browser that brings `session` and nothing else."""
+    client.cookies.clear()
+    client.cookies.set(SESSION_COOKIE, session)
+    return client.get("/").status_code
+
+
+def test_a_session_is_new_at_each_sign_in_and_expires(store: Store) -> None:
+    app = create_app(store, Settings(token=TOKEN, session_seconds=1.0))
+    with TestClient(app, base_url=BASE, follow_redirects=False) as client:
+        first, second = signed_in(client), signed_in(client)
+        assert first != second
+        response = client.post("/login", data={"token": TOKEN, "next": "/"}, headers=SAME_ORIGIN)
+        assert "Max-Age=1;" in response.headers["set-cookie"]
+        assert with_session(client, first) == 200
+        time.sleep(1.2)
+        assert with_session(client, first) == 401
+
+
+def test_signing_out_ends_the_session(team_client: TestClient) -> None:
+    session = signed_in(team_client)
+    assert with_session(team_client, session) == 200
+    refused = team_client.post("/logout", headers=SAME_ORIGIN)  # without the page token: not from a page
+    assert refused.status_code == 403
+    out = team_client.post("/logout", headers={**SAME_ORIGIN, "X-DevTool-CSRF": csrf_of(team_client)})
+    assert out.status_code == 303
+    assert out.headers["location"] == "/login"
+    assert f'{SESSION_COOKIE}=""' in out.headers["set-cookie"]
+    assert with_session(team_client, session) == 401
+
+
+def test_a_session_ends_when_the_server_restarts(store: Store) -> None:
+    with TestClient(create_app(store, Settings(token=TOKEN)), base_url=BASE, follow_redirects=False) as before:
+        session = signed_in(before)
+        assert with_session(before, session) == 200
+    with TestClient(create_app(store, Settings(token=TOKEN)), base_url=BASE, follow_redirects=False) as after:
+        assert with_session(after, session) == 401

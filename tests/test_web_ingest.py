@@ -197,10 +197,11 @@ async def test_a_batch_over_the_event_limit_is_a_413_and_stores_nothing(store: S
 @pytest.mark.anyio
 async def test_equal_timestamps_are_stored_in_seq_order(client: httpx2.AsyncClient, store: Store) -> None:
     t = Trace()
-    root = t.start("agent", at=1000)
-    turn = t.start("turn", root, at=1000)
-    t.end(turn, at=1000)
-    t.end(root, at=1001)
+    at = t.now
+    root = t.start("agent", at=at)
+    turn = t.start("turn", root, at=at)
+    t.end(turn, at=at)
+    t.end(root, at=at + 1)
     posted = [{**event, "_seq": seq} for seq, event in enumerate(t.events)]
     shuffled = [posted[2], posted[0], posted[3], posted[1]]
     response = await client.post(URL, json=shuffled)

@@ -3,12 +3,19 @@ outlined where it is drawn, the axis, labels within their budget."""
 
 from __future__ import annotations
 
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from devtool.store.queries import TimelineBar, TimelineWindow
 from devtool.web.pages.timeline_layout import (
     LABEL_MIN_PX,
     LANE_HEIGHT,
     MAX_LABELS,
     MAX_LANES,
+    MAX_TICKS,
     MIN_BAR_PX,
     Selected,
     format_duration,
@@ -138,3 +145,30 @@ def test_ticks_are_round_and_labelled_from_the_run_start() -> None:
     assert format_duration(0.5) == "500 µs"
     assert format_duration(2_500) == "2.50 s"
     assert format_duration(125_000) == "2 min 05 s"
+
+
+@pytest.mark.timeout(10)
+def test_ticks_stay_few_far_from_the_runs_start() -> None:
+    # A window of 2 ms, 1e16 ms from the run's start: a step of the axis is below the float's
+    # resolution there, so counting steps from the start would never reach the window's end.
+    found = ticks(1e16, 1e16 + 2, 1000, origin_ms=1.79e12)
+    assert 1 <= len(found) <= MAX_TICKS
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    start=st.floats(min_value=-1e300, max_value=1e300),
+    width=st.floats(min_value=0, max_value=1e300),
+    origin=st.floats(min_value=-1e300, max_value=1e300),
+)
+def test_ticks_stay_few_wherever_the_window_is(start: float, width: float, origin: float) -> None:
+    found = ticks(start, start + width, 1000, origin_ms=origin)
+    assert len(found) <= MAX_TICKS
+    assert all(math.isfinite(tick.x) and 0 <= tick.x <= 1000 for tick in found)
+
+
+def test_durations_of_any_size_read_as_durations() -> None:
+    assert format_duration(math.inf) == "—"
+    assert format_duration(math.nan) == "—"
+    assert format_duration(1e300).endswith(" d")
+    assert len(format_duration(1e300)) < 40

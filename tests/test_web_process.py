@@ -193,6 +193,7 @@ def test_htmx_swaps_the_workspace_and_history_restore_gets_the_page(client: Test
         ("/processes/billing-ops", {"start": "5", "end": "5"}, 400, "the window must end after it starts"),
         ("/processes/billing-ops", {"page": "0"}, 400, "page must be a number from 1 to 1000000"),
         ("/processes/billing-ops", {"start": "nan", "end": "1"}, 400, "start must be a finite number"),
+        ("/processes/billing-ops", {"start": "1", "end": "1e16"}, 400, "end must be a time from year 1 to 9999"),
     ],
 )
 def test_a_wrong_request_says_what_is_wrong(

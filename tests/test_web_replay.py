@@ -12,13 +12,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from html import unescape as html_unescape
 from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
-from devtool.actions.replay_runner import ReplayPlan, ReplayRefused, check_entrypoint
+from devtool.actions.replay_runner import Declaration, ReplayPlan, ReplayRefused, check_entrypoint
 from devtool.core import create_agent, create_tool, memory
 from devtool.demo import research
 from devtool.store import Store, load_file
@@ -27,7 +28,7 @@ from devtool.web import create_app
 from devtool.web.pages.compare import compare
 from devtool.web.settings import Settings
 from devtool.web.state import AppState
-from tests.conftest import CORPUS, DevtoolRunner
+from tests.conftest import CORPUS, REPO, DevtoolRunner
 from tests.web_runs import html, one, record
 
 RESEARCH = {"entrypoint": "devtool.demo.research:main", "props": {"question": "Rust or Go?", "delay": 0}}
@@ -57,35 +58,103 @@ def test_what_a_replay_refuses_to_run(tmp_path: Path, entrypoint: Any, why: str)
         check_entrypoint(entrypoint, tmp_path)
 
 
-def test_project_code_and_the_bundled_demo_may_run(tmp_path: Path) -> None:
-    (tmp_path / "agents").mkdir()
-    (tmp_path / "agents" / "__init__.py").write_text("")
-    (tmp_path / "agents" / "billing.py").write_text("async def main(props): return props\n")
-    assert check_entrypoint("agents.billing:main", tmp_path) == tmp_path / "agents" / "billing.py"
-    assert check_entrypoint("devtool.demo.research:main", tmp_path).name == "research.py"
+def project(root: Path, source: str) -> Path:
+    """A project folder `root` with package `agents` and its module `billing.py` holding `source`."""
+    (root / "agents").mkdir(exist_ok=True)
+    (root / "agents" / "__init__.py").write_text("")
+    module = root / "agents" / "billing.py"
+    module.write_text(source)
+    return module
+
+
+DECLARED = "from devtool.core import replayable\n\n\n@replayable\nasync def main(props):\n    return props\n"
+
+
+def test_project_code_and_the_bundled_demo_may_run_when_declared_replayable(tmp_path: Path) -> None:
+    module = project(tmp_path, DECLARED)
+    declared = check_entrypoint("agents.billing:main", tmp_path)
+    assert (declared.module_path, declared.line) == (module, 4)
+    assert declared.source == "@replayable\nasync def main(props):\n    return props"
+    assert check_entrypoint("devtool.demo.research:main", tmp_path).module_path.name == "research.py"
     elsewhere = tmp_path / "other"
     elsewhere.mkdir()
     with pytest.raises(ReplayRefused, match="outside"):
         check_entrypoint("tests.web_runs:record", elsewhere)
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import devtool.core\n\n@devtool.core.replayable\ndef main(props):\n    return props\n",
+        "from devtool.core import replayable\n\ndef run(props):\n    return props\n\nmain = replayable(run)\n",
+    ],
+    ids=["dotted-decorator", "assigned"],
+)
+def test_other_ways_of_declaring_it(tmp_path: Path, source: str) -> None:
+    module = project(tmp_path, source)
+    assert check_entrypoint("agents.billing:main", tmp_path).module_path == module
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        ("async def main(props):\n    return props\n", "agents.billing:main is not declared replayable"),
+        (DECLARED + "\n\ndef main(props):\n    return 1\n", "agents.billing:main is not declared replayable"),
+        ("from other import main\n", "agents.billing:main is not declared replayable"),
+        ("x = 1\n", "agents.billing defines no main"),
+        ("def main(:\n", "cannot be read as Python"),
+    ],
+    ids=["undecorated", "redefined-after", "imported", "missing", "broken"],
+)
+def test_a_function_its_module_does_not_declare_replayable_is_refused(tmp_path: Path, source: str, why: str) -> None:
+    project(tmp_path, source)
+    with pytest.raises(ReplayRefused, match=re.escape(why)):
+        check_entrypoint("agents.billing:main", tmp_path)
+
+
+@pytest.mark.parametrize(
+    "entrypoint",
+    # What the probe ran, or could have, with the DevTool started in its own repository.
+    ["bench.bench_store:timed_process", "devtool.cli:main", "devtool.demo.billing:JsonlSink", "tests.web_runs:record"],
+)
+def test_importable_code_that_never_declared_itself_replayable_is_refused(entrypoint: str) -> None:
+    with pytest.raises(ReplayRefused, match="is not declared replayable"):
+        check_entrypoint(entrypoint, REPO)
+
+
 def test_the_command_is_an_argument_list_with_one_value_per_argument(tmp_path: Path) -> None:
-    plan = ReplayPlan("a" * 64, "t" * 32, "devtool.demo.research:main", "--to=http://evil", tmp_path / "x.py")
+    declared = Declaration(tmp_path / "x.py", 1, "")
+    plan = ReplayPlan("a" * 64, "t" * 32, "devtool.demo.research:main", "--to=http://evil", declared)
     argv = plan.argv("http://127.0.0.1:9", "r1")
     assert argv[:5] == [sys.executable, "-m", "devtool", "run", "devtool.demo.research:main"]
     assert '--props="--to=http://evil"' in argv
     assert [a for a in argv if a.startswith("--to=")] == ["--to=http://127.0.0.1:9"]
-    assert "--defined-in-module" in argv
+    assert "--only-replayable" in argv
     metadata = json.loads(next(a for a in argv if a.startswith("--metadata=")).removeprefix("--metadata="))
     assert metadata == {"replay": {"id": "r1", "snapshotId": "a" * 64, "originalTraceId": "t" * 32}}
 
 
-def test_a_function_the_module_only_imported_is_not_run(devtool: DevtoolRunner, tmp_path: Path) -> None:
-    (tmp_path / "sneaky.py").write_text("from subprocess import run\n")
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        ("from subprocess import run\n", "sneaky:run is not declared replayable by sneaky"),
+        # Its own `replayable`, not devtool's: it passes a reading of the source, not the child's check.
+        (
+            "def replayable(f):\n    return f\n\n@replayable\ndef run(props):\n    import subprocess\n"
+            "    subprocess.run(props)\n",
+            "sneaky:run is not declared replayable by sneaky",
+        ),
+    ],
+    ids=["imported", "look-alike-decorator"],
+)
+def test_the_child_runs_only_what_its_module_declared_replayable(
+    devtool: DevtoolRunner, tmp_path: Path, source: str, why: str
+) -> None:
+    (tmp_path / "sneaky.py").write_text(source)
     marker = tmp_path / "ran"
-    done = devtool("run", "sneaky:run", "--defined-in-module", "--props", json.dumps(["touch", str(marker)]))
+    done = devtool("run", "sneaky:run", "--only-replayable", "--props", json.dumps(["touch", str(marker)]))
     assert done.returncode == 2
-    assert "sneaky:run is not defined in sneaky (it comes from elsewhere): refusing to run it" in done.stderr
+    assert why in done.stderr
     assert not marker.exists()
 
 
@@ -107,14 +176,39 @@ def test_the_confirming_page_shows_exactly_what_will_run(client: TestClient, sto
     snapshot = rewound(client, store, trace_id, "fetch_page", "tools:execute", "before")
     page = html(client.get(f"{snapshot}/replay").text)
     assert one(page, "#replay-entrypoint").text() == "devtool.demo.research:main"
+    declared = one(page, "#replay-declared").text()
+    assert re.search(r"@replayable\s+at\s+\S*research\.py:\d+", declared), declared
+    assert "async def main(props" in one(page, "#replay-source").text()
     assert "Rust or Go?" in one(page, "#replay-props").text()
     argv = one(page, "#replay-argv").text().splitlines()
-    assert argv[1:5] == ["-m", "devtool", "run", "devtool.demo.research:main"]
+    # The very argument list the child gets: this server's address and the replay's id included.
+    assert argv[:5] == [sys.executable, "-m", "devtool", "run", "devtool.demo.research:main"]
     assert f"--props={json.dumps(RESEARCH['props'], separators=(',', ':'))}" in argv
-    fingerprint = one(page, "input[name=fingerprint]").attributes["value"]
-    stale = client.post(f"{snapshot}/replay", data={"fingerprint": "0" * 32})
-    assert stale.status_code == 409
-    assert fingerprint != "0" * 32
+    assert "--to=http://testserver:80" in argv
+    metadata = json.loads(next(a for a in argv if a.startswith("--metadata=")).removeprefix("--metadata="))
+    assert re.fullmatch(r"[0-9a-f]{32}", metadata["replay"]["id"])
+
+
+def test_a_replay_starts_only_with_the_confirmation_of_a_page_this_server_showed(
+    client: TestClient, store: Store, tmp_path: Path
+) -> None:
+    trace_id = record(store, tmp_path, lambda: research.main(RESEARCH["props"]), metadata=RESEARCH)
+    snapshot = rewound(client, store, trace_id, "fetch_page", "tools:execute", "before")
+    page = html(client.get(f"{snapshot}/replay").text)
+    csrf = one(page, "#replay-go input[name=_csrf]").attributes["value"] or ""
+    confirm = one(page, "#replay-go input[name=confirm]").attributes["value"] or ""
+    # No browser headers here, so the server's access rules alone would let these through.
+    attempts = [
+        {"fingerprint": "anything"},  # the form of before: what a script could compute without a page
+        {"confirm": confirm},  # without the page token
+        {"_csrf": csrf},  # without a confirmation
+        {"_csrf": csrf, "confirm": "0" * len(confirm)},  # one this server never showed
+        {"_csrf": "x" * len(csrf), "confirm": confirm},
+    ]
+    for form in attempts:
+        response = client.post(f"{snapshot}/replay", data=form)
+        assert response.status_code == 403, form
+    assert AppState.of(client.app).replays._by_id == {}  # type: ignore[arg-type]
 
 
 def test_a_hostile_entrypoint_is_shown_refused_and_never_started(
@@ -126,8 +220,8 @@ def test_a_hostile_entrypoint_is_shown_refused_and_never_started(
     page = html(client.get(f"{snapshot}/replay").text)
     assert "standard library" in one(page, "#replay-refused").text()
     assert not page.css("#replay-run")
-    response = client.post(f"{snapshot}/replay", data={"fingerprint": "anything"})
-    assert response.status_code == 422
+    response = client.post(f"{snapshot}/replay", data={"confirm": "anything", "_csrf": "anything"})
+    assert response.status_code in (403, 422)
     assert AppState.of(client.app).replays._by_id == {}  # type: ignore[arg-type]
 
 
@@ -232,10 +326,13 @@ def test_a_replay_runs_in_a_child_process_and_becomes_a_run_that_compares_with_i
     assert status == 303
     snapshot = headers["location"]
     status, confirm, _ = http(f"{base}{snapshot}/replay")
-    fingerprint = re.search(r'name="fingerprint" value="([0-9a-f]+)"', confirm)
-    assert fingerprint
-    status, _, headers = http(f"{base}{snapshot}/replay", {"fingerprint": fingerprint.group(1)})
+    shown = json.loads(re.search(r"--metadata=(\{.*\})", html_unescape(confirm)).group(1))  # type: ignore[union-attr]
+    form = {name: value for name, value in re.findall(r'name="(confirm|_csrf)" value="([^"]+)"', confirm)}
+    assert set(form) == {"confirm", "_csrf"}
+    status, _, headers = http(f"{base}{snapshot}/replay", form)
     assert status == 303
+    assert headers["location"] == f"/replays/{shown['replay']['id']}"  # the replay that was shown
+    assert http(f"{base}{snapshot}/replay", form)[0] == 403  # a confirmation starts one replay
     replay_page = headers["location"]
     deadline = time.monotonic() + 60
     new_run = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,9 @@ from devtool.store.queries.navigation import search_spans
 from devtool.web import create_app
 from devtool.web.links import run_url
 from devtool.web.pages.run_workspace import MAX_BARS
+from testkit.fuzz import run_pages
 from tests.conftest import Trace
-from tests.web_runs import html, one, record
+from tests.web_runs import html, one, record, store_unchecked
 
 
 @pytest.fixture
@@ -155,6 +157,7 @@ def test_zooming_returns_the_timeline_and_replaces_the_url(client: TestClient, s
         ("start=yesterday&end=1", 400, "start must be a time in ms since the epoch"),
         ("start=10&end=5", 400, "the window must be at least"),
         ("start=nan&end=5", 400, "start must be a finite number"),
+        ("start=10000000000000000&end=10000000000000002", 400, "start must be a time from year 1 to 9999"),
         ("span=nope", 404, "no span 'nope'"),
     ],
 )
@@ -246,3 +249,30 @@ def test_cached_calls_are_marked(client: TestClient, store: Store, tmp_path: Pat
     assert [node.css_first(".kind").text() for node in cached] == ["tools:execute"]
     (bar,) = page.css("#bars rect.bar.cached")
     assert "from the journal" in bar.attributes["data-title"]
+
+
+def test_every_page_answers_over_times_stored_before_the_gate_had_limits(client: TestClient, store: Store) -> None:
+    # Nanosecond times, a far-future end, and a run of two instants 1e16 ms apart: each put `/` and
+    # the run page out of service (a date out of range, an axis that never reached its end).
+    nanos = Trace(start_ms=1.79e18)
+    root = nanos.start("agent")
+    nanos.span("turn", root)
+    nanos.end(root)
+    far = Trace()
+    root = far.start("agent")
+    far.span("turn", root)
+    far.end(root, at=1e16)
+    huge = Trace()
+    root = huge.start("agent")
+    huge.end(root, at=1e300)
+    store_unchecked(store, nanos.events + far.events + huge.events)
+    pages = ["/", "/?q=agent", "/?status=running"]
+    for trace in (nanos, far, huge):
+        spans = [event["trace"]["spanId"] for event in trace.events]
+        pages += run_pages(trace.trace_id, spans)
+        pages.append(f"/runs/{trace.trace_id}/timeline?start=1790000000000&end=1790000000000.002&w=4000")
+    for page in pages:
+        started = time.perf_counter()
+        response = client.get(page)
+        assert response.status_code == 200, (page, response.text[-500:])
+        assert time.perf_counter() - started < 1.0, page

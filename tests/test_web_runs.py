@@ -14,6 +14,9 @@ from devtool.web.settings import Settings
 from tests.conftest import CORPUS, Trace
 from tests.web_runs import html, one
 
+# Runs in 2001: older than the billing-ops journal they are listed with.
+EPOCH = 1_000_000_000_000.0
+
 JOURNAL = CORPUS / "promptise" / "billing-ops.journal.jsonl"
 HX = {"HX-Request": "true"}
 
@@ -39,9 +42,9 @@ def make_run(
 @pytest.fixture
 def runs(store: Store) -> dict[str, Trace]:
     made = {
-        "done": make_run("archivist", at=1_000_000.0, tools=2, micro_usd=955),
-        "failed": make_run("breaker", at=2_000_000.0, failed=True),
-        "live": make_run("streamer", at=3_000_000.0, running=True),
+        "done": make_run("archivist", at=EPOCH + 1_000_000.0, tools=2, micro_usd=955),
+        "failed": make_run("breaker", at=EPOCH + 2_000_000.0, failed=True),
+        "live": make_run("streamer", at=EPOCH + 3_000_000.0, running=True),
     }
     for trace in made.values():
         append_events(store, trace.events)
@@ -70,7 +73,7 @@ def test_every_run_and_journal_with_its_figures(client: TestClient, runs: dict[s
     cells = [cell.text(strip=True) for cell in done.css("td")]
     assert cells[0] == "runarchivist" + runs["done"].trace_id[:12] + "…"
     assert cells[1] == "completed"
-    assert cells[2] == "1970-01-01 00:16:40.001 UTC"
+    assert cells[2] == "2001-09-09 02:03:20.001 UTC"
     # duration, agents, prompts, tools, tokens, cost (money, not micro-dollars), events
     assert cells[3:10] == ["9.0 ms", "1", "1", "2", "120", "$0.000955", "10"]
     assert one(done, "a.run-link").attributes["href"] == f"/runs/{runs['done'].trace_id}"
@@ -150,7 +153,7 @@ def test_a_bad_filter_keeps_the_good_part(client: TestClient, runs: dict[str, Tr
 
 def test_pages_of_runs(client: TestClient, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     for index in range(5):
-        append_events(store, make_run(f"agent{index}", at=1_000_000.0 + index * 1000).events)
+        append_events(store, make_run(f"agent{index}", at=EPOCH + 1_000_000.0 + index * 1000).events)
     monkeypatch.setattr(runs_filter, "PAGE_SIZE", 2)
     first = html(client.get("/").text)
     assert [one(row, ".run-title").text() for row in first.css("tr.run-row")] == ["agent4", "agent3"]

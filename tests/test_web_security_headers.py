@@ -4,15 +4,21 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from devtool.demo import billing, research
 from devtool.store import Store, load_file
 from devtool.web import create_app
+from devtool.web.settings import Settings
+from tests.conftest import Trace
 from tests.web_runs import html, record
 
 POLICY = "default-src 'self'; frame-ancestors 'none'"
@@ -28,6 +34,7 @@ def assert_secured(headers: dict[str, str] | object) -> None:
     assert headers["content-security-policy"] == POLICY  # type: ignore[index]
     assert headers["x-content-type-options"] == "nosniff"  # type: ignore[index]
     assert headers["referrer-policy"] == "same-origin"  # type: ignore[index]
+    assert headers["x-frame-options"] == "DENY"  # type: ignore[index]  # frame-ancestors, for old browsers
 
 
 @pytest.mark.parametrize(
@@ -43,6 +50,19 @@ def assert_secured(headers: dict[str, str] | object) -> None:
 def test_every_kind_of_answer_carries_the_headers(client: TestClient, method: str, path: str) -> None:
     response = client.request(method, path, content=b"{}", follow_redirects=False)
     assert response.status_code in (200, 308, 400, 404)
+    assert_secured(response.headers)
+
+
+def test_the_page_of_an_unexpected_error_carries_them_too(store: Store) -> None:
+    def broken(request: Request) -> Response:
+        raise RuntimeError("a bug")
+
+    app = create_app(store)
+    app.router.routes.append(Route("/broken", broken))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        response = client.get("/broken")
+    assert response.status_code == 500
+    assert "hit a bug (RuntimeError)" in response.text
     assert_secured(response.headers)
 
 
@@ -63,3 +83,17 @@ def test_the_pages_hold_nothing_the_policy_refuses(client: TestClient, store: St
         assert "data:" not in response.text, path
     chart = html(client.get(f"/processes/{billing.PROCESS_ID}").text)
     assert chart.css(".mark[data-x]")  # positions come as data, placed by static/place.js
+
+
+def test_the_server_timing_says_how_long_a_page_waited_for_live_appends_to_be_derived(store: Store) -> None:
+    t = Trace()
+    root = t.start("agent")
+    t.end(root)
+    # Derives come at most once a minute here, so the page finds the posted events not yet derived.
+    with TestClient(create_app(store, Settings(live_interval=60))) as client:
+        assert client.post("/api/v1/traces", json=t.events).status_code == 200
+        waited = client.get(f"/runs/{t.trace_id}")
+        settled = client.get(f"/runs/{t.trace_id}")
+    assert waited.status_code == 200
+    assert re.fullmatch(r"app;dur=[\d.]+, settle;dur=[\d.]+", waited.headers["server-timing"])
+    assert re.fullmatch(r"app;dur=[\d.]+", settled.headers["server-timing"])  # nothing left to wait for

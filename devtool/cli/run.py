@@ -6,8 +6,10 @@ called with none. The entrypoint and props are recorded in the `runWith:start` e
 metadata, which is what the DevTool's Replay button runs again. Events go to the DevTool at `--to`
 (or `$DEVTOOL_URL`) and/or to a JSONL file (`--trace`); `--snapshot` replays from a snapshot file
 or a DevTool snapshot URL. A DevTool with a team token wants it with both (`$DEVTOOL_TOKEN`, or
-`--token`, which other users of the machine can see in `ps`). `--defined-in-module` refuses a FUNC
-that MODULE only imported (what the DevTool's replays use). This command needs only the core library.
+`--token`, which other users of the machine can see in `ps`). `--only-replayable` refuses a FUNC
+that MODULE does not define and declare `@replayable` (what the DevTool's replays run with); without
+it, a FUNC not so declared runs and a note says the DevTool will not offer to replay it. This command
+needs only the core library.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from devtool.cli.errors import CliError
-from devtool.core import Agent, CoreError, JsonlSink, run_with
+from devtool.core import Agent, CoreError, JsonlSink, is_replayable, run_with
 from devtool.core.http_sink import HttpSink
 from devtool.core.jsonvalue import JSON, describe
 
@@ -43,15 +45,27 @@ def register(subparsers: Any) -> None:
         help="the DevTool's team token, if it has one (default: $DEVTOOL_TOKEN)",
     )
     parser.add_argument(
-        "--defined-in-module",
+        "--only-replayable",
         action="store_true",
-        help="refuse a FUNC that MODULE imported from elsewhere (run only the module's own functions)",
+        help="refuse a FUNC that MODULE does not define and declare @replayable (what DevTool replays use)",
     )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    func = load_entrypoint(args.entrypoint, defined_in_module=args.defined_in_module)
+    func = load_entrypoint(args.entrypoint)
+    declared = is_declared_replayable(func, args.entrypoint.partition(":")[0])
+    if args.only_replayable and not declared:
+        raise CliError(
+            f"{args.entrypoint} is not declared replayable by {args.entrypoint.partition(':')[0]} "
+            "(@replayable from devtool.core, on the module's own function): refusing to run it"
+        )
+    if not declared and (args.to or args.trace):
+        print(
+            f"devtool: note: {args.entrypoint} is not marked @replayable (devtool.core), so the DevTool will not "
+            "offer to replay this run",
+            file=sys.stderr,
+        )
     if not isinstance(args.metadata, dict):
         raise CliError("--metadata must be a JSON object")
     auth = {"Authorization": f"Bearer {args.token}"} if args.token else {}
@@ -84,9 +98,8 @@ def _takes_props(func: Any) -> bool:
         return True
 
 
-def load_entrypoint(spec: str, *, defined_in_module: bool = False) -> Any:
-    """The callable named by `module:function` (the current directory is importable); with
-    `defined_in_module`, only one defined in that module's package, not one it imported."""
+def load_entrypoint(spec: str) -> Any:
+    """The callable named by `module:function` (the current directory is importable)."""
     module_name, _, attribute = spec.partition(":")
     if (
         not module_name
@@ -106,17 +119,14 @@ def load_entrypoint(spec: str, *, defined_in_module: bool = False) -> Any:
         target = getattr(target, name)
     if not callable(target):
         raise CliError(f"{spec} is not callable")
-    if defined_in_module and not _defined_in(target, module_name):
-        raise CliError(f"{spec} is not defined in {module_name} (it comes from elsewhere): refusing to run it")
     return target
 
 
-def _defined_in(target: Any, module_name: str) -> bool:
-    """Whether `target` (a function, or an agent whose handler is one) was written in `module_name`'s package."""
+def is_declared_replayable(target: Any, module_name: str) -> bool:
+    """Whether `target` is marked `@replayable` and written in `module_name` itself (an agent: its
+    handler), not a function that module only imported."""
     handler = target.handler if isinstance(target, Agent) else target
-    home = getattr(handler, "__module__", None)
-    package = module_name.split(".")[0]
-    return isinstance(home, str) and (home == package or home.startswith(f"{package}."))
+    return is_replayable(target) and getattr(handler, "__module__", None) == module_name
 
 
 def _load_snapshot(source: str, headers: dict[str, str]) -> Any:

@@ -25,6 +25,7 @@ from devtool.core.frame import current_trace_id, memory
 from devtool.core.http_sink import HttpSink
 from devtool.core.model import Message, Model, ModelReply, ScriptedModel
 from devtool.core.prompting import prompt
+from devtool.core.replayable import is_replayable, replayable
 from devtool.core.run import run_with
 from devtool.core.sinks import JsonlSink, MemorySink
 from devtool.core.snapshot import AgentSnapshot
@@ -55,8 +56,10 @@ __all__ = [
     "create_agent",
     "create_tool",
     "current_trace_id",
+    "is_replayable",
     "is_snapshot_disabled_error",
     "memory",
     "prompt",
+    "replayable",
     "run_with",
 ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from devtool.core import ScriptedModel, create_agent, create_tool, memory, prompt
+from devtool.core import ScriptedModel, create_agent, create_tool, memory, prompt, replayable
 from devtool.core.jsonvalue import JSON
 from devtool.core.model import Message
 
@@ -64,5 +64,6 @@ def build(model: ScriptedModel) -> Any:
     return create_agent("release-checker", checker, model=model)
 
 
+@replayable
 async def main(props: dict[str, Any] | None = None) -> Any:
     return await build(scripted_model())({"release": (props or {}).get("release", "2026.11.3")})

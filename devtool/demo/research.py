@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from devtool.core import ScriptedModel, create_agent, create_tool, memory, prompt
+from devtool.core import ScriptedModel, create_agent, create_tool, memory, prompt, replayable
 from devtool.core.jsonvalue import JSON
 from devtool.core.model import Message
 
@@ -181,6 +181,7 @@ def build(model: ScriptedModel) -> Any:
     return create_agent("research-lead", lead, model=model)
 
 
+@replayable
 async def main(props: dict[str, Any] | None = None) -> dict[str, Any]:
     props = props or {}
     model = scripted_model(float(props.get("delay", 0.0)))

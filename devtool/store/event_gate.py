@@ -1,10 +1,16 @@
 """The gate every TraceEvent passes on its way into the store: what makes one valid, said once, and
 checked once at each door.
 
-The rule is deliberately small. A TraceEvent needs a `type`, a finite number `timestamp` (ms since the
-epoch), `schemaVersion` 1 and a `trace` object with `traceId` and `spanId`; anything else may vary
-(unknown types load and show as they are). `trace_event_problem` says it in Python, with the reason;
-`VALID_SQL` says it in SQL for the bulk load; tests/test_store_rules.py runs every case through both.
+The rule is deliberately small, and every limit in it protects a reader of the store. A TraceEvent
+is a JSON object with `schemaVersion` 1, a string `type`, a `trace` object with string `traceId` and
+`spanId` (and `parentSpanId`, when present, a string or null), ids and type at most `MAX_ID_CHARS`
+characters, and a `timestamp` that is a number of milliseconds since the epoch from 2000 to 2100
+(`TIME_MIN_MS`, `TIME_MAX_MS`): one in seconds, microseconds or nanoseconds is named as such, and
+none can put a date out of any calendar's range. The event nests at most `MAX_DEPTH` objects and
+arrays (itself the first) and its JSON, written compactly, is at most `MAX_EVENT_BYTES`. Anything else
+may vary (unknown types load and show as they are). `trace_event_problem` says it in Python, with
+the reason; `VALID_SQL` says it in SQL for the bulk load; tests/test_store_rules.py runs every case
+through both, and tests/test_store_event_gate_doors.py sends the same bad events through every door.
 
 The doors, each of which checks an event once:
 - a file (`load_file`; the upload form and `devtool load` go through it): DuckDB's JSON reader checks
@@ -34,31 +40,67 @@ from devtool.store.rules import shown_value
 from devtool.store.scan import MAX_KEPT
 
 SCHEMA_VERSION = 1
+TIME_MIN_MS = 946_684_800_000  # 2000-01-01T00:00:00Z
+TIME_MAX_MS = 4_102_444_800_000  # 2100-01-01T00:00:00Z, not included
+# Other clocks' readings of the same years, as a message names them.
+UNITS = (("seconds", 1e-3), ("microseconds", 1e3), ("nanoseconds", 1e6))
+MAX_ID_CHARS = 256
+MAX_DEPTH = 100
+MAX_EVENT_BYTES = 64 << 20
 
-# The rule in SQL, over `from_json(body, STRUCTURE) AS e` and `e.type AS t` (see `event_sql.py`):
-# a JSON number's text casts to DOUBLE; a string's (quoted), a boolean's or an object's does not.
+# The rule in SQL, over `from_json(body, STRUCTURE) AS e`, `e.type ->> '$' AS t` and the event's text
+# `body` (see `event_sql.py`). The fields checked are read as JSON, so a wrong kind of value is seen,
+# not cast away: a JSON number's text casts to DOUBLE; a string's (quoted), a boolean's or an
+# object's does not.
 TIMESTAMP_SQL = "TRY_CAST(e.timestamp::VARCHAR AS DOUBLE)"
+
+
+def _id_sql(value: str, *, optional: bool = False) -> str:
+    """`value` is a string id; `optional`: or null, or absent, or empty (a root span's parent)."""
+    text = f"json_type({value}) = 'VARCHAR' AND length({value} ->> '$') <= {MAX_ID_CHARS}"
+    if optional:
+        return f"({value} IS NULL OR json_type({value}) = 'NULL' OR ({text}))"
+    return f"({text} AND {value} ->> '$' <> '')"
+
+
+def _depth_sql() -> str:
+    """`body` nests at most MAX_DEPTH objects and arrays. Counting its brackets settles almost every
+    event at once (fewer brackets than the limit, so not that deep); the rest have their strings cut
+    out and innermost pairs of brackets removed MAX_DEPTH times: nothing may be left."""
+    brackets = """regexp_replace(body, '"(?:[^"\\\\]|\\\\.)*"|[^\\[\\]{}]', '', 'g')"""
+    for _ in range(MAX_DEPTH):
+        brackets = f"regexp_replace({brackets}, '\\{{\\}}|\\[\\]', '', 'g')"
+    count = "strlen(body) - strlen(replace(replace(body, '{', ''), '[', ''))"
+    return f"CASE WHEN {count} <= {MAX_DEPTH} THEN true ELSE {brackets} = '' END"
+
+
+# Written compactly, as the Python form measures it: only a longer text needs rewriting to tell.
+_SIZE_SQL = f"(strlen(body) <= {MAX_EVENT_BYTES} OR strlen(json(body)) <= {MAX_EVENT_BYTES})"
+
 VALID_SQL = f"""
-    t <> '' AND e.trace.traceId <> '' AND e.trace.spanId <> ''
-    AND isfinite({TIMESTAMP_SQL}) AND TRY_CAST(e.schemaVersion::VARCHAR AS DOUBLE) = {SCHEMA_VERSION}
+    {_id_sql("e.type")} AND {_id_sql("e.trace.traceId")} AND {_id_sql("e.trace.spanId")}
+    AND {_id_sql("e.trace.parentSpanId", optional=True)}
+    AND {TIMESTAMP_SQL} >= {TIME_MIN_MS} AND {TIMESTAMP_SQL} < {TIME_MAX_MS}
+    AND TRY_CAST(e.schemaVersion::VARCHAR AS DOUBLE) = {SCHEMA_VERSION}
+    AND {_SIZE_SQL} AND {_depth_sql()}
 """
 
 
 def trace_event_problem(event: Any) -> str | None:
     """Why `event` is not a loadable TraceEvent, or None when it is."""
+    result = check_event(event)
+    return result.reason if isinstance(result, Refused) else None
+
+
+def _field_problem(event: Any) -> str | None:
     if not isinstance(event, dict):
         return f"not a JSON object but {kind_of(event)}"
-    if event.get("type") is None:
-        return 'no "type"'
-    if event["type"] == "":
-        return '"type" is empty'
-    timestamp = event.get("timestamp")
-    if timestamp is None:
-        return 'no "timestamp"'
-    if isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
-        return f'"timestamp" is {kind_of(timestamp)} {shown_value(timestamp)}, not a number of milliseconds'
-    if not math.isfinite(timestamp):
-        return '"timestamp" is not a finite number'
+    problem = _id_problem(event, "type")
+    if problem is not None:
+        return problem
+    problem = _timestamp_problem(event.get("timestamp"))
+    if problem is not None:
+        return problem
     version = event.get("schemaVersion")
     if version is None:
         return f'no "schemaVersion" (TraceEvents carry "schemaVersion": {SCHEMA_VERSION})'
@@ -70,9 +112,70 @@ def trace_event_problem(event: Any) -> str | None:
     if not isinstance(trace, dict):
         return f'"trace" is {kind_of(trace)}, not an object'
     for key in ("traceId", "spanId"):
-        if trace.get(key) is None or trace[key] == "":
-            return f'no "trace.{key}"'
+        problem = _id_problem(trace, key, "trace.")
+        if problem is not None:
+            return problem
+    return _id_problem(trace, "parentSpanId", "trace.", optional=True)
+
+
+def _id_problem(holder: dict[str, Any], key: str, prefix: str = "", *, optional: bool = False) -> str | None:
+    """Why `holder[key]` is not a string id; `optional`: it may also be absent, null or empty."""
+    value = holder.get(key)
+    if value is None:
+        return None if optional else f'no "{prefix}{key}"'
+    if not isinstance(value, str):
+        return f'"{prefix}{key}" is {kind_of(value)}, not a string'
+    if value == "" and not optional:
+        return f'"{prefix}{key}" is empty'
+    if len(value) > MAX_ID_CHARS:
+        return f'"{prefix}{key}" is {len(value):,} characters long, over the limit of {MAX_ID_CHARS}'
     return None
+
+
+def _timestamp_problem(timestamp: Any) -> str | None:
+    if timestamp is None:
+        return 'no "timestamp"'
+    if isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
+        return f'"timestamp" is {kind_of(timestamp)} {shown_value(timestamp)}, not a number of milliseconds'
+    if not math.isfinite(timestamp):
+        return '"timestamp" is not a finite number'
+    if TIME_MIN_MS <= timestamp < TIME_MAX_MS:
+        return None
+    for unit, per_ms in UNITS:
+        if TIME_MIN_MS * per_ms <= timestamp < TIME_MAX_MS * per_ms:
+            return (
+                f'"timestamp" {shown_value(timestamp)} looks like {unit} since the epoch: TraceEvents carry '
+                f"milliseconds ({timestamp / per_ms:.0f})"
+            )
+    return f'"timestamp" {shown_value(timestamp)} is not a time from 2000 to 2100 in milliseconds since the epoch'
+
+
+def _text_problem(event: Any, text: bytes) -> str | None:
+    """The limits on an event's JSON `text` as a whole: its size, and how deep it nests."""
+    if len(text) > MAX_EVENT_BYTES:
+        return f"is {len(text) / (1 << 20):,.1f} MiB of JSON, over the limit of {MAX_EVENT_BYTES >> 20} MiB an event"
+    if text.count(b"{") + text.count(b"[") > MAX_DEPTH:
+        return _depth_problem(event)
+    return None
+
+
+def _depth_problem(value: Any) -> str | None:
+    """How deep `value` nests when that is over MAX_DEPTH (walked without recursion: it may be deep)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    if deepest <= MAX_DEPTH:
+        return None
+    return f"nests {deepest} objects and arrays deep, over the limit of {MAX_DEPTH}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,13 +196,18 @@ class Refused:
 
 def check_event(value: Any) -> CheckedEvent | Refused:
     """`value` through the gate: a `CheckedEvent`, or why it is not a TraceEvent."""
-    problem = trace_event_problem(value)
+    problem = _field_problem(value)
     if problem is not None:
         return Refused(problem)
     try:
-        return CheckedEvent(value, orjson.dumps(value).decode())
-    except TypeError as exc:  # made in Python: a value JSON has no word for
-        return Refused(f"not JSON: {exc}", json=False)
+        text = orjson.dumps(value)
+    except TypeError as exc:  # made in Python: a value JSON has no word for (or nested past orjson's limit)
+        deep = _depth_problem(value)
+        return Refused(deep) if deep else Refused(f"not JSON: {exc}", json=False)
+    problem = _text_problem(value, text)
+    if problem is not None:
+        return Refused(problem)
+    return CheckedEvent(value, text.decode())
 
 
 def check_events(values: Sequence[Any]) -> list[CheckedEvent]:

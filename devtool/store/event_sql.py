@@ -22,8 +22,8 @@ from devtool.store.event_gate import TIMESTAMP_SQL, VALID_SQL
 # Fields that are checked are read as JSON (so a wrong kind of value is seen, not cast away);
 # the others as the type the UI wants, where a wrong kind of value becomes NULL.
 STRUCTURE = (
-    '{"type": "VARCHAR", "timestamp": "JSON", "schemaVersion": "JSON", '
-    '"trace": {"traceId": "VARCHAR", "spanId": "VARCHAR", "parentSpanId": "VARCHAR"}, '
+    '{"type": "JSON", "timestamp": "JSON", "schemaVersion": "JSON", '
+    '"trace": {"traceId": "JSON", "spanId": "JSON", "parentSpanId": "JSON"}, '
     '"agentId": "VARCHAR", "callId": "VARCHAR", "contentHash": "VARCHAR", "cache": "BOOLEAN", '
     '"success": "BOOLEAN", "error": "JSON", "step": "BIGINT", "generationId": "BIGINT", '
     '"toolNames": "VARCHAR[]", "name": "VARCHAR", "adapterId": "VARCHAR", "entrypoint": "VARCHAR", '
@@ -60,17 +60,6 @@ _ERROR = """
 """
 
 
-COLUMNS = (
-    "{'type': 'VARCHAR', 'timestamp': 'JSON', 'schemaVersion': 'JSON', "
-    "'trace': 'STRUCT(traceId VARCHAR, spanId VARCHAR, parentSpanId VARCHAR)', "
-    "'agentId': 'VARCHAR', 'callId': 'VARCHAR', 'contentHash': 'VARCHAR', 'cache': 'BOOLEAN', "
-    "'success': 'BOOLEAN', 'error': 'JSON', 'step': 'BIGINT', 'generationId': 'BIGINT', "
-    "'toolNames': 'VARCHAR[]', 'name': 'VARCHAR', 'adapterId': 'VARCHAR', 'entrypoint': 'VARCHAR', "
-    "'message': 'JSON', 'usage': 'STRUCT(promptTokens BIGINT, completionTokens BIGINT)', "
-    "'costs': 'STRUCT(micro_usd DOUBLE)'}"
-)
-
-
 # An event's identity (`events.event_key`): a 64-bit hash of its JSON text as stored, compared within
 # its trace. The same event arriving again (an exporter's retry of a batch, a file loaded again with
 # more lines, a followed file read again) has the same text: the exporter sends the same body, a file
@@ -98,7 +87,7 @@ def insert_events_sql(relation: str, *, dedup: bool = True) -> str:
     """
     stored = (
         "ANTI JOIN (SELECT trace_id, event_key FROM events) stored"
-        " ON stored.event_key = fresh.k AND stored.trace_id = fresh.e.trace.traceId"
+        " ON stored.event_key = fresh.k AND stored.trace_id = fresh.e.trace.traceId ->> '$'"
         if dedup
         else ""
     )
@@ -107,9 +96,9 @@ def insert_events_sql(relation: str, *, dedup: bool = True) -> str:
     SELECT
         $base + n AS event_id,
         $source AS source_id,
-        e.trace.traceId,
-        e.trace.spanId,
-        nullif(e.trace.parentSpanId, ''),
+        e.trace.traceId ->> '$',
+        e.trace.spanId ->> '$',
+        nullif(e.trace.parentSpanId ->> '$', ''),
         t,
         CASE WHEN {VALID_SQL} THEN {TIMESTAMP_SQL} ELSE error('{INVALID_EVENT}') END,
         e.agentId,
@@ -125,7 +114,7 @@ def insert_events_sql(relation: str, *, dedup: bool = True) -> str:
         CASE WHEN t IN ('model:call:end', 'turn:end') THEN e.costs.micro_usd END,
         k
     FROM (
-        SELECT e, body, n, e.type AS t, k FROM (
+        SELECT e, body, n, e.type ->> '$' AS t, k FROM (
             SELECT from_json(body, '{STRUCTURE}') AS e, body, n, {EVENT_KEY_SQL} AS k FROM {relation}
         )
     ) fresh

@@ -21,7 +21,7 @@ from devtool.actions.frame_indexer import FrameIndexer
 from devtool.actions.replay_runner import Replays
 from devtool.store import Store
 from devtool.web.assets import asset_dir
-from devtool.web.auth import Access, AccessControl
+from devtool.web.auth import Access, AccessControl, Sessions
 from devtool.web.errors import EXCEPTION_HANDLERS
 from devtool.web.live import Live
 from devtool.web.live.settled import Settled
@@ -35,11 +35,12 @@ from devtool.web.templating import make_environment
 
 def create_app(store: Store, settings: Settings | None = None) -> Starlette:
     settings = settings or Settings()
-    access = Access(settings.token, local=settings.local_token)
+    access = Access(settings.token, sessions=Sessions(settings.session_seconds), local=settings.local_token)
     live = Live(store, settings)
     indexer = FrameIndexer(store, min_events=settings.rewind_index_events, interval=settings.rewind_index_interval)
     templates = make_environment()
     templates.globals["csrf_token"] = access.csrf
+    templates.globals["team"] = access.token is not None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

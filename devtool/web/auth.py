@@ -22,20 +22,25 @@ by their path on the server's machine (`POST /api/v1/load`).
 
 The per-server token is random for each server start; pages carry it in `<body hx-headers>` (htmx
 sends it as `X-DevTool-CSRF`) and in forms (`_csrf`). Nothing secret is ever put in a URL: links a
-teammate copies hold ids only. The session cookie holds an HMAC of the team token, not the token,
-and is `HttpOnly` and `SameSite=Strict`.
+teammate copies hold ids only. A session (`Sessions`) is a random id made at sign-in, kept in the
+server's memory with the name given and an end (`Settings.session_seconds`, 12 hours by default):
+its cookie (`HttpOnly`, `SameSite=Strict`, `Max-Age`) holds nothing derived from the token, works
+until it expires, the teammate signs out (`POST /logout`) or the server restarts.
 
 Who a user is (the actor of a process rewind, who made a snapshot): on loopback, the account the
-server runs as; with a team token, the name given at login.
+server runs as; with a team token, the name given at login (kept in the session, not in a cookie a
+browser could edit).
 """
 
 from __future__ import annotations
 
 import getpass
-import hashlib
 import hmac
 import re
 import secrets
+import threading
+import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -50,7 +55,7 @@ from devtool.web.templating import render
 CSRF_HEADER = "x-devtool-csrf"
 CSRF_FIELD = "_csrf"
 SESSION_COOKIE = "devtool_session"
-USER_COOKIE = "devtool_user"
+MAX_SESSIONS = 10_000  # past that, the oldest sign-in ends
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Reachable without signing in: the login page itself and the app's own CSS and scripts.
 OPEN_PATHS = ("/login", "/static/")
@@ -77,32 +82,70 @@ def check_token(token: str) -> None:
 
 
 @dataclass(frozen=True)
+class Session:
+    user: str
+    expires: float  # time.monotonic()
+
+
+class Sessions:
+    """The signed-in browsers of one server, by random id, each until `seconds` after it signed in."""
+
+    def __init__(self, seconds: float = 12 * 3600) -> None:
+        self.seconds = seconds
+        self._by_id: OrderedDict[str, Session] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def open(self, user: str) -> str:
+        """A new session for `user`: its id, for the cookie."""
+        session_id = secrets.token_urlsafe(32)
+        with self._lock:
+            self._by_id[session_id] = Session(user, time.monotonic() + self.seconds)
+            while len(self._by_id) > MAX_SESSIONS:
+                self._by_id.popitem(last=False)
+        return session_id
+
+    def get(self, session_id: str | None) -> Session | None:
+        """The live session `session_id`, or None (unknown, signed out, expired, or from before a restart)."""
+        if not session_id:
+            return None
+        with self._lock:
+            session = self._by_id.get(session_id)
+            if session is not None and session.expires <= time.monotonic():
+                del self._by_id[session_id]
+                session = None
+        return session
+
+    def close(self, session_id: str | None) -> None:
+        with self._lock:
+            self._by_id.pop(session_id or "", None)
+
+
+@dataclass(frozen=True)
 class Access:
-    """The access rules of one server: its team token (if any) and its per-server token."""
+    """The access rules of one server: its team token (if any), its per-server token and its sessions."""
 
     token: str | None = None
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    sessions: Sessions = field(default_factory=Sessions)
     local: str | None = None  # the command line's token (see the module docstring)
 
     def __post_init__(self) -> None:
         if self.token is not None:
             check_token(self.token)
 
-    @property
-    def session(self) -> str:
-        """The session cookie's value: proves the token was given, without being the token."""
-        assert self.token is not None
-        return hmac.new(self.token.encode(), b"devtool session", hashlib.sha256).hexdigest()
-
     def signed_in(self, request: Request) -> bool:
-        """With a team token: the request carries it (Bearer) or the session cookie. Else always."""
+        """With a team token: the request carries it (Bearer) or a live session. Else always."""
         if self.token is None:
             return True
         return (
             self.bearer(request)
             or self.local_bearer(request)
-            or _equal(request.cookies.get(SESSION_COOKIE), self.session)
+            or self.sessions.get(request.cookies.get(SESSION_COOKIE)) is not None
         )
+
+    def is_page_token(self, given: str | None) -> bool:
+        """Whether `given` is the per-server token this server's pages carry."""
+        return _equal(given, self.csrf)
 
     def is_token(self, given: str) -> bool:
         """Whether `given` is the team token (compared in constant time)."""
@@ -128,7 +171,8 @@ def user_of(request: Request) -> str:
         return _server_user()
     if access.bearer(request):
         return "api"
-    return clean_name(request.cookies.get(USER_COOKIE, "")) or "teammate"
+    session = access.sessions.get(request.cookies.get(SESSION_COOKIE))
+    return (session.user if session is not None else "") or "teammate"
 
 
 def clean_name(name: str) -> str:
@@ -216,13 +260,21 @@ async def _csrf_of(request: Request, receive: Receive) -> tuple[Receive, str | N
 
 
 def _same_origin(headers: Headers) -> bool:
-    """Whether a browser request came from a page of this server (by `Origin`, else `Sec-Fetch-Site`)."""
+    """Whether a browser request came from a page of this server (by `Origin`, else `Sec-Fetch-Site`,
+    else `Referer`: a browser too old for the first two still says which page sent it)."""
     origin = headers.get("origin")
     if origin is not None:
-        parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and parts.netloc.lower() == headers.get("host", "").lower()
+        return _names_host(origin, headers)
     site = headers.get("sec-fetch-site")
-    return site is None or site in ("same-origin", "none")
+    if site is not None:
+        return site in ("same-origin", "none")
+    referer = headers.get("referer")
+    return referer is None or _names_host(referer, headers)
+
+
+def _names_host(url: str, headers: Headers) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https") and parts.netloc.lower() == headers.get("host", "").lower()
 
 
 def _loopback_host(host: str) -> bool:

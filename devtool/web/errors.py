@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from devtool.web.response_headers import SECURITY_HEADERS
 from devtool.web.templating import render
 
 logger = logging.getLogger("devtool.web")
@@ -30,7 +31,9 @@ def http_error(request: Request, exc: Exception) -> Response:
 
 def server_error(request: Request, exc: Exception) -> Response:
     logger.exception("devtool: %s %s failed", request.method, request.url.path, exc_info=exc)
-    return _page(request, 500, f"The DevTool hit a bug ({type(exc).__name__}); the server log has the details.")
+    message = f"The DevTool hit a bug ({type(exc).__name__}); the server log has the details."
+    # Made outside the middleware that adds them to every other answer.
+    return _page(request, 500, message, SECURITY_HEADERS)
 
 
 def _page(request: Request, status: int, message: str, headers: Mapping[str, str] | None = None) -> HTMLResponse:

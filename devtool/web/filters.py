@@ -17,10 +17,14 @@ def duration(ms: float | None) -> str:
 
 
 def clock(ms: float | None) -> str:
-    """An event time (ms since the epoch) as UTC wall-clock time, to the millisecond."""
+    """An event time (ms since the epoch) as UTC wall-clock time, to the millisecond; one outside the
+    calendar (a store written before the event gate had its time limits can hold one) as its number."""
     if ms is None:
         return "—"
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+    except (ValueError, OverflowError, OSError):
+        return f"{ms:.6g} ms since the epoch"
 
 
 def usd(micro: float | None) -> str:

@@ -27,6 +27,8 @@ class Settings:
     follow_interval: float = 0.1
     # The team token (`--token`, `DEVTOOL_TOKEN`): with one, every request must carry it (see `auth`).
     token: str | None = None
+    # How long a teammate's sign-in lasts (a restart or signing out ends it sooner).
+    session_seconds: float = 12 * 3600
     # The command line's token (`devtool serve` writes it beside the database, readable by its user
     # only): `devtool load` and `devtool export` on this machine work through the server with it.
     local_token: str | None = None

@@ -94,6 +94,7 @@ _FINE_SPANS = """
         -- on the window's scale but not clipped to it, so that those just before the window stay apart
         -- from those in it. (Grouping by parent too would keep sub-agents apart, at 3x the cost.)
         -- (Aliases differ from the columns: DuckDB would read `name` in `hash(name)` as the alias.)
+        -- Columns are bounded only so a narrow window over a run of years stays within BIGINT.
         SELECT depth, kind, min(start_ts) AS first, max(end_ts) AS last, count(*) AS n,
                any_value(span_id) AS bar_span,
                CASE WHEN min(hash(frame_parent_id)) = max(hash(frame_parent_id))
@@ -103,8 +104,9 @@ _FINE_SPANS = """
                count(*) FILTER (WHERE status = 'running') AS running,
                count(*) FILTER (WHERE cache) AS cached
         FROM visible
-        GROUP BY depth, kind, CASE WHEN (end_ts - start_ts) * $scale >= $min_px THEN -1 - row_id
-                                   ELSE floor((start_ts - $start) * $scale / $min_px)::BIGINT END
+        GROUP BY depth, kind,
+                 CASE WHEN (end_ts - start_ts) * $scale >= $min_px THEN -1 - row_id
+                      ELSE floor(least(greatest((start_ts - $start) * $scale / $min_px, -1e18), 1e18))::BIGINT END
     )
 """
 
@@ -123,7 +125,8 @@ _FINE_TILES = """
         -- (Qualified: in GROUP BY, DuckDB would read `first` and `last` as the aliases.)
         GROUP BY depth, kind,
                  CASE WHEN (span_tiles.last - span_tiles.first) * $scale >= $min_px THEN -1 - rowid
-                      ELSE floor((span_tiles.first - $start) * $scale / $min_px)::BIGINT END
+                      ELSE floor(least(greatest((span_tiles.first - $start) * $scale / $min_px, -1e18), 1e18))::BIGINT
+                 END
     )
 """
 

@@ -54,6 +54,7 @@ RETRY_MS = 1000
 SHUTDOWN_GRACE = 2.0
 # The runs list is redrawn whole on each message: once a second is fresh enough for a list.
 RUNS_INTERVAL = 1.0
+MAX_EVENT_ID = 2**63 - 1  # event ids are BIGINT
 
 
 class Feed(Protocol):
@@ -229,8 +230,8 @@ def _start(request: Request) -> int | Response:
     ):
         if value is None or value == "":
             continue
-        if not value.isdigit():
-            return JSONResponse({"error": f"{name} must be an event id (a whole number >= 0), got {value!r}"}, 400)
+        if not (value.isascii() and value.isdigit() and int(value) <= MAX_EVENT_ID):
+            return JSONResponse({"error": f"{name} must be an event id (a whole number >= 0), got {value[:40]!r}"}, 400)
         return int(value)
     return 0
 

@@ -14,6 +14,9 @@ from urllib.parse import urlencode
 from devtool.web.links import QueryValue, run_url
 
 MIN_WINDOW_MS = 0.001  # one microsecond: the finest zoom that still means something
+# A time in a URL is one the calendar can show (years 1 to 9999): journals may be of any date.
+FIRST_MS = -62_135_596_800_000
+LAST_MS = 253_402_300_800_000
 
 
 class BadUrlState(ValueError):
@@ -63,6 +66,8 @@ def time_param(query: Mapping[str, str], name: str) -> float | None:
         raise BadUrlState(f"{name} must be a time in ms since the epoch, not {raw[:40]!r}") from None
     if not math.isfinite(value):
         raise BadUrlState(f"{name} must be a finite number, not {raw[:40]!r}")
+    if not FIRST_MS <= value < LAST_MS:
+        raise BadUrlState(f"{name} must be a time from year 1 to 9999 in ms since the epoch, not {raw[:40]!r}")
     return value
 
 

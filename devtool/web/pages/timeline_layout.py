@@ -29,6 +29,8 @@ MIN_BAR_PX = 4.0
 LABEL_MIN_PX = 48
 # Labels are elements too: with them capped, a drawing holds at most its bars + MAX_LABELS + the axis.
 MAX_LABELS = 800
+MAX_TICKS = 20
+DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True)
@@ -224,23 +226,33 @@ def _rows(bars: Sequence[TimelineBar]) -> list[list[TimelineBar]]:
 
 
 def ticks(start_ms: float, end_ms: float, width_px: int, *, origin_ms: float, target: int = 8) -> tuple[Tick, ...]:
-    """About `target` round-numbered ticks across the window, labelled from the run's start."""
+    """About `target` round-numbered ticks across the window, labelled from the run's start.
+
+    Each tick is counted from the origin, never stepped to, and there are at most `MAX_TICKS`: far
+    from the origin a step can be below a float's resolution, where stepping would never arrive.
+    """
     span = max(end_ms - start_ms, 1e-6)
+    if not all(math.isfinite(value) for value in (span, start_ms - origin_ms, end_ms - origin_ms)):
+        return ()
     raw = span / target
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
-    first = math.ceil((start_ms - origin_ms) / step) * step
+    first = math.ceil((start_ms - origin_ms) / step)
     found = []
-    offset = first
-    while origin_ms + offset <= end_ms:
-        x = (origin_ms + offset - start_ms) / span * width_px
+    for n in range(first, first + MAX_TICKS):
+        offset = n * step
+        if origin_ms + offset > end_ms:
+            break
+        # Clamped: rounding (or a resolution coarser than the step) can put a tick a hair outside.
+        x = min(max((origin_ms + offset - start_ms) / span * width_px, 0.0), float(width_px))
         found.append(Tick(round(x, 1), "+" + format_duration(offset, step)))
-        offset += step
     return tuple(found)
 
 
 def format_duration(ms: float, resolution: float | None = None) -> str:
-    """`850 µs`, `12.5 ms`, `3.20 s`, `2 min 05 s`: short, with the precision the resolution needs."""
+    """`850 µs`, `12.5 ms`, `3.20 s`, `2 min 05 s`, `3.5 d`: short, with the precision the resolution needs."""
+    if not math.isfinite(ms):
+        return "—"
     ms = max(ms, 0.0)
     if ms < 1:
         return f"{ms * 1000:.0f} µs"
@@ -250,5 +262,7 @@ def format_duration(ms: float, resolution: float | None = None) -> str:
     if ms < 60_000:
         digits = 2 if resolution is None or resolution < 100 else (1 if resolution < 1000 else 0)
         return f"{ms / 1000:.{digits}f} s"
-    minutes, seconds = divmod(ms / 1000, 60)
-    return f"{int(minutes)} min {int(seconds):02d} s"
+    if ms < DAY_MS:
+        minutes, seconds = divmod(ms / 1000, 60)
+        return f"{int(minutes)} min {int(seconds):02d} s"
+    return f"{ms / DAY_MS:,.1f} d" if ms < 1e6 * DAY_MS else f"{ms / DAY_MS:.3g} d"

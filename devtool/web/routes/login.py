@@ -1,8 +1,10 @@
-"""`/login`: signing in to a DevTool that has a team token (`devtool.web.auth` says who needs to).
+"""`/login` and `/logout`: signing in to a DevTool that has a team token, and out again
+(`devtool.web.auth` says who needs to).
 
-GET shows the form (or goes straight on when there is nothing to sign in to); POST checks the token
-and sets the session cookie (an HMAC of the token, `HttpOnly`, `SameSite=Strict`) and the name the
-teammate gave, then goes on to `next`, a path on this server.
+GET `/login` shows the form (or goes straight on when there is nothing to sign in to); POST checks
+the token, opens a session under the name the teammate gave and sets its cookie (a random id,
+`HttpOnly`, `SameSite=Strict`, `Max-Age` the session's length), then goes on to `next`, a path on this
+server. POST `/logout` ends the session at once, cookie or not, and goes to the login page.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from devtool.web.auth import SESSION_COOKIE, USER_COOKIE, clean_name, local_target, login_page
+from devtool.web.auth import SESSION_COOKIE, clean_name, local_target, login_page
 from devtool.web.state import state
 
 
@@ -35,11 +37,26 @@ async def login(request: Request) -> Response:
         await asyncio.sleep(0.5)
         return login_page(request, target, "That is not this DevTool's team token.", 403)
     response = RedirectResponse(target, 303)
-    secure = request.url.scheme == "https"
-    response.set_cookie(SESSION_COOKIE, access.session, httponly=True, samesite="strict", secure=secure)
-    if name:
-        response.set_cookie(USER_COOKIE, name, httponly=True, samesite="strict", secure=secure)
+    response.set_cookie(
+        SESSION_COOKIE,
+        access.sessions.open(name),
+        max_age=max(1, int(access.sessions.seconds)),
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
     return response
 
 
-routes = [Route("/login", login, methods=["GET", "POST"], name="login")]
+def logout(request: Request) -> Response:
+    access = state(request).access
+    access.sessions.close(request.cookies.get(SESSION_COOKIE))
+    response = RedirectResponse("/login" if access.token is not None else "/", 303)
+    response.delete_cookie(SESSION_COOKIE, httponly=True, samesite="strict")
+    return response
+
+
+routes = [
+    Route("/login", login, methods=["GET", "POST"], name="login"),
+    Route("/logout", logout, methods=["POST"], name="logout"),
+]

@@ -13,13 +13,14 @@ Rewind makes them (`POST /runs/<trace_id>/rewind`, in `run.py`).
 - `POST /snapshots/<id>/fork`: the frame tree's form: memory edited as JSON (`memory.<n>` for the
   frame `call.<n>`) and journal entries to drop (`drop` = `<n>:<kind>:<hash>`) → a new snapshot
   whose parent is recorded → 303 to it.
-- `/snapshots/<id>/replay`: what a replay would run, shown before it runs: the command (an argument
-  list, no shell), the entrypoint and where its module lives, the props; or, for a run without a
-  recorded entrypoint, the lines that replay it by hand with the props it was recorded with (Python,
-  or for a run the TypeScript library wrote, Node's); or why the entrypoint is refused.
-  `POST` with the fingerprint of what was shown starts it (`devtool.actions.replay_runner` has the
-  rules) → 303 to `/replays/<replay id>`, which waits for the new run's first events and then opens
-  its page, where it streams live.
+- `/snapshots/<id>/replay`: what a replay would run, shown before it runs: the exact argument list
+  the child gets (no shell), the entrypoint, where its module declares it `@replayable` and that
+  source, the props; or, for a run without a recorded entrypoint, the lines that replay it by hand
+  with the props it was recorded with (Python, or for a run the TypeScript library wrote, Node's);
+  or why the entrypoint is refused. `POST` with the page's one-time confirmation (`confirm`) and the
+  page token (`_csrf`), required of every client, starts what was shown
+  (`devtool.actions.replay_runner` has the rules) → 303 to `/replays/<replay id>`, which waits for
+  the new run's first events and then opens its page, where it streams live.
 
 A snapshot that a run dumped (`dump_snapshot()`, a `snapshot:dump` event) has a page as soon as its
 run is in the store: the first visit stores it under its id.
@@ -44,7 +45,7 @@ from devtool.actions.replay_runner import Replay, ReplayPlan, ReplayRefused, che
 from devtool.store import NotFoundError, Store, StoredSnapshot, StoreError, get_snapshot, list_snapshots, save_snapshot
 from devtool.store.export import export_snapshot
 from devtool.store.queries.run_meta import RunStart, dumped_snapshot, run_exists, run_of_replay, run_start
-from devtool.web.auth import user_of
+from devtool.web.auth import CSRF_FIELD, user_of
 from devtool.web.forms import form_of
 from devtool.web.links import run_url
 from devtool.web.pages.snapshot_frames import snapshot_page_data
@@ -53,7 +54,6 @@ from devtool.web.templating import render, wants_fragment
 
 SNAPSHOT_ID = re.compile(r"[0-9a-f]{64}")
 MAX_FORK_FIELDS = 20_000
-SERVER_URL_PLACEHOLDER = "<this DevTool>"
 
 
 def snapshots_page(request: Request) -> HTMLResponse:
@@ -190,24 +190,39 @@ def _offset(raw: str) -> int:
 def replay_confirm(request: Request) -> HTMLResponse:
     store = state(request).store
     stored = find_snapshot(store, request.path_params["snapshot_id"])
-    return render(request, "replay_confirm.html", _confirm_context(request, store, stored))
+    context = _confirm_context(request, store, stored)
+    server_url = _server_url(request)
+    if context["plan"] is not None and server_url is None:
+        context["refusal"] = "this server does not know its own address, so a replay could not stream to it"
+    elif context["plan"] is not None and server_url is not None:
+        context["offer"] = state(request).replays.offer(context["plan"], server_url)
+    return render(request, "replay_confirm.html", context)
 
 
 async def replay_start(request: Request) -> Response:
-    store = state(request).store
+    app = state(request)
     async with request.form(max_fields=5, max_files=0) as form:
-        shown = str(form.get("fingerprint", ""))
-    stored = await run_in_threadpool(find_snapshot, store, request.path_params["snapshot_id"])
-    context = await run_in_threadpool(_confirm_context, request, store, stored)
+        confirmation, page_token = str(form.get("confirm", "")), str(form.get(CSRF_FIELD, ""))
+    # Of every client, a script with the team token too: a replay starts from a page a person was shown.
+    if not app.access.is_page_token(page_token):
+        raise HTTPException(403, "a replay starts from its confirm page: this request did not carry the page's token")
+    offer = app.replays.redeem(confirmation)
+    if offer is None or offer.plan.snapshot_id != request.path_params["snapshot_id"]:
+        raise HTTPException(
+            403,
+            "this confirmation is not one this server made for this replay's page, or it was used or expired: "
+            "open the replay page again and confirm what it shows",
+        )
+    stored = await run_in_threadpool(find_snapshot, app.store, request.path_params["snapshot_id"])
+    context = await run_in_threadpool(_confirm_context, request, app.store, stored)
     plan: ReplayPlan | None = context["plan"]
     if plan is None:
         raise HTTPException(422, context["refusal"] or "this snapshot's run has no recorded entrypoint to replay")
-    if shown != plan.fingerprint:
+    if plan.fingerprint != offer.plan.fingerprint:
         raise HTTPException(
             409, "what this replay would run changed since it was shown: look at it again before running it"
         )
-    replays = state(request).replays
-    replay = replays.start(plan, _server_url(request), actor=user_of(request))
+    replay = app.replays.start(offer, actor=user_of(request))
     return RedirectResponse(request.url_for("replay", replay_id=replay.id).path, 303)
 
 
@@ -233,10 +248,9 @@ def _confirm_context(request: Request, store: Store, stored: StoredSnapshot) -> 
     plan: ReplayPlan | None = None
     refusal: str | None = None
     if entrypoint is not None:
-        root = state(request).replays.root
         try:
-            module_path = check_entrypoint(entrypoint, root)
-            plan = ReplayPlan(stored.info.snapshot_id, trace_id, entrypoint, props, module_path)
+            declared = check_entrypoint(entrypoint, state(request).replays.root)
+            plan = ReplayPlan(stored.info.snapshot_id, trace_id, entrypoint, props, declared)
         except ReplayRefused as exc:
             refusal = str(exc)
     return {
@@ -246,9 +260,10 @@ def _confirm_context(request: Request, store: Store, stored: StoredSnapshot) -> 
         "props": props,
         "typescript": start.typescript,
         "plan": plan,
+        "offer": None,
         "refusal": refusal,
-        "argv": plan.argv(SERVER_URL_PLACEHOLDER, "<new replay id>") if plan else None,
         "root": state(request).replays.root,
+        "token_passed": state(request).replays.token is not None,
         "snapshot_url": str(request.url_for("snapshot_json", snapshot_id=stored.info.snapshot_id)),
         "base_url": str(request.base_url).rstrip("/"),
     }
@@ -262,11 +277,11 @@ def _replay(request: Request) -> Replay:
     return replay
 
 
-def _server_url(request: Request) -> str:
+def _server_url(request: Request) -> str | None:
     """Where the child reaches this server: the address the request came in on, on this machine."""
     server = request.scope.get("server")
     if not server or server[1] is None:
-        raise HTTPException(500, "this server does not know its own address, so a replay cannot stream to it")
+        return None
     host, port = server[0], server[1]
     shown = f"[{host}]" if ":" in host else host
     return f"{request.url.scheme}://{shown}:{port}"
