@@ -31,7 +31,7 @@ MAY_IMPORT: dict[str, set[str]] = {
 }
 # Layers that import nothing of the web stack: what a user who only records agents installs, and
 # the actions, which the web layer calls and which leave storage to the store.
-NO_WEB_STACK = ("core", "formats", "journal", "actions", "instrument")
+NO_WEB_STACK = ("core", "formats", "journal", "actions", "instrument", "testing")
 # Page-data builders: no HTTP, no templates.
 PAGES_REFUSE = {"starlette", "jinja2", "sse_starlette"}
 SDKS = {"openai", "anthropic"}

@@ -1,4 +1,5 @@
-"""The wheel carries static/, templates/ and the price table, and an installed wheel finds them; not testkit/."""
+"""The wheel carries static/, templates/ and the price table, and an installed wheel finds them; not testkit/.
+It registers the pytest plugin (`pytest11`), so installing devtool is all a project does to use cassettes."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ def test_wheel_contains_assets_and_finds_them(tmp_path: Path) -> None:
     assert any(n.startswith("devtool/_assets/static/vendor/htmx-ext-sse-2.2.") for n in names)
     assert "devtool/core/providers/prices.json" in names
     assert not any(n.startswith("testkit/") for n in names)
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    registered = (tmp_path / "site" / entry_points).read_text()
+    assert "[pytest11]\ndevtool = devtool.testing.plugin\n" in registered
 
     # Run from the unpacked wheel, not the checkout: the assets must come from inside it.
     probe = (

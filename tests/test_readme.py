@@ -14,6 +14,7 @@ from testkit.fake_provider import FakeProvider
 from tests.conftest import REPO
 
 README = (REPO / "README.md").read_text()
+CI_SECTION = "## Testing agents in CI"
 
 
 def test_readme_opens_with_the_demo_and_test_commands() -> None:
@@ -43,7 +44,7 @@ def test_python_examples_run(tmp_path: Path, fake_provider: FakeProvider) -> Non
         contains="Where is my order A17?",
     )
     env = {**os.environ, **fake_provider.env(api_key="sk-readme-0000000000")}
-    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    blocks = re.findall(r"```python\n(.*?)```", README[: README.index(CI_SECTION)], re.S)
     assert len(blocks) == 3
     outputs = []
     for index, code in enumerate(blocks):
@@ -63,3 +64,31 @@ def test_python_examples_run(tmp_path: Path, fake_provider: FakeProvider) -> Non
     events = [orjson.loads(line) for line in (tmp_path / "forecast.jsonl").read_bytes().splitlines()]
     (batch,) = [e for e in events if e["type"] == "tools:execute:end"]
     assert batch["toolResults"][0]["output"] == "Lisbon: 21°C and sunny"
+
+
+def test_the_ci_example_records_then_replays_without_the_model(tmp_path: Path, fake_provider: FakeProvider) -> None:
+    section = README[README.index(CI_SECTION) :]
+    section = section[: section.index("\n## ")]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    commands = re.findall(r"```sh\n(.*?)```", section, re.S)[0]
+    name = code.splitlines()[0].removeprefix("# ")
+    (tmp_path / name).write_text(code)
+    fake_provider.reply({"text": "It shipped yesterday."}, contains="Where is my order A17?")
+    fake_provider.reply({"text": "Yes: your refund for A17 is on its way."}, contains="refund")
+    # The key is needed only to record: the replay in CI runs without one.
+    env = {**os.environ, **fake_provider.env(api_key="sk-readme-0000000000")}
+    for line in commands.splitlines():
+        argv = line.split("#")[0].split()
+        if argv[0] != "pytest":
+            continue
+        if "--devtool-record=none" in argv:
+            env = {k: v for k, v in env.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
+        # pytest-playwright's plugin is not needed by the example (and not what a user of it would have).
+        argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:playwright", *argv[1:]]
+        result = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env=env)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "2 passed" in result.stdout
+        assert fake_provider.count() == 2  # the first run asked twice; CI's replay asked nothing
+    folder = tmp_path / "__snapshots__" / "test_support_bot"
+    assert sorted(path.name for path in folder.iterdir()) == ["test_a_refund.json", "test_where_is_my_order.json"]
+    assert "sk-readme" not in (folder / "test_a_refund.json").read_text()

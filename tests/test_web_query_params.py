@@ -65,6 +65,8 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "/runs/{trace_id:id}/actions": (),
     "/runs/{trace_id:id}/compare": ("with", "only"),
     "/runs/{trace_id:id}/export.jsonl.gz": (),
+    "/runs/{trace_id:id}/export.otlp.jsonl": (),
+    "/runs/{trace_id:id}/export.perfetto.json": (),
     "/runs/{trace_id:id}/live": ("after",),
 }
 STREAMS = {"/live/runs", "/runs/{trace_id:id}/live"}

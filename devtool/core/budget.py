@@ -60,17 +60,19 @@ class Budget:
 
     def add_call(self, model_id: str, provider: str, usage: Usage, costs: Mapping[str, float] | None) -> None:
         """Count one model request; `costs` None means its price is unknown (counted as unpriced, not free)."""
-        tally = self._by_model.setdefault((model_id, provider), _Tally())
-        tally.add(
-            _Tally(
-                prompt=usage["promptTokens"],
-                completion=usage["completionTokens"],
-                calls=1,
-                unpriced=0 if costs is not None else 1,
-                costs=dict(costs or {}),
-                details={key: int(count) for key, count in (usage.get("details") or {}).items()},  # type: ignore[call-overload]
-            )
-        )
+        # Added in place: every model request of a run counts in two budgets (its frame's, its run's).
+        tally = self._by_model.get((model_id, provider))
+        if tally is None:
+            tally = self._by_model[(model_id, provider)] = _Tally()
+        tally.prompt += usage["promptTokens"]
+        tally.completion += usage["completionTokens"]
+        tally.calls += 1
+        if costs is None:
+            tally.unpriced += 1
+        else:
+            _merge(tally.costs, costs)
+        if details := usage.get("details"):
+            _merge(tally.details, {key: int(count) for key, count in details.items()})  # type: ignore[call-overload]
 
     def add_event(self, event: Mapping[str, object]) -> bool:
         """Count the model request a `model:call:end` event reports (ours or the TypeScript

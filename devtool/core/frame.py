@@ -20,6 +20,7 @@ from devtool.core.budget import Budget
 from devtool.core.errors import OutsideRunError
 from devtool.core.events import Emitter, ErrorInfo, TraceEvent, error_info
 from devtool.core.jsonvalue import JSON, NotJSONError, describe, json_copy
+from devtool.core.lookups import Lookup, LookupKind, Observer
 from devtool.core.snapshot import FrameJournal, FrameSnapshot, JournalRecord, Status, with_budget_states
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ class Run:
     enable_snapshot: bool
     # Usage of every model call in the run, counted even when snapshots (and so child frames) are off.
     budget: Budget = field(default_factory=Budget)
+    # Told of every journal lookup before the call is answered (`lookups.py`); raising there stops the call.
+    observe: Observer | None = None
 
     def first_report(self, error: BaseException) -> bool:
         """True the first time `error` passes a frame of this run: one `error` event where it arose."""
@@ -127,18 +130,27 @@ class Frame:
         counter = self._counters.get(key) or self._counters.setdefault(key, itertools.count())
         return f"{self.call_id}/{key}:{next(counter)}"
 
-    def cached(self, kind: str, content_hash: str | None) -> JournalRecord | None:
-        """The recorded output for this input, from the snapshot being replayed; tombstones never match."""
-        if content_hash is None:
-            return None
-        entry = self.replay["prompt" if kind == "prompt" else "tool"].get(content_hash)
-        return None if entry is None or "error" in entry else entry
+    def cached(self, kind: LookupKind, content_hash: str | None, *, call_id: str, request: Any) -> JournalRecord | None:
+        """The recorded output for this input, from the snapshot being replayed; tombstones never match.
+        The run's observer, if any, hears of the lookup first (and may refuse the call by raising)."""
+        entry = None
+        if content_hash is not None:
+            entry = self.replay["prompt" if kind == "prompt" else "tool"].get(content_hash)
+            if entry is not None and "error" in entry:
+                entry = None
+        if self.run.observe is not None:
+            self.run.observe(Lookup(kind, self.agent_id, call_id, content_hash, request, entry is not None))
+        return entry
 
-    def record(self, kind: str, content_hash: str | None, output: Any) -> bool:
-        """Journal `output` under its input's hash; a non-JSON output becomes a tombstone. True if JSON."""
+    def record(self, kind: str, content_hash: str | None, output: Any, *, fresh: bool = False) -> bool:
+        """Journal `output` under its input's hash; a non-JSON output becomes a tombstone. True if JSON.
+        `fresh`: `output` is JSON that nothing else holds (just parsed), journaled without a copy."""
         if content_hash is None or not self.run.enable_snapshot:
             return True
         journal = self.journal["prompt" if kind == "prompt" else "tool"]
+        if fresh:
+            journal[content_hash] = {"output": output, "contentHash": content_hash}
+            return True
         try:
             journal[content_hash] = {"output": json_copy(output), "contentHash": content_hash}
         except NotJSONError as exc:

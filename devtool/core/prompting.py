@@ -154,6 +154,7 @@ class _Conversation:
             step=step,
             model=self.identity,
             content_hash=content_hash([messages, self.schema, self.identity, self.definitions]),
+            request={"messages": messages, "schema": self.schema, "model": self.identity, "tools": self.definitions},
         )
         turn.start(messages=list(messages), schema=self.schema, tools=self.definitions)  # type: ignore[arg-type]
         entry = turn.cached()

@@ -15,6 +15,7 @@ from devtool.core.events import EVENTS, Emitter, Sink, TraceEvent, trace_event
 from devtool.core.frame import CURRENT_FRAME, Frame, Run
 from devtool.core.ids import new_span_id, new_trace_id
 from devtool.core.jsonvalue import JSON, describe
+from devtool.core.lookups import Observer
 from devtool.core.snapshot import ROOT_CALL_ID, AgentSnapshot, normalize, validate
 
 
@@ -30,14 +31,19 @@ async def run_with(
     enable_snapshot: bool | None = None,
     sinks: Iterable[Sink] = (),
     metadata: dict[str, JSON] | None = None,
+    observe: Observer | None = None,
 ) -> Any:
     """Run `fn()` as the root of a new run; with `snapshot`, prompts and tools replay from its journal.
 
     The snapshot is validated before anything runs (a malformed one raises `SnapshotError` naming
     the field). With snapshots off (`enable_snapshot=False`, or `DEVTOOL_ENV=production` and no
     explicit `True`) nothing is journaled and passing a snapshot raises `SnapshotDisabledError`.
+    `observe` hears of every journal lookup before its call is answered (`lookups.py`), and may refuse
+    the call by raising.
     """
-    scope = RunScope(snapshot=snapshot, enable_snapshot=enable_snapshot, sinks=sinks, metadata=metadata)
+    scope = RunScope(
+        snapshot=snapshot, enable_snapshot=enable_snapshot, sinks=sinks, metadata=metadata, observe=observe
+    )
     scope.open()
     try:
         result = fn()
@@ -66,6 +72,7 @@ class RunScope:
         sinks: Iterable[Sink] = (),
         metadata: dict[str, JSON] | None = None,
         name: str | None = None,
+        observe: Observer | None = None,
     ) -> None:
         enabled = snapshots_enabled_by_default() if enable_snapshot is None else enable_snapshot
         restored = None
@@ -76,7 +83,7 @@ class RunScope:
                     "pass enable_snapshot=True to replay one"
                 )
             restored = normalize(validate(snapshot))
-        self.run = Run(trace_id=new_trace_id(), emitter=Emitter(sinks), enable_snapshot=enabled)
+        self.run = Run(trace_id=new_trace_id(), emitter=Emitter(sinks), enable_snapshot=enabled, observe=observe)
         self.span = new_span_id()
         self.root = Frame(
             run=self.run,

@@ -23,6 +23,7 @@ from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, NotJSONError, content_hash_of_json, describe, json_copy
 from devtool.core.model import ToolDefinition
 from devtool.core.schema import InvalidSchemaError, SchemaViolation, validator
+from devtool.core.snapshot import JournalRecord
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ def call_function_sync(name: str, input: Any, run: Callable[[], Any]) -> Any:
     step = _Step(frame, planned)
     try:
         call = step.begin()
-        entry = frame.cached("tool", call.content_hash)
+        entry = step.cached(call)
         if entry is not None:
             outcome = step.succeeded(json_copy(entry["output"]), served_from_journal=True)
         else:
@@ -215,7 +216,7 @@ async def _execute(frame: Frame, planned: PlannedCall) -> Outcome:
 
         async def journal_layer(call: ToolCall) -> Any:
             nonlocal served_from_journal
-            entry = frame.cached("tool", call.content_hash)
+            entry = step.cached(call)
             if entry is not None:
                 served_from_journal = True
                 return json_copy(entry["output"])
@@ -259,6 +260,11 @@ class _Step:
         digest = content_hash_of_json({"name": tool.name, "input": self.input}) if self.hashable else None
         self.result["contentHash"] = digest
         return ToolCall(tool, call_input, self.planned.call_id, digest, self.planned.tool_call_id)
+
+    def cached(self, call: ToolCall) -> JournalRecord | None:
+        """The call's recorded output, from the snapshot being replayed (the run's observer hears of it)."""
+        request = {"name": call.tool.name, "input": self.input}
+        return self.frame.cached("tool", call.content_hash, call_id=call.call_id, request=request)
 
     def succeeded(self, output: Any, *, served_from_journal: bool) -> Outcome:
         result = self.result

@@ -36,7 +36,7 @@ MODEL_CALL: ContextVar[bool] = ContextVar("devtool_model_call", default=False)
 class Turn:
     """One model request in `frame`, its span under `parent_span`."""
 
-    __slots__ = ("_common", "_started", "call_id", "content_hash", "frame", "parent_span", "span", "step")
+    __slots__ = ("_common", "_started", "call_id", "content_hash", "frame", "parent_span", "request", "span", "step")
     # `_common` holds the fields every event of the turn repeats; `start` adds what the model saw, so
     # that `turn:end` repeats them as the TypeScript library's does (its readers take a turn from its end).
 
@@ -49,12 +49,14 @@ class Turn:
         step: int,
         model: dict[str, JSON],
         content_hash: str | None,
+        request: Any,
     ) -> None:
         self.frame = frame
         self.parent_span = parent_span
         self.call_id = call_id
         self.step = step
         self.content_hash = content_hash
+        self.request = request  # what content_hash is the hash of, for the run's observer
         self.span = new_span_id()
         self._started = time.perf_counter()
         self._common = {"callId": call_id, "step": step, "model": model, "contentHash": content_hash}
@@ -68,8 +70,13 @@ class Turn:
         self.frame.emit(self.event(EVENTS.TURN_START, self.span, self.parent_span, **self._common))
 
     def cached(self) -> JournalRecord | None:
-        """The recorded answer to this request, from the snapshot being replayed."""
-        return self.frame.cached("prompt", self.content_hash)
+        """The recorded answer to this request, from the snapshot being replayed. A run's observer that
+        refuses the request (by raising) ends the turn failed with its error, and nothing is asked."""
+        try:
+            return self.frame.cached("prompt", self.content_hash, call_id=self.call_id, request=self.request)
+        except BaseException as exc:
+            self.failed(exc)
+            raise
 
     def served(self, message: JSON, *, journal: JSON = None) -> None:
         """The turn ends with the answer served from the journal (`journal`, if not the message itself):
@@ -81,13 +88,14 @@ class Turn:
         """The model is asked: `model:call:start` now, the rest through the `ModelCall`."""
         return ModelCall(self, adapter_id, provider, message_count)
 
-    def answered(self, message: JSON, *, journal: JSON = None) -> None:
-        """The turn ends with the model's answer, journaled (`journal` instead of the message, if given)."""
+    def answered(self, message: JSON, *, journal: JSON = None, fresh: bool = False) -> None:
+        """The turn ends with the model's answer, journaled (`journal` instead of the message, if given;
+        `fresh`: a JSON value nothing else holds, journaled as it is, not copied)."""
         fields: dict[str, Any] = {}
         if journal is None:
             self.frame.record("prompt", self.content_hash, message)
         else:
-            self.frame.record("prompt", self.content_hash, journal)
+            self.frame.record("prompt", self.content_hash, journal, fresh=fresh)
             fields["response"] = journal
         self._end(message=describe(message), resultType=_result_type(message), cache=False, success=True, **fields)
 

@@ -10,8 +10,8 @@
   request made in a recorded run as a turn, journaled under the content hash of its meaning; a run
   that replays a snapshot answers a journaled request from it, as the SDK's own objects and streams,
   with no request sent (`stainless.py`, `exchange.py`). Outside a recorded run nothing changes.
-- `install()`: both (those installed), and, when `DEVTOOL_URL` or `DEVTOOL_TRACE` is set, a run of the
-  whole process from then to its exit, sent there.
+- `install()`: both (those installed: `installed_sdks()`), and, when `DEVTOOL_URL` or `DEVTOOL_TRACE`
+  is set, a run of the whole process from then to its exit, sent there.
 - `record`, `agent`, `tool` (also `devtool.record`, `devtool.agent`, `devtool.tool`): a run around
   existing code, plain functions as agent frames and journaled tool calls (`recording.py`,
   `functions.py`).
@@ -35,6 +35,7 @@ __all__ = [
     "agent",
     "anthropic",
     "install",
+    "installed_sdks",
     "openai",
     "record",
     "tool",
@@ -62,10 +63,16 @@ def anthropic() -> bool:
 def install() -> list[str]:
     """Instrument every SDK that is installed (their names), and start the process's run when
     `DEVTOOL_URL` or `DEVTOOL_TRACE` says where to send it."""
+    done = installed_sdks()
+    start_process_run()
+    return done
+
+
+def installed_sdks() -> list[str]:
+    """Instrument every SDK that is installed, and only that: their names."""
     done = []
     for name, wrap in (("openai", openai), ("anthropic", anthropic)):
         if importlib.util.find_spec(name) is not None:
             wrap()
             done.append(name)
-    start_process_run()
     return done

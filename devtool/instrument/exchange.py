@@ -54,9 +54,12 @@ class Exchange:
         self.body = body
         self.streamed = body.get("stream") is True
         self.model = str(body.get("model", ""))
+        meaning: dict[str, JSON] = {
+            "api": api.name,
+            "request": {name: value for name, value in body.items() if name not in api.not_hashed},
+        }
         try:  # the body is a `json_copy` already
-            meaning = {name: value for name, value in body.items() if name not in api.not_hashed}
-            digest: str | None = content_hash_of_json({"api": api.name, "request": meaning})
+            digest: str | None = content_hash_of_json(meaning)
         except NotJSONError:  # an integer beyond canonical JSON's 64 bits: recorded, never journaled
             digest = None
         call_id = frame.next_call_id("turn", self.model)
@@ -67,6 +70,7 @@ class Exchange:
             step=int(call_id.rpartition(":")[2]),
             model={"id": self.model, "provider": api.provider},
             content_hash=digest,
+            request=meaning,
         )
         shown = api.shown(body)
         self.turn.start(messages=shown.messages, schema=shown.schema, tools=shown.tools)  # type: ignore[arg-type]
@@ -118,7 +122,8 @@ class Exchange:
         reply = answer.reply(default_price_table(), self.api.provider, self.model)
         message: Any = answer.message
         self.call.answered(reply["usage"], reply.get("costs"), reply.get("finishReason"), message=message)
-        self.turn.answered(answer.message, journal=recorded)  # type: ignore[arg-type]
+        # `recorded` was just parsed from the provider's bytes and nothing else holds it: no copy.
+        self.turn.answered(answer.message, journal=recorded, fresh=True)  # type: ignore[arg-type]
 
     def _read(self, content: bytes) -> StreamReader:
         reader = self.api.reader()

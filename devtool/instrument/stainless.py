@@ -19,9 +19,11 @@ request to another endpoint (files, embeddings, ...). A model request in a run i
   read and journaled, a streamed one's bytes pass through a tee that reads them as the SDK does
   (progress, and the turn's end at the last event); then `_process_response` builds the result.
 
-The SDK's internals used, and kept to these: `request`, `_process_response`, `_maybe_override_cast_to`,
-the raw-response header (`X-Stainless-Raw-Response`, which the tee must not let turn the response into
-an `APIResponse` too early) and the http library's byte streams (`SyncByteStream`/`AsyncByteStream`).
+The SDK's internals used, and kept to these: `request`, `_process_response`, `_maybe_override_cast_to`
+and its header (`OVERRIDE_CAST_TO_HEADER`), the raw-response header (`X-Stainless-Raw-Response`, which
+the tee must not let turn the response into an `APIResponse` too early) and the http library's byte
+streams (`SyncByteStream`/`AsyncByteStream`). A request with neither header is handed to the SDK's
+`request` as it came (no copy of its options: that `request` copies them itself).
 The tests run each against the installed SDKs.
 """
 
@@ -53,6 +55,7 @@ class Sdk:
     apis: tuple[Api, ...]
     httpx: ModuleType
     raw_header: str
+    override_header: str
     errors: SdkErrors
     tees: tuple[type, type] = field(default=(object, object))
     # The SDK's markers of an argument not given, which it drops from a body before sending it.
@@ -91,7 +94,8 @@ def instrument(name: str, apis: tuple[Api, ...]) -> bool:
         sdk_module.APIConnectionError,
     )
     unset = tuple(kind for kind in (getattr(sdk_module, "NotGiven", None), getattr(sdk_module, "Omit", None)) if kind)
-    sdk = Sdk(name, apis, httpx, constants.RAW_RESPONSE_HEADER, errors, _tees(httpx), unset)
+    headers = (constants.RAW_RESPONSE_HEADER, constants.OVERRIDE_CAST_TO_HEADER)
+    sdk = Sdk(name, apis, httpx, *headers, errors, _tees(httpx), unset)
     base.SyncAPIClient.request = _sync_request(base.SyncAPIClient.request, sdk)
     base.AsyncAPIClient.request = _async_request(base.AsyncAPIClient.request, sdk)
     return True
@@ -145,13 +149,20 @@ class Call:
     ) -> None:
         self.sdk, self.client, self.exchange = sdk, client, exchange
         self.stream, self.stream_cls = stream, stream_cls
-        self.options = options.model_copy()
-        # What the caller asked for (`with_streaming_response` names it in a header the SDK takes out).
-        self.to = client._maybe_override_cast_to(cast_to, self.options)
-        headers = dict(self.options.headers) if isinstance(self.options.headers, Mapping) else {}
-        # Asked for a raw response, the SDK would wrap ours in one: the header goes on it afterwards.
-        self.raw: str | None = headers.pop(sdk.raw_header, None)
-        self.inner = self.options.model_copy(update={"headers": headers})
+        headers = options.headers if isinstance(options.headers, Mapping) else {}
+        self.raw: str | None = None
+        if sdk.raw_header not in headers and sdk.override_header not in headers:
+            # Nothing to take out: the SDK's `request` copies the options it is given before changing them.
+            self.options = self.inner = options
+            self.to = cast_to
+        else:
+            self.options = options.model_copy()
+            # What the caller asked for (`with_streaming_response` names it in a header the SDK takes out).
+            self.to = client._maybe_override_cast_to(cast_to, self.options)
+            headers = dict(self.options.headers) if isinstance(self.options.headers, Mapping) else {}
+            # Asked for a raw response, the SDK would wrap ours in one: the header goes on it afterwards.
+            self.raw = headers.pop(sdk.raw_header, None)
+            self.inner = self.options.model_copy(update={"headers": headers})
         self.recorded: Recorded | None = exchange.recorded()
         if self.recorded is None:
             exchange.ask()

@@ -201,7 +201,19 @@ def _insert_with(
         if inserted.events == 0 and not inserted.processes:
             # Its events were read (a file without any is refused before), and every one of them is
             # in the store already: a part of a file loaded before, say. Nothing is added.
-            raise _AlreadyLoaded(LoadResult(source.path, loader.kind, source.content_hash, source.size, 0, True))
+            # Its bad lines are still news to whoever asked to skip them.
+            raise _AlreadyLoaded(
+                LoadResult(
+                    source.path,
+                    loader.kind,
+                    source.content_hash,
+                    source.size,
+                    0,
+                    True,
+                    problems=tuple(scan.problems) if scan else (),
+                    bad_lines=scan.bad if scan else 0,
+                )
+            )
         source.check_unchanged()
         conn.execute(
             "INSERT INTO sources (source_id, kind, path, content_hash, bytes, modified_ns, events, journal_entries, "

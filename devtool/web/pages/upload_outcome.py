@@ -47,16 +47,25 @@ def loaded(name: str, result: LoadResult) -> FileOutcome:
             if result.events
             else _count(result.journal_entries, "journal entry", "journal entries")
         )
-        return FileOutcome(name, "already", f"already loaded ({what}), nothing added", links)
+        return FileOutcome(
+            name, "already", f"already loaded ({what}), nothing added{_tail(result)}", links, _skipped(result)
+        )
     if result.kind.startswith("trace"):
         what = f"{_count(result.events, 'event')}, {_count(result.spans, 'span')}, {_count(len(result.traces), 'run')}"
     else:
         what = f"{_count(result.journal_entries, 'journal entry', 'journal entries')}"
+    return FileOutcome(name, "loaded", f"loaded {what}{_tail(result)}", links, _skipped(result))
+
+
+def _skipped(result: LoadResult) -> tuple[str, ...]:
     skipped = tuple(f"{problem.where()}: skipped: {problem.message}" for problem in result.problems)
     if result.bad_lines > len(result.problems):
         skipped += (f"and {result.bad_lines - len(result.problems)} more bad lines skipped",)
-    tail = f", {_count(result.bad_lines, 'bad line')} skipped" if result.bad_lines else ""
-    return FileOutcome(name, "loaded", f"loaded {what}{tail}", links, skipped)
+    return skipped
+
+
+def _tail(result: LoadResult) -> str:
+    return f", {_count(result.bad_lines, 'bad line')} skipped" if result.bad_lines else ""
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:
