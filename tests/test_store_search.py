@@ -131,3 +131,19 @@ def test_a_store_of_schema_6_upgrades_with_its_costs_counts_and_words(
         assert [run.id for run in list_runs(upgraded, search="quarterly")] == [t.trace_id]
     finally:
         upgraded.close()
+
+
+def test_the_words_of_an_event_over_a_mebibyte_are_found_too(tmp_path: Path) -> None:
+    """A long event's words are indexed from the stored event, not beside the insert (memory)."""
+    t = Trace()
+    root = t.start("runWith", agentId="")
+    tools = t.start("tools:execute", root, toolNames=["dump"])
+    t.end(tools, toolResults=[{"toolName": "dump", "output": "haystack " * (1 << 18) + "needle"}])
+    t.end(root)
+    store = Store(tmp_path / "s.duckdb")
+    try:
+        load_file(store, t.write(tmp_path / "long.jsonl"))
+        assert [run.id for run in list_runs(store, search="needle")] == [t.trace_id]
+        assert terms(store, t.trace_id).count("needle") == 1
+    finally:
+        store.close()

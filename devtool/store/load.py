@@ -27,10 +27,11 @@ import duckdb
 
 from devtool.store.database import Store
 from devtool.store.errors import BadLinesError, LineProblem, LoadError
+from devtool.store.event_sql import LONG_BODY
 from devtool.store.files import SourceFile
 from devtool.store.loaders import Loader, detect
 from devtool.store.scan import MAX_LINE, Scan
-from devtool.store.search import TermPass
+from devtool.store.search import TermPass, index_source
 from devtool.store.unpack import gunzipped, is_gzip, renamed
 
 # (phase, done, total): "reading" counts bytes hashed; "loading" DuckDB's progress, scaled to bytes.
@@ -192,6 +193,7 @@ def _insert_with(
         inserted = loader.insert(conn, reader_path, source_id, jsonl=jsonl, max_object_size=object_size)
         if terms is not None:
             terms.add(conn)
+            index_source(conn, source_id, longer_than=LONG_BODY - 1)
         source.wait_digest()
         if not jsonl and source.longest_line > MAX_LINE:
             raise _TooLong(f"a line over {MAX_LINE >> 20} MiB")

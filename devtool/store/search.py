@@ -90,11 +90,13 @@ def words(query: str) -> list[str]:
     return [word for word in _WORD_BREAK.split(query.lower()) if word][:16]
 
 
-def index_source(conn: duckdb.DuckDBPyConnection, source_id: int) -> None:
-    """Add the words of the events a load stored from source `source_id`, in the load's transaction:
-    for a format whose events are made in SQL from another shape (OTLP), which a read of the file
-    beside the insert would have to make again."""
-    conn.execute(_ADD.format(terms=terms_sql(f"(SELECT body FROM events WHERE source_id = {int(source_id)})")))
+def index_source(conn: duckdb.DuckDBPyConnection, source_id: int, *, longer_than: int = -1) -> None:
+    """Add the words of the events a load stored from source `source_id` (of those longer than
+    `longer_than` characters), in the load's transaction: for a format whose events are made in SQL
+    from another shape (OTLP), which a read of the file beside the insert would have to make again,
+    and for the events too long for that read (`event_sql.LONG_BODY`)."""
+    relation = f"(SELECT body FROM events WHERE source_id = {int(source_id)} AND length(body::VARCHAR) > {longer_than})"
+    conn.execute(_ADD.format(terms=terms_sql(relation)))
 
 
 def index_events(conn: duckdb.DuckDBPyConnection, after_event_id: int, traces: tuple[str, ...]) -> None:
