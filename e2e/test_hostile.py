@@ -35,9 +35,9 @@ def test_the_hostile_files_run_no_script(page: Page, serve: ServerFactory) -> No
     page.goto(server.url)
     expect(page.locator("tr.run-row")).to_have_count(3)
     expect(page.locator(f'tr[data-trace-id="{hostile.TRACE_ID}"] .run-title')).to_have_text(hostile.AGENT_ID)
-    page.locator("#runs-q").fill(hostile.SCRIPT)
-    expect(page.locator(".empty-state")).to_contain_text(hostile.SCRIPT)
-    assert page.locator("#runs-q").input_value() == hostile.SCRIPT
+    page.locator("#runs-q").fill(hostile.SCRIPT_NOWHERE)
+    expect(page.locator(".empty-state")).to_contain_text(hostile.SCRIPT_NOWHERE)
+    assert page.locator("#runs-q").input_value() == hostile.SCRIPT_NOWHERE
 
     page.goto(f"{server.url}processes/{quote(hostile.PROCESS_ID, safe='')}")
     expect(page.locator("h1")).to_have_text(hostile.PROCESS_ID)

@@ -24,6 +24,8 @@ EVIL_TRACE_ID = '"><svg onload=alert(10) class=pwned>'
 PROCESS_ID = 'billing"><script class="pwned">alert(9)</script>'
 AGENT_ID = '"><img src=x onerror="alert(1)" class="pwned">'
 SCRIPT = '<script class="pwned">alert("script")</script>'
+# A search no run matches: a run matches a query whose every word it has, and none says "zeppelin".
+SCRIPT_NOWHERE = '<script class="pwned">zeppelin("script")</script>'
 CLOSE = '</script><script class="pwned">alert(4)</script>'
 
 # What a page would hold if any payload had become markup.

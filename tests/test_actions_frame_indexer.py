@@ -15,10 +15,11 @@ from starlette.testclient import TestClient
 from bench.gen_trace import generate
 from devtool.core.debugger import restore_snapshot
 from devtool.core.snapshot_tree import snapshot_id
-from devtool.store import Store, get_snapshot, load_file
+from devtool.store import Store, append_events, get_snapshot, load_file, span_keys
 from devtool.store.frame_index_tables import IndexState, index_state
 from devtool.web import create_app
 from devtool.web.settings import Settings
+from tests.conftest import Trace
 from tests.web_runs import html
 
 QUICK = Settings(rewind_index_events=1000, rewind_index_interval=0.05)
@@ -65,6 +66,29 @@ def test_a_big_run_is_indexed_and_rewound_from_its_index(store: Store, tmp_path:
             assert len(frames) == min(total, 100)
             assert page.css(".snap-counts dd")[0].text().replace(",", "") == str(total)
     assert index_state(store, small.trace_id) is None  # under 1,000 events: rewound from its events
+
+
+def test_a_big_run_gets_its_span_keys_and_a_run_that_grows_is_keyed_again(store: Store, tmp_path: Path) -> None:
+    trace = generate(tmp_path / "big.jsonl", events=4000, seed=14, concurrency=6)
+    load_file(store, trace.path)
+    with TestClient(create_app(store, QUICK)):
+        wait_for_index(store, trace.trace_id)
+        deadline = time.monotonic() + 30
+        while span_keys.runs_to_key(store, min_events=1000):
+            assert time.monotonic() < deadline, "the run was not keyed"
+            time.sleep(0.05)
+        with store.reader() as cursor:
+            assert span_keys.locate(cursor, trace.trace_id, [trace.orchestrator_span_id])
+        grown = Trace(trace.trace_id, start_ms=trace.last_ms + 10)
+        grown.point("sys:log", trace.orchestrator_span_id, message="one more line")
+        append_events(store, grown.events)
+        with store.reader() as cursor:  # grown: its keys are of the run as it was, not used
+            assert span_keys.locate(cursor, trace.trace_id, [trace.orchestrator_span_id]) is None
+        while span_keys.runs_to_key(store, min_events=1000):
+            assert time.monotonic() < deadline, "the grown run was not keyed again"
+            time.sleep(0.05)
+        with store.reader() as cursor:
+            assert span_keys.locate(cursor, trace.trace_id, [trace.orchestrator_span_id])
 
 
 def test_before_the_index_is_ready_a_rewind_makes_the_same_snapshot(store: Store, tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from devtool.actions.frame_indexer import build_index
 from devtool.actions.run_rewind import restore_from_index
 from devtool.core.debugger import restore_snapshot
 from devtool.core.errors import RestoreError
-from devtool.core.snapshot_tree import assemble, node_id, snapshot_id
+from devtool.core.snapshot_tree import assemble, node_id, referenced, snapshot_id
 from devtool.store import Store, get_snapshot, load_file
 from devtool.store.frame_index_tables import index_state, runs_to_index
 from devtool.store.snapshots import read_nodes, save_tree, snapshot_counts
@@ -54,7 +54,7 @@ def every_cut(store: Store, trace_id: str, events: list[dict[str, Any]], *, most
 
 def _with_stored(store: Store, nodes: dict[str, Any]) -> dict[str, Any]:
     """`nodes` and every stored node they point at."""
-    wanted = {child for node in nodes.values() for child in node["children"].values() if child not in nodes}
+    wanted = {child for node in nodes.values() for child in referenced(node) if child not in nodes}
     return {**read_nodes(store, wanted), **nodes}
 
 
@@ -194,3 +194,29 @@ def test_a_run_stored_out_of_time_order_is_not_indexed(store: Store, tmp_path: P
     load_file(store, late.write(tmp_path / "late.jsonl"))
     state = build_index(store, run.trace_id)
     assert (state.indexed, state.reason) == (False, "its events are not stored in time order (1 after later ones)")
+
+
+def test_what_a_rewind_makes_does_not_grow_with_the_frames_that_had_ended(store: Store, tmp_path: Path) -> None:
+    """The middle of a run four times longer seals four times the workers; a rewind there still
+    makes a few nodes of a few kilobytes (the orchestrator lists chunks, not its workers), the same
+    snapshot `restore_snapshot` makes."""
+    made: list[tuple[int, int, int]] = []
+    for events in (4000, 16000):
+        trace = generate(tmp_path / f"gen{events}.jsonl", events=events, seed=events)
+        load_file(store, trace.path)
+        assert build_index(store, trace.trace_id).indexed
+        span = store.query(
+            "SELECT span_id FROM spans WHERE trace_id = ? AND kind = 'agent' AND agent_id = 'worker' "
+            "ORDER BY start_ts LIMIT 1 OFFSET ?",
+            [trace.trace_id, trace.workers // 2],
+        )[0][0]
+        tree = restore_from_index(store, trace.trace_id, span, "after")
+        assert tree is not None
+        stored_id = save_tree(store, tree.top, tree.nodes)
+        assert stored_id == snapshot_id(restore_snapshot(_events(trace.path), span_id=span, anchor="after"))
+        written = sum(len(orjson.dumps(node)) for node in tree.nodes.values())
+        made.append((trace.workers, len(tree.nodes), written))
+    (small_workers, small_nodes, small_bytes), (big_workers, big_nodes, big_bytes) = made
+    assert big_workers > 3.5 * small_workers
+    assert big_nodes <= small_nodes + 3
+    assert big_bytes < 1.5 * small_bytes

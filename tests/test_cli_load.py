@@ -149,3 +149,14 @@ def test_load_needs_files(devtool: DevtoolRunner) -> None:
     result = devtool("load")
     assert result.returncode == 2
     assert "the following arguments are required: FILES" in result.stderr
+
+
+def test_the_memory_limit_option_reaches_duckdb(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    t = Trace()
+    t.end(t.start("agent"))
+    db = tmp_path / "s.duckdb"
+    loaded = devtool("load", "--db", str(db), "--memory-limit", "300MiB", str(t.write(tmp_path / "t.jsonl")))
+    assert loaded.returncode == 0, loaded.stderr
+    refused = devtool("load", "--db", str(db), "--memory-limit", "much", str(tmp_path / "t.jsonl"))
+    assert refused.returncode != 0
+    assert "Memory must have a number" in refused.stderr

@@ -6,11 +6,17 @@ through the store, where the index lives: tests/test_actions_run_rewind.py.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
-from devtool.core.frame_index import NO_PARENT, ROOT, NotIndexable, index_run
+from bench.gen_trace import generate
+from devtool.core.frame_index import NO_PARENT, ROOT, Batch, NotIndexable, index_run, index_stream
+from devtool.core.restore import IGNORED_TYPES
+from devtool.core.snapshot_tree import FANOUT, referenced
 from tests.conftest import Trace
 
 
@@ -85,3 +91,31 @@ def test_what_is_not_indexed_says_why() -> None:
         index_run([(1, run.events[0]), (2, run.events[1]), (3, other.events[1])])
     with pytest.raises(NotIndexable, match="no agent started in it"):
         index_run([])
+
+
+def test_frames_are_handed_over_while_the_run_is_walked_a_chunk_of_references_at_most(tmp_path: Path) -> None:
+    """The index holds the frames still open, not the run: what is final is handed over as it becomes
+    final, and no node, the orchestrator's included, holds more than a chunk of references."""
+    generated = generate(tmp_path / "run.jsonl", events=6000, seed=2)
+    events = [orjson.loads(line) for line in generated.path.read_bytes().splitlines()]
+    rows = [(n, event) for n, event in enumerate(events, start=1) if event["type"] not in IGNORED_TYPES]
+    walked = 0
+
+    def counted() -> Iterator[tuple[int, dict[str, Any]]]:
+        nonlocal walked
+        for row in rows:
+            walked += 1
+            yield row
+
+    handed: list[tuple[int, Batch]] = []
+    index_stream(counted(), lambda batch: handed.append((walked, batch)), batch=20)
+    assert len(handed) > generated.workers // 20
+    assert handed[0][0] < len(rows) / 5  # the first frames long before the run's end
+    assert all(len(batch.frames) <= 20 for _, batch in handed)
+    nodes = [node for _, batch in handed for node in batch.nodes.values()]
+    assert all(len(referenced(node)) <= FANOUT for node in nodes)
+    chunks = [chunk for _, batch in handed for chunk in batch.chunks]
+    orchestrator = next(f for _, b in handed for f in b.frames if f.call_id == "root/agent:orchestrator:0")
+    assert {chunk.frame for chunk in chunks} == {orchestrator.index}
+    assert len(chunks) == generated.workers // FANOUT  # every full chunk of its workers
+    assert sorted(chunk.position for chunk in chunks) == list(range(len(chunks)))

@@ -6,11 +6,37 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from devtool.store import Store, StoreError, StoreLockedError, append_events, database
 from devtool.store.schema import MIGRATIONS
 from tests.conftest import Trace
+
+
+def old_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int, events: list[dict[str, object]]) -> Path:
+    """A store at schema `version` holding `events`: appended by today's code to a new store, their
+    rows copied into one made by the first `version` migrations (the columns it has)."""
+    new = Store(tmp_path / "new.duckdb")
+    append_events(new, events)
+    new.close()
+    path = tmp_path / "old.duckdb"
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:version])
+    Store(path).close()
+    monkeypatch.undo()
+    with duckdb.connect(str(path)) as conn:
+        conn.execute(f"ATTACH '{tmp_path / 'new.duckdb'}' AS new (READ_ONLY)")
+        for table in ("sources", "events", "spans", "runs"):
+            columns = ", ".join(
+                row[0]
+                for row in conn.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'old' "
+                    "AND table_name = ? ORDER BY ordinal_position",
+                    [table],
+                ).fetchall()
+            )
+            conn.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM new.{table}")
+    return path
 
 
 def test_a_new_file_is_at_the_latest_schema_version(tmp_path: Path) -> None:
@@ -55,7 +81,6 @@ def test_migration_5_counts_a_stored_runs_spans_as_its_page_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A store written before migration 5 counted every span: instants, prompt loops, model calls.
-    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:4])
     t = Trace()
     root = t.start("agent")
     loop = t.start("promptAgent", root)
@@ -63,16 +88,10 @@ def test_migration_5_counts_a_stored_runs_spans_as_its_page_does(
     t.end(loop)
     t.point("error", root, error={"message": "boom"})
     t.end(root, success=False)
-    store = Store(tmp_path / "s.duckdb")
-    with store.writer() as conn:  # today's appends write event_key (migration 6): an old store had none
-        conn.execute("ALTER TABLE events ADD COLUMN event_key UBIGINT")
-    append_events(store, t.events)
-    with store.writer() as conn:
+    path = old_store(tmp_path, monkeypatch, 4, t.events)
+    with duckdb.connect(str(path)) as conn:
         conn.execute("UPDATE runs SET spans = 4, failed = 3")
-        conn.execute("ALTER TABLE events DROP COLUMN event_key")
-    store.close()
-    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS)
-    reopened = Store(tmp_path / "s.duckdb")
+    reopened = Store(path)
     try:
         assert reopened.query("SELECT spans, failed FROM runs") == [(1, 1)]
     finally:
@@ -121,19 +140,25 @@ def test_a_transaction_that_raises_writes_nothing(store: Store) -> None:
     assert store.query("SELECT count(*) FROM snapshots") == [(0,)]
 
 
+def test_duckdb_is_held_to_a_memory_limit_and_told_where_to_spill(tmp_path: Path) -> None:
+    """DuckDB's own default is most of the machine: a store asks for 1 GiB unless told otherwise."""
+    default = Store(tmp_path / "a.duckdb")
+    chosen = Store(tmp_path / "b.duckdb", memory_limit="256MiB")
+    try:
+        limit = "SELECT current_setting('memory_limit'), current_setting('temp_directory')"
+        assert default.query(limit) == [("1.0 GiB", f"{tmp_path / 'a.duckdb'}.tmp")]
+        assert chosen.query(limit)[0][0] == "256.0 MiB"
+    finally:
+        default.close()
+        chosen.close()
+    with pytest.raises(StoreError, match="Memory must have a number"):
+        Store(tmp_path / "c.duckdb", memory_limit="lots")
+
+
 def test_migration_6_gives_stored_events_their_identity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:5])
     t = Trace()
     t.start("agent")
-    store = Store(tmp_path / "s.duckdb")
-    with store.writer() as conn:
-        conn.execute("ALTER TABLE events ADD COLUMN event_key UBIGINT")
-    append_events(store, t.events)
-    with store.writer() as conn:
-        conn.execute("ALTER TABLE events DROP COLUMN event_key")
-    store.close()
-    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS)
-    reopened = Store(tmp_path / "s.duckdb")
+    reopened = Store(old_store(tmp_path, monkeypatch, 5, t.events))
     try:
         # An event stored before the migration is known by its key: sent again, it is not stored again.
         assert append_events(reopened, t.events) == [None]

@@ -17,7 +17,7 @@ EPOCH = 1_000_000_000_000.0
 def run(name: str, *, at: float, failed: bool = False, running: bool = False, note: str = "") -> Trace:
     t = Trace(start_ms=at)
     root = t.start("runWith")
-    agent = t.start("agent", root, agentId=name, note=note)
+    agent = t.start("agent", root, agentId=name, props={"note": note})
     call = t.start("model:call", agent)
     t.end(call, usage={"promptTokens": 10, "completionTokens": 5})
     t.end(agent, success=not failed)
@@ -68,8 +68,11 @@ def test_search_by_name_agent_content_and_id(store: Store, runs: dict[str, Trace
     assert [r.name for r in list_runs(store, search="STREAM")] == ["streamer"]
     assert [r.name for r in list_runs(store, search="acme-42")] == ["billing-ops"]  # in an entry's data
     assert [r.name for r in list_runs(store, search=runs["failed"].trace_id[-10:])] == ["breaker"]
-    assert [r.name for r in list_runs(store, search="50% off_")] == ["archivist"]  # % and _ are literal
-    assert list_runs(store, search="50%_off") == []
+    # A trace's text by its words: each of the query's, in any order, part of one of the run's.
+    assert [r.name for r in list_runs(store, search="50% off_")] == ["archivist"]
+    assert [r.name for r in list_runs(store, search="SALE 50")] == ["archivist"]
+    assert [r.name for r in list_runs(store, search="ale")] == ["archivist"]
+    assert list_runs(store, search="50 offsale") == []
     assert list_runs(store, search="nothing like this") == []
     assert list_runs(store, search="acme-42", content=False) == []  # names and ids only
     assert [r.name for r in list_runs(store, search="STREAM", content=False)] == ["streamer"]

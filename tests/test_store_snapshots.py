@@ -5,21 +5,33 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from typing import Any
 
 import pytest
 
 from devtool.core.debugger import restore_snapshot
 from devtool.core.jsonvalue import canonical_json
+from devtool.core.snapshot_tree import FANOUT, split
 from devtool.core.snapshot_tree import snapshot_id as tree_id
-from devtool.core.snapshot_tree import split
 from devtool.store import NotFoundError, Store, StoreError, get_snapshot, list_snapshots, save_snapshot
-from devtool.store.snapshots import frame_page, snapshot_counts
+from devtool.store.snapshots import ChildIds, frame_page, snapshot_counts
 from tests.conftest import CORPUS
 
 
 def restored(scenario: str = "nested") -> dict[str, object]:
     path = CORPUS / "rejelly" / f"{scenario}.trace.jsonl"
     return dict(restore_snapshot([json.loads(line) for line in path.read_text().splitlines()]))
+
+
+def depth_first(snapshot: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """The snapshot's frames with their depths, in the order its page lists them."""
+    frames = []
+    stack = [(0, snapshot["root"])]
+    while stack:
+        depth, frame = stack.pop()
+        frames.append((depth, frame))
+        stack.extend((depth + 1, child) for child in reversed(list(frame["children"].values())))
+    return frames
 
 
 def test_the_id_is_the_hash_of_the_content_tree_and_saving_twice_keeps_one(store: Store) -> None:
@@ -99,12 +111,7 @@ def test_what_cannot_be_saved(store: Store) -> None:
 def test_a_page_of_frames_reads_the_tree_in_depth_first_order(store: Store) -> None:
     snapshot = restored("nested")
     stored = get_snapshot(store, save_snapshot(store, snapshot))
-    frames = []
-    stack = [(0, snapshot["root"])]
-    while stack:
-        depth, frame = stack.pop()
-        frames.append((depth, frame))
-        stack.extend((depth + 1, child) for child in reversed(list(frame["children"].values())))
+    frames = depth_first(snapshot)
     assert len(frames) > 4
     assert snapshot_counts(store, stored).frames == len(frames)
     for offset in range(len(frames) + 1):
@@ -134,3 +141,34 @@ def test_a_snapshot_stored_whole_before_trees_is_read_as_one(store: Store) -> No
     assert snapshot_counts(store, stored).frames == len(frame_page(store, stored, offset=0, limit=1000))
     assert store.query("SELECT root_id IS NOT NULL FROM snapshots") == [(True,)]
     assert get_snapshot(store, legacy_id).snapshot == snapshot
+
+
+def wide_snapshot(children: int) -> dict[str, Any]:
+    """The nested corpus run with `children` more agents under its root, one of them with a child."""
+    snapshot = restored("nested")
+    template = next(iter(snapshot["root"]["children"].values()))
+    extra = {}
+    for n in range(children):
+        call_id = f"root/agent:extra:{n}"
+        extra[call_id] = {**copy.deepcopy(template), "callId": call_id, "memory": {"n": n}, "children": {}}
+    extra["root/agent:extra:100"]["children"] = {"inner": {**copy.deepcopy(template), "callId": "inner"}}
+    snapshot["root"]["children"].update(extra)
+    return snapshot
+
+
+def test_a_frame_of_thousands_of_children_is_stored_in_chunks_and_paged_through_them(store: Store) -> None:
+    snapshot = wide_snapshot(FANOUT * FANOUT + 70)  # two levels of chunks
+    stored = get_snapshot(store, save_snapshot(store, snapshot))
+    assert stored.info.snapshot_id == tree_id(snapshot)
+    assert stored.snapshot == snapshot
+    assert store.query("SELECT count(*) FROM snapshot_nodes WHERE body->>'chunk' IS NOT NULL")[0][0] > FANOUT
+    frames = depth_first(snapshot)
+    assert snapshot_counts(store, stored).frames == len(frames)
+    for offset in (0, 1, 5, 100, 101, 102, FANOUT * 40 + 3, len(frames) - 2):
+        page = frame_page(store, stored, offset=offset, limit=30)
+        expected = frames[offset : offset + 30]
+        assert [(depth, node["callId"]) for _, depth, node in page] == [(d, f["callId"]) for d, f in expected]
+        assert [len(node["children"]) for _, _, node in page] == [len(f["children"]) for _, f in expected]
+    root = frame_page(store, stored, offset=0, limit=1)[0][2]
+    assert isinstance(root["children"], ChildIds)
+    assert list(root["children"]) == list(snapshot["root"]["children"])

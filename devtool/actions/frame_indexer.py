@@ -1,7 +1,11 @@
-"""Frame indexes of big runs: building one (`build_index`), and the server's thread that builds them.
+"""Frame indexes of big runs: building one (`build_index`), and the server's thread that builds them
+(and the span keys that find a big run's spans without scanning them, `devtool.store.span_keys`).
 
-`build_index` walks a run once (`devtool.core.frame_index.index_run`) and stores what it found
-(`devtool.store.frame_index_tables`), or why the run cannot be indexed. `FrameIndexer` is the server's
+`build_index` walks a run once (`devtool.core.frame_index.index_stream`), reading its events a range
+of ids at a time, and stores what the walk hands over as it goes, a batch at a time under a new build
+number, which the run's row names at the end (`devtool.store.frame_index_tables`), or records why the
+run cannot be indexed. Neither the walk nor the writes hold the run: memory and write-lock holds are
+those of a batch. `FrameIndexer` is the server's
 background thread: a run of at least `Settings.rewind_index_events` events is indexed once it has
 stopped growing: its last event is the same at two looks `rewind_index_interval` s
 apart, so a live run is not indexed again at every batch. Indexing a run of a million events takes
@@ -16,16 +20,19 @@ import logging
 import threading
 import time
 
-from devtool.core.frame_index import NotIndexable, RunIndex, index_run
+from devtool.core.frame_index import DUPLICATE_CALL_ID, NotIndexable, index_stream
 from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS
-from devtool.store import Store, StoreError
+from devtool.store import Store, StoreError, span_keys
 from devtool.store.collector import collector_paused
 from devtool.store.frame_index_tables import (
+    BatchWriter,
     IndexState,
+    duplicate_call_id,
     events_out_of_time_order,
+    finish_index,
     last_event_of,
+    new_build,
     runs_to_index,
-    write_index,
 )
 from devtool.store.queries.events import iter_run_rows
 
@@ -37,18 +44,25 @@ def build_index(store: Store, trace_id: str) -> IndexState:
     A run that cannot be indexed gets a row saying why, so it is not tried again until it grows."""
     began = time.perf_counter()
     last_event_id = last_event_of(store, trace_id)
-    index: RunIndex | None = None
-    reason: str | None = None
+    build = new_build(store)
+    writer = BatchWriter(store, trace_id, build)
+    events, reason = 0, None
     with collector_paused():
         try:
             # Restore reads a run by timestamp; the index compares events by id: the two orders must agree.
             late = events_out_of_time_order(store, trace_id)
             if late:
                 raise NotIndexable(f"its events are not stored in time order ({late} after later ones)")
-            index = index_run(iter_run_rows(store, trace_id, skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS))
+            rows = iter_run_rows(store, trace_id, skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS, by_id=True)
+            events = index_stream(rows, writer)
+            duplicate = duplicate_call_id(store, trace_id, build)
+            if duplicate is not None:
+                raise NotIndexable(DUPLICATE_CALL_ID.format(call_id=duplicate[:80]))
         except NotIndexable as exc:
             reason = str(exc)
-        return write_index(store, trace_id, last_event_id, index, reason, began=began)
+        return finish_index(
+            store, trace_id, build, last_event_id, events=events, frames=writer.frames, reason=reason, began=began
+        )
 
 
 class FrameIndexer:
@@ -78,17 +92,32 @@ class FrameIndexer:
         failed: dict[str, int] = {}  # runs whose index could not be built, tried again once they grow
         while not self._stopping.is_set():
             try:
-                due = runs_to_index(self.store, min_events=self.min_events)
+                to_key = span_keys.runs_to_key(self.store, min_events=self.min_events)
+                to_index = runs_to_index(self.store, min_events=self.min_events)
             except StoreError as exc:
                 logger.warning("devtool: frame indexer: %s", exc)
-                due = {}
+                to_key, to_index = {}, {}
+            due = {**to_key, **to_index}
             for trace_id, last_event_id in due.items():
                 if self._stopping.is_set():
                     return
-                if seen.get(trace_id) == last_event_id and failed.get(trace_id) != last_event_id:
+                if seen.get(trace_id) != last_event_id or failed.get(trace_id) == last_event_id:
+                    continue  # still growing, or failed as it is
+                # The keys first: seconds, and every page of the run is faster once they are there.
+                if trace_id in to_key:
+                    self._key(trace_id, last_event_id, failed)
+                if trace_id in to_index:
                     self._index(trace_id, last_event_id, failed)
             seen = due
             self._stopping.wait(self.interval)
+
+    def _key(self, trace_id: str, last_event_id: int, failed: dict[str, int]) -> None:
+        try:
+            span_keys.key_run(self.store, trace_id)
+        except Exception:  # a bug or a store error here must stop neither the server nor other runs
+            failed[trace_id] = last_event_id
+            if not self._stopping.is_set():
+                logger.exception("devtool: span keys of run %s failed", trace_id)
 
     def _index(self, trace_id: str, last_event_id: int, failed: dict[str, int]) -> None:
         try:

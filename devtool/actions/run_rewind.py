@@ -2,8 +2,9 @@
 
 This is the one place that decides how a cut is made. A big run with a fresh frame index (built in
 the background by `frame_indexer`) is rewound from it: the frames the cut leaves open are rebuilt
-from their own events (`core.frame_index.restore_open`), and every frame that had ended is a node
-prepared once, so a cut costs about the same early or late in a run of a million events. Any other
+from their own events (`core.frame_cut.restore_open`), and every frame that had ended is a node
+prepared once (and a wide frame's children that had all ended, a chunk prepared once), so a cut
+costs about the same early or late in a run of any size. Any other
 run, a run that grew since it was indexed, and a cut the index does not make, are rewound by
 `restore_snapshot` over the run's events: the store hands it only what it reads (the events up to
 the cut, without the types restore ignores, both left out in DuckDB). Both ways give the same
@@ -19,7 +20,7 @@ from typing import Literal
 
 from devtool.core import RestoreError
 from devtool.core.debugger import restore_snapshot
-from devtool.core.frame_index import OpenTree, restore_open
+from devtool.core.frame_cut import OpenTree, restore_open
 from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS, RestoreWarning
 from devtool.store import Store, save_snapshot
 from devtool.store.collector import collector_paused
@@ -77,7 +78,13 @@ def restore_from_index(store: Store, trace_id: str, span_id: str, anchor: Anchor
             return None
         try:
             return restore_open(
-                cut.rows, span_id=span_id, anchor=anchor, open_frames=cut.open_frames, sealed=cut.sealed
+                cut.rows,
+                span_id=span_id,
+                anchor=anchor,
+                open_frames=cut.open_frames,
+                sealed=cut.sealed,
+                chunks=cut.chunks,
+                children=cut.children,
             )
         except RestoreError:
             return None

@@ -33,6 +33,12 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="the DuckDB file to use (default: $DEVTOOL_DB, else ~/.local/share/devtool/devtool.duckdb)",
     )
+    parser.add_argument(
+        "--memory-limit",
+        default=None,
+        metavar="SIZE",
+        help="the most memory DuckDB may use, beyond which it spills to <db>.tmp (default 1GiB; e.g. 512MiB, 4GiB)",
+    )
 
 
 def require_web_extra() -> None:
@@ -50,6 +56,7 @@ def open_store(args: argparse.Namespace) -> Store:
     from devtool.store import Store, StoreError
 
     try:
-        return Store(args.db or default_db_path())
+        limit = getattr(args, "memory_limit", None)
+        return Store(args.db or default_db_path(), **({"memory_limit": limit} if limit else {}))
     except StoreError as exc:
         raise CliError(str(exc)) from exc

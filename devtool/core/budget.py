@@ -177,8 +177,59 @@ def merged(totals: Iterable[BudgetTotals]) -> BudgetTotals:
     return result
 
 
+class PlacedTotals:
+    """The sum of children's totals added in any order, read back as `merged` gives it over them in
+    the order of their positions: a model, a currency or a detail is listed where it first appears.
+    Holds one sum and the first place of each name, however many children were added."""
+
+    def __init__(self) -> None:
+        self._sum: BudgetTotals = merged([])
+        self._first: dict[tuple[str, object], tuple[int, int]] = {}
+
+    def add(self, position: int, totals: BudgetTotals) -> None:
+        self._sum = merged([self._sum, totals])
+        _note_names(self._first, position, totals)
+
+    def merged_with(self, placed: Iterable[tuple[int, BudgetTotals]]) -> BudgetTotals:
+        """The sum of what was added and of `placed` (`(position, totals)`), in the order of positions."""
+        first = dict(self._first)
+        parts = [self._sum]
+        for position, totals in placed:
+            parts.append(totals)
+            _note_names(first, position, totals)
+        result = merged(parts)
+
+        def order(kind: str) -> Any:
+            return lambda name: first.get((kind, name), (0, 0))
+
+        result["costs"] = {name: result["costs"][name] for name in sorted(result["costs"], key=order("costs"))}
+        result["items"] = sorted(result["items"], key=lambda item: order("items")(_item_key(item)))
+        if "details" in result:
+            details = result["details"]
+            result["details"] = {name: details[name] for name in sorted(details, key=order("details"))}
+        return result
+
+
+def _note_names(first: dict[tuple[str, object], tuple[int, int]], position: int, totals: BudgetTotals) -> None:
+    """Keep the earliest place (position, then order within) of each name `totals` lists."""
+    named: list[tuple[str, list[object]]] = [
+        ("costs", list(totals["costs"])),
+        ("items", [_item_key(item) for item in totals["items"]]),
+        ("details", list(totals.get("details") or {})),
+    ]
+    for kind, names in named:
+        for index, name in enumerate(names):
+            known = first.get((kind, name))
+            if known is None or (position, index) < known:
+                first[(kind, name)] = (position, index)
+
+
+def _item_key(item: Mapping[str, Any]) -> tuple[str, str]:
+    return (str(item.get("name")), str(item.get("provider")))
+
+
 def _add_item(items: dict[tuple[str, str], dict[str, Any]], item: dict[str, Any]) -> None:
-    key = (str(item.get("name")), str(item.get("provider")))
+    key = _item_key(item)
     into = items.get(key)
     if into is None:
         items[key] = copy.deepcopy(item)

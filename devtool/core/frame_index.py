@@ -4,55 +4,55 @@
 middle is a walk of half a million, though most of the frames it rebuilds (agents that had long
 ended) are the same at every later cut. So:
 
-`index_run` walks the whole run once, with `restore_snapshot`'s own `Walk`, and records for each frame
-the event that made it (`created`), the last event that changed it or any frame under it (`last`),
-the events applied to it (`events`: each event's action says which frame it changed), and the node
-of its subtree as the run ends (`snapshot_tree`). At any cut that includes `last`, the frame is
-exactly that node: it is *sealed*. The frames a cut leaves *open* (made before it, changed after it:
-the root, the agents running at the cut and their ancestors) are few.
+`index_stream` walks the whole run once, with `restore_snapshot`'s own `Walk`, and records for each
+frame the event that made it (`created`), the last event that changed it or any frame under it
+(`last`), the events applied to it (`events`: each event's action says which frame it changed), its
+place among its parent's children (`position`), and the node of its subtree as the run ends
+(`snapshot_tree`). At any cut that includes `last`, the frame is exactly that node: it is *sealed*.
+The frames a cut leaves *open* (made before it, changed after it: the root, the agents running at the
+cut and their ancestors) are few, and `frame_cut.restore_open` rebuilds a cut from them.
 
-`restore_open` then rebuilds the snapshot at a cut from the open frames' own events only, with the
-same `Walk`, and puts each open frame's sealed children back in their place as node ids. Why the
-short walk gives the full walk's frames: an open frame's ancestors are open (`last` covers the
-subtree), so every event applied to an open frame is walked, and the walk finds the same frame for
-it: through a span id registered by an event of that same frame, or else as the innermost running
-agent (that guess chose an open frame, so every agent started after it had stopped running by then:
-the open ones the short walk has, as they did in the full walk; the sealed ones it does not have).
-Sealed frames are only placed, never walked. The cut event's own frame, if it changed one, is
-treated as open, so the cut is applied where it belongs. The callId the full walk gave each open
-frame is handed to the short one: a frame without a callId in its events is numbered among all its
-parent's children, sealed ones included.
+Memory does not grow with the run: a frame is handed to the caller's sink and forgotten as soon as
+it is final, which is when its own end event has come and every child of it is final. Its journals,
+memory and children go, and so do its spans in the walk's span map; a later event that reaches it
+(an event after its agent's end) makes the run `NotIndexable`, as the frame's node would be wrong.
+A frame's final children are folded into chunk nodes as soon as a chunk's worth is final
+(`snapshot_tree.child_refs`), each chunk handed over with the last event that changed anything under
+it (`IndexedChunk`): an orchestrator of a million agents holds a few chunks' references, not a
+million, and a rewind reuses every chunk its cut seals whole. What is still open when the run ends
+(running agents, the root) is made final then.
 
-A run is indexed only when this reasoning holds plainly (`NotIndexable` says why not): every event
-well-formed (restore skips nothing), stored in time order, no span id or callId used by two agents
-(a later one would replace the first where the short walk could not know). Other runs, and any cut
-`restore_open` cannot make (it raises `RestoreError`: a `before` cut with no earlier event of an open
-frame, which the walk would take for the run's first), are rewound by `restore_snapshot` over their
-events: slower, the same snapshot. tests/test_actions_run_rewind.py checks the two are equal at
-every cut of the corpus traces, of a generated run and of runs with restore's repairs.
+A run is indexed only when the reasoning of `frame_cut` holds plainly (`NotIndexable` says why
+not): every event well-formed (restore skips nothing), stored in time order, no span id or callId
+used by two agents (a later one would replace the first where the short walk could not know; the
+store checks callIds once the frames are written, `DUPLICATE_CALL_ID`). Other runs are rewound by
+`restore_snapshot` over their events: slower, the same snapshot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-from devtool.core.budget import BudgetTotals, empty_budget_state
-from devtool.core.errors import RestoreError
+from devtool.core.budget import BudgetTotals, PlacedTotals
 from devtool.core.jsonvalue import JSON
 from devtool.core.restore_frames import RestoredFrame
 from devtool.core.restore_timeline import Event, Skipped
-from devtool.core.restore_walk import Anchor, Walk, usable
-from devtool.core.snapshot import Status
-from devtool.core.snapshot_tree import Node, node_id
+from devtool.core.restore_walk import Walk, _Run, usable
+from devtool.core.snapshot import ROOT_CALL_ID, Status
+from devtool.core.snapshot_tree import FANOUT, Node, NodeCounts, child_refs, node_id, referenced, subtree_counts
 
 ROOT: Final = 0  # the root frame's index; its parent is NO_PARENT
 NO_PARENT: Final = -1
+BATCH: Final = 2000  # frames handed to the sink at a time
+_COMPACT: Final = 4096  # frames made final between two prunings of the walk's stack of agents
+
+DUPLICATE_CALL_ID = "callId {call_id!r} is used by two agents of one parent"
 
 
 class NotIndexable(Exception):
-    """A run `index_run` does not index (its rewinds walk all its events); the message says why."""
+    """A run `index_stream` does not index (its rewinds walk all its events); the message says why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +61,7 @@ class IndexedFrame:
 
     index: int  # creation order; the root is 0
     parent: int  # the index of the frame it was added to (NO_PARENT for the root)
+    position: int  # its place among its parent's children
     call_id: str
     created: int  # id of the event that made it (0 for the root, there from the start)
     last: int  # id of the last event that changed it or a frame under it
@@ -70,55 +71,63 @@ class IndexedFrame:
     error: JSON
 
 
+@dataclass(frozen=True, slots=True)
+class IndexedChunk:
+    """A full chunk of a frame's children (`snapshot_tree.child_refs`), as the run ends: the same
+    node at every cut that includes `last` and at which the frame has more children than it holds."""
+
+    frame: int
+    level: int
+    position: int
+    last: int  # the last event that changed any frame under it
+    running: bool  # whether a frame it holds is still running as the run ends
+    node: str
+
+
+@dataclass
+class Batch:
+    """What the walk hands over at a time: final frames, their nodes (children first) and counts, chunks."""
+
+    frames: list[IndexedFrame] = field(default_factory=list)
+    chunks: list[IndexedChunk] = field(default_factory=list)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    counts: dict[str, NodeCounts] = field(default_factory=dict)
+
+
+Sink = Callable[[Batch], None]
+
+
 @dataclass(frozen=True)
 class RunIndex:
+    """A whole run's index, collected (`index_run`): for tests and small runs."""
+
     frames: list[IndexedFrame]  # in creation order: a parent before its children
-    nodes: dict[str, Node]  # each frame's node as the run ends, by id (children before parents)
+    chunks: list[IndexedChunk]
+    nodes: dict[str, Node]  # each frame's (and chunk's) node as the run ends, children before parents
     events: int  # events walked
 
 
-class SealedChild(RestoredFrame):
-    """A frame the cut includes whole, placed under its open parent as its node id. Of a frame it
-    has only what placing it needs: the root's status may depend on its children's status and error.
-
-    A cut in the middle of a big run has tens of thousands of these, so they are made straight from
-    the index's rows, without the journals and children a walked frame starts with.
-    """
-
-    __slots__ = ("aggregate", "created", "node", "parent")
-
-    def __init__(
-        self,
-        parent: int,
-        created: int,
-        call_id: str,
-        node: str,
-        status: Status,
-        error: JSON,
-        aggregate: BudgetTotals | None = None,
-    ) -> None:
-        # No RestoredFrame.__init__: its empty memory, journals and children would never be read.
-        self.parent, self.created, self.call_id, self.node = parent, created, call_id, node
-        self.status, self.error = status, error
-        # Its node's `budgetState.aggregate`, which its open parent's aggregate adds up.
-        self.aggregate = aggregate or empty_budget_state()["aggregate"]
-
-    def aggregate_totals(self) -> BudgetTotals:
-        return self.aggregate
-
-
-@dataclass(frozen=True)
-class OpenTree:
-    """A snapshot restored by `restore_open`: its top (root as a node id) and the nodes it made."""
-
-    top: dict[str, Any]
-    nodes: dict[str, Node]  # the open frames' nodes, children first; sealed ones are stored already
-
-
 def index_run(rows: Iterable[tuple[int, Event]]) -> RunIndex:
+    """`index_stream` collected whole, with the check of callIds a store makes of the frames it wrote."""
+    batches: list[Batch] = []
+    events = index_stream(rows, batches.append)
+    frames = sorted((frame for batch in batches for frame in batch.frames), key=lambda frame: frame.index)
+    seen: set[tuple[int, str]] = set()
+    for frame in frames:
+        if (frame.parent, frame.call_id) in seen:
+            raise NotIndexable(DUPLICATE_CALL_ID.format(call_id=frame.call_id[:80]))
+        seen.add((frame.parent, frame.call_id))
+    chunks = [chunk for batch in batches for chunk in batch.chunks]
+    nodes = {key: node for batch in batches for key, node in batch.nodes.items()}
+    return RunIndex(frames, chunks, nodes, events)
+
+
+def index_stream(rows: Iterable[tuple[int, Event]], sink: Sink, *, batch: int = BATCH) -> int:
     """Index one run from its `(event_id, event)` rows in restore order (time, then id), without
-    the types restore ignores; `NotIndexable` when the run is not one `restore_open` can rewind."""
-    walk = _IndexWalk(Skipped())
+    the types restore ignores, handing what is final to `sink` about `batch` frames at a time;
+    return how many events were walked. `NotIndexable` when the run is not one a rewind can be made
+    from (what was handed over is then of no use)."""
+    walk = _IndexWalk(Skipped(), sink, batch)
     previous = -1
     count = 0
     for event_id, event in rows:
@@ -142,179 +151,262 @@ def index_run(rows: Iterable[tuple[int, Event]]) -> RunIndex:
             raise NotIndexable(f"span id {span[:40]!r} is used by two frames")
         if frame is not None:
             walk.applied(frame, event_id)
-    return walk.index(count)
+    walk.finish()
+    return count
 
 
-def restore_open(
-    rows: Sequence[tuple[int, Event]],
-    *,
-    span_id: str,
-    anchor: Anchor,
-    open_frames: Sequence[IndexedFrame],
-    sealed: Iterable[SealedChild],
-) -> OpenTree:
-    """The snapshot of an indexed run at a cut, as a tree. `rows`: the open frames' events before
-    the cut, then the cut event itself, with their ids, in restore order; `open_frames`: the frames
-    the cut leaves open (the root among them); `sealed`: the sealed children of open frames.
+class _Owners(dict[str, RestoredFrame]):
+    """The walk's span map, which forgets the spans of final frames but knows them still: an event
+    that reaches one would change a frame already handed over."""
 
-    `RestoreError` when the short walk cannot make this cut (the caller then restores from every
-    event, which also says why a cut is impossible, in `restore_snapshot`'s words).
-    """
-    made = {frame.created: frame for frame in open_frames if frame.index != ROOT}
-    by_id = {event_id: _with_call_id(event, made.get(event_id)) for event_id, event in rows}
-    walked = list(by_id.values())
-    walk = Walk(Skipped())
-    cut = walk.run(walked, span_id, anchor)
-    run = walk.runs.get(cut["trace"].get("traceId"))
-    if run is None:
-        raise RestoreError("Restore failed: the cut's run is not among the events given")
-    frames: dict[int, RestoredFrame] = {ROOT: run.root}
-    for frame in open_frames:
-        if frame.index == ROOT:
-            continue
-        made_by = by_id.get(frame.created)
-        restored = walk.owner.get(made_by["trace"]["spanId"]) if made_by is not None else None
-        if restored is None or restored.call_id != frame.call_id:
-            raise RestoreError(f"Restore failed: frame {frame.call_id} was not rebuilt by the short walk")
-        frames[frame.index] = restored
-    _place_children(frames, open_frames, sealed)
-    nodes: dict[str, Node] = {}
-    root_id = _node(walk.settled_root(cut), nodes)
-    return OpenTree(walk.envelope(cut, anchor, root_id), nodes)
+    def __init__(self) -> None:
+        super().__init__()
+        self.sealed: set[int] = set()  # hashes of the forgotten spans (a collision only refuses the index)
+
+    def __setitem__(self, span: str, frame: RestoredFrame) -> None:
+        super().__setitem__(span, frame)
+        if isinstance(frame, _Tracked):
+            frame.spans.append(span)
+
+    def get(self, span: str, default: Any = None) -> Any:
+        found = super().get(span)
+        if found is None:
+            self._check(span)
+            return default
+        return found
+
+    def __contains__(self, span: object) -> bool:
+        if super().__contains__(span):
+            return True
+        self._check(span)
+        return False
+
+    def forget(self, frame: _Tracked) -> None:
+        for span in frame.spans:
+            if super().get(span) is frame:
+                del self[span]
+                self.sealed.add(hash(span))
+        frame.spans = []
+
+    def _check(self, span: object) -> None:
+        if isinstance(span, str) and hash(span) in self.sealed:
+            raise NotIndexable(f"an event reaches span {span[:40]!r} of an agent after it ended")
+
+
+class _Kids:
+    """A frame's children as they are added and become final: final ones wait in `entries` until
+    their chunk is full and all final, then become that chunk (`known`), and so on up the levels.
+    A level is folded only once the frame has more children than the level below holds (before
+    that, a frame's node lists the level below, or its children themselves)."""
+
+    __slots__ = ("acc", "count", "entries", "known", "unsealed")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.unsealed = 0
+        self.entries: dict[int, tuple[str, str]] = {}
+        self.known: dict[tuple[int, int], str] = {}
+        self.acc: dict[tuple[int, int], list[Any]] = {}  # (level, position) -> [final members, last, running]
+
+    def add(self, walk: _IndexWalk, frame: int) -> int:
+        position = self.count
+        self.count += 1
+        self.unsealed += 1
+        level = 0
+        while FANOUT ** (level + 1) < self.count:
+            if self.count == FANOUT ** (level + 1) + 1:  # the level is in use from now: fold its first chunk
+                self._fold(walk, frame, level, 0)
+            level += 1
+        return position
+
+    def sealed(self, walk: _IndexWalk, frame: int, child: _Tracked, key: str) -> None:
+        self.unsealed -= 1
+        self.entries[child.position] = (child.call_id, key)
+        self._member(walk, frame, 0, child.position // FANOUT, child.last, child.status == "running")
+
+    def refs(self, nodes: dict[str, Node]) -> dict[str, str] | list[str]:
+        return child_refs(self.count, self.entries.__getitem__, self.known, nodes)
+
+    def _member(self, walk: _IndexWalk, frame: int, level: int, position: int, last: int, running: bool) -> None:
+        acc = self.acc.setdefault((level, position), [0, 0, False])
+        acc[0] += 1
+        acc[1] = max(acc[1], last)
+        acc[2] = acc[2] or running
+        self._fold(walk, frame, level, position)
+
+    def _fold(self, walk: _IndexWalk, frame: int, level: int, position: int) -> None:
+        acc = self.acc.get((level, position))
+        if acc is None or acc[0] < FANOUT or self.count <= FANOUT ** (level + 1):
+            return
+        first = position * FANOUT
+        node: Node
+        if level == 0:
+            node = {"chunk": 0, "children": {}}
+            for index in range(first, first + FANOUT):
+                call_id, key = self.entries.pop(index)
+                node["children"][call_id] = key
+        else:
+            node = {"chunk": level, "chunks": [self.known.pop((level - 1, i)) for i in range(first, first + FANOUT)]}
+        key = node_id(node)
+        self.known[(level, position)] = key
+        del self.acc[(level, position)]
+        walk.chunk(IndexedChunk(frame, level, position, acc[1], acc[2], key), node)
+        self._member(walk, frame, level + 1, position // FANOUT, acc[1], acc[2])
 
 
 class _Tracked(RestoredFrame):
-    """A frame of the index walk: knows the frame it was added to, and reports being failed by an
-    ancestor's end (which changes it, though no event of its own did)."""
+    """A frame of the index walk: what the index records of it, and its children being folded."""
 
-    __slots__ = ("parent", "walk")
+    __slots__ = ("ended", "events", "index", "kids", "last", "parent", "position", "spans", "usage", "walk")
 
     def __init__(self, call_id: str, agent_id: str, walk: _IndexWalk) -> None:
         super().__init__(call_id, agent_id)
         self.walk = walk
-        self.parent: RestoredFrame | None = None
+        self.parent: _Tracked | None = None
+        self.index = self.position = -1
+        self.last = 0
+        self.ended = False  # its own end came (an ancestor's end only fails it: its own may follow)
+        self.events: list[int] = []
+        self.spans: list[str] = []
+        self.kids = _Kids()
+        self.usage = PlacedTotals()  # of its children that are final (no longer among `children`)
+
+    def aggregate_totals(self) -> BudgetTotals:
+        placed = [
+            (child.position if isinstance(child, _Tracked) else -1, child.aggregate_totals())
+            for child in self.children.values()
+        ]
+        return self.usage.merged_with([(-1, self.budget.totals()), *placed])
 
     def add_child(self, child: RestoredFrame) -> None:
         if isinstance(child, _Tracked):
             child.parent = self
+            child.position = self.kids.add(self.walk, self.index)
         super().add_child(child)
+
+    def settle(self, status: Status, output: JSON, error: JSON) -> None:
+        super().settle(status, output, error)
+        self.ended = True
 
     def abandon(self, message: str) -> None:
         super().abandon(message)
         self.walk.changed(self)
 
 
-class _Record:
-    __slots__ = ("created", "events", "index", "last", "parent")
-
-    def __init__(self, index: int, parent: int, created: int) -> None:
-        self.index, self.parent, self.created, self.last = index, parent, created, created
-        self.events: list[int] = []
-
-
 class _IndexWalk(Walk):
-    """`Walk` over a whole run, recording what each event did to which frame."""
+    """`Walk` over a whole run, recording what each event did to which frame and handing over the
+    frames that are final."""
 
-    def __init__(self, skipped: Skipped) -> None:
+    def __init__(self, skipped: Skipped, sink: Sink, batch: int) -> None:
         super().__init__(skipped)
+        self.owners = _Owners()
+        self.owner = self.owners
         self.now = 0
-        self.records: dict[int, _Record] = {}  # by id() of the frame
-        self.order: list[RestoredFrame] = []
+        self.frames = 0
+        self.sink, self.size = sink, batch
+        self.batch = Batch()
+        self.open: dict[int, _Tracked] = {}  # frames not final yet, by index
+        self.sealed = 0
+        self.counts: dict[str, NodeCounts] = {}  # of nodes handed over whose parent is not final yet
 
     def new_frame(self, call_id: str, agent_id: str) -> RestoredFrame:
-        return _Tracked(call_id, agent_id, self)
+        frame = _Tracked(call_id, agent_id, self)
+        frame.index, frame.last = self.frames, self.now
+        self.frames += 1
+        self.open[frame.index] = frame
+        return frame
+
+    def _run_of(self, trace: dict[str, Any]) -> _Run:
+        run = self.runs.get(trace.get("traceId"))
+        if run is None:
+            if self.runs:
+                raise NotIndexable("its events belong to several runs (trace ids)")
+            run = super()._run_of(trace)
+            run.root = self.new_frame(ROOT_CALL_ID, "")  # the root is frame 0, made with the run
+        return run
 
     def applied(self, frame: RestoredFrame, event_id: int) -> None:
-        record = self._record(frame)
-        record.events.append(event_id)
-        record.last = event_id
+        if not isinstance(frame, _Tracked) or frame.index not in self.open:
+            raise NotIndexable(f"event {event_id} reaches a frame that had ended")
+        frame.events.append(event_id)
+        frame.last = event_id
+        if frame.ended:
+            self._seal_up(frame)
 
     def changed(self, frame: RestoredFrame) -> None:
-        self._record(frame).last = self.now
+        if isinstance(frame, _Tracked):
+            frame.last = self.now
 
-    def _record(self, frame: RestoredFrame) -> _Record:
-        record = self.records.get(id(frame))
-        if record is not None:
-            return record
-        if len(self.runs) != 1:
-            raise NotIndexable("its events belong to several runs (trace ids)")
-        root = next(iter(self.runs.values())).root
-        if not self.order:  # the run's own frame comes first, whatever reached it
-            self.records[id(root)] = _Record(ROOT, NO_PARENT, 0)
-            self.order.append(root)
-            if frame is root:
-                return self.records[id(root)]
-        if not isinstance(frame, _Tracked):
-            raise NotIndexable("an event reached a frame that is not of its run")
-        parent = frame.parent or root
-        record = self.records[id(frame)] = _Record(len(self.order), self._record(parent).index, self.now)
-        self.order.append(frame)
-        return record
+    def chunk(self, chunk: IndexedChunk, node: Node) -> None:
+        self.batch.chunks.append(chunk)
+        self._node(node, chunk.node)
 
-    def index(self, count: int) -> RunIndex:
-        order = self.order
-        if not order:
+    def finish(self) -> None:
+        """Make final what the run leaves open (children before parents), and hand over the rest."""
+        if not self.open:
             raise NotIndexable("no agent started in it")
-        records = [self.records[id(frame)] for frame in order]
-        for frame, record in zip(order[1:], records[1:], strict=True):
-            parent = order[record.parent]
-            if parent.children.get(frame.call_id) is not frame:
-                raise NotIndexable(f"callId {frame.call_id[:80]!r} is used by two agents of one parent")
-        for record in reversed(records[1:]):  # a child after its parent: push `last` up the tree
-            parent_record = records[record.parent]
-            parent_record.last = max(parent_record.last, record.last)
-        nodes: dict[str, Node] = {}
-        ids: dict[int, str] = {id(order[ROOT]): ""}  # the root is rebuilt at every cut, never sealed
-        for index in range(len(order) - 1, ROOT, -1):
-            frame = order[index]
-            children = {call_id: ids[id(child)] for call_id, child in frame.children.items()}
-            node = dict(frame.shaped(children))
-            key = ids[id(frame)] = node_id(node)
-            nodes[key] = node
-        frames = [
+        for index in sorted(self.open, reverse=True):  # a child is made after its parent
+            self._seal(self.open[index])
+        self._flush()
+
+    def _seal_up(self, frame: _Tracked) -> None:
+        """Hand `frame` over if it is final now, then its ancestors that this makes final."""
+        current: _Tracked | None = frame
+        while current is not None and current.ended and not current.kids.unsealed and current.index != ROOT:
+            parent = current.parent
+            self._seal(current)
+            current = parent
+
+    def _seal(self, frame: _Tracked) -> None:
+        key = ""  # the root is rebuilt at every cut: it has no node
+        if frame.index != ROOT:
+            chunks: dict[str, Node] = {}
+            node = dict(frame.shaped({}))
+            node["children"] = frame.kids.refs(chunks)  # in its place among the keys
+            for chunk_key, chunk in chunks.items():
+                self._node(chunk, chunk_key)
+            key = node_id(node)
+            self._node(node, key)
+        del self.open[frame.index]
+        parent = frame.parent
+        self.batch.frames.append(
             IndexedFrame(
-                index=record.index,
-                parent=record.parent,
+                index=frame.index,
+                parent=parent.index if parent is not None else NO_PARENT,
+                position=frame.position,
                 call_id=frame.call_id,
-                created=record.created,
-                last=record.last,
-                events=tuple(record.events),
-                node=ids[id(frame)],
+                created=frame.events[0] if frame.index != ROOT else 0,
+                last=frame.last,
+                events=tuple(frame.events),
+                node=key,
                 status=frame.status,
                 error=frame.error,
             )
-            for frame, record in zip(order, records, strict=True)
-        ]
-        return RunIndex(frames=frames, nodes=nodes, events=count)
+        )
+        if parent is not None:
+            parent.usage.add(frame.position, frame.aggregate_totals())
+            parent.last = max(parent.last, frame.last)
+            parent.kids.sealed(self, parent.index, frame, key)
+            if parent.children.get(frame.call_id) is frame:
+                del parent.children[frame.call_id]
+        self.owners.forget(frame)
+        # What a final frame held is in its node now: nothing but the walk's stack of agents keeps it.
+        frame.memory, frame.prompt, frame.tool, frame.children, frame.events = {}, {}, {}, {}, []
+        frame.kids = _Kids()
+        self.sealed += 1
+        if self.sealed % _COMPACT == 0:
+            # The stack only ever answers with a running agent: the ended ones need not wait to be popped.
+            for run in self.runs.values():
+                run.open = [agent for agent in run.open if agent.status == "running"]
+        if len(self.batch.frames) >= self.size:
+            self._flush()
 
+    def _node(self, node: Node, key: str) -> None:
+        counts = subtree_counts(node, [self.counts.pop(child) for child in referenced(node)])
+        self.counts[key] = self.batch.counts[key] = counts
+        self.batch.nodes[key] = node
 
-def _with_call_id(event: Event, frame: IndexedFrame | None) -> Event:
-    if frame is None or event.get("callId") == frame.call_id:
-        return event
-    return {**event, "callId": frame.call_id}
-
-
-def _place_children(
-    frames: Mapping[int, RestoredFrame], open_frames: Sequence[IndexedFrame], sealed: Iterable[SealedChild]
-) -> None:
-    """Each open frame's children as the full walk had them at the cut: its open children and its
-    sealed ones, in the order they were added."""
-    placed: dict[int, list[tuple[int, RestoredFrame]]] = {index: [] for index in frames}
-    for frame in open_frames:
-        if frame.index != ROOT:
-            placed[frame.parent].append((frame.created, frames[frame.index]))
-    for child in sealed:
-        placed[child.parent].append((child.created, child))
-    for index, children in placed.items():
-        children.sort(key=lambda pair: pair[0])
-        frames[index].children = {child.call_id: child for _, child in children}
-
-
-def _node(frame: RestoredFrame, nodes: dict[str, Node]) -> str:
-    if isinstance(frame, SealedChild):
-        return frame.node
-    children = {call_id: _node(child, nodes) for call_id, child in frame.children.items()}
-    node = dict(frame.shaped(children))
-    key = node_id(node)
-    nodes[key] = node
-    return key
+    def _flush(self) -> None:
+        if self.batch.frames or self.batch.nodes:
+            self.sink(self.batch)
+        self.batch = Batch()

@@ -9,6 +9,10 @@ The one exception to one writer: deriving the spans and run summaries of live ap
 (`derive_backlog`, see `backlog.py`) runs on a cursor of its own, beside the appends that follow it.
 It holds the derive lock, which every other transaction that derives (a load) takes first, before
 the write lock: the same order everywhere, so the two never wait on each other in a circle.
+
+DuckDB may use `memory_limit` of memory (1 GiB by default; it spills what does not fit to a folder
+beside the file, `<file>.tmp`): its own default, most of the machine's memory, would let a load of
+ten million events or a server's cache grow to gigabytes beside the other programs on the machine.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 
 import duckdb
 
-from devtool.store import derive
+from devtool.store import derive, search
 from devtool.store.backlog import PENDING, Backlog
 from devtool.store.errors import StoreError, StoreLockedError
 from devtool.store.schema import MIGRATIONS
@@ -31,14 +35,17 @@ from devtool.store.schema import MIGRATIONS
 _LOCK_HOLDER = re.compile(r"\(PID (\d+)\)")
 
 
+DEFAULT_MEMORY_LIMIT = "1GiB"
+
+
 class Store:
     """The server's DuckDB file: one connection that writes, a cursor per reader."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, memory_limit: str = DEFAULT_MEMORY_LIMIT) -> None:
         self.path = path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = duckdb.connect(str(path))
+            self._conn = duckdb.connect(str(path), config={"memory_limit": memory_limit})
         except (OSError, duckdb.Error) as exc:
             if "lock" in str(exc).lower():
                 holder = _LOCK_HOLDER.search(str(exc))
@@ -115,7 +122,9 @@ class Store:
                 conn.execute("BEGIN TRANSACTION")
                 through = int(conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0])
             try:
-                _, traces = derive.refresh(conn, min(taken.values()) - 1, traces=tuple(taken))
+                after = min(taken.values()) - 1
+                _, traces = derive.refresh(conn, after, traces=tuple(taken))
+                search.index_events(conn, after, traces)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")

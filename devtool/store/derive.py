@@ -27,66 +27,29 @@ from __future__ import annotations
 
 import duckdb
 
+from devtool.store import derive_stream
+from devtool.store.span_sql import (
+    GROUPED,
+    HIDDEN_KINDS,
+    LOG_NAMES,
+    RECOUNT,
+    REWALK,
+    SHOWN,
+    span_projection,
+)
+
 # The end of a model request, over `events` columns: a `model:call`'s, or a turn's that counts its own
 # tokens (an OpenTelemetry chat span is the request itself; the DevTool's own turns never carry usage).
 MODEL_REQUEST_END = "(type = 'model:call:end' OR (type = 'turn:end' AND prompt_tokens IS NOT NULL))"
 
-# Spans the frame tree looks through: a prompt loop, a model call (and every instant).
-HIDDEN_KINDS = ("promptAgent", "model:call")
-
-# Orders a span's events start first, then its point events, then its end; `% POINT` gives back the id.
-_POINT = 1 << 61
-_RANK = f"""
-    CASE WHEN type LIKE '%:start' THEN event_id
-         WHEN type LIKE '%:end' THEN event_id + {2 * _POINT}
-         ELSE event_id + {_POINT} END
-"""
-
 _DERIVE = f"""
     CREATE OR REPLACE TEMP TABLE derived AS
     WITH scope AS NOT MATERIALIZED (SELECT * EXCLUDE (body) FROM events WHERE {{events}}),
-    grouped AS (
-        SELECT trace_id, span_id,
-               min({_RANK}) % {_POINT} AS first_id,
-               min(event_id) FILTER (WHERE type LIKE '%:start') AS start_id,
-               max(event_id) FILTER (WHERE type LIKE '%:end') AS end_id,
-               min(ts) AS min_ts, max(ts) AS max_ts, count(*) AS n
-        FROM scope GROUP BY trace_id, span_id
-    )
-    SELECT
-        g.trace_id, g.span_id, f.parent_span_id,
-        CASE WHEN g.start_id IS NOT NULL THEN regexp_replace(f.type, ':start$', '')
-             WHEN g.end_id IS NOT NULL THEN regexp_replace(e.type, ':end$', '')
-             ELSE f.type END AS kind,
-        g.start_id IS NULL AND g.end_id IS NULL AS instant,
-        coalesce(f.label, regexp_replace(f.type, ':(start|end)$', '')) AS name,
-        coalesce(f.agent_id, e.agent_id) AS agent_id,
-        coalesce(f.call_id, e.call_id) AS call_id,
-        CASE WHEN g.start_id IS NOT NULL THEN f.ts ELSE g.min_ts END AS start_ts,
-        CASE WHEN g.end_id IS NOT NULL THEN e.ts WHEN g.start_id IS NULL THEN g.max_ts END AS end_ts,
-        CASE WHEN g.end_id IS NOT NULL THEN
-                 CASE WHEN e.success = false OR e.error IS NOT NULL THEN 'failed' ELSE 'completed' END
-             WHEN g.start_id IS NOT NULL THEN 'running'
-             WHEN f.type = 'error' OR f.success = false OR f.error IS NOT NULL THEN 'failed'
-             ELSE 'completed' END AS status,
-        coalesce(e.error, f.error) AS error,
-        coalesce(e.content_hash, f.content_hash) AS content_hash,
-        coalesce(e.cache, f.cache) AS cache,
-        g.start_id, g.end_id, g.n AS events, g.first_id
+    grouped AS ({GROUPED} FROM scope GROUP BY trace_id, span_id)
+    SELECT {span_projection("g", "f", "e")}
     FROM grouped g
     JOIN scope f ON f.event_id = g.first_id
     LEFT JOIN scope e ON e.event_id = g.end_id
-"""
-
-# A log line's instant span is called by its message (not a column: it is rare, and costly to read).
-# The message test is in SET, not WHERE: as a WHERE term DuckDB pushes it into the scan of `events`,
-# which then parses every stored body before the join picks the few it needs (an append to a store of
-# a million events paid ~250 ms for it).
-_LOG_NAMES = """
-    UPDATE derived SET name = CASE WHEN json_type(ev.body, 'message') = 'VARCHAR'
-                                   THEN left(ev.body->>'message', 200) ELSE derived.name END
-    FROM events ev
-    WHERE derived.instant AND derived.kind <> 'budget:update' AND ev.event_id = derived.first_id
 """
 
 # Depth and frame parent of every derived span: seeded from the stored parent (or none: a root).
@@ -112,8 +75,6 @@ _PLACE = f"""
     SELECT trace_id, span_id, depth, frame_parent_id FROM walk
 """
 
-_SHOWN = f"NOT instant AND kind NOT IN {HIDDEN_KINDS}"
-
 _INSERT = f"""
     INSERT INTO spans
     SELECT d.trace_id, d.span_id, d.parent_span_id, d.kind, d.instant, d.name, d.agent_id, d.call_id,
@@ -124,51 +85,11 @@ _INSERT = f"""
     LEFT JOIN placed p USING (trace_id, span_id)
     LEFT JOIN (
         SELECT c.trace_id, c.frame_parent_id AS span_id, count(*) AS n
-        FROM placed c JOIN (SELECT * FROM derived WHERE {_SHOWN}) x USING (trace_id, span_id)
+        FROM placed c JOIN (SELECT * FROM derived WHERE {SHOWN}) x USING (trace_id, span_id)
         WHERE c.frame_parent_id IS NOT NULL
         GROUP BY 1, 2
     ) k USING (trace_id, span_id)
     ORDER BY d.trace_id, d.start_ts
-"""
-
-# Frame-tree child counts of the stored spans in `recount`, from what is stored now.
-_RECOUNT = f"""
-    UPDATE spans SET frame_children = fresh.n
-    FROM (
-        SELECT r.trace_id, r.span_id, coalesce(k.n, 0) AS n
-        FROM recount r
-        LEFT JOIN (
-            SELECT trace_id, frame_parent_id, count(*) AS n FROM spans
-            WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND {_SHOWN}
-              AND frame_parent_id IN (SELECT span_id FROM recount)
-            GROUP BY 1, 2
-        ) k ON k.trace_id = r.trace_id AND k.frame_parent_id = r.span_id
-    ) fresh
-    WHERE spans.trace_id = fresh.trace_id AND spans.span_id = fresh.span_id AND spans.frame_children <> fresh.n
-"""
-
-# The whole-trace walk, for when stored spans may sit under a span that just changed.
-_REWALK = f"""
-    UPDATE spans SET depth = walk.depth, frame_parent_id = walk.frame_parent_id
-    FROM (
-        WITH RECURSIVE scope AS (
-            SELECT trace_id, span_id, parent_span_id, kind, instant FROM spans
-            WHERE trace_id IN (SELECT trace_id FROM touched_traces)
-        ),
-        walk(trace_id, span_id, depth, frame_parent_id, shown) AS (
-            SELECT s.trace_id, s.span_id, 0, NULL::VARCHAR, NOT s.instant AND s.kind NOT IN {HIDDEN_KINDS}
-            FROM scope s ANTI JOIN scope p ON p.trace_id = s.trace_id AND p.span_id = s.parent_span_id
-            UNION ALL
-            SELECT c.trace_id, c.span_id, w.depth + 1,
-                   CASE WHEN w.shown THEN w.span_id ELSE w.frame_parent_id END,
-                   NOT c.instant AND c.kind NOT IN {HIDDEN_KINDS}
-            FROM walk w JOIN scope c ON c.trace_id = w.trace_id AND c.parent_span_id = w.span_id
-            WHERE w.depth < 100000
-        )
-        SELECT trace_id, span_id, depth, frame_parent_id FROM walk
-    ) walk
-    WHERE spans.trace_id = walk.trace_id AND spans.span_id = walk.span_id
-      AND (spans.depth <> walk.depth OR spans.frame_parent_id IS DISTINCT FROM walk.frame_parent_id)
 """
 
 # Stored spans whose parent was just (re)derived with a different place or kind: their subtree moves.
@@ -197,12 +118,13 @@ _RUNS = f"""
         e.prompt_tokens, e.completion_tokens,
         coalesce(s.agent_ids, ''),
         e.first_id, e.last_id,
-        e.cost_micro_usd, e.unpriced_calls
+        e.cost_micro_usd, e.unpriced_calls,
+        coalesce(s.prompts, 0), coalesce(s.tools, 0), e.source_id, coalesce(s.depth, 0)
     FROM (
         SELECT trace_id, count(*) AS n, min(ts) AS started, max(ts) AS ended,
                coalesce(sum(prompt_tokens) FILTER (WHERE {MODEL_REQUEST_END}), 0) AS prompt_tokens,
                coalesce(sum(completion_tokens) FILTER (WHERE {MODEL_REQUEST_END}), 0) AS completion_tokens,
-               min(event_id) AS first_id, max(event_id) AS last_id,
+               min(event_id) AS first_id, max(event_id) AS last_id, arg_min(source_id, event_id) AS source_id,
                sum(cost_micro_usd) FILTER (WHERE {MODEL_REQUEST_END}) AS cost_micro_usd,
                count(*) FILTER (WHERE {MODEL_REQUEST_END} AND success AND cost_micro_usd IS NULL) AS unpriced_calls
         FROM events WHERE trace_id IN (SELECT trace_id FROM touched_traces)
@@ -218,11 +140,14 @@ _RUNS = f"""
                              FILTER (WHERE depth = 0 AND NOT instant) THEN 'running'
                     WHEN bool_or(status = 'failed') FILTER (WHERE depth = 0 AND NOT instant) THEN 'failed'
                     ELSE 'completed' END AS status,
-               count(*) FILTER (WHERE {_SHOWN}) AS spans,
+               count(*) FILTER (WHERE {SHOWN}) AS spans,
                count(*) FILTER (WHERE kind = 'agent') AS agents,
-               count(*) FILTER (WHERE status = 'failed' AND {_SHOWN}) AS failed,
-               count(*) FILTER (WHERE status = 'running' AND {_SHOWN}) AS running,
-               string_agg(DISTINCT agent_id, ' ' ORDER BY agent_id) FILTER (WHERE kind = 'agent') AS agent_ids
+               count(*) FILTER (WHERE status = 'failed' AND {SHOWN}) AS failed,
+               count(*) FILTER (WHERE status = 'running' AND {SHOWN}) AS running,
+               string_agg(DISTINCT agent_id, ' ' ORDER BY agent_id) FILTER (WHERE kind = 'agent') AS agent_ids,
+               count(*) FILTER (WHERE kind = 'turn') AS prompts,
+               coalesce(sum(len(string_split(name, ', '))) FILTER (WHERE kind = 'tools:execute'), 0) AS tools,
+               max(depth) AS depth
         FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces)
         GROUP BY trace_id
     ) s USING (trace_id)
@@ -230,10 +155,15 @@ _RUNS = f"""
 
 
 def refresh(
-    conn: duckdb.DuckDBPyConnection, after_event_id: int, *, traces: tuple[str, ...] | None = None
+    conn: duckdb.DuckDBPyConnection,
+    after_event_id: int,
+    *,
+    traces: tuple[str, ...] | None = None,
+    chunk: int = derive_stream.CHUNK,
 ) -> tuple[int, tuple[str, ...]]:
     """Derive spans and run summaries for the events with ids above `after_event_id` (of `traces` only,
     when given: the derive of a live backlog, whose range may hold a load's events, derived already).
+    More than `chunk` events of new runs are derived `chunk` at a time (`derive_stream`).
 
     Returns how many spans were (re)derived (of those the pages show and count: not instants, not
     `HIDDEN_KINDS`) and the ids of the traces they belong to.
@@ -247,25 +177,37 @@ def refresh(
     if traces is not None:
         new += " AND trace_id IN (SELECT trace_id FROM touched_traces)"
     stored = conn.execute("SELECT count(*) FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
-    if stored.fetchall()[0][0] == 0:
-        conn.execute(_DERIVE.format(events=new))
-        conn.execute(_LOG_NAMES)
-        conn.execute(_PLACE)
-        conn.execute(_INSERT)
+    all_new = stored.fetchall()[0][0] == 0
+    last = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
+    if all_new and traces is None and last - after_event_id > chunk:
+        # A big load of new runs: a chunk of events at a time, so memory does not grow with the file.
+        derived = derive_stream.derive_new(conn, after_event_id, last, size=chunk).spans
+        if derive_stream.find_duplicates(conn):
+            rederive(conn)
+            conn.execute("DROP TABLE derived; DROP TABLE placed")
+        derive_stream.fix_places(conn)
     else:
-        _refresh_stored(conn, new)
+        if all_new:
+            conn.execute(_DERIVE.format(events=new))
+            conn.execute(LOG_NAMES.format(where="true"))
+            conn.execute(_PLACE)
+            conn.execute(_INSERT)
+        else:
+            touched = f"SELECT DISTINCT trace_id, span_id FROM events WHERE {new}"
+            conn.execute(f"CREATE OR REPLACE TEMP TABLE touched_spans AS {touched}")
+            rederive(conn)
+        derived = int(conn.execute(f"SELECT count(*) FROM derived WHERE {SHOWN}").fetchall()[0][0])
+        conn.execute("DROP TABLE derived; DROP TABLE placed")
     conn.execute("DELETE FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
     conn.execute(_RUNS)
-    derived = conn.execute(f"SELECT count(*) FROM derived WHERE {_SHOWN}").fetchall()[0][0]
     traces = tuple(row[0] for row in conn.execute("SELECT trace_id FROM touched_traces ORDER BY 1").fetchall())
-    conn.execute("DROP TABLE derived; DROP TABLE placed; DROP TABLE touched_traces")
-    return int(derived), traces
+    conn.execute("DROP TABLE touched_traces")
+    return derived, traces
 
 
-def _refresh_stored(conn: duckdb.DuckDBPyConnection, new: str) -> None:
-    conn.execute(
-        f"CREATE OR REPLACE TEMP TABLE touched_spans AS SELECT DISTINCT trace_id, span_id FROM events WHERE {new}"
-    )
+def rederive(conn: duckdb.DuckDBPyConnection) -> None:
+    """Derive the stored spans in `touched_spans` again from all their events (of traces in
+    `touched_traces`), move what moved under them, and recount children; leaves `derived` and `placed`."""
     touched = "(trace_id, span_id) IN (SELECT (trace_id, span_id) FROM touched_spans)"
     conn.execute(
         f"CREATE OR REPLACE TEMP TABLE replaced AS "
@@ -273,12 +215,12 @@ def _refresh_stored(conn: duckdb.DuckDBPyConnection, new: str) -> None:
     )
     conn.execute(f"DELETE FROM spans WHERE {touched}")
     conn.execute(_DERIVE.format(events=f"trace_id IN (SELECT trace_id FROM touched_traces) AND {touched}"))
-    conn.execute(_LOG_NAMES)
+    conn.execute(LOG_NAMES.format(where="true"))
     conn.execute(_PLACE)
     moved = conn.execute(_MOVED).fetchall()[0][0]
     conn.execute(_INSERT)
     if moved:
-        conn.execute(_REWALK)
+        conn.execute(REWALK.format(traces="touched_traces"))
         recount = "SELECT trace_id, span_id FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces)"
     else:
         # Parents that gained or lost a child, and the re-derived spans (whose stored children _INSERT missed).
@@ -287,5 +229,5 @@ def _refresh_stored(conn: duckdb.DuckDBPyConnection, new: str) -> None:
             "UNION SELECT trace_id, span_id FROM derived"
         )
     conn.execute(f"CREATE OR REPLACE TEMP TABLE recount AS SELECT * FROM ({recount}) r(trace_id, span_id)")
-    conn.execute(_RECOUNT)
+    conn.execute(RECOUNT)
     conn.execute("DROP TABLE touched_spans; DROP TABLE replaced; DROP TABLE recount")

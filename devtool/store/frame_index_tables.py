@@ -1,17 +1,24 @@
-"""The frame indexes of big runs, kept in the store: written once (`write_index`), read at each cut (`read_cut`).
+"""The frame indexes of big runs, kept in the store: written a batch at a time, read at each cut (`read_cut`).
 
-`devtool.core.frame_index` says what a frame index is and why a rewind made from it is the snapshot
-`restore_snapshot` makes; `devtool.actions.frame_indexer` builds them and `devtool.actions.run_rewind`
-decides when one is used. This module only keeps them: each frame's row in `rewind_frames`, each
-frame's node (as the run ends) in `snapshot_nodes`, where snapshots find them, and a row per run in
-`rewind_runs` that says whether the run could be indexed and up to which event. An index is fresh
-only while the run has no event newer than that (in `events`: a live run's summary in `runs` may lag
-its events).
+`devtool.core.frame_index` says what a frame index is and `devtool.core.frame_cut` why a rewind made
+from it is the snapshot `restore_snapshot` makes; `devtool.actions.frame_indexer` builds them and
+`devtool.actions.run_rewind` decides when one is used. This module only keeps them: each frame's row
+in `rewind_frames`, the full chunks of wide frames' children in `rewind_chunks`, each frame's and
+chunk's node (as the run ends) in `snapshot_nodes`, where snapshots find them, and a row per run in
+`rewind_runs` that says whether the run could be indexed, up to which event, and which build of its
+index to read. An index is fresh only while the run has no event newer than that (in `events`: a
+live run's summary in `runs` may lag its events).
+
+Writing holds the write lock for short stretches only: each batch the index walk hands over is
+written in a transaction of its own (tens of milliseconds), under a build number (`new_build`) that
+no reader looks at until one last short transaction names it in `rewind_runs` (`finish_index`); the
+rows of the build it replaces are deleted afterwards. Live appends to other runs wait at most a batch.
 
 What a cut needs (`read_cut`) is read in one read transaction, all in DuckDB: the cut event, the
-frames the cut leaves open (made before it, changed after it; few), the sealed children of those (one
-row each: call id, node id, status), and the events of the open frames before the cut. Nothing else
-of the prefix is read.
+frames the cut leaves open (made before it, changed after it; few), how many children each has at
+the cut, the largest chunks of those children the cut seals whole, the other sealed children (a
+chunk's worth or so per open frame, one row each), and the events of the open frames before the
+cut. Nothing else of the prefix is read, so a rewind reads about as much at any cut of any run.
 """
 
 from __future__ import annotations
@@ -23,9 +30,13 @@ from typing import Any, Literal
 import duckdb
 import orjson
 
-from devtool.core.frame_index import IndexedFrame, RunIndex, SealedChild
+from devtool.core.budget import merged
+from devtool.core.frame_cut import ReusedChunk, SealedChild
+from devtool.core.frame_index import Batch, IndexedFrame
+from devtool.core.snapshot_tree import FANOUT
 from devtool.store.database import Store
-from devtool.store.errors import NotFoundError, StoreError
+from devtool.store.errors import NotFoundError
+from devtool.store.run_caches import stale_runs
 from devtool.store.snapshots import write_nodes
 
 Anchor = Literal["before", "after"]
@@ -59,18 +70,7 @@ def index_state(store: Store, trace_id: str) -> IndexState | None:
 def runs_to_index(store: Store, *, min_events: int) -> dict[str, int]:
     """Runs of at least `min_events` events whose index is missing or older than the run: their
     last event id, by trace id (biggest runs first)."""
-    try:
-        rows = store.query(
-            """
-            SELECT r.trace_id, r.last_event_id FROM runs r LEFT JOIN rewind_runs i USING (trace_id)
-            WHERE r.events >= ? AND (i.trace_id IS NULL OR i.last_event_id <> r.last_event_id)
-            ORDER BY r.events DESC, r.trace_id
-            """,
-            [min_events],
-        )
-    except duckdb.Error as exc:  # the database going away under a background reader, say
-        raise StoreError(f"cannot list the runs to index: {exc}") from exc
-    return dict(rows)
+    return stale_runs(store, "rewind_runs", min_events=min_events)
 
 
 def last_event_of(store: Store, trace_id: str) -> int:
@@ -94,33 +94,109 @@ def events_out_of_time_order(store: Store, trace_id: str) -> int:
     return int(rows[0][0])
 
 
-def write_index(
-    store: Store, trace_id: str, last_event_id: int, index: RunIndex | None, reason: str | None, *, began: float
-) -> IndexState:
-    """Store run `trace_id`'s index as of `last_event_id` (replacing an older one), or, with `index`
-    None, that it cannot be indexed and why, so it is not tried again until it grows. `began` is the
-    `time.perf_counter()` at which building it started: the row records how long it took."""
-    # It writes no spans or runs: a live run's derive need not wait for it.
+def new_build(store: Store) -> int:
+    """A number for an index about to be written, which no reader uses until `finish_index` names it."""
     with store.transaction(derives=False) as conn:
-        conn.execute("DELETE FROM rewind_frames WHERE trace_id = ?", [trace_id])
-        conn.execute("DELETE FROM rewind_runs WHERE trace_id = ?", [trace_id])
-        if index is not None:
-            write_nodes(conn, index.nodes)
-            _write_frames(conn, trace_id, index.frames)
-        seconds = time.perf_counter() - began
+        return int(conn.execute("SELECT nextval('rewind_builds')").fetchall()[0][0])
+
+
+class BatchWriter:
+    """The index walk's sink: each batch it hands over, in a short transaction of its own, under `build`."""
+
+    def __init__(self, store: Store, trace_id: str, build: int) -> None:
+        self.store, self.trace_id, self.build = store, trace_id, build
+        self.frames = 0
+
+    def __call__(self, batch: Batch) -> None:
+        frames, chunks = batch.frames, batch.chunks
+        # It writes no spans or runs: a live run's derive need not wait for it.
+        with self.store.transaction(derives=False) as conn:
+            write_nodes(conn, batch.nodes, batch.counts)
+            self._insert(
+                conn,
+                "rewind_frames",
+                {
+                    "frame": [frame.index for frame in frames],
+                    "parent": [frame.parent for frame in frames],
+                    "position": [frame.position for frame in frames],
+                    "call_id": [frame.call_id for frame in frames],
+                    "created": [frame.created for frame in frames],
+                    "last": [frame.last for frame in frames],
+                    "node_id": [frame.node for frame in frames],
+                    "status": [frame.status for frame in frames],
+                    "error": [None if f.error is None else orjson.dumps(f.error).decode() for f in frames],
+                    "events": [list(frame.events) for frame in frames],
+                },
+            )
+            self._insert(
+                conn,
+                "rewind_chunks",
+                {
+                    "frame": [chunk.frame for chunk in chunks],
+                    "level": [chunk.level for chunk in chunks],
+                    "position": [chunk.position for chunk in chunks],
+                    "last": [chunk.last for chunk in chunks],
+                    "running": [chunk.running for chunk in chunks],
+                    "node_id": [chunk.node for chunk in chunks],
+                },
+            )
+        self.frames += len(frames)
+
+    def _insert(self, conn: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[Any]]) -> None:
+        """Rows of `table` after its trace and build, a list a column, in the table's column order."""
+        if not next(iter(columns.values())):
+            return
+        values = ", ".join(f"unnest(${name})" for name in columns)
         conn.execute(
-            "INSERT INTO rewind_runs (trace_id, last_event_id, indexed, reason, events, frames, seconds) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO {table} SELECT $trace, $build, {values}",
+            {"trace": self.trace_id, "build": self.build, **columns},
+        )
+
+
+def duplicate_call_id(store: Store, trace_id: str, build: int) -> str | None:
+    """A callId two frames of one parent share in the build, if any (the second replaces the first in
+    a walk of every event, which a rewind from the index cannot know)."""
+    rows = store.query(
+        f"SELECT call_id FROM rewind_frames WHERE {_OF_BUILD} GROUP BY parent, call_id HAVING count(*) > 1 LIMIT 1",
+        {"trace": trace_id, "build": build},
+    )
+    return str(rows[0][0]) if rows else None
+
+
+def finish_index(
+    store: Store,
+    trace_id: str,
+    build: int,
+    last_event_id: int,
+    *,
+    events: int,
+    frames: int,
+    reason: str | None,
+    began: float,
+) -> IndexState:
+    """Make build `build` the run's index as of `last_event_id` (with `reason` set: record that the
+    run cannot be indexed and why, so it is not tried again until it grows), and delete the rows of
+    every other build. `began` is the `time.perf_counter()` at which building it started."""
+    with store.transaction(derives=False) as conn:
+        conn.execute("DELETE FROM rewind_runs WHERE trace_id = ?", [trace_id])
+        conn.execute(
+            "INSERT INTO rewind_runs (trace_id, build, last_event_id, indexed, reason, events, frames, seconds) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 trace_id,
+                build,
                 last_event_id,
-                index is not None,
+                reason is None,
                 reason,
-                index.events if index is not None else 0,
-                len(index.frames) if index is not None else 0,
-                seconds,
+                events if reason is None else 0,
+                frames if reason is None else 0,
+                time.perf_counter() - began,
             ],
         )
+    keep = build if reason is None else None
+    for table in ("rewind_frames", "rewind_chunks"):  # its nodes stay: snapshots share them
+        with store.transaction(derives=False) as conn:
+            conn.execute(f"DELETE FROM {table} WHERE trace_id = ? AND build IS DISTINCT FROM ?", [trace_id, keep])
     state = index_state(store, trace_id)
     if state is None:
         raise NotFoundError(f"no run {trace_id!r} in the store")
@@ -129,11 +205,13 @@ def write_index(
 
 @dataclass(frozen=True)
 class IndexedCut:
-    """What `core.frame_index.restore_open` needs of a fresh index at one cut."""
+    """What `core.frame_cut.restore_open` needs of a fresh index at one cut."""
 
     rows: list[tuple[int, Any]]  # the cut event and the open frames' events before it: (event id, event)
     open_frames: list[IndexedFrame]
     sealed: list[SealedChild]
+    chunks: list[ReusedChunk]
+    children: dict[int, int]  # how many children each open frame has at the cut
 
 
 def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> IndexedCut | None:
@@ -143,7 +221,7 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
         # One read transaction: an index rebuilt meanwhile is seen whole or not at all.
         cursor.execute("BEGIN TRANSACTION")
         fresh = cursor.execute(
-            f"SELECT 1 FROM rewind_runs WHERE trace_id = $trace AND indexed AND last_event_id = ({_LAST_EVENT})",
+            f"SELECT build FROM rewind_runs WHERE trace_id = $trace AND indexed AND last_event_id = ({_LAST_EVENT})",
             {"trace": trace_id},
         ).fetchall()
         if not fresh:
@@ -157,81 +235,122 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
         ).fetchall()
         if not found:
             return None
-        params: dict[str, Any] = {"trace": trace_id, "cut": found[0][0]}
-        # In the cut: made before the cut event (or by it, after); sealed: last changed in the cut.
-        made, sealed = ("created <= $cut", "last <= $cut") if anchor == "after" else ("created < $cut", "last < $cut")
-        open_rows = cursor.execute(
-            f"""
-            WITH RECURSIVE cut_frames(frame) AS (
-                SELECT frame FROM rewind_frames
-                WHERE trace_id = $trace AND {"list_contains(events, $cut)" if anchor == "after" else "false"}
-                UNION
-                SELECT f.parent FROM rewind_frames f JOIN cut_frames c ON f.frame = c.frame
-                WHERE f.trace_id = $trace AND f.parent >= 0
-            )
-            SELECT frame, parent, call_id, created, last, list_filter(events, lambda e: e < $cut)
-            FROM rewind_frames
-            WHERE trace_id = $trace AND {made}
-                AND (NOT {sealed} OR frame = 0 OR frame IN (SELECT frame FROM cut_frames))
-            ORDER BY frame
-            """,
-            params,
-        ).fetchall()
+        params: dict[str, Any] = {"trace": trace_id, "build": fresh[0][0], "cut": found[0][0]}
+        cut = _Cut(anchor)
         open_frames = [
-            IndexedFrame(frame, parent, call_id, created, last, tuple(events), "", "running", None)
-            for frame, parent, call_id, created, last, events in open_rows
+            IndexedFrame(frame, parent, position, call_id, created, last, tuple(events), "", "running", None)
+            for frame, parent, position, call_id, created, last, events in cursor.execute(
+                cut.format(_OPEN_FRAMES), params
+            ).fetchall()
         ]
         params["open"] = [frame.index for frame in open_frames]
-        sealed_rows = cursor.execute(
-            f"""
-            SELECT f.parent, f.created, f.call_id, f.node_id, f.status, f.error,
-                   n.body->'budgetState'->'aggregate'
-            FROM rewind_frames f LEFT JOIN snapshot_nodes n USING (node_id)
-            WHERE f.trace_id = $trace AND f.parent IN (SELECT unnest($open)) AND {made} AND {sealed}
-                AND f.frame NOT IN (SELECT unnest($open))
-            """,
-            params,
-        ).fetchall()
+        children = dict(cursor.execute(cut.format(_CHILDREN), params).fetchall())
+        params["fanout"] = FANOUT
+        chunks = [
+            ReusedChunk(frame, level, position, node, merged(orjson.loads(str(totals)) for totals in aggregates or ()))
+            for frame, level, position, node, aggregates in cursor.execute(cut.format(_REUSED), params).fetchall()
+        ]
+        sealed_rows = cursor.execute(cut.format(_SEALED), params).fetchall()
         ids = sorted({event for frame in open_frames for event in frame.events} | {params["cut"]})
         events = cursor.execute("SELECT event_id, body FROM events WHERE event_id = ANY($ids)", {"ids": ids})
         rows = sorted((event_id, orjson.loads(body)) for event_id, body in events.fetchall())
-    children = [
+    sealed = [
         SealedChild(
             parent,
-            created,
+            position,
             call_id,
             node,
             status,
             orjson.loads(error) if error is not None else None,
             orjson.loads(aggregate) if aggregate is not None else None,
         )
-        for parent, created, call_id, node, status, error, aggregate in sealed_rows
+        for parent, position, call_id, node, status, error, aggregate in sealed_rows
     ]
-    return IndexedCut(rows, open_frames, children)
+    return IndexedCut(rows, open_frames, sealed, chunks, children)
 
+
+class _Cut:
+    """The cut's two conditions, spelled for its anchor: a frame is in the cut when it was made
+    before the cut event (or by it, after); sealed when it last changed in the cut."""
+
+    def __init__(self, anchor: Anchor) -> None:
+        after = anchor == "after"
+        self.made = "created <= $cut" if after else "created < $cut"
+        self.sealed = "last <= $cut" if after else "last < $cut"
+        # After a span's end, the frame its end event changed is rebuilt (it is where the cut is applied).
+        self.changed_by_cut = "created <= $cut AND last >= $cut AND list_contains(events, $cut)" if after else "false"
+
+    def format(self, sql: str) -> str:
+        return sql.format(made=self.made, sealed=self.sealed, changed_by_cut=self.changed_by_cut)
+
+
+_OF_BUILD = "trace_id = $trace AND build = $build"
+
+_OPEN_FRAMES = """
+    WITH RECURSIVE cut_frames(frame) AS (
+        SELECT frame FROM rewind_frames WHERE trace_id = $trace AND build = $build AND {changed_by_cut}
+        UNION
+        SELECT f.parent FROM rewind_frames f JOIN cut_frames c ON f.frame = c.frame
+        WHERE f.trace_id = $trace AND f.build = $build AND f.parent >= 0
+    )
+    SELECT frame, parent, position, call_id, created, last, list_filter(events, lambda e: e < $cut)
+    FROM rewind_frames
+    WHERE trace_id = $trace AND build = $build AND {made}
+      AND (NOT {sealed} OR frame = 0 OR frame IN (SELECT frame FROM cut_frames))
+    ORDER BY frame
+"""
+
+# How many children each open frame has at the cut.
+_CHILDREN = """
+    SELECT parent, count(*) AS n FROM rewind_frames
+    WHERE trace_id = $trace AND build = $build AND parent IN (SELECT unnest($open)) AND {made}
+    GROUP BY parent
+"""
+
+# The chunks of open frames' children the cut seals whole (full at the cut, holding no running frame
+# and not the newest child: those the root's status is read from), the largest of them.
+_USABLE = f"""
+    counts AS ({_CHILDREN}),
+    usable AS (
+        SELECT c.frame, c.level, c.position, c.node_id FROM rewind_chunks c JOIN counts k ON k.parent = c.frame
+        WHERE c.trace_id = $trace AND c.build = $build AND NOT c.running AND c.{{sealed}}
+          AND (c.position + 1) * CAST(pow($fanout, c.level + 1) AS BIGINT) < k.n
+    ),
+    largest AS (
+        SELECT * FROM usable u
+        WHERE NOT EXISTS (
+            SELECT 1 FROM usable p
+            WHERE p.frame = u.frame AND p.level = u.level + 1 AND p.position = u.position // $fanout
+        )
+    )
+"""
+
+# With the aggregate usage of each chunk's frames (their nodes', summed in `read_cut`).
+_REUSED = f"""
+    WITH {_USABLE}
+    SELECT u.frame, u.level, u.position, u.node_id,
+           list(n.body->'budgetState'->'aggregate' ORDER BY f.position)
+               FILTER (WHERE (n.body->'budgetState') IS NOT NULL)
+    FROM largest u
+    JOIN rewind_frames f ON f.trace_id = $trace AND f.build = $build AND f.parent = u.frame
+         AND f.position // CAST(pow($fanout, u.level + 1) AS BIGINT) = u.position
+    LEFT JOIN snapshot_nodes n ON n.node_id = f.node_id
+    GROUP BY u.frame, u.level, u.position, u.node_id
+"""
+
+# The sealed children of open frames outside the chunks reused.
+_SEALED = f"""
+    WITH {_USABLE}
+    SELECT f.parent, f.position, f.call_id, f.node_id, f.status, f.error, n.body->'budgetState'->'aggregate'
+    FROM rewind_frames f LEFT JOIN snapshot_nodes n USING (node_id)
+    WHERE f.trace_id = $trace AND f.build = $build AND f.parent IN (SELECT unnest($open)) AND {{made}}
+      AND {{sealed}} AND f.frame NOT IN (SELECT unnest($open))
+      AND NOT EXISTS (
+          SELECT 1 FROM largest u
+          WHERE u.frame = f.parent AND f.position // CAST(pow($fanout, u.level + 1) AS BIGINT) = u.position
+      )
+"""
 
 # A run's last stored event, from the events themselves: a live append stores its events before the
 # run's summary (`runs`) is derived, and an index must not be taken as covering events it has not seen.
 _LAST_EVENT = "SELECT max(event_id) FROM events WHERE trace_id = $trace"
-
-
-def _write_frames(conn: Any, trace_id: str, frames: list[IndexedFrame]) -> None:
-    conn.execute(
-        """
-        INSERT INTO rewind_frames
-        SELECT $trace, unnest($frame), unnest($parent), unnest($call_id), unnest($created), unnest($last),
-               unnest($node_id), unnest($status), unnest($error)::JSON, unnest($events)
-        """,
-        {
-            "trace": trace_id,
-            "frame": [frame.index for frame in frames],
-            "parent": [frame.parent for frame in frames],
-            "call_id": [frame.call_id for frame in frames],
-            "created": [frame.created for frame in frames],
-            "last": [frame.last for frame in frames],
-            "node_id": [frame.node for frame in frames],
-            "status": [frame.status for frame in frames],
-            "error": [orjson.dumps(frame.error).decode() if frame.error is not None else None for frame in frames],
-            "events": [list(frame.events) for frame in frames],
-        },
-    )

@@ -11,7 +11,8 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   without its end is `running`; a point event (`budget:update`, `sys:log`, ...) with a span id of its
   own is an `instant` span. `depth` is the nesting for timeline rows, `frame_parent_id` the nearest
   ancestor the frame tree shows.
-- `runs`: one summary row per trace, kept up to date by every load and append.
+- `runs`: one summary row per trace, kept up to date by every load and append; since migration 7
+  with its prompt and tool calls counted, the source of its first event and its deepest span.
 - `journal_entries`: process-journal entries, with `ts_ms` parsed from their ISO 8601 `timestamp`.
 - `snapshots`: AgentSnapshots under a stable content id, with the id they were forked from and who
   first stored them (migration 2). Since migration 3 a snapshot is a tree of frame nodes
@@ -23,7 +24,11 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - `rewind_runs`, `rewind_frames` (migration 3): the frame index of a big run
   (`devtool.core.frame_index`): per frame, when it was made and last changed, its events and its
   sealed node. `last_event_id` is the run's last event when it was indexed: a run that has grown
-  since is rewound from its events until it is indexed again.
+  since is rewound from its events until it is indexed again. Since migration 7 an index is written
+  a batch at a time under a `build` number and used once `rewind_runs` names that build, each frame
+  has its `position` among its parent's children, and `rewind_chunks` holds the chunks of a wide
+  frame's children (`devtool.core.snapshot_tree.child_refs`); indexes made before are dropped (the
+  server makes them again).
 - Since migration 4, `events.cost_micro_usd` is a `model:call:end`'s `costs.micro_usd` (NULL when its
   price is unknown), and a run's `cost_micro_usd` sums its priced calls (NULL when none is priced)
   and `unpriced_calls` counts its successful calls without a price: its total is unknown, not $0.
@@ -31,9 +36,18 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   instants, prompt loops or model calls), as `derive` does from then on.
 - Since migration 6, `events.event_key` is the event's identity within its trace (`event_sql.
   EVENT_KEY_SQL`): an event whose trace holds one with the same key is not stored again.
+- `search_terms` (migration 7): the search index, each run's words once (`search.py`); the words of
+  the events stored before are found by the migration.
+- `span_keys`, `frame_keys`, `span_text`, `span_tiles`, `keyed_runs` (migration 7): a big run's
+  spans' keys, sorted to find a span by its id and a parent's children in a range, the text its
+  span search reads, and its spans grouped in tiles of time for the timeline seen wide
+  (`span_keys.py`). Migration 7 also gives runs their `prompts`, `tools`, `depth` and first
+  `source_id`, counted from what was stored.
 """
 
 from __future__ import annotations
+
+from devtool.store.search import terms_sql
 
 MIGRATIONS: list[str] = [
     """
@@ -195,4 +209,100 @@ MIGRATIONS: list[str] = [
     ALTER TABLE events ADD COLUMN event_key UBIGINT;
     UPDATE events SET event_key = hash(body::VARCHAR);
     """,
+    """
+    DROP TABLE rewind_frames;
+    DROP TABLE rewind_runs;
+    CREATE SEQUENCE rewind_builds START 1;
+    CREATE TABLE rewind_runs (
+        trace_id VARCHAR PRIMARY KEY,
+        build BIGINT NOT NULL,
+        last_event_id BIGINT NOT NULL,
+        indexed BOOLEAN NOT NULL,
+        reason VARCHAR,
+        events BIGINT NOT NULL,
+        frames BIGINT NOT NULL,
+        seconds DOUBLE NOT NULL,
+        built_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    );
+    CREATE TABLE rewind_frames (
+        trace_id VARCHAR NOT NULL,
+        build BIGINT NOT NULL,
+        frame INTEGER NOT NULL,
+        parent INTEGER NOT NULL,
+        position INTEGER NOT NULL,
+        call_id VARCHAR NOT NULL,
+        created BIGINT NOT NULL,
+        last BIGINT NOT NULL,
+        node_id VARCHAR NOT NULL,
+        status VARCHAR NOT NULL,
+        error JSON,
+        events BIGINT[] NOT NULL
+    );
+    CREATE TABLE rewind_chunks (
+        trace_id VARCHAR NOT NULL,
+        build BIGINT NOT NULL,
+        frame INTEGER NOT NULL,
+        level INTEGER NOT NULL,
+        position INTEGER NOT NULL,
+        last BIGINT NOT NULL,
+        running BOOLEAN NOT NULL,
+        node_id VARCHAR NOT NULL
+    );
+    CREATE TABLE search_terms (trace_id VARCHAR NOT NULL, term VARCHAR NOT NULL);
+    CREATE SEQUENCE keyed_run_ids START 1;
+    CREATE TABLE span_keys (
+        key UBIGINT NOT NULL,
+        run INTEGER NOT NULL,
+        span_id VARCHAR NOT NULL,
+        start_ts DOUBLE NOT NULL,
+        start_event_id BIGINT,
+        frame_parent_id VARCHAR,
+        shown BOOLEAN NOT NULL
+    );
+    CREATE TABLE frame_keys (
+        key UBIGINT NOT NULL,
+        run INTEGER NOT NULL,
+        frame_parent_id VARCHAR,
+        start_ts DOUBLE NOT NULL,
+        start_event_id BIGINT,
+        span_id VARCHAR NOT NULL
+    );
+    CREATE TABLE span_text (
+        run INTEGER NOT NULL, start_ts DOUBLE NOT NULL, start_event_id BIGINT, span_id VARCHAR NOT NULL, text VARCHAR,
+        name VARCHAR, kind VARCHAR NOT NULL
+    );
+    CREATE TABLE keyed_runs (
+        trace_id VARCHAR NOT NULL, run INTEGER NOT NULL, tile_origin DOUBLE NOT NULL, tile_ms DOUBLE NOT NULL,
+        last_event_id BIGINT NOT NULL
+    );
+    CREATE TABLE span_tiles (
+        trace_id VARCHAR NOT NULL,
+        depth INTEGER NOT NULL,
+        start_tile BIGINT NOT NULL,
+        end_tile BIGINT NOT NULL,
+        first DOUBLE NOT NULL,
+        last DOUBLE NOT NULL,
+        n BIGINT NOT NULL,
+        span_id VARCHAR NOT NULL,
+        kind VARCHAR NOT NULL,
+        name VARCHAR,
+        failed BIGINT NOT NULL,
+        running BIGINT NOT NULL,
+        cached BIGINT NOT NULL,
+        frame_parent_id VARCHAR,
+        one_name BOOLEAN NOT NULL
+    );
+    ALTER TABLE runs ADD COLUMN prompts BIGINT DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN tools BIGINT DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN source_id INTEGER;
+    ALTER TABLE runs ADD COLUMN depth INTEGER DEFAULT 0;
+    UPDATE runs SET prompts = c.prompts, tools = c.tools, depth = c.depth FROM (
+        SELECT trace_id, count(*) FILTER (WHERE kind = 'turn') AS prompts,
+               coalesce(sum(len(string_split(name, ', '))) FILTER (WHERE kind = 'tools:execute'), 0) AS tools,
+               max(depth) AS depth
+        FROM spans GROUP BY trace_id
+    ) c WHERE runs.trace_id = c.trace_id;
+    UPDATE runs SET source_id = e.source_id FROM events e WHERE e.event_id = runs.first_event_id;
+    """
+    + f"INSERT INTO search_terms {terms_sql('(SELECT body FROM events)')};",
 ]

@@ -17,7 +17,7 @@ shows a big snapshot's totals and one page of its frames without reading the res
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -29,7 +29,16 @@ import orjson
 from devtool.core.errors import SnapshotError
 from devtool.core.jsonvalue import NotJSONError, json_copy
 from devtool.core.snapshot import AgentSnapshot, validate
-from devtool.core.snapshot_tree import Node, assemble, node_id, split
+from devtool.core.snapshot_tree import (
+    FANOUT,
+    Node,
+    NodeCounts,
+    assemble,
+    node_id,
+    referenced,
+    split,
+    subtree_counts,
+)
 from devtool.store.collector import collector_paused
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError, StoreError
@@ -144,14 +153,15 @@ def save_tree(
     return new_id
 
 
-def write_nodes(conn: duckdb.DuckDBPyConnection, nodes: Mapping[str, Node]) -> None:
-    """Insert `nodes` (children before parents) with their subtrees' counts, inside the caller's
+def write_nodes(
+    conn: duckdb.DuckDBPyConnection, nodes: Mapping[str, Node], counts: Mapping[str, NodeCounts] | None = None
+) -> None:
+    """Insert `nodes` (children before parents) with their subtrees' counts (given, or added up here:
+    those of the stored children they point at are read in one statement), inside the caller's
     transaction; nodes stored already are kept as they are."""
-    counts: dict[str, SnapshotCounts] = {}
-    rows: list[tuple[str, str, SnapshotCounts]] = []
-    for key, node in nodes.items():
-        counted = counts[key] = _count(conn, node, counts)
-        rows.append((key, orjson.dumps(node).decode(), counted))
+    if counts is None:
+        counts = _counts(conn, nodes)
+    rows = [(key, orjson.dumps(node).decode(), counts[key]) for key, node in nodes.items()]
     for start in range(0, len(rows), _BATCH):
         batch = rows[start : start + _BATCH]
         conn.execute(
@@ -212,7 +222,7 @@ def read_nodes(store: Store, ids: Iterable[str]) -> dict[str, Node]:
                 raise StoreError(f"{len(batch) - len(rows)} frames of a stored snapshot are missing from the store")
             for key, body in rows:
                 node = nodes[key] = orjson.loads(body)
-                wanted.extend(child for child in node["children"].values() if child not in nodes)
+                wanted.extend(child for child in referenced(node) if child not in nodes)
     return nodes
 
 
@@ -228,17 +238,19 @@ def snapshot_counts(store: Store, stored: StoredSnapshot) -> SnapshotCounts:
 
 def frame_page(store: Store, stored: StoredSnapshot, *, offset: int, limit: int) -> list[tuple[int, int, Node]]:
     """Frames `offset` .. `offset + limit` of the snapshot in depth-first order (children in their
-    order), each as (position, depth, node): a node's `children` are node ids. Reads the nodes on
-    the page and the sizes of the subtrees it skips, nothing else."""
+    order), each as (position, depth, node): a node's `children` are node ids (`ChildIds` for a frame
+    whose children are in chunks). Reads the nodes on the page and the sizes of the subtrees it
+    skips, nothing else."""
     page: list[tuple[int, int, Node]] = []
     with collector_paused(), store.reader() as cursor:
         root_size = _sizes(cursor, [stored.root_id])
-        # Depth-first with a stack of (node id, depth, subtree size); `position` counts frames passed.
-        stack = [(stored.root_id, 0, root_size[stored.root_id])]
+        # Depth-first with a stack of (node id, depth, subtree size, whether it is a chunk); `position`
+        # counts frames passed (a chunk is no frame: its children are its frame's).
+        stack = [(stored.root_id, 0, root_size[stored.root_id], False)]
         position = 0
         read: dict[str, Node] = {}
         while stack and len(page) < limit:
-            key, depth, size = stack.pop()
+            key, depth, size, chunk = stack.pop()
             if position + size <= offset:
                 position += size  # the whole subtree is before the page
                 continue
@@ -246,18 +258,70 @@ def frame_page(store: Store, stored: StoredSnapshot, *, offset: int, limit: int)
                 upcoming = [key] + [entry[0] for entry in reversed(stack[-(limit - len(page)) :])]
                 read.update(_bodies(cursor, upcoming))
             node = read[key]
-            if position >= offset:
-                page.append((position, depth, node))
-            position += 1
-            children = list(node["children"].values())
-            sizes = _sizes(cursor, children) if children else {}
-            stack.extend((child, depth + 1, sizes[child]) for child in reversed(children))
+            if not chunk:
+                if position >= offset:
+                    children = node["children"]
+                    shown = node if isinstance(children, dict) else {**node, "children": ChildIds(store, children)}
+                    page.append((position, depth, shown))
+                position += 1
+            refs = referenced(node)
+            sizes = _sizes(cursor, refs) if refs else {}
+            into_chunks = "chunks" in node if chunk else isinstance(node["children"], list)
+            below = depth if chunk else depth + 1
+            stack.extend((child, below, sizes[child], into_chunks) for child in reversed(refs))
     return page
 
 
-def is_tombstone(entry: Mapping[str, Any]) -> bool:
-    """A journal entry a replay never serves (an output that was not JSON): `output` null, `error` set."""
-    return entry.get("output") is None and entry.get("error") is not None
+class ChildIds(Mapping[str, str]):
+    """A frame's children kept in chunks, as `{callId: node id}`, read from the store only as far as
+    asked: their number from the last chunk of each level, the entries when iterated."""
+
+    def __init__(self, store: Store, chunks: list[str]) -> None:
+        self._store = store
+        self._chunks = chunks
+        self._count: int | None = None
+        self._entries: dict[str, str] | None = None
+
+    def __len__(self) -> int:
+        if self._count is None:
+            count, ids = 0, self._chunks
+            with collector_paused(), self._store.reader() as cursor:
+                while True:
+                    last = _bodies(cursor, [ids[-1]])[ids[-1]]
+                    count += (len(ids) - 1) * FANOUT ** (last["chunk"] + 1)
+                    if "children" in last:
+                        count += len(last["children"])
+                        break
+                    ids = last["chunks"]
+            self._count = count
+        return self._count
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __getitem__(self, call_id: str) -> str:
+        return self._read()[call_id]
+
+    def _read(self) -> dict[str, str]:
+        if self._entries is None:
+            chunks: dict[str, Node] = {}
+            with collector_paused(), self._store.reader() as cursor:
+                wanted = self._chunks
+                while wanted:  # a level of chunks at a time
+                    found = _bodies(cursor, wanted)
+                    if len(found) != len(set(wanted)):
+                        raise StoreError("chunks of a stored snapshot are missing from the store")
+                    chunks.update(found)
+                    wanted = [key for chunk in wanted for key in found[chunk].get("chunks", [])]
+            self._entries = {}
+            stack = list(reversed(self._chunks))
+            while stack:
+                chunk = chunks[stack.pop()]
+                if "children" in chunk:
+                    self._entries.update(chunk["children"])
+                else:
+                    stack.extend(reversed(chunk["chunks"]))
+        return self._entries
 
 
 def _split(snapshot: Any, *, trusted: bool) -> tuple[dict[str, Any], dict[str, Node]]:
@@ -276,37 +340,21 @@ def _checked(snapshot: Any) -> AgentSnapshot:
     return checked
 
 
-def _count(conn: duckdb.DuckDBPyConnection, node: Node, known: Mapping[str, SnapshotCounts]) -> SnapshotCounts:
-    """The counts of a node's subtree: its own entries, its new children's (`known`), and the sum of
-    its stored children's, added up in DuckDB (a rewind's open frame may have tens of thousands)."""
-    journal = node.get("journal", {})
-    prompt, tool = journal.get("prompt", {}), journal.get("tool", {})
-    totals = [
-        1,
-        len(prompt),
-        len(tool),
-        sum(map(is_tombstone, prompt.values())) + sum(map(is_tombstone, tool.values())),
-    ]
-    stored = []
-    for child in node["children"].values():
-        counted = known.get(child)
-        if counted is None:
-            stored.append(child)
-            continue
-        totals[0] += counted.frames
-        totals[1] += counted.prompts
-        totals[2] += counted.tools
-        totals[3] += counted.tombstones
+def _counts(conn: duckdb.DuckDBPyConnection, nodes: Mapping[str, Node]) -> dict[str, NodeCounts]:
+    """The counts of each of `nodes` (children before parents), the stored children's read at once."""
+    stored = list({child for node in nodes.values() for child in referenced(node) if child not in nodes})
+    counts: dict[str, NodeCounts] = {}
     if stored:
-        found, *sums = conn.execute(
-            "SELECT count(*), sum(frames), sum(prompts), sum(tools), sum(tombstones) FROM snapshot_nodes "
-            "WHERE node_id = ANY($ids)",
+        rows = conn.execute(
+            "SELECT node_id, frames, prompts, tools, tombstones FROM snapshot_nodes WHERE node_id = ANY($ids)",
             {"ids": stored},
-        ).fetchall()[0]
-        if found != len(stored):
-            raise StoreError(f"cannot store the snapshot: {len(stored) - found} of its frames are not in the store")
-        totals = [total + int(value) for total, value in zip(totals, sums, strict=True)]
-    return SnapshotCounts(*totals)
+        ).fetchall()
+        if len(rows) != len(stored):
+            raise StoreError(f"cannot store the snapshot: {len(stored) - len(rows)} of its frames are not in the store")
+        counts.update((key, NodeCounts(*rest)) for key, *rest in rows)
+    for key, node in nodes.items():
+        counts[key] = subtree_counts(node, (counts[child] for child in referenced(node)))
+    return counts
 
 
 def _sizes(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, int]:

@@ -100,3 +100,6 @@ class JournalJsonl:
 
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         return scan_jsonl(source, journal_entry_problem, good)
+
+    def bodies(self, *, jsonl: bool, max_object_size: int) -> None:
+        return None

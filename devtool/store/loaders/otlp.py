@@ -19,6 +19,7 @@ from devtool.store.event_sql import insert_events
 from devtool.store.loaders.base import Inserted, Sample
 from devtool.store.otlp_sql import LINE_STRIDE, events_relation, file_lines, install_macros
 from devtool.store.scan import Scan, scan_jsonl
+from devtool.store.search import index_source
 
 _HEAD = re.compile(rb'\{\s*"resourceSpans"\s*:')
 
@@ -46,10 +47,14 @@ class OtlpJsonl:
         install_macros(conn)
         relation = events_relation(file_lines(max_object_size))
         events, spans, traces = insert_events(conn, relation, source_id, {"path": path})
+        index_source(conn, source_id)
         return Inserted(events=events, spans=spans, traces=traces)
 
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         return scan_jsonl(source, request_problem, good)
+
+    def bodies(self, *, jsonl: bool, max_object_size: int) -> None:
+        return None  # its events are made from spans in SQL: `insert` indexes them once stored
 
 
 def request_problem(document: Any) -> str | None:

@@ -7,7 +7,7 @@ from typing import BinaryIO
 import duckdb
 
 from devtool.store.event_gate import trace_event_problem
-from devtool.store.event_sql import file_relation, insert_events
+from devtool.store.event_sql import file_bodies, file_relation, insert_events
 from devtool.store.loaders.base import Inserted, Sample
 from devtool.store.scan import Scan, scan_array, scan_jsonl
 
@@ -39,6 +39,9 @@ class TraceJsonl:
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         return scan_jsonl(source, trace_event_problem, good)
 
+    def bodies(self, *, jsonl: bool, max_object_size: int) -> str:
+        return file_bodies("newline_delimited", max_object_size)
+
 
 class TraceArray:
     kind = "trace-json-array"
@@ -61,6 +64,9 @@ class TraceArray:
 
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         return scan_array(source, trace_event_problem, good)
+
+    def bodies(self, *, jsonl: bool, max_object_size: int) -> str:
+        return file_bodies("newline_delimited" if jsonl else "array", max_object_size)
 
 
 def _insert(conn: duckdb.DuckDBPyConnection, relation: str, source_id: int, path: str) -> Inserted:

@@ -20,10 +20,11 @@ from typing import Any
 
 import orjson
 
+from devtool.store import span_keys
 from devtool.store.database import Store
-from devtool.store.derive import HIDDEN_KINDS
 from devtool.store.errors import NotFoundError
 from devtool.store.queries.events import event_fields
+from devtool.store.span_sql import HIDDEN_KINDS
 
 TOOL_RESULT = "tool"
 _CROWD = 1000  # children past which a parent's page is a query of its own
@@ -118,22 +119,29 @@ def frame_tree(
     with store.reader() as cursor:
         if span_id is None:
             where = f"trace_id = ? AND frame_parent_id IS NULL AND {_SHOWN}"
-            root_count = cursor.execute(f"SELECT count(*) FROM spans WHERE {where}", [trace_id]).fetchall()[0][0]
+            root_count = span_keys.count(cursor, trace_id, None)
+            if root_count is None:
+                root_count = cursor.execute(f"SELECT count(*) FROM spans WHERE {where}", [trace_id]).fetchall()[0][0]
             if root_count == 0 and not cursor.execute("SELECT 1 FROM runs WHERE trace_id = ?", [trace_id]).fetchall():
                 raise NotFoundError(f"no run {trace_id!r} in the store")
-            rows = cursor.execute(
-                f"SELECT {_COLUMNS} FROM spans WHERE {where} ORDER BY start_ts, start_event_id LIMIT ? OFFSET ?",
-                [trace_id, page_size, offset],
-            ).fetchall()
-            top, child_offset = [_draft(row) for row in rows], 0
+            roots = span_keys.children(cursor, trace_id, None, offset=offset, limit=page_size)
+            if roots is not None:
+                top = _located(cursor, trace_id, roots)
+            else:
+                rows = cursor.execute(
+                    f"SELECT {_COLUMNS} FROM spans WHERE {where} ORDER BY start_ts, start_event_id LIMIT ? OFFSET ?",
+                    [trace_id, page_size, offset],
+                ).fetchall()
+                top = [_draft(row) for row in rows]
+            child_offset = 0
         else:
-            found = cursor.execute(
-                f"SELECT {_COLUMNS} FROM spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]
-            )
-            rows = found.fetchall()
-            if not rows:
+            where, params = span_keys.where_spans(cursor, trace_id, [span_id])
+            top = [
+                _draft(row) for row in cursor.execute(f"SELECT {_COLUMNS} FROM spans WHERE {where}", params).fetchall()
+            ]
+            if not top:
                 raise NotFoundError(f"no span {span_id!r} in run {trace_id!r}")
-            top, root_count, child_offset = [_draft(rows[0])], 1, offset
+            root_count, child_offset = 1, offset
         budget = max_nodes - len(top)
         frontier = top
         for level in range(depth):
@@ -197,6 +205,13 @@ def _short(value: Any) -> str:
     return text if len(text) <= 28 else text[:26] + "…" + text[-1]
 
 
+def _located(cursor: Any, trace_id: str, located: list[tuple[str, float]]) -> list[_Draft]:
+    """The spans of the run whose ids and starts are `located`, in that order."""
+    where, params = span_keys.where_located(trace_id, located)
+    rows = {row[0]: row for row in cursor.execute(f"SELECT {_COLUMNS} FROM spans WHERE {where}", params).fetchall()}
+    return [_draft(rows[span]) for span, _ in located if span in rows]
+
+
 def _count_tool_results(cursor: Any, drafts: list[_Draft]) -> None:
     """A tool batch's children are the results its end event lists: count them there."""
     batches = [d for d in drafts if d.node.kind == "tools:execute" and d.end_event_id is not None]
@@ -223,18 +238,35 @@ def _load_children(
     spans = [d for d in parents if d.node.kind != "tools:execute"]
     # A parent of thousands is paged on its own (a top-N, not a sort of all its children).
     for parent in (d for d in spans if d.node.child_count > _CROWD):
-        rows = cursor.execute(
-            f"SELECT {_COLUMNS} FROM spans WHERE trace_id = ? AND {_SHOWN} AND frame_parent_id = ? "
-            "ORDER BY start_ts, start_event_id LIMIT ? OFFSET ?",
-            [trace_id, parent.node.span_id, min(page_size, budget - len(loaded)), offset],
-        ).fetchall()
-        parent.children.extend(_draft(row) for row in rows)
+        size = min(page_size, budget - len(loaded))
+        ids = span_keys.children(cursor, trace_id, parent.node.span_id, offset=offset, limit=size)
+        if ids is not None:
+            parent.children.extend(_located(cursor, trace_id, ids))
+        else:
+            rows = cursor.execute(
+                f"SELECT {_COLUMNS} FROM spans WHERE trace_id = ? AND {_SHOWN} AND frame_parent_id = ? "
+                "ORDER BY start_ts, start_event_id LIMIT ? OFFSET ?",
+                [trace_id, parent.node.span_id, size, offset],
+            ).fetchall()
+            parent.children.extend(_draft(row) for row in rows)
         parent.node = replace(parent.node, children_offset=offset)
         loaded.extend(parent.children)
         if len(loaded) >= budget:
             return loaded
     few = {d.node.span_id: d for d in spans if d.node.child_count <= _CROWD}
-    if few:
+    pages = span_keys.children_of(cursor, trace_id, sorted(few), offset=offset, limit=page_size) if few else None
+    if pages is not None:
+        # By position first, then parent: a short budget gives every parent its first children.
+        order = sorted((i, parent_id, found) for parent_id, page in pages.items() for i, found in enumerate(page))
+        order = order[: budget - len(loaded)]
+        drafts = {d.node.span_id: d for d in _located(cursor, trace_id, [found for _, _, found in order])}
+        for _, parent_id, (span, _) in order:
+            if span in drafts:
+                few[parent_id].children.append(drafts[span])
+                loaded.append(drafts[span])
+        for d in few.values():
+            d.node = replace(d.node, children_offset=offset)
+    elif few:
         rows = cursor.execute(
             f"""
             SELECT frame_parent_id, {_COLUMNS} FROM (

@@ -17,10 +17,11 @@ from typing import Any
 
 import orjson
 
+from devtool.store import span_keys
 from devtool.store.database import Store
-from devtool.store.derive import HIDDEN_KINDS
 from devtool.store.errors import NotFoundError
 from devtool.store.queries.events import event_fields
+from devtool.store.span_sql import HIDDEN_KINDS
 
 _SHOWN = f"NOT instant AND kind NOT IN {HIDDEN_KINDS}"
 MEMORY_CHARS = 64 << 10  # of a generation's memory read back for a snapshot page
@@ -69,6 +70,10 @@ class Memory:
 
 def frame_path(store: Store, trace_id: str, span_id: str) -> list[PathStep]:
     """The frame-tree path from a root down to `span_id` (itself last), or to its nearest shown ancestor."""
+    with store.reader() as cursor:
+        keyed = _keyed_path(cursor, trace_id, span_id)
+    if keyed is not None:
+        return keyed
     rows = store.query(
         f"""
         WITH RECURSIVE up(span_id, frame_parent_id, shown, hops, kind, agent_id, start_ts, start_event_id) AS (
@@ -96,6 +101,31 @@ def frame_path(store: Store, trace_id: str, span_id: str) -> list[PathStep]:
     if not rows and not store.query("SELECT 1 FROM spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]):
         raise NotFoundError(f"no span {span_id!r} in run {trace_id!r}")
     return [PathStep(span, int(index), kind, agent) for span, index, kind, agent in rows]
+
+
+def _keyed_path(cursor: Any, trace_id: str, span_id: str) -> list[PathStep] | None:
+    """`frame_path` from the run's span keys: a lookup per step up, a count per step. None when the
+    run is not keyed, or the span is an instant (not among the keys)."""
+    found = span_keys.locate(cursor, trace_id, [span_id])
+    if not found:
+        return None
+    key = found[span_id]
+    chain = [key] if key.shown else []
+    parent = key.frame_parent_id
+    while parent is not None and len(chain) < 10000:
+        above = span_keys.locate(cursor, trace_id, [parent]) or {}
+        if parent not in above:
+            break
+        chain.append(above[parent])
+        parent = above[parent].frame_parent_id
+    chain.reverse()
+    where, params = span_keys.where_located(trace_id, [(step.span_id, step.start_ts) for step in chain])
+    rows = cursor.execute(f"SELECT span_id, kind, agent_id FROM spans WHERE {where}", params).fetchall()
+    named = {span: (kind, agent) for span, kind, agent in rows}
+    return [
+        PathStep(step.span_id, span_keys.position(cursor, trace_id, step), *named.get(step.span_id, ("", None)))
+        for step in chain
+    ]
 
 
 def span_place(store: Store, trace_id: str, span_id: str) -> SpanPlace | None:
@@ -141,11 +171,18 @@ def span_hit_order(text: str = "$text", prefix: str = "$prefix") -> str:
 
 def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> list[SpanHit]:
     """Spans of a run whose name, agent, callId, span id or error contain `text` (case-insensitive),
-    best first (`span_hit_order`)."""
+    best first (`span_hit_order`): from the run's `span_text` when it is keyed, else by a scan."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    with store.reader() as cursor:
+        found = span_keys.search(cursor, trace_id, text, order=span_hit_order(), prefix=f"{escaped}%", limit=limit)
+        if found is not None:
+            where, params = span_keys.where_located(trace_id, found)
+            rows = cursor.execute(f"SELECT {_HIT} FROM spans WHERE {where}", params).fetchall()
+            hits = {row[0]: row for row in rows}
+            return [SpanHit(*hits[span]) for span, _ in found if span in hits]
     rows = store.query(
         f"""
-        SELECT span_id, kind, name, agent_id, call_id, status, start_ts FROM spans
+        SELECT {_HIT} FROM spans
         WHERE trace_id = $trace AND {_SHOWN} AND (
             name ILIKE $p ESCAPE '\\' OR agent_id ILIKE $p ESCAPE '\\' OR call_id ILIKE $p ESCAPE '\\'
             OR span_id ILIKE $p ESCAPE '\\' OR error ILIKE $p ESCAPE '\\')
@@ -156,17 +193,30 @@ def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> 
     return [SpanHit(*row) for row in rows]
 
 
+_HIT = "span_id, kind, name, agent_id, call_id, status, start_ts"
+
+
 def generation_memories(store: Store, trace_id: str, agent_span_id: str) -> list[Memory]:
     """Every memory the agent span's generations ended with, oldest first (a reborn agent has several)."""
-    rows = store.query(
-        """
-        SELECT s.span_id, s.parent_span_id, e.ts, e.body->'memory'
-        FROM spans s JOIN events e ON e.event_id = s.end_event_id
-        WHERE s.trace_id = ? AND s.parent_span_id = ? AND s.kind = 'generation'
-        ORDER BY s.start_ts, s.start_event_id
-        """,
-        [trace_id, agent_span_id],
-    )
+    with store.reader() as cursor:
+        # A generation is shown in the tree, under its agent: a keyed run has them among its children.
+        children = span_keys.children(cursor, trace_id, agent_span_id, offset=0, limit=10_000)
+        where, params = (
+            span_keys.where_located(trace_id, children) if children is not None else ("trace_id = ?", [trace_id])
+        )
+        generations = cursor.execute(
+            f"""
+            SELECT span_id, parent_span_id, end_event_id FROM spans
+            WHERE {where} AND parent_span_id = ? AND kind = 'generation' ORDER BY start_ts, start_event_id
+            """,
+            [*params, agent_span_id],
+        ).fetchall()
+        ends = [end for _, _, end in generations if end is not None]
+        # The ids as constants: DuckDB reads only the row groups of `events` that may hold them.
+        marks = ", ".join("?" * len(ends)) or "NULL"
+        ended = cursor.execute(f"SELECT event_id, ts, body->'memory' FROM events WHERE event_id IN ({marks})", ends)
+        bodies = {event_id: (ts, memory) for event_id, ts, memory in ended.fetchall()}
+    rows = [(span, parent, *bodies[end]) for span, parent, end in generations if end in bodies]
     return [
         Memory(span, parent, ended, memory)
         for span, parent, ended, raw in rows

@@ -14,7 +14,8 @@ journal has neither. `source` is the file (or live stream) a run's first event, 
 entry, came from.
 
 `search` matches, case-insensitively, the run's id, name and agent ids, and (unless `content=False`)
-the text of its events or entries: a scan of their compressed JSON, about a second for a million events.
+the text of its events or entries: a trace's through the search index (`devtool.store.search`: each of
+the query's words part of one of the run's words), a journal's by a scan of its entries' JSON.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 from devtool.store.live_append import LIVE_KIND, OTLP_STREAM
 from devtool.store.loaders.otlp import KIND as OTLP_FILE
+from devtool.store.search import words
 
 STATUSES = ("completed", "failed", "running")
 
@@ -87,12 +89,12 @@ _JOURNAL_STATUS = """
 _RUNS = f"""
     SELECT * FROM (
         SELECT 'trace' AS kind, trace_id AS id, name, status, started_ts, ended_ts, events, spans, agents,
-               failed, running, prompt_tokens, completion_tokens, cost_micro_usd, unpriced_calls,
-               agent_ids AS words, first_event_id AS first, NULL::INTEGER AS first_source
+               failed, running, prompt_tokens, completion_tokens, cost_micro_usd, unpriced_calls, prompts, tools,
+               agent_ids AS words, source_id AS first_source
         FROM runs
         UNION ALL
         SELECT 'journal', process_id, process_id, {_JOURNAL_STATUS}, started, ended, n, 0, 0, errors, 0, 0, 0,
-               NULL, 0, types, NULL, first_source
+               NULL, 0, 0, 0, types, first_source
         FROM (
             SELECT process_id, min(ts_ms) AS started, max(ts_ms) AS ended, count(*) AS n,
                    arg_min(source_id, entry_seq) AS first_source,
@@ -104,31 +106,29 @@ _RUNS = f"""
     )
 """
 
-# The counts and the source of a page of runs only: the spans and events of other runs are not read.
+# A page of runs with the file (or stream) each came from.
 _PAGE = """
     WITH page AS ({runs})
-    SELECT page.* EXCLUDE (words, first, first_source),
-           coalesce(c.prompts, 0), coalesce(c.tools, 0), src.kind, src.path
-    FROM page
-    LEFT JOIN (
-        SELECT trace_id,
-               count(*) FILTER (WHERE kind = 'turn') AS prompts,
-               coalesce(sum(len(string_split(name, ', '))) FILTER (WHERE kind = 'tools:execute'), 0) AS tools
-        FROM spans WHERE trace_id IN (SELECT id FROM page WHERE kind = 'trace')
-        GROUP BY trace_id
-    ) c ON page.kind = 'trace' AND c.trace_id = page.id
-    LEFT JOIN (
-        SELECT event_id, source_id FROM events WHERE event_id IN (SELECT first FROM page WHERE kind = 'trace')
-    ) ev ON ev.event_id = page.first
-    LEFT JOIN sources src ON src.source_id = coalesce(page.first_source, ev.source_id)
+    SELECT page.* EXCLUDE (words, first_source), src.kind, src.path
+    FROM page LEFT JOIN sources src ON src.source_id = page.first_source
     ORDER BY page.started_ts DESC, page.id, page.kind DESC
 """
 
 _MATCH_NAMES = "id ILIKE $pattern ESCAPE '\\' OR name ILIKE $pattern ESCAPE '\\' OR words ILIKE $pattern ESCAPE '\\'"
-_MATCH_CONTENT = """
-    OR (kind = 'trace' AND id IN (SELECT trace_id FROM events WHERE body ILIKE $pattern ESCAPE '\\'))
-    OR (kind = 'journal' AND id IN (SELECT process_id FROM journal_entries WHERE data ILIKE $pattern ESCAPE '\\'))
-"""
+_MATCH_JOURNAL = (
+    "kind = 'journal' AND id IN (SELECT process_id FROM journal_entries WHERE data ILIKE $pattern ESCAPE '\\')"
+)
+
+
+def _match_words(found: list[str], params: dict[str, object]) -> str:
+    """Traces with each of the query's words in one of their words (none when the query has none)."""
+    if not found:
+        return "false"
+    sets = []
+    for index, word in enumerate(found):
+        params[f"word{index}"] = word
+        sets.append(f"SELECT trace_id FROM search_terms WHERE contains(term, $word{index})")
+    return f"kind = 'trace' AND id IN ({' INTERSECT '.join(sets)})"
 
 
 def list_runs(
@@ -150,7 +150,8 @@ def list_runs(
     where: list[str] = ["true"]
     params: dict[str, object] = {"limit": limit, "offset": offset}
     if search:
-        where.append(f"({_MATCH_NAMES} {_MATCH_CONTENT if content else ''})")
+        content_match = f"OR ({_match_words(words(search), params)}) OR ({_MATCH_JOURNAL})" if content else ""
+        where.append(f"({_MATCH_NAMES} {content_match})")
         params["pattern"] = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     if status:
         where.append("status = $status")

@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 
@@ -43,14 +44,15 @@ class SpanDetail:
 def span_detail(store: Store, trace_id: str, span_id: str) -> SpanDetail:
     """Span `span_id` of run `trace_id`; `NotFoundError` when there is none."""
     with store.reader() as cursor:
+        where, params = span_keys.where_spans(cursor, trace_id, [span_id])
         rows = cursor.execute(
-            """
+            f"""
             SELECT trace_id, span_id, parent_span_id, kind, name, instant, agent_id, call_id, status, error,
                    start_ts, end_ts, depth, frame_parent_id, content_hash, cache, events, frame_children,
                    start_event_id, end_event_id
-            FROM spans WHERE trace_id = ? AND span_id = ?
+            FROM spans WHERE {where}
             """,
-            [trace_id, span_id],
+            params,
         ).fetchall()
         if not rows:
             raise NotFoundError(f"no span {span_id!r} in run {trace_id!r}")

@@ -14,17 +14,27 @@ the budget holds as long as it leaves each row's kind one column). DuckDB does t
 scan of the spans; only the bars leave it.
 
 The timeline draws what the frame tree shows: the spans it looks through (a prompt loop, a model
-call: `derive.HIDDEN_KINDS`) are left out, and instants (budget updates, logs) unless asked for. A
+call: `span_sql.HIDDEN_KINDS`) are left out, and instants (budget updates, logs) unless asked for. A
 running span (no end yet) reaches the run's last event.
+
+A keyed run (`span_keys`: one loaded in bulk) seen so wide that a pixel spans 8 or more of its tiles
+(a run cut in 16,384) is drawn from its tiles rather than its spans: the spans of one row and kind
+that start in one tile and end in one tile, counted once (`span_tiles`). A tile group is bucketed as a
+span would be, by where it starts and how wide it is: an eighth of a pixel from its spans' own at
+most, and the bars' first starts and last ends are the spans'. Only spans that start and end in the
+same tiles (less than an eighth of a pixel apart at both ends) share a bar they would not share drawn
+from spans. Ten million events drawn whole are then a few hundred thousand tiles read, not millions
+of spans.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from devtool.store import span_keys
 from devtool.store.database import Store
-from devtool.store.derive import HIDDEN_KINDS
 from devtool.store.errors import NotFoundError
+from devtool.store.span_sql import HIDDEN_KINDS
 
 MAX_WIDTH = 16384
 # Narrower than this (in pixels, at the window's scale) a span is too small to see on its own.
@@ -68,12 +78,11 @@ class TimelineWindow:
     bars: tuple[TimelineBar, ...]
 
 
-# One scan. `fine`: a bar per wide span, and per (row, kind, MIN_PX columns) for the narrow ones. If
-# that passes the budget, the groups (not the spans again) merge per row, kind and column, with
-# columns few enough that all (row, kind) pairs together stay within it. A bar's names are told apart
-# by hash: comparing the strings themselves costs a third of the query on a big run.
-_BARS = """
-    WITH visible AS (
+# `fine`, from the spans: a bar per wide span, and per (row, kind, MIN_PX columns) for the narrow ones.
+# A bar's names are told apart by hash: comparing the strings themselves costs a third of the query
+# on a big run.
+_FINE_SPANS = """
+    visible AS (
         SELECT rowid AS row_id, span_id, frame_parent_id, depth, kind, name, status, cache, start_ts,
                coalesce(end_ts, $run_end) AS end_ts
         FROM spans
@@ -98,7 +107,33 @@ _BARS = """
         GROUP BY depth, kind,
                  CASE WHEN (end_ts - start_ts) * $scale >= $min_px THEN -1 - row_id
                       ELSE floor(least(greatest((start_ts - $start) * $scale / $min_px, -1e18), 1e18))::BIGINT END
-    ),
+    )
+"""
+
+# The same from a keyed run's tiles (hidden kinds and instants are not among them): a tile group as
+# wide as a wide span is a bar of its own, the others group by row, kind and MIN_PX columns.
+_FINE_TILES = """
+    fine AS (
+        SELECT depth, kind, min(first) AS first, max(last) AS last, sum(n)::BIGINT AS n,
+               any_value(span_id) AS bar_span,
+               CASE WHEN min(hash(frame_parent_id)) = max(hash(frame_parent_id))
+                    THEN any_value(frame_parent_id) END AS parent,
+               bool_and(one_name) AND min(hash(name)) = max(hash(name)) AS one_name, any_value(name) AS bar_name,
+               sum(failed)::BIGINT AS failed, sum(running)::BIGINT AS running, sum(cached)::BIGINT AS cached
+        FROM span_tiles
+        WHERE trace_id = $trace AND first <= $end AND last >= $start
+        -- (Qualified: in GROUP BY, DuckDB would read `first` and `last` as the aliases.)
+        GROUP BY depth, kind,
+                 CASE WHEN (span_tiles.last - span_tiles.first) * $scale >= $min_px THEN -1 - rowid
+                      ELSE floor(least(greatest((span_tiles.first - $start) * $scale / $min_px, -1e18), 1e18))::BIGINT
+                 END
+    )
+"""
+
+# One scan of `fine`'s source. If its groups pass the budget, they (not the spans again) merge per
+# row, kind and column, with columns few enough that all (row, kind) pairs together stay within it.
+_BARS = """
+    WITH {fine},
     budget AS (
         SELECT coalesce($budget, (max(depth) + 1) * $width) AS bars, count(DISTINCT depth) AS rows FROM fine
     ),
@@ -126,6 +161,9 @@ _BARS = """
     FROM bars
     ORDER BY depth, first, last DESC
 """
+
+# A pixel this many tiles wide or more is drawn from tiles.
+_TILES_PER_PIXEL = 8
 
 
 def timeline_window(
@@ -155,17 +193,22 @@ def timeline_window(
         if end < start:
             raise ValueError(f"the window ends ({end}) before it starts ({start})")
         span = max(end - start, 1e-3)  # a run of one instant still gets a window
-        params = {
+        params: dict[str, object] = {
             "trace": trace_id,
             "start": start,
             "end": end,
-            "run_end": run_end,
             "scale": width_px / span,
             "width": width_px,
             "min_px": MIN_PX,
             "budget": max_bars,
         }
-        sql = _BARS.format(hidden=HIDDEN_KINDS, instants="" if instants else "AND NOT instant")
+        tiled = None if instants else span_keys.tiles(cursor, trace_id)
+        if tiled is not None and span / width_px >= _TILES_PER_PIXEL * tiled.width:
+            sql = _BARS.format(fine=_FINE_TILES)
+        else:
+            params["run_end"] = run_end
+            fine = _FINE_SPANS.format(hidden=HIDDEN_KINDS, instants="" if instants else "AND NOT instant")
+            sql = _BARS.format(fine=fine)
         rows = cursor.execute(sql, params).fetchall()
     bars = tuple(TimelineBar(*row) for row in rows)
     return TimelineWindow(

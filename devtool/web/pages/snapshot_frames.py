@@ -20,11 +20,12 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from devtool.core.snapshot_tree import is_tombstone
 from devtool.store import Store, StoredSnapshot, list_snapshots
 from devtool.store.queries import get_run
 from devtool.store.queries.navigation import CutPoint, GenerationEnd, cut_point, generation_ends
 from devtool.store.queries.run_meta import run_exists
-from devtool.store.snapshots import frame_page, is_tombstone, snapshot_counts
+from devtool.store.snapshots import frame_page, snapshot_counts
 from devtool.web.pages.timeline_layout import format_duration
 
 FRAMES_PER_PAGE = 100
@@ -97,7 +98,8 @@ def snapshot_page_data(store: Store, stored: StoredSnapshot, offset: int, error:
 
 
 def frame_rows(page: list[tuple[int, int, dict[str, Any]]]) -> list[FrameRow]:
-    """A page of frames (`devtool.store.snapshots.frame_page`: position, depth, node), ready to show."""
+    """A page of frames (`devtool.store.snapshots.frame_page`: position, depth, node), ready to show.
+    A frame's children are counted, not read (`ChildIds` of a frame of many knows how many it has)."""
     return [_row(index, depth, frame) for index, depth, frame in page]
 
 

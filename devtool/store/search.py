@@ -1,0 +1,148 @@
+"""The search index: the words of each run, made while it loads, and the runs a query's words are in.
+
+A run's *text* is what its agents were given and said, and what its spans are called: every
+message's content, the model's raw text, agents' props, results and memory, tools' names, inputs and
+outputs, errors, log lines and their arguments, a custom span's data, and the types, names, agent ids
+and callIds of its events. (Other fields an event may carry are not searched: ids, hashes,
+timestamps, counts, token usage, tool schemas, and the model's tool calls, whose names, inputs and
+outputs are their tools'.)
+Its *words* are that text lowercased and cut at every ASCII character that is not a letter or a
+digit (letters and digits of other scripts stay in words), of at most `LONGEST` characters; the
+index keeps each run's words once (`search_terms`), however many events repeat them (a conversation
+is resent whole at every turn: texts are told apart before they are cut into words).
+
+A query matches a run when each of its words is part of one of the run's words (`refund pol` finds
+a run that says "refund" and "policy" anywhere; `fund` finds "refund"). That is the scan of every
+event's JSON it replaces, less: a query's words need not stand next to each other, and punctuation
+is not searched for (`worker:42` asks for "worker" and "42"). The run's id, name and agent ids are
+still matched as the whole query, as before.
+
+A file's words are found by a second read of the file (`TermPass`) on a cursor of its own while the
+load inserts its events: DuckDB's insert of a file is one thread (its event ids follow the file's
+order), so this read uses the core the insert leaves idle, and the load's transaction then takes its
+result (written to a Parquet file beside it) with the events. Live batches are indexed with their
+spans (`index_events`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import tempfile
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+import duckdb
+
+if TYPE_CHECKING:
+    from devtool.store.database import Store
+
+LONGEST: Final = 64
+
+_SEPARATORS = "".join(chr(code) for code in range(1, 128) if not chr(code).isalnum())
+_TRANSLATE = (_SEPARATORS.replace("'", "''"), " " * len(_SEPARATORS))
+_WORD_BREAK = re.compile(f"[{re.escape(_SEPARATORS)}]+")
+
+# The fields of an event its text is taken from (`message` is a log line's text, or a turn's answer).
+_TEXT_FIELDS = (
+    '{"type": "VARCHAR", "agentId": "VARCHAR", "name": "VARCHAR", "callId": "VARCHAR", "toolNames": "VARCHAR[]", '
+    '"trace": {"traceId": "VARCHAR"}, "message": "JSON", "messages": [{"content": "VARCHAR"}], "rawText": "VARCHAR", '
+    '"props": "JSON", "result": "JSON", "memory": "JSON", "error": "JSON", "args": "JSON", "data": "JSON", '
+    '"draft": "JSON", "toolResults": [{"input": "JSON", "output": "JSON", "toolName": "VARCHAR"}]}'
+)
+
+
+def terms_sql(relation: str) -> str:
+    """SELECT the distinct `(trace_id, term)` of the events of `relation` (their JSON text as `body`)."""
+    separators, spaces = _TRANSLATE
+    return f"""
+    WITH parsed AS (SELECT from_json(body, '{_TEXT_FIELDS}') AS e FROM {relation}),
+    texts AS (
+        SELECT DISTINCT trace_id, text FROM (
+            SELECT e.trace.traceId AS trace_id, unnest(list_concat(
+                [e.type, e.agentId, e.name, e.callId, array_to_string(e.toolNames, ' '),
+                 CASE json_type(e.message) WHEN 'VARCHAR' THEN e.message->>'$' ELSE e.message->>'content' END,
+                 e.rawText, e.props::VARCHAR, e.result::VARCHAR, e.memory::VARCHAR, e.error::VARCHAR,
+                 e.args::VARCHAR, e.data::VARCHAR, e.draft::VARCHAR],
+                [m.content FOR m IN e.messages],
+                [concat_ws(' ', r.toolName, r.input::VARCHAR, r.output::VARCHAR) FOR r IN e.toolResults])) AS text
+            FROM parsed
+        ) WHERE text <> '' AND trace_id IS NOT NULL
+    )
+    SELECT DISTINCT trace_id, term FROM (
+        SELECT trace_id, unnest(string_split(translate(lower(text), '{separators}', '{spaces}'), ' ')) AS term
+        FROM texts
+    ) WHERE term <> '' AND length(term) <= {LONGEST}
+    """
+
+
+# New words only: a run loaded in parts, or live, has many of its words already.
+_ADD = """
+    INSERT INTO search_terms
+    SELECT trace_id, term FROM ({terms}) new
+    WHERE NOT EXISTS (SELECT 1 FROM search_terms t WHERE t.trace_id = new.trace_id AND t.term = new.term)
+"""
+
+
+def words(query: str) -> list[str]:
+    """The words of a query, as the index cuts text into words (lowercase, no punctuation)."""
+    return [word for word in _WORD_BREAK.split(query.lower()) if word][:16]
+
+
+def index_source(conn: duckdb.DuckDBPyConnection, source_id: int, *, longer_than: int = -1) -> None:
+    """Add the words of the events a load stored from source `source_id` (of those longer than
+    `longer_than` characters), in the load's transaction: for a format whose events are made in SQL
+    from another shape (OTLP), which a read of the file beside the insert would have to make again,
+    and for the events too long for that read (`event_sql.LONG_BODY`)."""
+    relation = f"(SELECT body FROM events WHERE source_id = {int(source_id)} AND length(body::VARCHAR) > {longer_than})"
+    conn.execute(_ADD.format(terms=terms_sql(relation)))
+
+
+def index_events(conn: duckdb.DuckDBPyConnection, after_event_id: int, traces: tuple[str, ...]) -> None:
+    """Add the words of the events of `traces` after `after_event_id` (a live batch), in the caller's
+    transaction."""
+    relation = (
+        f"(SELECT body FROM events WHERE event_id > {int(after_event_id)} AND trace_id IN (SELECT unnest($traces)))"
+    )
+    conn.execute(_ADD.format(terms=terms_sql(relation)), {"traces": list(traces)})
+
+
+class TermPass:
+    """The words of a trace file, found by a read of its own on a cursor of its own, while the load
+    inserts the file's events (`start`), then added to the load's transaction (`add`)."""
+
+    def __init__(self, store: Store, relation: str, params: dict[str, object]) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix="devtool-terms-")
+        self._out = Path(self._folder.name) / "terms.parquet"
+        self._cursor = store.reader()
+        self._sql = f"COPY ({terms_sql(relation)}) TO '{self._out}' (FORMAT parquet)"
+        self._params = params
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="devtool-search-terms", daemon=True)
+
+    def start(self) -> TermPass:
+        self._thread.start()
+        return self
+
+    def add(self, conn: duckdb.DuckDBPyConnection) -> None:
+        """Wait for the words and add the new ones, in the caller's (the load's) transaction."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        conn.execute(_ADD.format(terms=f"SELECT trace_id, term FROM read_parquet('{self._out}')"))
+
+    def close(self) -> None:
+        """Stop the read if it still runs (the load failed), and remove its file."""
+        if self._thread.is_alive():
+            with contextlib.suppress(duckdb.Error):
+                self._cursor.interrupt()
+            self._thread.join()
+        self._cursor.close()
+        self._folder.cleanup()
+
+    def _run(self) -> None:
+        try:
+            self._cursor.execute(self._sql, self._params)
+        except BaseException as exc:  # handed to `add`, which the load waits on
+            self._error = exc

@@ -1,0 +1,279 @@
+"""Finding a big run's spans without scanning them: its spans' keys, sorted two ways, and more.
+
+`spans` is stored in time order, which is what the timeline reads; a span asked for by its id, or a
+page of one parent's children, is a scan of every span of the run (a tenth of a second at ten million
+events, and a page asks several). So a big run also gets narrow copies of its spans' keys, each
+sorted so that DuckDB's zone maps find a key in one or two row groups:
+
+- `span_keys`: each span but instants (no page asks for one by its id) under a hash of its trace and
+  span id, with its start and frame parent: its row in `spans` is then read by its start time;
+- `frame_keys`: each span the frame tree shows under a hash of its trace and frame parent, then its
+  start: a parent's children are one range, so a page of them, or a child's place among them, is
+  read from that range alone;
+- `span_text`: each span the frame tree shows with what the run page's span search looks in (its
+  name, agent id, callId, span id and error, lowercased, one after the other), in time order, with
+  its name and kind beside it for the order of hits: a search reads one column instead of five;
+- `span_tiles`: the spans the timeline draws (not instants, not `HIDDEN_KINDS`) grouped by row
+  (depth), kind, and the tile of time they start in and the one they end in, of `TILES` tiles across
+  the run, with their frame parent when they share one and whether they share a name: what the
+  timeline reads when it shows so much of the run that a pixel holds many tiles (`timeline.py`).
+
+They are made by `key_run`, which the server's background indexer calls for a run of 50,000 events
+or more once it has stopped growing (`devtool.actions.frame_indexer`; seconds for ten million
+events). A run's keys are used while it has not changed since: `keyed_runs` records its last event
+then, and a run that grew (a live batch, a second file of it) is read by scanning `spans`, as a small
+run is, until it is keyed again. Making them writes none of what loads and appends write, in a
+transaction of its own on a cursor of its own: nothing waits for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from devtool.store.run_caches import stale_runs
+from devtool.store.span_sql import HIDDEN_KINDS
+
+if TYPE_CHECKING:
+    from devtool.store.database import Store
+
+# Between the fields of a span's searched text: a character no search asks for (`search` then scans).
+_SEPARATOR = 31
+
+TILES = 16384  # tiles across a run: a pixel of a whole run 1,600 px wide holds 10
+
+_BUILD = f"""
+    INSERT INTO keyed_runs
+    SELECT trace_id, nextval('keyed_run_ids'), started_ts, greatest(ended_ts - started_ts, 1e-3) / {TILES},
+           last_event_id
+    FROM runs WHERE trace_id IN (SELECT trace_id FROM {{traces}});
+    INSERT INTO span_keys
+    SELECT hash(s.trace_id, s.span_id) AS key, k.run, s.span_id, s.start_ts, s.start_event_id, s.frame_parent_id,
+           s.kind NOT IN {HIDDEN_KINDS} AS shown
+    FROM spans s JOIN keyed_runs k USING (trace_id)
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant
+    ORDER BY key;
+    INSERT INTO frame_keys
+    SELECT hash(s.trace_id, coalesce(s.frame_parent_id, '')) AS key, k.run, s.frame_parent_id, s.start_ts,
+           s.start_event_id, s.span_id
+    FROM spans s JOIN keyed_runs k USING (trace_id)
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant AND s.kind NOT IN {HIDDEN_KINDS}
+    ORDER BY key, s.start_ts, s.start_event_id;
+    INSERT INTO span_text
+    SELECT k.run, s.start_ts, s.start_event_id, s.span_id,
+           lower(concat_ws(chr({_SEPARATOR}), s.name, s.agent_id, s.call_id, s.span_id, s.error)), s.name, s.kind
+    FROM spans s JOIN keyed_runs k USING (trace_id)
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant AND s.kind NOT IN {HIDDEN_KINDS}
+    ORDER BY k.run, s.start_ts, s.start_event_id;
+    INSERT INTO span_tiles
+    SELECT s.trace_id, s.depth,
+           least(floor((s.start_ts - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT AS start_tile,
+           least(floor((coalesce(s.end_ts, r.ended_ts) - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT,
+           min(s.start_ts), max(coalesce(s.end_ts, r.ended_ts)), count(*), any_value(s.span_id), s.kind,
+           any_value(s.name), count(*) FILTER (WHERE s.status = 'failed'),
+           count(*) FILTER (WHERE s.status = 'running'), count(*) FILTER (WHERE s.cache),
+           CASE WHEN min(hash(s.frame_parent_id)) = max(hash(s.frame_parent_id)) THEN any_value(s.frame_parent_id) END,
+           min(hash(s.name)) = max(hash(s.name))
+    FROM spans s JOIN keyed_runs k USING (trace_id) JOIN runs r USING (trace_id)
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant AND s.kind NOT IN {HIDDEN_KINDS}
+    GROUP BY ALL
+    ORDER BY s.trace_id, start_tile;
+"""
+
+_FORGET = """
+    DELETE FROM span_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
+    DELETE FROM frame_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
+    DELETE FROM span_text WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
+    DELETE FROM span_tiles WHERE trace_id IN (SELECT trace_id FROM {traces});
+    DELETE FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces});
+"""
+
+# A frame parent's children in the tree's order; `key` first, so that zone maps find the range.
+_CHILDREN = """
+    SELECT span_id, start_ts FROM frame_keys
+    WHERE key = hash($trace, coalesce($parent, '')) AND run = $run
+      AND frame_parent_id IS NOT DISTINCT FROM $parent
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SpanKey:
+    """Where a span is: its start (its row in `spans` is read by it) and its frame parent."""
+
+    span_id: str
+    start_ts: float
+    start_event_id: int | None
+    frame_parent_id: str | None
+    shown: bool
+
+
+def key_run(store: Store, trace_id: str) -> bool:
+    """Make the keys of run `trace_id` as its spans are now, replacing older ones; False when a derive
+    of it wrote meanwhile (then the next look makes them)."""
+    with closing(store.reader()) as conn:
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            conn.execute(
+                "CREATE OR REPLACE TEMP TABLE keyed_now AS SELECT trace_id FROM runs WHERE trace_id = ?", [trace_id]
+            )
+            conn.execute(_FORGET.format(traces="keyed_now"))
+            conn.execute(_BUILD.format(traces="keyed_now"))
+            conn.execute("DROP TABLE keyed_now")
+            conn.execute("COMMIT")
+        except duckdb.TransactionException:
+            conn.execute("ROLLBACK")
+            return False
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return True
+
+
+def runs_to_key(store: Store, *, min_events: int) -> dict[str, int]:
+    """Runs of at least `min_events` events whose keys are missing or older than the run: their last
+    event id, by trace id (biggest first)."""
+    return stale_runs(store, "keyed_runs", min_events=min_events)
+
+
+@dataclass(frozen=True, slots=True)
+class Tiles:
+    """A keyed run's tiles of time: tile i starts at `origin + i * width` (ms)."""
+
+    origin: float
+    width: float
+
+
+def tiles(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> Tiles | None:
+    """The run's tiles, or None when it is not keyed (or changed since)."""
+    rows = cursor.execute(f"SELECT tile_origin, tile_ms FROM {_FRESH}", [trace_id]).fetchall()
+    return Tiles(*rows[0]) if rows else None
+
+
+def locate(cursor: duckdb.DuckDBPyConnection, trace_id: str, span_ids: Sequence[str]) -> dict[str, SpanKey] | None:
+    """The keys of `span_ids` that the run has (instants are not there), or None: the run is not keyed."""
+    run = _run(cursor, trace_id)
+    if run is None:
+        return None
+    found: dict[str, SpanKey] = {}
+    # One lookup per id, its hash a constant: DuckDB then reads the one row group its zone map allows
+    # (a list of hashes spans every row group: it would read them all).
+    for span_id in dict.fromkeys(span_ids):
+        rows = cursor.execute(
+            "SELECT span_id, start_ts, start_event_id, frame_parent_id, shown FROM span_keys "
+            "WHERE key = hash(?, ?) AND run = ? AND span_id = ?",
+            [trace_id, span_id, run, span_id],
+        ).fetchall()
+        if rows:
+            found[span_id] = SpanKey(*rows[0])
+    return found
+
+
+def where_spans(cursor: duckdb.DuckDBPyConnection, trace_id: str, span_ids: Sequence[str]) -> tuple[str, list[Any]]:
+    """A condition on `spans` for the rows of `span_ids` of the run, and its parameters: within their
+    start times when the run is keyed (DuckDB reads the row groups that hold them), else by id alone."""
+    found = locate(cursor, trace_id, span_ids)
+    if found:
+        return where_located(trace_id, [(key.span_id, key.start_ts) for key in found.values()])
+    ids = list(dict.fromkeys(span_ids)) or [""]
+    return f"trace_id = ? AND span_id IN ({_marks(ids)})", [trace_id, *ids]
+
+
+def where_located(trace_id: str, located: Sequence[tuple[str, float]]) -> tuple[str, list[Any]]:
+    """A condition on `spans` for the rows of spans whose starts are known, and its parameters."""
+    if not located:
+        return "false", []
+    ids = [span for span, _ in located]
+    starts = [start for _, start in located]
+    return (
+        f"trace_id = ? AND start_ts BETWEEN ? AND ? AND span_id IN ({_marks(ids)})",
+        [trace_id, min(starts), max(starts), *ids],
+    )
+
+
+def children(
+    cursor: duckdb.DuckDBPyConnection, trace_id: str, parent: str | None, *, offset: int, limit: int
+) -> list[tuple[str, float]] | None:
+    """A page of `parent`'s frame children (of the roots when None) in the tree's order, as (span id,
+    start); None when the run is not keyed."""
+    run = _run(cursor, trace_id)
+    if run is None:
+        return None
+    rows = cursor.execute(
+        f"{_CHILDREN} ORDER BY start_ts, start_event_id LIMIT $limit OFFSET $offset",
+        {"trace": trace_id, "run": run, "parent": parent, "limit": limit, "offset": offset},
+    ).fetchall()
+    return [(span, start) for span, start in rows]
+
+
+def children_of(
+    cursor: duckdb.DuckDBPyConnection, trace_id: str, parents: Sequence[str], *, offset: int, limit: int
+) -> dict[str, list[tuple[str, float]]] | None:
+    """`children` of several parents, each page in the tree's order; None when not keyed."""
+    found: dict[str, list[tuple[str, float]]] = {}
+    for parent in parents:
+        page = children(cursor, trace_id, parent, offset=offset, limit=limit)
+        if page is None:
+            return None
+        found[parent] = page
+    return found
+
+
+def count(cursor: duckdb.DuckDBPyConnection, trace_id: str, parent: str | None) -> int | None:
+    """How many frame children `parent` (None: the roots) has; None when the run is not keyed."""
+    run = _run(cursor, trace_id)
+    if run is None:
+        return None
+    rows = cursor.execute(f"SELECT count(*) FROM ({_CHILDREN})", {"trace": trace_id, "run": run, "parent": parent})
+    return int(rows.fetchall()[0][0])
+
+
+def position(cursor: duckdb.DuckDBPyConnection, trace_id: str, key: SpanKey) -> int:
+    """A span's place among its frame siblings (of a keyed run)."""
+    run = _run(cursor, trace_id)
+    rows = cursor.execute(
+        f"""
+        SELECT count(*) FROM ({_CHILDREN.replace("SELECT span_id, start_ts", "SELECT start_ts, start_event_id")})
+        WHERE start_ts < $start OR (start_ts = $start AND start_event_id < $event)
+        """,
+        {"trace": trace_id, "run": run, "parent": key.frame_parent_id, "start": key.start_ts,
+         "event": key.start_event_id},
+    ).fetchall()  # fmt: skip
+    return int(rows[0][0])
+
+
+def search(
+    cursor: duckdb.DuckDBPyConnection, trace_id: str, text: str, *, order: str, prefix: str, limit: int
+) -> list[tuple[str, float]] | None:
+    """The first `limit` shown spans whose name, agent id, callId, span id or error holds `text`
+    (case-insensitive), best first (`order`: `navigation.span_hit_order`'s terms, over the columns
+    `span_text` shares with `spans`, reading `$text` and `$prefix`: `prefix` is the LIKE-escaped
+    `text%`), as (span id, start); None when the run is not keyed (or the
+    text holds the separator of the fields)."""
+    run = _run(cursor, trace_id)
+    if run is None or chr(_SEPARATOR) in text:
+        return None
+    rows = cursor.execute(
+        f"SELECT span_id, start_ts FROM span_text WHERE run = $run AND contains(text, lower($text)) "
+        f"ORDER BY {order} LIMIT $limit",
+        {"run": run, "text": text, "prefix": prefix, "limit": limit},
+    ).fetchall()
+    return [(span, start) for span, start in rows]
+
+
+# The run's keys, if they are of the run as it is.
+_FRESH = "keyed_runs k JOIN runs r USING (trace_id) WHERE trace_id = ? AND k.last_event_id = r.last_event_id"
+
+
+def _run(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> int | None:
+    """The run's number among the keyed ones (what its keys are filed under), or None: not keyed, or
+    changed since."""
+    rows = cursor.execute(f"SELECT run FROM {_FRESH}", [trace_id]).fetchall()
+    return int(rows[0][0]) if rows else None
+
+
+def _marks(values: Sequence[object]) -> str:
+    return ", ".join("?" * len(values))

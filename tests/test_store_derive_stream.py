@@ -1,0 +1,157 @@
+"""The streamed derive of a big load (a chunk of events at a time) makes exactly the spans of the whole one.
+
+Each trace here is loaded twice, into stores of its own: derived at once, and derived in chunks of
+every size from one event up; spans and run summaries must be equal, column for column. The traces
+are made to hit what a chunk boundary can split: a span open across chunks, a log line before its
+span's start, a duplicated event, children before their parents, a parent cycle, interleaved runs.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from bench.gen_trace import generate
+from devtool.store import Store, derive, derive_stream
+from devtool.store.event_sql import insert_events
+from devtool.store.span_sql import SHOWN
+from tests.conftest import CORPUS, Trace
+
+_SPAN_COLUMNS = (
+    "trace_id, span_id, parent_span_id, kind, instant, name, agent_id, call_id, start_ts, end_ts, status, "
+    "error, content_hash, cache, start_event_id, end_event_id, events, depth, frame_parent_id, frame_children"
+)
+
+
+def derived(tmp_path: Path, name: str, events: list[dict[str, Any]], chunk: int) -> tuple[list[Any], list[Any]]:
+    """The spans and runs of `events` derived with `chunk` (bigger than the load: all at once)."""
+    store = Store(tmp_path / f"{name}-{chunk}.duckdb")
+    try:
+        with store.transaction() as conn:
+            relation = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
+            texts = [orjson.dumps(event).decode() for event in events]
+            insert_events(conn, relation, 1, {"events": texts}, derive_spans=False)
+            derive.refresh(conn, 0, chunk=chunk)
+        spans = store.query(f"SELECT {_SPAN_COLUMNS} FROM spans ORDER BY trace_id, span_id")
+        runs = store.query("SELECT * FROM runs ORDER BY trace_id")
+        assert not store.query("SELECT table_name FROM duckdb_tables() WHERE temporary")  # nothing left behind
+        return spans, runs
+    finally:
+        store.close()
+
+
+def assert_same_at_every_chunk(tmp_path: Path, name: str, events: list[dict[str, Any]], sizes: list[int]) -> None:
+    whole = derived(tmp_path, name, events, len(events) + 1)
+    assert whole[0], "the trace made no spans"
+    for size in sizes:
+        streamed = derived(tmp_path, name, events, size)
+        assert streamed[1] == whole[1], f"runs differ at chunk {size}"
+        assert streamed[0] == whole[0], f"spans differ at chunk {size}"
+
+
+def nested() -> list[dict[str, Any]]:
+    t = Trace()
+    run = t.start("runWith")
+    agent = t.start("agent", run, agentId="planner", callId="root/agent:planner:0")
+    generation = t.start("generation", agent, generationId=0)
+    loop = t.start("promptAgent", generation)
+    turn = t.start("turn", loop, step=0, callId="root/agent:planner:0/prompt:planner:0")
+    call = t.start("model:call", turn, adapterId="scripted")
+    t.point("budget:update", call, delta={"totalTokens": 3})
+    t.end(call, success=True, usage={"promptTokens": 2, "completionTokens": 1})
+    t.end(turn, success=True, contentHash="h" * 64, cache=False)
+    tools = t.start("tools:execute", loop, toolNames=["search", "fetch"])
+    t.point("sys:log", tools, span=tools, message="retrying fetch")
+    t.end(tools, success=False, error={"name": "ToolError", "message": "fetch timed out"})
+    t.end(loop, success=True)
+    t.end(generation, success=True, memory={"k": 1})
+    t.end(agent, success=True)
+    t.point("sys:log", run, message="all done", level="info")
+    t.end(run, success=True)
+    return t.events
+
+
+def awkward() -> list[dict[str, Any]]:
+    """Everything a chunk boundary can split, in one trace, plus a second run interleaved with it."""
+    t, other = Trace(), Trace()
+    run = t.start("runWith")
+    side = other.start("agent", agentId="side")
+    # A log line whose span id then starts a span of its own, whose start is sent twice.
+    t.point("sys:log", run, span="0123456789abcdef", message="before its span starts")
+    t.point("custom:span:start", run, span="0123456789abcdef", name="late start")
+    t.events.append(dict(t.events[-1]))
+    t.point("custom:span:end", run, span="0123456789abcdef", name="late start", success=True)
+    orphan = t.start("agent", "feedfeedfeedfeed", agentId="orphan")  # its parent comes later
+    t.point("budget:update", orphan, delta={"totalTokens": 1})
+    t.end(orphan, success=False, error="boom")
+    t.point("parent:late", run, span="feedfeedfeedfeed")
+    t.point("a:b", "2", span="1")  # a parent cycle, across chunks
+    other.point("sys:log", side, message="from the other run")
+    t.point("a:b", "1", span="2")
+    t.point("agent:end", run, span="cafecafecafecafe", agentId="cut", success=True)  # no start
+    for index in range(6):
+        t.end(t.start("turn", run, step=index))
+    still = t.start("agent", run, agentId="still running")
+    t.end(t.start("turn", still))
+    t.end(run, success=True)
+    other.end(side)
+    return sorted(t.events + other.events, key=lambda event: event["timestamp"])
+
+
+def test_a_nested_run_at_every_chunk_size(tmp_path: Path) -> None:
+    events = nested()
+    assert_same_at_every_chunk(tmp_path, "nested", events, [1, 2, 3, 5, 8, len(events) - 1])
+
+
+def test_what_a_chunk_boundary_can_split_at_every_chunk_size(tmp_path: Path) -> None:
+    events = awkward()
+    assert_same_at_every_chunk(tmp_path, "awkward", events, [1, 2, 3, 4, 5, 7, 11, len(events) - 1])
+
+
+def test_the_benchmark_trace_with_agents_running_across_chunks(tmp_path: Path) -> None:
+    generated = generate(tmp_path / "gen.jsonl", events=3000, seed=11)
+    events = [orjson.loads(line) for line in generated.path.read_bytes().splitlines()]
+    assert_same_at_every_chunk(tmp_path, "gen", events, [97, 500, 2999])
+
+
+@pytest.mark.parametrize("scenario", ["nested", "failure", "zombie"])
+def test_traces_of_the_typescript_library(tmp_path: Path, scenario: str) -> None:
+    path = CORPUS / "rejelly" / f"{scenario}.trace.jsonl"
+    events = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    assert_same_at_every_chunk(tmp_path, scenario, events, [1, 5])
+
+
+def test_shuffled_runs_out_of_time_order(tmp_path: Path) -> None:
+    """Events in no order at all: children before parents, ends before starts, runs interleaved."""
+    events = nested() + awkward()
+    random.Random(4).shuffle(events)
+    assert_same_at_every_chunk(tmp_path, "shuffled", events, [3, 8])
+
+
+def test_a_chunk_carries_the_spans_open_at_its_end_not_the_spans_made(tmp_path: Path) -> None:
+    """What a chunk hands to the next (the memory it needs beyond its own events) stays small."""
+    generated = generate(tmp_path / "gen.jsonl", events=4000, seed=5)
+    events = [orjson.loads(line) for line in generated.path.read_bytes().splitlines()]
+    store = Store(tmp_path / "carry.duckdb")
+    try:
+        with store.transaction() as conn:
+            relation = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
+            texts = [orjson.dumps(event).decode() for event in events]
+            insert_events(conn, relation, 1, {"events": texts}, derive_spans=False)
+            conn.execute("CREATE TEMP TABLE touched_traces AS SELECT DISTINCT trace_id FROM events")
+            streamed = derive_stream.derive_new(conn, 0, len(events), size=200)
+            conn.execute("DROP TABLE touched_traces")
+            stored = conn.execute(f"SELECT count(*) FILTER (WHERE {SHOWN}), count(*) FROM spans").fetchall()[0]
+    finally:
+        store.close()
+    # The spans made, as a run counts them: those its page shows (not instants, loops, model calls).
+    assert streamed.spans == stored[0] > 1000
+    assert stored[1] > streamed.spans
+    assert streamed.chunks == 4000 // 200
+    # 16 workers run at once, each with at most its agent, generation, loop, and a turn with its model
+    # call or a tool batch open, under the run, the orchestrator and its generation: whatever the size.
+    assert 16 <= streamed.most_open <= 3 + 16 * 5

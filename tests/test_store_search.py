@@ -1,0 +1,149 @@
+"""The search index: each run's words, made with its load (or its live batches), found by a query's words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from devtool.store import LoadError, Store, append_events, database, load_file
+from devtool.store.queries import get_run, list_runs
+from devtool.store.schema import MIGRATIONS
+from devtool.store.search import LONGEST, words
+from tests.conftest import Trace
+
+
+def terms(store: Store, trace_id: str) -> list[str]:
+    return [row[0] for row in store.query("SELECT term FROM search_terms WHERE trace_id = ? ORDER BY term", [trace_id])]
+
+
+def talking_run() -> Trace:
+    """A run whose text is in every field the index reads, and its conversation resent each turn."""
+    t = Trace()
+    root = t.start("runWith", agentId="", props={"batch": "Nightly-Reconcile"})
+    agent = t.start("agent", root, agentId="clerk", callId="root/agent:clerk:0", props={"topic": "ledgers"})
+    generation = t.start("generation", agent)
+    loop = t.start("promptAgent", generation)
+    history = [{"role": "system", "content": "You reconcile invoices"}, {"role": "user", "content": "Check März"}]
+    for step in range(3):
+        turn = t.start("turn", loop, step=step, messages=history)
+        answer = {"role": "assistant", "content": f"Looked at batch{step}", "tool_calls": [{"name": "lookup"}]}
+        t.end(turn, success=True, message=answer, rawText=f"raw{step} output")
+        history = [*history, answer]
+    tools = t.start("tools:execute", loop, toolNames=["lookup"])
+    result = {"toolName": "lookup", "input": {"q": "vendor-77"}, "output": {"rows": ["Acme GmbH"]}, "success": True}
+    t.end(tools, toolResults=[result])
+    t.point("sys:log", loop, message="retrying the LEDGER", args=["attempt two"])
+    t.end(generation, memory={"seen": "quarterly"})
+    t.end(agent, success=False, error={"name": "Mismatch", "message": "totals differ by 12.50"})
+    t.end(root, result={"verdict": "escalate"})
+    return t
+
+
+def test_a_query_is_cut_into_words_as_text_is() -> None:
+    assert words("Refund POLICY") == ["refund", "policy"]
+    assert words("worker:42/tool_calls") == ["worker", "42", "tool", "calls"]
+    assert words("März-Übersicht") == ["märz", "übersicht"]
+    assert words(" ::: ") == []
+
+
+def test_a_run_is_found_by_any_word_of_its_text(store: Store) -> None:
+    t = talking_run()
+    append_events(store, t.events)
+    for query in (
+        "nightly reconcile",  # props of the run
+        "clerk ledgers",  # agent id and props
+        "invoices märz",  # the conversation (unicode letters are part of words)
+        "batch2",  # an answer
+        "raw1 output",  # the model's raw text
+        "lookup",  # a tool call and the tool
+        "vendor 77 acme gmbh",  # a tool's input and output
+        "ledger attempt two",  # a log line and its arguments
+        "quarterly",  # memory
+        "mismatch differ 12",  # an error
+        "escalate",  # the run's result
+    ):
+        assert [run.id for run in list_runs(store, search=query)] == [t.trace_id], query
+    assert [run.id for run in list_runs(store, search="voic")] == [t.trace_id]  # part of a word
+    assert list_runs(store, search="invoices zebra") == []  # every word must be there
+    assert list_runs(store, search="lookup", content=False) == []  # names and ids only
+
+
+def test_each_word_of_a_run_is_kept_once_however_often_it_is_said(store: Store) -> None:
+    t = talking_run()
+    append_events(store, t.events)
+    found = terms(store, t.trace_id)
+    assert len(found) == len(set(found))
+    assert {"you", "reconcile", "invoices", "märz", "batch0", "batch1", "batch2"} <= set(found)
+    assert all(0 < len(term) <= LONGEST for term in found)
+    t2 = Trace(t.trace_id, start_ms=t.now + 10)
+    t2.point("sys:log", "", message="invoices again, and one new word: zeppelin")
+    append_events(store, t2.events)
+    again = terms(store, t.trace_id)
+    assert set(again) - set(found) == {"again", "and", "one", "new", "word", "zeppelin"}
+    assert len(again) == len(set(again))
+
+
+def test_a_file_load_indexes_its_words_with_its_events_or_not_at_all(store: Store, tmp_path: Path) -> None:
+    t = talking_run()
+    load_file(store, t.write(tmp_path / "run.jsonl"))
+    assert "quarterly" in terms(store, t.trace_id)
+    assert [run.id for run in list_runs(store, search="quarterly escalate")] == [t.trace_id]
+    broken = Trace()
+    broken.point("sys:log", "", message="unfindable")
+    path = broken.write(tmp_path / "broken.jsonl")
+    path.write_bytes(path.read_bytes() + b"{not json\n")
+    with pytest.raises(LoadError):
+        load_file(store, path)
+    assert store.query("SELECT count(*) FROM search_terms WHERE term = 'unfindable'") == [(0,)]
+    assert list_runs(store, search="unfindable") == []
+
+
+def test_a_store_of_schema_6_upgrades_with_its_costs_counts_and_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store written before the search index (schema 6, main's before this: costs, event keys, no
+    words, no counts on runs) gets them from what it holds when it is opened, and keeps its costs."""
+    t = talking_run()
+    call = t.start("model:call")
+    t.end(call, success=True, usage={"promptTokens": 9, "completionTokens": 1}, costs={"micro_usd": 955})
+    new = Store(tmp_path / "new.duckdb")
+    load_file(new, t.write(tmp_path / "run.jsonl"))
+    expected = get_run(new, t.trace_id)
+    new.close()
+    path = tmp_path / "old.duckdb"
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:6])
+    Store(path).close()
+    monkeypatch.undo()
+    with duckdb.connect(str(path)) as conn:  # the rows schema 6 has, copied from a store that made them
+        conn.execute(f"ATTACH '{tmp_path / 'new.duckdb'}' AS new (READ_ONLY)")
+        for table in ("sources", "events", "spans"):
+            conn.execute(f"INSERT INTO {table} SELECT * FROM new.{table}")
+        conn.execute("INSERT INTO runs SELECT * EXCLUDE (prompts, tools, source_id, depth) FROM new.runs")
+        assert conn.execute("SELECT count(*) FROM runs WHERE cost_micro_usd = 955").fetchall() == [(1,)]
+    upgraded = Store(path)
+    try:
+        assert upgraded.schema_version == len(MIGRATIONS)
+        assert get_run(upgraded, t.trace_id) == expected
+        assert (expected.cost_micro_usd, expected.prompts, expected.tools) == (955.0, 3, 1)
+        assert str(expected.source).endswith("run.jsonl")
+        assert [run.id for run in list_runs(upgraded, search="quarterly")] == [t.trace_id]
+    finally:
+        upgraded.close()
+
+
+def test_the_words_of_an_event_over_a_mebibyte_are_found_too(tmp_path: Path) -> None:
+    """A long event's words are indexed from the stored event, not beside the insert (memory)."""
+    t = Trace()
+    root = t.start("runWith", agentId="")
+    tools = t.start("tools:execute", root, toolNames=["dump"])
+    t.end(tools, toolResults=[{"toolName": "dump", "output": "haystack " * (1 << 18) + "needle"}])
+    t.end(root)
+    store = Store(tmp_path / "s.duckdb")
+    try:
+        load_file(store, t.write(tmp_path / "long.jsonl"))
+        assert [run.id for run in list_runs(store, search="needle")] == [t.trace_id]
+        assert terms(store, t.trace_id).count("needle") == 1
+    finally:
+        store.close()

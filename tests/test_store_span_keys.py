@@ -1,0 +1,126 @@
+"""A big run's span keys: the pages' lookups answer the same with them as by scanning `spans`."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import orjson
+import pytest
+
+from bench.gen_trace import GeneratedTrace, generate
+from devtool.store import Store, append_events, load_file, span_keys
+from devtool.store.queries import frame_tree, get_run, span_detail, timeline_window
+from devtool.store.queries.navigation import frame_path, generation_memories, search_spans
+from devtool.store.span_sql import HIDDEN_KINDS, SHOWN
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> GeneratedTrace:
+    """A run whose orchestrator has more children than the tree pages on their own (1,000)."""
+    return generate(tmp_path_factory.mktemp("big") / "run.jsonl", events=24_000, seed=4)
+
+
+def answers(store: Store, trace: GeneratedTrace) -> dict[str, Any]:
+    """What the pages ask of the run, at spans spread over it."""
+    rows = store.query("SELECT span_id, kind FROM spans WHERE trace_id = ? ORDER BY span_id", [trace.trace_id])
+    picked = random.Random(1).sample(rows, 60)
+    agents = [span for span, kind in rows if kind == "agent"][::97]
+    crowded = store.query("SELECT arg_max(span_id, frame_children) FROM spans WHERE trace_id = ?", [trace.trace_id])
+    return {
+        "roots": frame_tree(store, trace.trace_id),
+        "crowded pages": [
+            frame_tree(store, trace.trace_id, span_id=crowded[0][0], offset=offset) for offset in (0, 500, 1050)
+        ],
+        "subtrees": [frame_tree(store, trace.trace_id, span_id=span) for span in agents],
+        "paths": {span: frame_path(store, trace.trace_id, span) for span, _ in picked},
+        "details": {span: span_detail(store, trace.trace_id, span) for span, _ in picked},
+        "memories": {span: generation_memories(store, trace.trace_id, span) for span in agents},
+        "searches": {
+            text: search_spans(store, trace.trace_id, text)
+            for text in ("WORKER", "upstream 503", "agent:worker:12", picked[0][0][3:11], "tools", "50%", "_", "zz")
+        },
+    }
+
+
+def test_the_pages_answer_the_same_from_the_keys(store: Store, big: GeneratedTrace) -> None:
+    load_file(store, big.path)
+    with store.reader() as cursor:
+        assert span_keys.locate(cursor, big.trace_id, [big.orchestrator_span_id]) is None  # a small load
+    scanned = answers(store, big)
+    assert scanned["crowded pages"][2].nodes[0].children  # past the 1,000th child of the orchestrator's generation
+    assert any(len(path) >= 4 for path in scanned["paths"].values())
+    assert all(scanned["searches"][text] for text in ("WORKER", "upstream 503", "agent:worker:12"))
+    span_keys.key_run(store, big.trace_id)
+    with store.reader() as cursor:
+        found = span_keys.locate(cursor, big.trace_id, [big.orchestrator_span_id])
+        assert found is not None
+        assert found[big.orchestrator_span_id].shown
+        orchestrator = found[big.orchestrator_span_id]
+        assert span_keys.count(cursor, big.trace_id, big.orchestrator_span_id) == 1  # its generation
+        assert span_keys.position(cursor, big.trace_id, orchestrator) == 0
+    assert answers(store, big) == scanned
+
+
+def test_keys_of_a_run_that_grew_are_not_used_until_it_is_keyed_again(store: Store, big: GeneratedTrace) -> None:
+    load_file(store, big.path)
+    assert span_keys.key_run(store, big.trace_id)
+    keyed = answers(store, big)
+    last = orjson.loads(big.path.read_bytes().splitlines()[-1])
+    late = {**last, "type": "sys:log", "timestamp": last["timestamp"] + 1}
+    append_events(store, [{**late, "trace": {**last["trace"], "spanId": "feedfacefeedface"}}])
+    with store.reader() as cursor:
+        assert span_keys.locate(cursor, big.trace_id, [big.orchestrator_span_id]) is None
+        assert span_keys.tiles(cursor, big.trace_id) is None
+    assert answers(store, big) == keyed  # from `spans` (the line adds an instant: no page shows it)
+    assert span_keys.key_run(store, big.trace_id)
+    with store.reader() as cursor:
+        assert span_keys.locate(cursor, big.trace_id, [big.orchestrator_span_id])
+    assert store.query("SELECT count(*) FROM keyed_runs") == [(1,)]  # the older keys replaced
+    assert answers(store, big) == keyed
+
+
+def test_a_keyed_run_seen_wide_is_drawn_from_its_tiles_a_fraction_of_a_pixel_off(
+    store: Store, big: GeneratedTrace
+) -> None:
+    load_file(store, big.path)
+    run = get_run(store, big.trace_id)
+    middle = run.started_ms + run.duration_ms / 2
+    windows = {
+        "whole, 100 px": {"width_px": 100},
+        "whole, 400 px": {"width_px": 400},
+        "a hundredth, 400 px": {"start_ms": middle, "end_ms": middle + run.duration_ms / 100, "width_px": 400},
+    }
+    scanned = {name: timeline_window(store, big.trace_id, **window) for name, window in windows.items()}
+    span_keys.key_run(store, big.trace_id)
+    tiled_spans = store.query("SELECT sum(n) FROM span_tiles WHERE trace_id = ?", [big.trace_id])[0][0]
+    # Every span the timeline draws, once; by kind, none of the kinds it leaves out.
+    assert tiled_spans == store.query(f"SELECT count(*) FROM spans WHERE {SHOWN}")[0][0]
+    tiled_kinds = store.query("SELECT DISTINCT kind FROM span_tiles WHERE trace_id = ?", [big.trace_id])
+    assert {kind for (kind,) in tiled_kinds} == {bar.kind for bar in scanned["whole, 400 px"].bars}
+    assert not {kind for (kind,) in tiled_kinds} & set(HIDDEN_KINDS)
+    tiled = {name: timeline_window(store, big.trace_id, **window) for name, window in windows.items()}
+    assert tiled["a hundredth, 400 px"] == scanned["a hundredth, 400 px"]  # a pixel of few tiles: the spans
+    for name in ("whole, 100 px", "whole, 400 px"):
+        exact, drawn = scanned[name], tiled[name]
+        assert (drawn.rows, drawn.spans, drawn.width_px) == (exact.rows, exact.spans, exact.width_px)
+        for row in range(exact.rows):
+            ours = [bar for bar in drawn.bars if bar.row == row]
+            theirs = [bar for bar in exact.bars if bar.row == row]
+            if not theirs:  # a row of only what the timeline leaves out (a loop's model calls)
+                assert not ours
+                continue
+            for field in ("count", "failed", "running", "cached"):
+                assert sum(getattr(bar, field) for bar in ours) == sum(getattr(bar, field) for bar in theirs)
+            for kind in {bar.kind for bar in theirs}:  # a bar is of one kind, drawn from tiles too
+                count = sum(bar.count for bar in theirs if bar.kind == kind)
+                assert sum(bar.count for bar in ours if bar.kind == kind) == count
+            assert min(bar.start_ms for bar in ours) == min(bar.start_ms for bar in theirs)
+            assert max(bar.end_ms for bar in ours) == max(bar.end_ms for bar in theirs)
+            # Up to each pixel, the same spans but those a tile's width from its edge.
+            total = sum(bar.count for bar in theirs)
+            for px in range(exact.width_px):
+                before = sum(bar.count for bar in ours if bar.px <= px) - sum(
+                    bar.count for bar in theirs if bar.px <= px
+                )
+                assert abs(before) <= max(2, total // 100), (name, row, px)
