@@ -57,6 +57,13 @@ def replay(page: Page) -> str:
     return page.url.rsplit("/", 1)[1]
 
 
+def choose_mode(page: Page, mode: str) -> None:
+    """Pick a rewind mode once the panel has settled: htmx readies a swapped-in form only after it
+    settles, and a change made before that asks for nothing."""
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
+    page.locator("#rewind-mode").select_option(mode)
+
+
 def badges(row: Locator) -> tuple[int, int]:
     cached = int(row.locator("td.side").last.locator(".badge.cached").inner_text().split()[0])
     live = int(row.locator("td.side").last.locator(".badge.live").inner_text().split()[0])
@@ -160,10 +167,10 @@ def test_billing_ops_rewind_at_the_account_hold(
     plan = page.locator("#plan-entries tr.plan-row")
     expect(plan).to_have_count(2)
     expect(plan.first).to_contain_text("apply_account_hold")
-    page.locator("#rewind-mode").select_option("conversation_only")
+    choose_mode(page, "conversation_only")
     expect(page.locator("#plan-entries th").last).to_have_text("conversation only")
     expect(plan.locator(".fate")).to_have_text(["kept", "kept"])
-    page.locator("#rewind-mode").select_option("code_only")
+    choose_mode(page, "code_only")
     expect(plan.locator(".fate")).to_have_text(["taken back", "taken back"])
     # Apply names the journal file it will append to and asks first; Cancel writes nothing.
     page.locator("#rewind-apply").click()
