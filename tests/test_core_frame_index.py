@@ -14,7 +14,8 @@ import orjson
 import pytest
 
 from bench.gen_trace import generate
-from devtool.core.frame_index import NO_PARENT, ROOT, Batch, NotIndexable, index_run, index_stream
+from devtool.core.frame_index import index_run, index_stream
+from devtool.core.frame_index_records import NO_PARENT, ROOT, Batch, NotIndexable
 from devtool.core.restore import IGNORED_TYPES
 from devtool.core.snapshot_tree import FANOUT, referenced
 from tests.conftest import Trace

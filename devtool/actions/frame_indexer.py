@@ -20,7 +20,8 @@ import logging
 import threading
 import time
 
-from devtool.core.frame_index import DUPLICATE_CALL_ID, NotIndexable, index_stream
+from devtool.core.frame_index import index_stream
+from devtool.core.frame_index_records import DUPLICATE_CALL_ID, NotIndexable
 from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS
 from devtool.store import Store, StoreError, span_keys
 from devtool.store.collector import collector_paused

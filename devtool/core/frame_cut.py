@@ -34,7 +34,7 @@ from typing import Any
 
 from devtool.core.budget import BudgetTotals, empty_budget_state
 from devtool.core.errors import RestoreError
-from devtool.core.frame_index import ROOT, IndexedFrame
+from devtool.core.frame_index_records import ROOT, IndexedFrame
 from devtool.core.jsonvalue import JSON
 from devtool.core.restore_frames import RestoredFrame
 from devtool.core.restore_timeline import Event, Skipped

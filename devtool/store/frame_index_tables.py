@@ -32,7 +32,7 @@ import orjson
 
 from devtool.core.budget import merged
 from devtool.core.frame_cut import ReusedChunk, SealedChild
-from devtool.core.frame_index import Batch, IndexedFrame
+from devtool.core.frame_index_records import Batch, IndexedFrame
 from devtool.core.snapshot_tree import FANOUT
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
