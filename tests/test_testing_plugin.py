@@ -139,6 +139,13 @@ def cassette(project: pytest.Pytester, module: str, test: str) -> Path:
     return project.path / "__snapshots__" / module / f"{test}.json"
 
 
+def rerecord_command(out: str) -> str:
+    """The one command a failure prints; the short summary repeats the message in full when pytest
+    runs under CI (it truncates only at a terminal), so the same command may show twice."""
+    (command,) = set(re.findall(r"re-record this test: (.*)", out))
+    return command
+
+
 def diff_lines(lines: list[str]) -> list[str]:
     """Output lines stripped, a diff line's sign kept against its text (`-"content": ...`)."""
     return [re.sub(r"^([-+])\s+", r"\1", line.strip()) for line in lines]
@@ -233,7 +240,7 @@ def test_a_changed_prompt_fails_with_its_diff_and_the_command_that_records_just_
     assert '+"content": "Say thank you in French.",' in diff
     assert not any(line.startswith(("-", "+")) and "Where is my order" in line for line in diff)
     assert "Traceback" not in out
-    (command,) = re.findall(r"re-record this test: (.*)", out)
+    command = rerecord_command(out)
     assert command == "python -m pytest test_bot.py::test_support --devtool-record=new_episodes"
 
     # The command, as printed: only the changed request is asked for and recorded.
@@ -313,7 +320,7 @@ def test_the_rerecord_command_works_from_where_pytest_was_started(
     (project.path / "tests" / "test_bot.py").write_text(SUPPORT_BOT.replace("A17", "B22"))
     failed = pytest_run(project)
     failed.assert_outcomes(failed=1)
-    (command,) = re.findall(r"re-record this test: (.*)", failed.stdout.str())
+    command = rerecord_command(failed.stdout.str())
     assert command == (
         f"cd {shlex.quote(str(project.path))} && "
         "python -m pytest tests/test_bot.py::test_support --devtool-record=new_episodes"
