@@ -43,6 +43,9 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   span search reads, and its spans grouped in tiles of time for the timeline seen wide
   (`span_keys.py`). Migration 7 also gives runs their `prompts`, `tools`, `depth` and first
   `source_id`, counted from what was stored.
+- Migration 8 gives runs the key of the span that names them (`name_key`, `name_span`: see
+  `run_summary.py`), so an append updates a run's summary from what it changed; a run stored before
+  has none until its next append, which counts it whole once.
 """
 
 from __future__ import annotations
@@ -305,4 +308,8 @@ MIGRATIONS: list[str] = [
     UPDATE runs SET source_id = e.source_id FROM events e WHERE e.event_id = runs.first_event_id;
     """
     + f"INSERT INTO search_terms {terms_sql('(SELECT body FROM events)')};",
+    """
+    ALTER TABLE runs ADD COLUMN name_key DOUBLE;
+    ALTER TABLE runs ADD COLUMN name_span VARCHAR;
+    """,
 ]
