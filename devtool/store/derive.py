@@ -38,9 +38,11 @@ from devtool.store.span_sql import (
     span_projection,
 )
 
+# `{scope}`: the events to derive spans of; `{materialized}`: whether to read them once (a few) or
+# in each of the three places they are read (a load's: millions).
 _DERIVE = f"""
     CREATE OR REPLACE TEMP TABLE derived AS
-    WITH scope AS NOT MATERIALIZED (SELECT * EXCLUDE (body) FROM events WHERE {{events}}),
+    WITH scope AS {{materialized}} ({{scope}}),
     grouped AS ({GROUPED} FROM scope GROUP BY trace_id, span_id)
     SELECT {span_projection("g", "f", "e")}
     FROM grouped g
@@ -131,19 +133,20 @@ def refresh(
         # A big load of new runs: a chunk of events at a time, so memory does not grow with the file.
         derived = derive_stream.derive_new(conn, after_event_id, last, size=chunk).spans
         if derive_stream.find_duplicates(conn):
-            rederive(conn)
+            rederive(conn, None)
             conn.execute("DROP TABLE derived; DROP TABLE placed; DROP TABLE replaced")
         derive_stream.fix_places(conn)
     else:
         if all_new:
-            conn.execute(_DERIVE.format(events=new))
+            scope = f"SELECT * EXCLUDE (body) FROM events WHERE {new}"
+            conn.execute(_DERIVE.format(scope=scope, materialized="NOT MATERIALIZED"))
             conn.execute(LOG_NAMES.format(where="true"))
             conn.execute(_PLACE)
             conn.execute(_INSERT)
         else:
             touched = f"SELECT DISTINCT trace_id, span_id FROM events WHERE {new}"
             conn.execute(f"CREATE OR REPLACE TEMP TABLE touched_spans AS {touched}")
-            moved = rederive(conn)
+            moved = rederive(conn, after_event_id)
             run_summary.update(conn, after_event_id, moved=moved)
             conn.execute("DROP TABLE replaced")
             incremental = True
@@ -156,19 +159,34 @@ def refresh(
     return derived, traces
 
 
-def rederive(conn: duckdb.DuckDBPyConnection) -> bool:
-    """Derive the stored spans in `touched_spans` again from all their events (of traces in
-    `touched_traces`), move what moved under them, and recount children; leaves `derived` and `placed`
-    (the spans as they are now) and `replaced` (as they were). Returns whether other stored spans moved
-    with them (to another depth or frame parent)."""
+def rederive(conn: duckdb.DuckDBPyConnection, after_event_id: int | None) -> bool:
+    """Derive the spans in `touched_spans` (of traces in `touched_traces`) again from all their events,
+    move what moved under them, and recount children; leaves `derived` and `placed` (the spans as they
+    are now) and `replaced` (the stored ones as they were). Returns whether other stored spans moved
+    with them (to another depth or frame parent).
+
+    With `after_event_id` (every event up to it is derived), a span not stored has no event up to it
+    (else it would be stored): its events are read from those after it only, and the events up to
+    it are read for the stored spans alone, when there are any. A live append's new spans, most of
+    what it touches, then cost what their events do, not what the run does.
+    """
     touched = "(trace_id, span_id) IN (SELECT (trace_id, span_id) FROM touched_spans)"
     conn.execute(
         f"CREATE OR REPLACE TEMP TABLE replaced AS "
         "SELECT trace_id, span_id, kind, instant, depth, frame_parent_id, name, status, parent_span_id, start_ts "
         f"FROM spans WHERE {touched}"
     )
+    stored = conn.execute("SELECT count(*) FROM replaced").fetchall()[0][0] > 0
     conn.execute(f"DELETE FROM spans WHERE {touched}")
-    conn.execute(_DERIVE.format(events=f"trace_id IN (SELECT trace_id FROM touched_traces) AND {touched}"))
+    of_runs = "SELECT * EXCLUDE (body) FROM events WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND"
+    if after_event_id is None:
+        scope = f"{of_runs} {touched}"
+    else:
+        scope = f"{of_runs} event_id > {int(after_event_id)} AND {touched}"
+        if stored:
+            replaced = "(trace_id, span_id) IN (SELECT (trace_id, span_id) FROM replaced)"
+            scope = f"{scope} AND NOT {replaced} UNION ALL {of_runs} {replaced}"
+    conn.execute(_DERIVE.format(scope=scope, materialized="MATERIALIZED"))
     conn.execute(LOG_NAMES.format(where="true"))
     conn.execute(_PLACE)
     moved = conn.execute(_MOVED).fetchall()[0][0]
