@@ -18,9 +18,11 @@ frame tree shows under a span, so a page of a tree needs no counting query.
 `refresh(conn, after_event_id)` brings spans and runs up to date with the events whose id is
 greater than `after_event_id` (of some traces only, if asked), in the caller's transaction. When
 those events start new traces (a file load, a new live run) it reads only them. When they add to
-stored traces (live ingest, a second file of one trace) it re-derives the spans they touch from all
-their events, and walks the whole trace again only when a stored span's parent or depth may have
-changed.
+stored traces (live ingest, a second file of one trace) it derives the new spans they make from
+them alone, re-derives the stored spans they touch from all their events, walks the whole trace
+again only when a stored span's parent or depth may have changed, and moves the runs' summaries by
+what changed (`run_summary.update`); a load of new runs counts their summaries whole
+(`run_summary.rebuild`).
 """
 
 from __future__ import annotations
