@@ -24,7 +24,7 @@ from devtool.formats import decode_json_request, otlp_events
 from devtool.store import Store, append_events, derive
 from devtool.store.queries import get_run
 from tests import otlp_factory
-from tests.conftest import Trace
+from tests.conftest import Trace, running_run
 
 _SPAN_COLUMNS = (
     "trace_id, span_id, parent_span_id, kind, instant, name, agent_id, call_id, start_ts, end_ts, status, "
@@ -225,4 +225,17 @@ def test_a_run_is_as_deep_as_its_deepest_span_after_that_span_rises(store: Store
     append_events(store, [e for e in t.events if e["type"] == "custom:span:start" and e["trace"]["spanId"] == risen])
     assert store.query("SELECT depth FROM spans WHERE span_id = ?", [risen]) == [(1,)]
     assert store.query("SELECT depth FROM runs") == [(3,)]
+    assert stored(store) == derived_whole(store)
+
+
+def test_a_run_stored_before_migration_8_is_counted_whole_at_its_next_append(store: Store) -> None:
+    t, root = running_run(2)
+    append_events(store, t.events)
+    with store.transaction() as conn:  # as migration 8 leaves a run stored before it
+        conn.execute("UPDATE runs SET name_key = NULL, name_span = NULL, prompts = 0")
+    sent = len(t.events)
+    t.end(t.start("turn", root))
+    append_events(store, t.events[sent:])
+    assert get_run(store, t.trace_id).prompts == 3  # counted again: the zero did not stay
+    assert store.query("SELECT name_span FROM runs") == [(root,)]
     assert stored(store) == derived_whole(store)
