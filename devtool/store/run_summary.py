@@ -1,14 +1,15 @@
 """A run's summary row (`runs`): counted from all its events and spans, or updated from what changed.
 
 `rebuild(conn, traces)` counts a run's summary from every event and span it has: what a load does,
-and the reference. `update(conn, moved)` is what an append to stored runs does: it adds the new
-events' counts to the stored row and, for the spans, takes away what the re-derived spans counted
-before (`replaced`) and adds what they count now (`derived`, placed in `placed`), so its cost
-follows the append, not the run. Where a delta cannot know the answer it rebuilds that run instead:
+and the reference. `update(conn, after_event_id, moved=...)` is what an append to stored runs does:
+it adds the new events' counts to the stored row and, for the spans, takes away what the re-derived
+spans counted before (`replaced`) and adds what they count now (`derived`, placed in `placed`), so
+its cost follows the append, not the run. Where a delta cannot know the answer it rebuilds that run instead:
 a span moved under a new parent (depths changed beyond the re-derived spans), an agent span came or
 changed (its ids and the run's name are the agents'), a root span changed (the run's status is its
-roots'), the span that names the run changed, or the deepest span may have risen. Those are a run's
-first and last moments and a few in between; its hundreds of turns and tool calls are deltas.
+roots'), the span that names the run changed, or the deepest span may have become shallower. Those
+are a run's first and last moments and a few in between; its hundreds of turns and tool calls are
+deltas. A cost is added batch by batch, so it may differ from one sum in its last bits.
 
 The run's name is its shallowest, earliest agent's, or else its earliest root span's, ties broken by
 span id; `name_key`/`name_span` (migration 8) keep which span that is, so an update compares the new
