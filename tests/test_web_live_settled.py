@@ -17,7 +17,9 @@ from starlette.testclient import TestClient
 
 from devtool.store import Store, append_events
 from devtool.web import create_app
+from devtool.web.live import Broker
 from devtool.web.live.settled import live_view_of
+from devtool.web.live.streams import RunFeed, messages
 from devtool.web.settings import Settings
 from testkit.sse import parse
 from tests.conftest import Trace, running_run
@@ -69,22 +71,23 @@ def test_a_running_runs_page_shows_what_is_derived_without_waiting_and_listens_f
 async def test_a_derive_between_the_page_and_its_stream_is_told_by_the_stream(store: Store) -> None:
     """The run's last events were pending when its page was drawn; their derive commits before the
     page's stream subscribes (no `spans` message reaches the page from it): the stream replays the
-    events, then says the spans cover them, then closes."""
+    events, then says the spans cover them."""
     t, root = running_run(1)
     append_events(store, t.events)
     drawn = len(t.events)
     t.end(t.start("turn", root))
-    t.end(root)
     append_events(store, t.events[drawn:], derive=False)
     app = create_app(store, Settings(live_interval=60))
     async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:
         page = await client.get(f"/runs/{t.trace_id}")
-        assert not waited(page)
-        assert 'id="run-live"' in page.text
-        store.derive_backlog()
-        stream = await client.get(f"/runs/{t.trace_id}/live?after={drawn}&spans={drawn}")
-    sent = [m for m in parse(stream.text.splitlines()) if m.event]
-    assert [m.event for m in sent] == ["events", "spans", "close"]
+    assert not waited(page)
+    assert f"live?after={drawn}&amp;spans={drawn}" in page.text
+    store.derive_backlog()
+    with Broker().subscription(t.trace_id) as subscription:
+        stream = messages(RunFeed(store, t.trace_id, 0.0, drawn=drawn), subscription, drawn)
+        await anext(stream)  # the opening comment
+        sent = [next(parse((await anext(stream)).encode().decode().splitlines())) for _ in range(2)]
+    assert [m.event for m in sent] == ["events", "spans"]
     assert [e["id"] for e in sent[0].json()["events"]] == list(range(drawn + 1, len(t.events) + 1))
     assert sent[1].json() == {"through": len(t.events)}
 
@@ -117,6 +120,19 @@ def test_a_finished_runs_page_waits_for_its_last_events(client: TestClient, stor
     assert waited(response)
     assert "the late child" in response.text
     assert not store.backlog.holds(t.trace_id)
+
+
+def test_a_run_whose_pending_events_end_its_root_waits_to_be_shown_whole(client: TestClient, store: Store) -> None:
+    """An exporter sends its root span's end, then opens the run: it sees it whole, not as running."""
+    t, root = running_run(1)
+    append_events(store, t.events)
+    t.end(t.start("turn", root, name="the last turn"))
+    t.end(root)
+    append_events(store, t.events[-3:], derive=False)
+    response = client.get(f"/runs/{t.trace_id}")
+    assert waited(response)
+    assert "the last turn" in response.text
+    assert html(response.text).css("[sse-connect]") == []  # finished: it does not listen
 
 
 def test_a_run_with_nothing_pending_does_not_wait_for_another_runs_derive(client: TestClient, store: Store) -> None:

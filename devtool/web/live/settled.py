@@ -12,11 +12,13 @@ The exception is the view of a run still running (`GET /runs/<id>` and the panes
 shows the run as derived so far, at once, and its live stream brings the rest. The page starts its
 stream after the last event its spans cover (`derived_through`), so the stream sends the events the
 page did not show and, if a derive covering them committed before the stream subscribed, a `spans`
-message that redraws the panes (`?spans=`, `RunFeed`); a derive after that reaches it as any other. Under
-a steady stream there is always a derive pending, and waiting for it made most of such a page's
-time. A view of a run with nothing pending does not wait for other runs' derives either. A finished
-run with events pending (its last events must all show: its page does not listen) and a run not
-derived at all yet wait as before; so do actions (rewind, fork, compare, export) and other pages.
+message that redraws the panes (`?spans=`, `RunFeed`); a derive after that reaches it as any other.
+Under a steady stream there is always a derive pending, and waiting for it made most of such a
+page's time. A view of a run with nothing pending does not wait for other runs' derives either. A
+finished run with events pending (its last events must all show: its page does not listen), a run
+whose pending events end a root span (it may have just finished: the exporter that sent its root's
+end then opens a page of the run whole) and a run not derived at all yet wait as before; so do
+actions (rewind, fork, compare, export) and other pages.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ class Settled:
             return False
         if not store.backlog.holds(trace_id):
             return True
+        if store.backlog.ends_root(trace_id):
+            return False  # it may have just finished: a finished run's page shows all of it
         return await run_in_threadpool(run_status, store, trace_id) == "running"
 
 
