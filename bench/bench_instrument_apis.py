@@ -213,9 +213,8 @@ def main() -> None:
                     results[name].append((recorded - unrecorded) / n)
     load_after = os.getloadavg()
     print(f"bench_instrument_apis · {date.today()} · {platform.machine()}, {os.cpu_count()} cores")
-    print(
-        f"{args.requests} requests × {args.repeat} · load average before {load_before[0]:.2f}, after {load_after[0]:.2f}"
-    )
+    loads = f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f}"
+    print(f"{args.requests} requests × {args.repeat} · {loads}")
     print(f"{'form':<28} {'recorded - unrecorded CPU per request (median; each repetition)'}")
     for name, overs in results.items():
         each = " ".join(f"{over * 1e6:6.0f}" for over in overs)

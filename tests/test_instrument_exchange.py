@@ -7,8 +7,8 @@ to a JSONL file, the official SDKs against the fake provider over HTTP), its sna
 replayed from that snapshot. Both traces, each with its `snapshot:dump` (the journal inside), must be
 the bytes in `fixtures/instrument_recorded.jsonl`, less only what differs from one run to the next: times
 (`timestamp`, `duration`, `ttft`, the fake's `created`), random ids (replaced by their order of first
-appearance, so what refers to what still has to match), a snapshot's id (a hash over those), and the `turn:progress` events after a turn's
-first (how many a stream sends depends on how fast it arrives).
+appearance, so what refers to what still has to match), a snapshot's id (a hash over those), and the
+`turn:progress` events after a turn's first (how many a stream sends depends on how fast it arrives).
 
 The fixture was recorded by the code before issue 15's performance pass; a change to how events are
 built or written that changes a byte of what is recorded fails here. To re-record it after a deliberate
@@ -150,7 +150,7 @@ def _normalized(trace: bytes, ids: dict[str, str]) -> list[bytes]:
 
 
 def test_a_recorded_run_and_its_replay_record_the_same_bytes(fake_provider: FakeProvider, tmp_path: Path) -> None:
-    for kind, _, _, tools in FORMS:
+    for *_, tools in FORMS:
         if tools:
             fake_provider.reply({"tool_calls": [{"name": "weather", "arguments": {"city": "Lisbon"}, "id": "call_1"}]})
         else:
