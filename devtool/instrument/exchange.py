@@ -176,16 +176,18 @@ class Listener:
     def _catch_up(self) -> None:
         if self._broken is not None or self._read == len(self._chunks):
             return
-        reader, progress = self._reader, self._progress
+        feed, pieces = self._reader.feed, []
         data = b"".join(self._chunks[self._read :])
         self._read = len(self._chunks)
         try:
             for event, text in self._decoder.feed(data):
-                if piece := reader.feed(event, text):
-                    progress(piece)
-                    self._due = time.perf_counter() + PROGRESS_INTERVAL
+                if piece := feed(event, text):
+                    pieces.append(piece)
         except Exception as exc:  # bytes we cannot read are the SDK's to refuse; the caller's stream goes on
             self._broken = exc
+        if pieces:
+            self._progress.extend(pieces)
+            self._due = time.perf_counter() + PROGRESS_INTERVAL
 
     def close(self, error: BaseException | None = None, *, ended: bool = False) -> None:
         """The stream is closed: `ended` when its bytes ran out (a server that sends no last event is done
