@@ -127,8 +127,7 @@ class Exchange:
 
     def _read(self, content: bytes) -> StreamReader:
         reader = self.api.reader()
-        for event, data in SseDecoder().feed(content + b"\n\n"):
-            reader.feed(event, data)
+        reader.read(SseDecoder().feed(content + b"\n\n"), [])
         return reader
 
 
@@ -176,13 +175,11 @@ class Listener:
     def _catch_up(self) -> None:
         if self._broken is not None or self._read == len(self._chunks):
             return
-        feed, pieces = self._reader.feed, []
+        pieces: list[str] = []
         data = b"".join(self._chunks[self._read :])
         self._read = len(self._chunks)
         try:
-            for event, text in self._decoder.feed(data):
-                if piece := feed(event, text):
-                    pieces.append(piece)
+            self._reader.read(self._decoder.feed(data), pieces)
         except Exception as exc:  # bytes we cannot read are the SDK's to refuse; the caller's stream goes on
             self._broken = exc
         if pieces:
