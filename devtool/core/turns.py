@@ -36,7 +36,18 @@ MODEL_CALL: ContextVar[bool] = ContextVar("devtool_model_call", default=False)
 class Turn:
     """One model request in `frame`, its span under `parent_span`."""
 
-    __slots__ = ("_common", "_started", "call_id", "content_hash", "frame", "parent_span", "request", "span", "step")
+    __slots__ = (
+        "_common",
+        "_started",
+        "call_id",
+        "content_hash",
+        "emit",
+        "frame",
+        "parent_span",
+        "request",
+        "span",
+        "step",
+    )
     # `_common` holds the fields every event of the turn repeats; `start` adds what the model saw, so
     # that `turn:end` repeats them as the TypeScript library's does (its readers take a turn from its end).
 
@@ -58,6 +69,7 @@ class Turn:
         self.content_hash = content_hash
         self.request = request  # what content_hash is the hash of, for the run's observer
         self.span = new_span_id()
+        self.emit = frame.run.emitter.emit  # what `frame.emit` calls, without the call in between
         self._started = time.perf_counter()
         self._common = {"callId": call_id, "step": step, "model": model, "contentHash": content_hash}
 
@@ -80,7 +92,7 @@ class Turn:
         common["toolConfig"] = {"tools": tools}
         event = self.head(EVENTS.TURN_START, self.span, self.parent_span)
         event.update(common)  # type: ignore[typeddict-item]
-        self.frame.emit(event)
+        self.emit(event)
 
     def cached(self) -> JournalRecord | None:
         """The recorded answer to this request, from the snapshot being replayed. A run's observer that
@@ -121,7 +133,7 @@ class Turn:
         if response is not None:
             event["response"] = response
         event.update(self._common)  # type: ignore[typeddict-item]
-        self.frame.emit(event)
+        self.emit(event)
 
 
 class ModelCall:
@@ -138,7 +150,7 @@ class ModelCall:
         event = turn.head(EVENTS.MODEL_CALL_START, self.span, turn.span)
         event["messageCount"] = message_count
         event.update(self._who)  # type: ignore[typeddict-item]
-        turn.frame.emit(event)
+        turn.emit(event)
 
     def progress(self) -> TurnProgress:
         """The callback a streaming answer's text pieces go to: `turn:progress` events, throttled."""
@@ -147,7 +159,7 @@ class ModelCall:
         def emit(text: str) -> None:
             event = turn.head(EVENTS.TURN_PROGRESS, turn.span, turn.parent_span)
             event["callId"], event["step"], event["text"] = turn.call_id, turn.step, text
-            turn.frame.emit(event)
+            turn.emit(event)
 
         self._progress = TurnProgress(emit)
         return self._progress
@@ -184,7 +196,7 @@ class ModelCall:
 
     def _emit(self, event: TraceEvent) -> None:
         event.update(self._who)  # type: ignore[typeddict-item]
-        self.turn.frame.emit(event)
+        self.turn.emit(event)
 
 
 def _result_type(message: JSON) -> str:
