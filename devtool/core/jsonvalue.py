@@ -28,6 +28,8 @@ class NotJSONError(ValueError):
 
 def json_copy(value: Any, path: str = "$") -> JSON:
     """A deep copy of `value` if it is strictly JSON, else `NotJSONError` naming the first bad spot."""
+    if type(value) in _SCALARS:
+        return value  # type: ignore[no-any-return]
     try:
         return _copy(value)
     except _NotJSON:
