@@ -14,13 +14,16 @@ many unrecorded (the same wrapped client outside any run: one ContextVar read), 
 of 20; `--repeat` times. Reported: the CPU time of this process per request, recorded less unrecorded,
 the median over repetitions (what the recording costs: events, hashing, the journal, pricing, reading
 the streamed bytes). With `--profile FORM`, a cProfile of FORM's recorded requests instead, our own
-functions first.
+functions first. With `--parts`, our code alone, with no SDK around it: a recorded whole Chat Completions
+request's steps (as the wrapper makes them, on the fake provider's answer) `--requests` × 10 times in a
+loop, each step timed, medians: what our code costs when its caches are warm.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextvars
 import cProfile
 import os
@@ -33,15 +36,21 @@ import time
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import anthropic
 import openai
+import orjson
 
 import devtool
 import devtool.instrument
+from devtool.core.frame import CURRENT_FRAME
+from devtool.core.providers.pricing import default_price_table
+from devtool.instrument.chat_completions import ChatCompletions
+from devtool.instrument.exchange import Exchange
+from devtool.instrument.stainless import _body
 from testkit.fake_provider import FakeProviderProcess
 
 httpx: Any = getattr(openai._base_client, "httpx2", None) or openai._base_client.httpx  # type: ignore[attr-defined]
@@ -161,12 +170,60 @@ def forms(answers: dict[tuple[str, bool], Any], fake: Any) -> dict[str, tuple[An
     return made
 
 
+class Options:
+    """A Chat Completions request's options, as the wrapper reads them."""
+
+    json_data: ClassVar[dict[str, Any]] = {"model": "gpt-4.1-mini", "messages": HI}
+    extra_json = None
+
+
+def parts(content: bytes, n: int, trace: Path) -> None:
+    """Each step of a recorded whole request with no SDK around it (see the module docstring)."""
+    api, taken, clock = ChatCompletions(), collections.defaultdict(list), time.perf_counter
+    with devtool.record("parts", to=trace):
+        frame = CURRENT_FRAME.get()
+        for index in range(n + 500):  # the first 500 warm up
+            started = clock()
+            exchange = Exchange(frame, api, _body(Options, ()))
+            asked = clock()
+            exchange.recorded()
+            exchange.ask()
+            answered = clock()
+            body = orjson.loads(content)
+            answer = api.answer(body)
+            priced = clock()
+            reply = answer.reply(default_price_table(), api.provider, exchange.model)
+            counted = clock()
+            assert exchange.call is not None
+            exchange.call.answered(
+                reply["usage"], reply.get("costs"), reply.get("finishReason"), message=answer.message
+            )
+            ended = clock()
+            exchange.turn.answered(answer.message, journal={"api": api.name, "status": 200, "body": body}, fresh=True)
+            done = clock()
+            if index >= 500:
+                for step, took in (
+                    ("request: body copy, hash, shown messages, turn:start", asked - started),
+                    ("journal lookup, model:call:start", answered - asked),
+                    ("answer parsed and converted", priced - answered),
+                    ("priced", counted - priced),
+                    ("budgets, model:call:end", ended - counted),
+                    ("journal entry, turn:end", done - ended),
+                ):
+                    taken[step].append(took)
+    print(f"our code alone, warm, per recorded whole request (median of {n}):")
+    for step, times in taken.items():
+        print(f"  {step:<55} {statistics.median(times) * 1e6:6.1f} µs")
+    print(f"  {'total':<55} {sum(statistics.median(times) for times in taken.values()) * 1e6:6.1f} µs")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--profile", help="a form's name (e.g. chat-sync-streamed): cProfile its recorded requests")
     parser.add_argument("--only", help="only the forms whose name contains this")
+    parser.add_argument("--parts", action="store_true", help="our code alone, step by step (see above)")
     args = parser.parse_args()
     devtool.instrument.install()
     load_before = os.getloadavg()
@@ -177,6 +234,9 @@ def main() -> None:
             times=None,
         )
         answers = captured(process)
+        if args.parts:
+            parts(answers[("chat", False)][2][0], args.requests * 10, Path(folder) / "parts.jsonl")
+            return
         made = forms(answers, fake)
         outside = contextvars.Context()
         trace = Path(folder) / "trace.jsonl"
