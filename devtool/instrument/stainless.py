@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -235,9 +236,13 @@ def _tees(httpx: ModuleType) -> tuple[type, type]:
             self._inner, self._listener = inner, listener
 
         def __iter__(self) -> Iterator[bytes]:
+            listener = self._listener
+            chunks, clock = listener.chunks, time.perf_counter
             try:
                 for chunk in self._inner:
-                    self._listener.chunk(chunk)
+                    chunks.append(chunk)
+                    if not listener.due or clock() >= listener.due:
+                        listener.catch_up()
                     yield chunk
             except GeneratorExit:
                 raise
@@ -257,9 +262,13 @@ def _tees(httpx: ModuleType) -> tuple[type, type]:
             self._inner, self._listener = inner, listener
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
+            listener = self._listener
+            chunks, clock = listener.chunks, time.perf_counter
             try:
                 async for chunk in self._inner:
-                    self._listener.chunk(chunk)
+                    chunks.append(chunk)
+                    if not listener.due or clock() >= listener.due:
+                        listener.catch_up()
                     yield chunk
             except GeneratorExit:
                 raise
