@@ -10,7 +10,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +44,17 @@ class Served:
 
 def start(db: Path, *args: str, log: Path, env: dict[str, str] | None = None, timeout: float = 30) -> Served:
     """Start `devtool serve --port 0 --db DB ARGS`; return once it answers HTTP."""
+    return launch(["serve", "--port", "0", "--db", str(db), *args], db=db, log=log, env=env, timeout=timeout)
+
+
+def launch(
+    command: Sequence[str], *, db: Path, log: Path, env: dict[str, str] | None = None, timeout: float = 30
+) -> Served:
+    """Start `python -m devtool COMMAND` (a command that serves `db` and prints `DevTool at URL` first,
+    as `serve` and `demo` do), its stderr appended to `log`; return once it answers HTTP."""
     with log.open("a") as handle:
         process = subprocess.Popen(
-            [sys.executable, "-u", "-m", "devtool", "serve", "--port", "0", "--db", str(db), *args],
+            [sys.executable, "-u", "-m", "devtool", *command],
             stdout=subprocess.PIPE,
             stderr=handle,
             text=True,
@@ -57,7 +65,7 @@ def start(db: Path, *args: str, log: Path, env: dict[str, str] | None = None, ti
     if not first.startswith("DevTool at "):
         process.kill()
         process.wait()
-        raise RuntimeError(f"devtool serve did not start:\n{first}{log.read_text(errors='replace')}")
+        raise RuntimeError(f"devtool {command[0]} did not start:\n{first}{log.read_text(errors='replace')}")
     served = Served(first.split(" at ", 1)[1].strip(), db, process, log)
     deadline = time.monotonic() + timeout
     while True:
