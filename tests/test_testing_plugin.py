@@ -151,6 +151,16 @@ def diff_lines(lines: list[str]) -> list[str]:
     return [re.sub(r"^([-+])\s+", r"\1", line.strip()) for line in lines]
 
 
+def assert_refused(failed: pytest.RunResult, refusal: str, call_id: str, removed: str, added: str) -> None:
+    """`failed`'s report has the line `refusal`, the call's `call_id`, and a diff that takes out the line
+    `removed` and puts in `added`."""
+    out = diff_lines(failed.stdout.lines)
+    assert refusal in out
+    assert f"callId    {call_id}" in out
+    assert f"-{removed}" in out
+    assert f"+{added}" in out
+
+
 def git(folder: Path, *args: str) -> str:
     done = subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
@@ -206,11 +216,13 @@ def test_core_agents_and_devtool_tools_replay_without_calling_anything(
     project.makepyfile(test_core=CORE_AGENT.replace('{"city": "Lisbon"}', '{"city": "Porto"}'))
     failed = pytest_run(project, "--devtool-record=none", "-k", "test_forecast")
     failed.assert_outcomes(failed=1, deselected=1)
-    out = diff_lines(failed.stdout.lines)
-    assert "agent 'forecaster' made a model request its cassette does not hold" in out
-    assert "callId    root/agent:forecaster:0/turn:gpt-4.1-mini:0" in out
-    assert '-"content": "What should I wear in Lisbon?",' in out
-    assert '+"content": "What should I wear in Porto?",' in out
+    assert_refused(
+        failed,
+        "agent 'forecaster' made a model request its cassette does not hold",
+        "root/agent:forecaster:0/turn:gpt-4.1-mini:0",
+        '"content": "What should I wear in Lisbon?",',
+        '"content": "What should I wear in Porto?",',
+    )
     assert fake_provider.count() == 2
     assert log.read_text() == "weather Lisbon\norder A17\n"
 
@@ -278,11 +290,13 @@ def test_a_changed_tool_input_fails_the_same_way_and_the_tool_does_not_run(
     project.makepyfile(test_core=CORE_AGENT.replace('ORDER = "A17"', 'ORDER = "B22"'))
     failed = pytest_run(project, "-k", "test_order", "--devtool-record=none")
     failed.assert_outcomes(failed=1, deselected=1)
-    out = diff_lines(failed.stdout.lines)
-    assert "the run (outside any agent) made a tool call its cassette does not hold" in out
-    assert "callId    root/tool:order_status:0" in out
-    assert '-"order_id": "A17"' in out
-    assert '+"order_id": "B22"' in out
+    assert_refused(
+        failed,
+        "the run (outside any agent) made a tool call its cassette does not hold",
+        "root/tool:order_status:0",
+        '"order_id": "A17"',
+        '"order_id": "B22"',
+    )
     assert (project.path / "side-effects.log").read_text() == "order A17\n"
 
 
