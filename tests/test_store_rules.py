@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from devtool.store import Store
 from devtool.store.event_gate import MAX_DEPTH, MAX_ID_CHARS, trace_event_problem
 from devtool.store.event_sql import insert_events_sql
+from devtool.store.loaders.base import Reading
 from devtool.store.loaders.journals import JournalJsonl
 from devtool.store.rules import iso_timestamp_problem, journal_entry_problem
 
@@ -158,7 +159,7 @@ def sql_accepts_entry(store: Store, entry: Any, path: Path) -> bool:
     with store.writer() as conn:
         conn.execute("BEGIN")
         try:
-            JournalJsonl().insert(conn, str(path), 1, jsonl=True, max_object_size=1 << 20)
+            JournalJsonl().insert(conn, str(path), 1, Reading(jsonl=True, max_object_size=1 << 20))
         except duckdb.Error:
             return False
         finally:
