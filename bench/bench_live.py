@@ -36,6 +36,8 @@ import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -188,13 +190,17 @@ def spread(values: list[float]) -> str:
     )
 
 
-def start_server(workdir: Path, name: str) -> Served:
-    """A `devtool serve` on a fresh database `name`.duckdb under `workdir` (its log `name`.log beside it)."""
+@contextmanager
+def serving(workdir: Path, name: str) -> Iterator[Served]:
+    """A `devtool serve` on a fresh database `name`.duckdb under `workdir` (its log `name`.log beside
+    it), stopped on the way out."""
     workdir.mkdir(parents=True, exist_ok=True)
     db = workdir / f"{name}.duckdb"
     for stale in (db, Path(f"{db}.wal")):
         stale.unlink(missing_ok=True)
-    return served.start(db, log=workdir / f"{name}.log", env={**os.environ, "XDG_DATA_HOME": str(workdir / "data")})
+    env = {**os.environ, "XDG_DATA_HOME": str(workdir / "data")}
+    with served.serving(db, log=workdir / f"{name}.log", env=env) as server:
+        yield server
 
 
 def watch(
@@ -248,10 +254,8 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="where the database goes (default: a temporary folder)")
     args = parser.parse_args()
 
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-live-"))
-    server = start_server(workdir, "live")
     trace_id = secrets.token_hex(16)
-    try:
+    with serving(args.workdir or Path(tempfile.mkdtemp(prefix="bench-live-")), "live") as server:
         sent, results, cpu, wall, pages = watch(
             server.process.pid,
             server.url,
@@ -262,8 +266,6 @@ def main() -> None:
             args.seconds * 5 + 120,
             page_every=args.page_every,
         )
-    finally:
-        server.stop()
 
     total = sent["emitted"]
     expected = list(range(1, total + 1))

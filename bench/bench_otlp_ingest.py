@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_live import machine, percentile, spread, start_server, watch
+from bench.bench_live import machine, percentile, serving, spread, watch
 
 
 def body(trace_id: bytes, root: bytes, count: int, start_ns: int) -> bytes:
@@ -135,17 +135,12 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="where the database goes (default: a temporary folder)")
     args = parser.parse_args()
 
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-otlp-"))
-    server = start_server(workdir, "otlp")
     trace_id = secrets.token_hex(16)
-    try:
-        producing = (args.rate, args.seconds, args.batch, args.connections)
-        timeout = args.seconds * 5 + 120
+    producing = (args.rate, args.seconds, args.batch, args.connections)
+    with serving(args.workdir or Path(tempfile.mkdtemp(prefix="bench-otlp-")), "otlp") as server:
         sent, results, cpu, wall, _ = watch(
-            server.process.pid, server.url, trace_id, args.clients, produce, producing, timeout
+            server.process.pid, server.url, trace_id, args.clients, produce, producing, args.seconds * 5 + 120
         )
-    finally:
-        server.stop()
 
     spans = sent["spans"]
     print(f"Machine: {machine()}; {date.today().isoformat()}; load average {os.getloadavg()[0]:.2f} at the end")
