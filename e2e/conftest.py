@@ -105,6 +105,14 @@ def screenshot_path(request: pytest.FixtureRequest) -> Callable[[str], Path]:
     return path
 
 
+def resize(page: Page, width: int, height: int) -> None:
+    """The window at `width`×`height`, once the page has redrawn for it."""
+    page.set_viewport_size({"width": width, "height": height})
+    # The run page redraws its timeline for a new width (after a 250 ms pause): let it.
+    page.wait_for_timeout(400)
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
+
+
 # The window sizes every page must work at: a small laptop and a desktop.
 SCREEN_SIZES = ((1024, 768), (1600, 1000))
 Shoot = Callable[[Page, str], None]
@@ -118,10 +126,7 @@ def shoot(screenshot_path: Callable[[str], Path]) -> Shoot:
     def take(page: Page, name: str) -> None:
         before = page.viewport_size
         for width, height in SCREEN_SIZES:
-            page.set_viewport_size({"width": width, "height": height})
-            # The run page redraws its timeline for a new width (after a 250 ms pause): let it.
-            page.wait_for_timeout(400)
-            page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
+            resize(page, width, height)
             page.screenshot(path=screenshot_path(f"{name}-{width}x{height}"), full_page=True)
         if before is not None:
             page.set_viewport_size(before)
