@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -16,6 +15,7 @@ from devtool.core.frame import CURRENT_FRAME, Frame, Run
 from devtool.core.ids import new_span_id, new_trace_id
 from devtool.core.jsonvalue import JSON, describe
 from devtool.core.lookups import Observer
+from devtool.core.scoped import run_in
 from devtool.core.snapshot import ROOT_CALL_ID, AgentSnapshot, normalize, validate
 
 
@@ -44,16 +44,7 @@ async def run_with(
     scope = RunScope(
         snapshot=snapshot, enable_snapshot=enable_snapshot, sinks=sinks, metadata=metadata, observe=observe
     )
-    scope.open()
-    try:
-        result = fn()
-        if inspect.isawaitable(result):
-            result = await result
-    except BaseException as exc:
-        scope.close(error=exc)
-        raise
-    scope.close(result)
-    return result
+    return await run_in(scope, fn)
 
 
 class RunScope:
