@@ -61,6 +61,21 @@ def running_serve(db: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str],
         server.wait(timeout=10)
 
 
+@contextlib.contextmanager
+def held_open(db: Path) -> Iterator[int]:
+    """Another process holding the DuckDB file `db` open (as a running server does) until the block
+    ends; its pid."""
+    code = f"import duckdb, sys; c = duckdb.connect({str(db)!r}); print('held', flush=True); sys.stdin.read()"
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        yield holder.pid
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
     """A fresh DevTool store in a real DuckDB file under tmp_path."""

@@ -3,13 +3,11 @@ and a real `devtool serve` that owns the database while the command runs beside 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
 from devtool.store import Store
-from tests.conftest import CORPUS, DevtoolRunner, Trace, running_serve
+from tests.conftest import CORPUS, DevtoolRunner, Trace, held_open, running_serve
 
 NESTED = CORPUS / "rejelly" / "nested.trace.jsonl"
 JOURNAL = CORPUS / "promptise" / "billing-ops.journal.jsonl"
@@ -112,26 +110,11 @@ def test_load_beside_a_running_devtool_loads_through_it(devtool: DevtoolRunner, 
 def test_a_database_another_process_holds_says_which(devtool: DevtoolRunner, tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     Store(db).close()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import duckdb, sys; c = duckdb.connect({str(db)!r}); print('held', flush=True); sys.stdin.read()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline() == "held\n"
+    with held_open(db) as pid:
         result = devtool("load", "--db", str(db), str(NESTED))
-    finally:
-        holder.kill()
-        holder.wait(timeout=10)
     assert result.returncode == 2
     (error,) = result.stderr.splitlines()
-    assert f"database {db} is open in another process (pid {holder.pid})" in error
+    assert f"database {db} is open in another process (pid {pid})" in error
 
 
 def test_serve_loads_its_files_before_it_starts(devtool: DevtoolRunner, tmp_path: Path) -> None:
