@@ -42,13 +42,27 @@ class Served:
                 self.kill()
 
 
-def start(db: Path, *args: str, log: Path, env: dict[str, str] | None = None, timeout: float = 30) -> Served:
-    """Start `devtool serve --port 0 --db DB ARGS`; return once it answers HTTP."""
-    return launch(["serve", "--port", "0", "--db", str(db), *args], db=db, log=log, env=env, timeout=timeout)
+def start(
+    db: Path,
+    *args: str,
+    log: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 30,
+) -> Served:
+    """Start `devtool serve --port 0 --db DB ARGS` (in `cwd`); return once it answers HTTP."""
+    command = ["serve", "--port", "0", "--db", str(db), *args]
+    return launch(command, db=db, log=log, env=env, cwd=cwd, timeout=timeout)
 
 
 def launch(
-    command: Sequence[str], *, db: Path, log: Path, env: dict[str, str] | None = None, timeout: float = 30
+    command: Sequence[str],
+    *,
+    db: Path,
+    log: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 30,
 ) -> Served:
     """Start `python -m devtool COMMAND` (a command that serves `db` and prints `DevTool at URL` first,
     as `serve` and `demo` do), its stderr appended to `log`; return once it answers HTTP."""
@@ -59,6 +73,7 @@ def launch(
             stderr=handle,
             text=True,
             env=env,
+            cwd=cwd,
         )
     assert process.stdout is not None
     first = process.stdout.readline()
@@ -82,9 +97,11 @@ def launch(
 
 
 @contextmanager
-def serving(db: Path, *args: str, log: Path, env: dict[str, str] | None = None) -> Iterator[Served]:
+def serving(
+    db: Path, *args: str, log: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[Served]:
     """`start`, and stop it on the way out."""
-    served = start(db, *args, log=log, env=env)
+    served = start(db, *args, log=log, env=env, cwd=cwd)
     try:
         yield served
     finally:

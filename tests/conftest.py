@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pytest
 
+from testkit.served import Served, serving
+
 if TYPE_CHECKING:
     from devtool.store import Store
 
@@ -43,22 +45,11 @@ def devtool(tmp_path: Path) -> DevtoolRunner:
 
 
 @contextlib.contextmanager
-def running_serve(db: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """A real `devtool serve --db DB ARGS` on a free port, its URL once it listens; stopped after."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "devtool", "serve", "--db", str(db), "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        first = server.stdout.readline()
-        assert first.startswith("DevTool at "), first + (server.stderr.read() if server.stderr else "")
-        yield server, first.removeprefix("DevTool at ").strip()
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+def running_serve(db: Path, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[Served]:
+    """A real `devtool serve --db DB ARGS` on a free port, once it answers HTTP (its log beside the
+    database); stopped after."""
+    with serving(db, *args, log=db.parent / f"{db.name}.serve.log", env=env, cwd=cwd) as server:
+        yield server
 
 
 @contextlib.contextmanager

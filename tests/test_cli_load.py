@@ -89,7 +89,8 @@ def test_load_beside_a_running_devtool_loads_through_it(devtool: DevtoolRunner, 
     db = tmp_path / "s.duckdb"
     (tmp_path / "bad.jsonl").write_text("not json\n")
     (tmp_path / "nested.jsonl").write_bytes(NESTED.read_bytes())
-    with running_serve(db) as (server, url):
+    with running_serve(db) as server:
+        url = server.url
         # A relative path, as a user types it: the server reads it where the command stands.
         result = devtool("load", "--db", str(db), "nested.jsonl")
         again = devtool("load", "--db", str(db), "nested.jsonl", "bad.jsonl")
@@ -102,7 +103,7 @@ def test_load_beside_a_running_devtool_loads_through_it(devtool: DevtoolRunner, 
     assert again.stdout.splitlines()[0] == "nested.jsonl: already loaded (82 events), nothing added"
     assert "bad.jsonl: 1 bad line, nothing stored: line 1, column 1: not JSON" in again.stderr
     assert "(--bad-lines skip loads the good lines)" in again.stderr
-    assert server.returncode is not None
+    assert server.process.returncode is not None
     assert not (tmp_path / "s.duckdb.server.json").exists()  # the server took its file away
     assert stored(db, "SELECT count(*) FROM events") == [(82,)]
 
