@@ -104,16 +104,16 @@ class Totals:
 
     def summary(self) -> str:
         parts = [
-            f"{_count(self.events, 'event')}",
-            f"{_count(self.spans, 'span')}",
-            f"{_count(len(self.traces), 'trace')}",
-            f"{_count(self.entries, 'journal entry', 'journal entries')}",
-            f"{_count(len(self.processes), 'journal')}",
+            _count(self.events, "event"),
+            _count(self.spans, "span"),
+            _count(len(self.traces), "trace"),
+            _count(self.entries, "journal entry", "journal entries"),
+            _count(len(self.processes), "journal"),
         ]
         tail = [f"{_count(self.already, 'file')} already loaded"] if self.already else []
         if self.bad_lines:
             tail.append(f"{_count(self.bad_lines, 'bad line')} skipped")
-        tail.append(f"{_count(self.failed, 'error')}")
+        tail.append(_count(self.failed, "error"))
         return f"loaded {self.loaded} of {_count(self.files, 'file')}: {', '.join(parts)}; {', '.join(tail)}"
 
 
