@@ -68,7 +68,7 @@ def serve(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerFact
 
     def start(*args: str, db: Path | None = None, env: dict[str, str] | None = None) -> Server:
         db = db or tmp_path / f"serve{len(started)}.duckdb"
-        server = served.start(db, *args, log=tmp_path / f"serve{len(started)}.log", env=env, timeout=20)
+        server = served.start(db, *args, log=tmp_path / f"serve{len(started)}.log", env=env)
         started.append(server)
         return server
 

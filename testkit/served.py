@@ -42,17 +42,9 @@ class Served:
                 self.kill()
 
 
-def start(
-    db: Path,
-    *args: str,
-    log: Path,
-    env: dict[str, str] | None = None,
-    cwd: Path | None = None,
-    timeout: float = 30,
-) -> Served:
+def start(db: Path, *args: str, log: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> Served:
     """Start `devtool serve --port 0 --db DB ARGS` (in `cwd`); return once it answers HTTP."""
-    command = ["serve", "--port", "0", "--db", str(db), *args]
-    return launch(command, db=db, log=log, env=env, cwd=cwd, timeout=timeout)
+    return launch(["serve", "--port", "0", "--db", str(db), *args], db=db, log=log, env=env, cwd=cwd)
 
 
 def launch(

@@ -14,16 +14,8 @@ from typing import Any
 
 import orjson
 
-from testkit.fake_provider.dialect import (
-    Tokens,
-    answer_text,
-    call_id,
-    chunks,
-    halves,
-    instructed_view,
-    message_text,
-    sse,
-)
+from testkit.fake_provider import dialect
+from testkit.fake_provider.dialect import Tokens, answer_text, call_id, chunks, halves, message_text, sse
 from testkit.fake_provider.script import MISSING, Config, ErrorReply, Reply, RequestView
 
 # The wording of Anthropic's own errors, by status: (message, type).
@@ -64,7 +56,7 @@ class AnthropicMessages:
         choice = body.get("tool_choice")
         forced = choice.get("name") if isinstance(choice, dict) and choice.get("type") == "tool" else None
         tools = tuple(str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict))
-        return instructed_view(self.name, body, system, texts, tools, forced)
+        return dialect.instructed_view(self.name, body, system, texts, tools, forced)
 
     def answer(self, reply: Reply, view: RequestView, number: int) -> dict[str, Any]:
         tokens = Tokens.of(reply, view, answer_text(reply))
