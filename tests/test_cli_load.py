@@ -8,6 +8,7 @@ from pathlib import Path
 
 from devtool.store import Store
 from tests.conftest import CORPUS, DevtoolRunner, Trace, held_open, running_serve
+from tests.otlp_factory import genai_run, write_jsonl
 
 NESTED = CORPUS / "rejelly" / "nested.trace.jsonl"
 JOURNAL = CORPUS / "promptise" / "billing-ops.journal.jsonl"
@@ -37,6 +38,13 @@ def test_load_prints_a_line_per_file_and_a_summary(devtool: DevtoolRunner, tmp_p
     again = devtool("load", "--db", str(db), str(NESTED))
     assert again.returncode == 0
     assert again.stdout.splitlines()[0] == f"{NESTED}: already loaded (82 events), nothing added"
+
+
+def test_an_otlp_file_is_counted_in_events_spans_and_traces(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "spans.otlp.jsonl", [genai_run()])
+    result = devtool("load", "--db", str(tmp_path / "s.duckdb"), str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].startswith(f"{path}: 8 events, 4 spans, trace {'1' * 12} (")
 
 
 def test_a_bad_file_fails_alone_in_one_line(devtool: DevtoolRunner, tmp_path: Path) -> None:

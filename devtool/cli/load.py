@@ -208,7 +208,7 @@ def _describe(result: LoadResult, seconds: float) -> str:
             else _count(result.journal_entries, "journal entry", "journal entries")
         )
         return f"{result.path}: already loaded ({what}), nothing added"
-    if result.kind.startswith("trace"):
+    if not result.journal:
         traces = ", ".join(t[:12] for t in result.traces[:3]) + (" …" if len(result.traces) > 3 else "")
         what = f"{_count(result.events, 'event')}, {_count(result.spans, 'span')}, trace {traces}"
     else:

@@ -30,6 +30,7 @@ from devtool.store.errors import BadLinesError, LineProblem, LoadError
 from devtool.store.event_sql import LONG_BODY
 from devtool.store.files import SourceFile
 from devtool.store.loaders import Loader, Reading, detect
+from devtool.store.loaders.journals import JournalJsonl
 from devtool.store.scan import MAX_LINE, Scan
 from devtool.store.search import TermPass, index_source
 from devtool.store.unpack import gunzipped, is_gzip, renamed
@@ -64,6 +65,12 @@ class LoadResult:
     processes: tuple[str, ...] = ()
     problems: tuple[LineProblem, ...] = ()
     bad_lines: int = 0
+
+    @property
+    def journal(self) -> bool:
+        """Whether the file was a process journal (what it added is `journal_entries`); every other
+        format (TraceEvents, OTLP spans) adds events, spans and traces."""
+        return self.kind == JournalJsonl.kind
 
 
 def load_file(

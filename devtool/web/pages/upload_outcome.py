@@ -50,7 +50,7 @@ def loaded(name: str, result: LoadResult) -> FileOutcome:
         return FileOutcome(
             name, "already", f"already loaded ({what}), nothing added{_tail(result)}", links, _skipped(result)
         )
-    if result.kind.startswith("trace"):
+    if not result.journal:
         what = f"{_count(result.events, 'event')}, {_count(result.spans, 'span')}, {_count(len(result.traces), 'run')}"
     else:
         what = f"{_count(result.journal_entries, 'journal entry', 'journal entries')}"
