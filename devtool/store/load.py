@@ -72,6 +72,18 @@ class LoadResult:
         format (TraceEvents, OTLP spans) adds events, spans and traces."""
         return self.kind == JournalJsonl.kind
 
+    def held(self) -> str:
+        """What of the file the store holds, counted: its events, else its journal entries (what an
+        `already_loaded` file is said to be)."""
+        if self.events:
+            return counted(self.events, "event")
+        return counted(self.journal_entries, "journal entry", "journal entries")
+
+
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """`1 event`, `82 events`, `1,204 journal entries`: a count with its noun, as load reports say it."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
 
 def load_file(
     store: Store, path: Path | str, *, bad_lines: BadLines = BadLines.REJECT, progress: Progress | None = None
