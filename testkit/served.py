@@ -1,5 +1,6 @@
-"""A real `devtool serve` child process for tests and soaks: started on a free port, its log kept, and
-stopped politely or killed (SIGKILL), as a crash test needs."""
+"""A real `devtool serve` (or `devtool demo`) child process for tests, e2e tests, soaks and benchmarks:
+started on a free port, its log (stderr) kept in a file, and stopped politely or killed (SIGKILL), as
+a crash test needs."""
 
 from __future__ import annotations
 
