@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -11,7 +9,7 @@ import pytest
 
 from devtool.store import Store, StoreError, StoreLockedError, append_events, database
 from devtool.store.schema import MIGRATIONS
-from tests.conftest import Trace
+from tests.conftest import Trace, held_open
 
 
 def old_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int, events: list[dict[str, object]]) -> Path:
@@ -109,24 +107,8 @@ def test_a_file_from_a_newer_devtool_is_refused(tmp_path: Path) -> None:
 
 def test_a_file_another_process_holds_says_which(tmp_path: Path) -> None:
     path = tmp_path / "s.duckdb"
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import duckdb, sys; c = duckdb.connect({str(path)!r}); print('open', flush=True); sys.stdin.read()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "open"
-        with pytest.raises(StoreLockedError, match=f"is open in another process \\(pid {holder.pid}\\)"):
-            Store(path)
-    finally:
-        holder.kill()
-        holder.wait()
+    with held_open(path) as pid, pytest.raises(StoreLockedError, match=f"is open in another process \\(pid {pid}\\)"):
+        Store(path)
 
 
 def test_a_transaction_that_raises_writes_nothing(store: Store) -> None:

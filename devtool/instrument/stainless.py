@@ -33,6 +33,7 @@ import functools
 import importlib
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Final
@@ -228,6 +229,20 @@ def _body(options: Any, unset: tuple[type, ...]) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
+@contextmanager
+def _telling(listener: Listener) -> Iterator[None]:
+    """Around a tee's reading of its stream: tells `listener` that the stream ended, or failed and how.
+    A consumer that stops early (GeneratorExit) is not a failure: the tee's `close` tells it then."""
+    try:
+        yield
+    except GeneratorExit:
+        raise
+    except BaseException as exc:
+        listener.close(exc)
+        raise
+    listener.close(ended=True)
+
+
 def _tees(httpx: ModuleType) -> tuple[type, type]:
     """Byte streams of `httpx` (the SDK's http library) that hand each chunk to a `Listener` on its way."""
 
@@ -238,18 +253,12 @@ def _tees(httpx: ModuleType) -> tuple[type, type]:
         def __iter__(self) -> Iterator[bytes]:
             listener = self._listener
             chunks, clock = listener.chunks, time.perf_counter
-            try:
+            with _telling(listener):
                 for chunk in self._inner:
                     chunks.append(chunk)
                     if not listener.due or clock() >= listener.due:
                         listener.catch_up()
                     yield chunk
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                self._listener.close(exc)
-                raise
-            self._listener.close(ended=True)
 
         def close(self) -> None:
             try:
@@ -264,18 +273,12 @@ def _tees(httpx: ModuleType) -> tuple[type, type]:
         async def __aiter__(self) -> AsyncIterator[bytes]:
             listener = self._listener
             chunks, clock = listener.chunks, time.perf_counter
-            try:
+            with _telling(listener):
                 async for chunk in self._inner:
                     chunks.append(chunk)
                     if not listener.due or clock() >= listener.due:
                         listener.catch_up()
                     yield chunk
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                self._listener.close(exc)
-                raise
-            self._listener.close(ended=True)
 
         async def aclose(self) -> None:
             try:
