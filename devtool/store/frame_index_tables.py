@@ -30,7 +30,6 @@ from typing import Any, Literal
 import duckdb
 import orjson
 
-from devtool.core.budget import merged
 from devtool.core.frame_cut import ReusedChunk, SealedChild
 from devtool.core.frame_index_records import Batch, IndexedFrame
 from devtool.core.snapshot_tree import FANOUT
@@ -124,8 +123,9 @@ class BatchWriter:
                     "last": [frame.last for frame in frames],
                     "node_id": [frame.node for frame in frames],
                     "status": [frame.status for frame in frames],
-                    "error": [None if f.error is None else orjson.dumps(f.error).decode() for f in frames],
+                    "error": [_json(frame.error) for frame in frames],
                     "events": [list(frame.events) for frame in frames],
+                    "aggregate": [_json(frame.aggregate) for frame in frames],
                 },
             )
             self._insert(
@@ -138,6 +138,7 @@ class BatchWriter:
                     "last": [chunk.last for chunk in chunks],
                     "running": [chunk.running for chunk in chunks],
                     "node_id": [chunk.node for chunk in chunks],
+                    "aggregate": [_json(chunk.aggregate) for chunk in chunks],
                 },
             )
         self.frames += len(frames)
@@ -247,8 +248,8 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
         children = dict(cursor.execute(cut.format(_CHILDREN), params).fetchall())
         params["fanout"] = FANOUT
         chunks = [
-            ReusedChunk(frame, level, position, node, merged(orjson.loads(str(totals)) for totals in aggregates or ()))
-            for frame, level, position, node, aggregates in cursor.execute(cut.format(_REUSED), params).fetchall()
+            ReusedChunk(frame, level, position, node, orjson.loads(aggregate))
+            for frame, level, position, node, aggregate in cursor.execute(cut.format(_REUSED), params).fetchall()
         ]
         sealed_rows = cursor.execute(cut.format(_SEALED), params).fetchall()
         ids = sorted({event for frame in open_frames for event in frame.events} | {params["cut"]})
@@ -267,6 +268,10 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
         for parent, position, call_id, node, status, error, aggregate in sealed_rows
     ]
     return IndexedCut(rows, open_frames, sealed, chunks, children)
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else orjson.dumps(value).decode()
 
 
 class _Cut:
@@ -312,7 +317,8 @@ _CHILDREN = """
 _USABLE = f"""
     counts AS ({_CHILDREN}),
     usable AS (
-        SELECT c.frame, c.level, c.position, c.node_id FROM rewind_chunks c JOIN counts k ON k.parent = c.frame
+        SELECT c.frame, c.level, c.position, c.node_id, c.aggregate
+        FROM rewind_chunks c JOIN counts k ON k.parent = c.frame
         WHERE c.trace_id = $trace AND c.build = $build AND NOT c.running AND c.{{sealed}}
           AND (c.position + 1) * CAST(pow($fanout, c.level + 1) AS BIGINT) < k.n
     ),
@@ -325,24 +331,17 @@ _USABLE = f"""
     )
 """
 
-# With the aggregate usage of each chunk's frames (their nodes', summed in `read_cut`).
+# With the aggregate usage of each chunk's frames, added up when the index was built.
 _REUSED = f"""
     WITH {_USABLE}
-    SELECT u.frame, u.level, u.position, u.node_id,
-           list(n.body->'budgetState'->'aggregate' ORDER BY f.position)
-               FILTER (WHERE (n.body->'budgetState') IS NOT NULL)
-    FROM largest u
-    JOIN rewind_frames f ON f.trace_id = $trace AND f.build = $build AND f.parent = u.frame
-         AND f.position // CAST(pow($fanout, u.level + 1) AS BIGINT) = u.position
-    LEFT JOIN snapshot_nodes n ON n.node_id = f.node_id
-    GROUP BY u.frame, u.level, u.position, u.node_id
+    SELECT frame, level, position, node_id, aggregate FROM largest
 """
 
 # The sealed children of open frames outside the chunks reused.
 _SEALED = f"""
     WITH {_USABLE}
-    SELECT f.parent, f.position, f.call_id, f.node_id, f.status, f.error, n.body->'budgetState'->'aggregate'
-    FROM rewind_frames f LEFT JOIN snapshot_nodes n USING (node_id)
+    SELECT f.parent, f.position, f.call_id, f.node_id, f.status, f.error, f.aggregate
+    FROM rewind_frames f
     WHERE f.trace_id = $trace AND f.build = $build AND f.parent IN (SELECT unnest($open)) AND {{made}}
       AND {{sealed}} AND f.frame NOT IN (SELECT unnest($open))
       AND NOT EXISTS (
