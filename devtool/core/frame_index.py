@@ -322,13 +322,14 @@ class _IndexWalk(Walk):
         aggregate: BudgetTotals | None = None
         if frame.index != ROOT:
             chunks: dict[str, Node] = {}
-            node = dict(frame.shaped({}))
+            shaped = frame.shaped({})
+            aggregate = shaped["budgetState"]["aggregate"]
+            node = dict(shaped)
             node["children"] = frame.kids.refs(chunks)  # in its place among the keys
             for chunk_key, chunk in chunks.items():
                 self._node(chunk, chunk_key)
             key = node_id(node)
             self._node(node, key)
-            aggregate = node["budgetState"]["aggregate"]
         del self.open[frame.index]
         parent = frame.parent
         self.batch.frames.append(
