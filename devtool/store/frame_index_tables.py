@@ -251,7 +251,12 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
             ReusedChunk(frame, level, position, node, orjson.loads(aggregate))
             for frame, level, position, node, aggregate in cursor.execute(cut.format(_REUSED), params).fetchall()
         ]
-        sealed_rows = cursor.execute(cut.format(_SEALED), params).fetchall()
+        parents, lows, highs = _outside(children, chunks)
+        sealed_rows = []
+        if parents:
+            ranges = {"parents": parents, "lows": lows, "highs": highs}
+            keep = {name: params[name] for name in ("trace", "build", "cut", "open")}
+            sealed_rows = cursor.execute(cut.format(_SEALED), {**keep, **ranges}).fetchall()
         ids = sorted({event for frame in open_frames for event in frame.events} | {params["cut"]})
         events = cursor.execute("SELECT event_id, body FROM events WHERE event_id = ANY($ids)", {"ids": ids})
         rows = sorted((event_id, orjson.loads(body)) for event_id, body in events.fetchall())
@@ -268,6 +273,28 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
         for parent, position, call_id, node, status, error, aggregate in sealed_rows
     ]
     return IndexedCut(rows, open_frames, sealed, chunks, children)
+
+
+def _outside(children: dict[int, int], chunks: list[ReusedChunk]) -> tuple[list[int], list[int], list[int]]:
+    """The ranges of positions `[low, high)` of each open frame's children at the cut that no reused
+    chunk holds, as three lists (frame, low, high): where its sealed children are placed one by one."""
+    parents: list[int] = []
+    lows: list[int] = []
+    highs: list[int] = []
+    for frame, count in children.items():
+        start = 0
+        held = sorted(
+            (chunk.position * FANOUT ** (chunk.level + 1), (chunk.position + 1) * FANOUT ** (chunk.level + 1))
+            for chunk in chunks
+            if chunk.frame == frame
+        )
+        for low, high in [*held, (count, count)]:
+            if low > start:
+                parents.append(frame)
+                lows.append(start)
+                highs.append(low)
+            start = max(start, high)
+    return parents, lows, highs
 
 
 def _json(value: Any) -> str | None:
@@ -337,17 +364,14 @@ _REUSED = f"""
     SELECT frame, level, position, node_id, aggregate FROM largest
 """
 
-# The sealed children of open frames outside the chunks reused.
-_SEALED = f"""
-    WITH {_USABLE}
+# The sealed children of open frames outside the chunks reused: in the ranges of positions `_outside`
+# finds (a chunk's worth or so per open frame), so the statement does not grow with the frames that ended.
+_SEALED = """
     SELECT f.parent, f.position, f.call_id, f.node_id, f.status, f.error, f.aggregate
     FROM rewind_frames f
-    WHERE f.trace_id = $trace AND f.build = $build AND f.parent IN (SELECT unnest($open)) AND {{made}}
-      AND {{sealed}} AND f.frame NOT IN (SELECT unnest($open))
-      AND NOT EXISTS (
-          SELECT 1 FROM largest u
-          WHERE u.frame = f.parent AND f.position // CAST(pow($fanout, u.level + 1) AS BIGINT) = u.position
-      )
+    JOIN (SELECT unnest($parents) AS parent, unnest($lows) AS low, unnest($highs) AS high) r
+      ON f.parent = r.parent AND f.position >= r.low AND f.position < r.high
+    WHERE f.trace_id = $trace AND f.build = $build AND {made} AND {sealed} AND f.frame NOT IN (SELECT unnest($open))
 """
 
 # A run's last stored event, from the events themselves: a live append stores its events before the
