@@ -35,6 +35,7 @@ from devtool.core.frame_index_records import Batch, IndexedFrame
 from devtool.core.snapshot_tree import FANOUT
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
+from devtool.store.id_lists import rows_by_ids
 from devtool.store.run_caches import stale_runs
 from devtool.store.snapshots import write_nodes
 
@@ -258,8 +259,8 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
             keep = {name: params[name] for name in ("trace", "build", "cut", "open")}
             sealed_rows = cursor.execute(cut.format(_SEALED), {**keep, **ranges}).fetchall()
         ids = sorted({event for frame in open_frames for event in frame.events} | {params["cut"]})
-        events = cursor.execute("SELECT event_id, body FROM events WHERE event_id = ANY($ids)", {"ids": ids})
-        rows = sorted((event_id, orjson.loads(body)) for event_id, body in events.fetchall())
+        events = rows_by_ids(cursor, "SELECT event_id, body FROM events WHERE event_id = ANY($ids)", ids)
+        rows = sorted((event_id, orjson.loads(body)) for event_id, body in events)
     sealed = [
         SealedChild(
             parent,

@@ -42,6 +42,7 @@ from devtool.core.snapshot_tree import (
 from devtool.store.collector import collector_paused
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError, StoreError
+from devtool.store.id_lists import rows_by_ids
 
 # Nodes read or written per statement (an id list bound as one parameter).
 _BATCH = 50_000
@@ -358,16 +359,16 @@ def _counts(conn: duckdb.DuckDBPyConnection, nodes: Mapping[str, Node]) -> dict[
 
 def _sized(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, tuple[str, int]]:
     """The nodes `ids` as (body, unparsed; frames in its subtree)."""
-    rows = cursor.execute("SELECT node_id, body, frames FROM snapshot_nodes WHERE node_id = ANY($ids)", {"ids": ids})
-    found = {key: (body, frames) for key, body, frames in rows.fetchall()}
+    rows = rows_by_ids(cursor, "SELECT node_id, body, frames FROM snapshot_nodes WHERE node_id = ANY($ids)", ids)
+    found = {key: (body, frames) for key, body, frames in rows}
     if len(found) != len(set(ids)):
         raise StoreError("frames of a stored snapshot are missing from the store")
     return found
 
 
 def _bodies(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, Node]:
-    rows = cursor.execute("SELECT node_id, body FROM snapshot_nodes WHERE node_id = ANY($ids)", {"ids": ids})
-    nodes = {key: orjson.loads(body) for key, body in rows.fetchall()}
+    rows = rows_by_ids(cursor, "SELECT node_id, body FROM snapshot_nodes WHERE node_id = ANY($ids)", ids)
+    nodes = {key: orjson.loads(body) for key, body in rows}
     if ids[0] not in nodes:
         raise StoreError(f"frame {ids[0]} of a stored snapshot is missing from the store")
     return nodes
