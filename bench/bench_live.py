@@ -31,12 +31,13 @@ import os
 import platform
 import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx2 as httpx
 
 from devtool.core.http_sink import HttpSink
+from testkit import served
+from testkit.served import Served
 from testkit.sse import SseStream
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -179,24 +182,25 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def start_server(workdir: Path, name: str) -> tuple[subprocess.Popen[str], str]:
-    """A `devtool serve` on a fresh database `name`.duckdb under `workdir`, and its URL."""
+def spread(values: list[float]) -> str:
+    """The p50, p95, p99, max and mean of latencies `values` (ms), as the reports print them."""
+    return (
+        f"p50 {percentile(values, 0.50):.0f} ms, p95 {percentile(values, 0.95):.0f} ms, "
+        f"p99 {percentile(values, 0.99):.0f} ms, max {max(values):.0f} ms, mean {statistics.fmean(values):.0f} ms"
+    )
+
+
+@contextmanager
+def serving(workdir: Path, name: str) -> Iterator[Served]:
+    """A `devtool serve` on a fresh database `name`.duckdb under `workdir` (its log `name`.log beside
+    it), stopped on the way out."""
     workdir.mkdir(parents=True, exist_ok=True)
     db = workdir / f"{name}.duckdb"
     for stale in (db, Path(f"{db}.wal")):
         stale.unlink(missing_ok=True)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "devtool", "serve", "--port", "0", "--db", str(db)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "XDG_DATA_HOME": str(workdir / "data")},
-    )
-    assert server.stdout is not None
-    first = server.stdout.readline()
-    if not first.startswith("DevTool at "):
-        raise SystemExit(f"devtool serve did not start: {first}{server.stderr.read() if server.stderr else ''}")
-    return server, first.split(" at ", 1)[1].strip()
+    env = {**os.environ, "XDG_DATA_HOME": str(workdir / "data")}
+    with served.serving(db, log=workdir / f"{name}.log", env=env) as server:
+        yield server
 
 
 def watch(
@@ -250,13 +254,11 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="where the database goes (default: a temporary folder)")
     args = parser.parse_args()
 
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-live-"))
-    server, url = start_server(workdir, "live")
     trace_id = secrets.token_hex(16)
-    try:
+    with serving(args.workdir or Path(tempfile.mkdtemp(prefix="bench-live-")), "live") as server:
         sent, results, cpu, wall, pages = watch(
-            server.pid,
-            url,
+            server.process.pid,
+            server.url,
             trace_id,
             args.clients,
             produce,
@@ -264,9 +266,6 @@ def main() -> None:
             args.seconds * 5 + 120,
             page_every=args.page_every,
         )
-    finally:
-        server.terminate()
-        server.wait(30)
 
     total = sent["emitted"]
     expected = list(range(1, total + 1))
@@ -283,17 +282,9 @@ def main() -> None:
             f"messages, closed: {result['closed']}, p95 {percentile(result['latencies'], 0.95):.0f} ms"
         )
         latencies.extend(result["latencies"])
-    print(
-        f"Latency emit→receipt over {len(latencies):,} receipts: p50 {percentile(latencies, 0.50):.0f} ms, "
-        f"p95 {percentile(latencies, 0.95):.0f} ms, p99 {percentile(latencies, 0.99):.0f} ms, "
-        f"max {max(latencies):.0f} ms, mean {statistics.fmean(latencies):.0f} ms"
-    )
+    print(f"Latency emit→receipt over {len(latencies):,} receipts: {spread(latencies)}")
     derived = [latency for result in results for latency in result["derived"]]
-    print(
-        f"Latency emit→spans derived (the page redraws) over {len(derived):,} events: "
-        f"p50 {percentile(derived, 0.50):.0f} ms, p95 {percentile(derived, 0.95):.0f} ms, "
-        f"p99 {percentile(derived, 0.99):.0f} ms, max {max(derived):.0f} ms"
-    )
+    print(f"Latency emit→spans derived (the page redraws) over {len(derived):,} events: {spread(derived)}")
     assert pages is not None
     walls = [wall for wall, _, _ in pages["timings"]]
     servers = [server for _, server, _ in pages["timings"]]

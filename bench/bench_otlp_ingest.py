@@ -26,7 +26,6 @@ import argparse
 import http.client
 import os
 import secrets
-import statistics
 import sys
 import tempfile
 import threading
@@ -38,7 +37,7 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_live import machine, percentile, start_server, watch
+from bench.bench_live import machine, percentile, serving, spread, watch
 
 
 def body(trace_id: bytes, root: bytes, count: int, start_ns: int) -> bytes:
@@ -136,16 +135,12 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="where the database goes (default: a temporary folder)")
     args = parser.parse_args()
 
-    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-otlp-"))
-    server, url = start_server(workdir, "otlp")
     trace_id = secrets.token_hex(16)
-    try:
-        producing = (args.rate, args.seconds, args.batch, args.connections)
-        timeout = args.seconds * 5 + 120
-        sent, results, cpu, wall, _ = watch(server.pid, url, trace_id, args.clients, produce, producing, timeout)
-    finally:
-        server.terminate()
-        server.wait(30)
+    producing = (args.rate, args.seconds, args.batch, args.connections)
+    with serving(args.workdir or Path(tempfile.mkdtemp(prefix="bench-otlp-")), "otlp") as server:
+        sent, results, cpu, wall, _ = watch(
+            server.process.pid, server.url, trace_id, args.clients, produce, producing, args.seconds * 5 + 120
+        )
 
     spans = sent["spans"]
     print(f"Machine: {machine()}; {date.today().isoformat()}; load average {os.getloadavg()[0]:.2f} at the end")
@@ -161,11 +156,7 @@ def main() -> None:
         print(f"client {index}: {received:,} of {2 * spans + 2:,} events, closed: {result['closed']}")
         # The root span's events carry its start, the run's first moment, not when it was exported.
         latencies.extend(result["latencies"][:-2] if result["closed"] else result["latencies"])
-    print(
-        f"Latency export→SSE receipt over {len(latencies):,} events: p50 {percentile(latencies, 0.50):.0f} ms, "
-        f"p95 {percentile(latencies, 0.95):.0f} ms, p99 {percentile(latencies, 0.99):.0f} ms, "
-        f"max {max(latencies):.0f} ms, mean {statistics.fmean(latencies):.0f} ms"
-    )
+    print(f"Latency export→SSE receipt over {len(latencies):,} events: {spread(latencies)}")
     print(f"Server CPU: {cpu:.1f} s over {wall:.1f} s ({cpu / wall:.2f} cores), {cpu / spans * 1e6:.0f} µs per span")
 
 

@@ -7,18 +7,15 @@ attached to the report of a test that fails.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import ConsoleMessage, Page
+
+from testkit import served
+from testkit.served import Served
 
 REPO = Path(__file__).resolve().parent.parent
 # pytest-playwright owns test-results/ (it empties it each session): screenshots go beside it.
@@ -59,19 +56,8 @@ def _note_refusal(message: ConsoleMessage, refused: list[str]) -> None:
         refused.append(message.text)
 
 
-@dataclass
-class Server:
-    """A running `devtool serve` child process."""
-
-    url: str
-    db: Path
-    process: subprocess.Popen[str]
-    log: Path
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
+# A running `devtool serve` child process.
+Server = Served
 ServerFactory = Callable[..., Server]
 
 
@@ -82,34 +68,14 @@ def serve(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerFact
 
     def start(*args: str, db: Path | None = None, env: dict[str, str] | None = None) -> Server:
         db = db or tmp_path / f"serve{len(started)}.duckdb"
-        log = tmp_path / f"serve{len(started)}.log"
-        handle = log.open("w")
-        process = subprocess.Popen(
-            [sys.executable, "-u", "-m", "devtool", "serve", "--port", "0", "--db", str(db), *args],
-            stdout=subprocess.PIPE,
-            stderr=handle,
-            text=True,
-            env=env,
-        )
-        assert process.stdout is not None
-        first = process.stdout.readline()
-        handle.write(first)
-        if not first.startswith("DevTool at "):
-            process.kill()
-            raise AssertionError(f"devtool serve did not start:\n{first}{log.read_text()}")
-        server = Server(first.split(" at ", 1)[1].strip(), db, process, log)
+        server = served.start(db, *args, log=tmp_path / f"serve{len(started)}.log", env=env)
         started.append(server)
-        _wait_for(server.url)
         return server
 
     yield start
 
     for server in started:
-        server.process.terminate()
-        try:
-            server.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
+        server.stop()
         rest = server.process.stdout.read() if server.process.stdout else ""
         with server.log.open("a") as handle:
             handle.write(rest)
@@ -117,20 +83,6 @@ def serve(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServerFact
     if report is not None and report.failed:
         for index, server in enumerate(started):
             print(f"\n--- devtool serve #{index} ({server.url}) output ---\n{server.output()}")
-
-
-def _wait_for(url: str, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except urllib.error.HTTPError:
-            return  # it answers HTTP (a DevTool with a team token answers 401 with its login page)
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -153,6 +105,14 @@ def screenshot_path(request: pytest.FixtureRequest) -> Callable[[str], Path]:
     return path
 
 
+def resize(page: Page, width: int, height: int) -> None:
+    """The window at `width`×`height`, once the page has redrawn for it."""
+    page.set_viewport_size({"width": width, "height": height})
+    # The run page redraws its timeline for a new width (after a 250 ms pause): let it.
+    page.wait_for_timeout(400)
+    page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
+
+
 # The window sizes every page must work at: a small laptop and a desktop.
 SCREEN_SIZES = ((1024, 768), (1600, 1000))
 Shoot = Callable[[Page, str], None]
@@ -166,10 +126,7 @@ def shoot(screenshot_path: Callable[[str], Path]) -> Shoot:
     def take(page: Page, name: str) -> None:
         before = page.viewport_size
         for width, height in SCREEN_SIZES:
-            page.set_viewport_size({"width": width, "height": height})
-            # The run page redraws its timeline for a new width (after a 250 ms pause): let it.
-            page.wait_for_timeout(400)
-            page.wait_for_function("() => !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')")
+            resize(page, width, height)
             page.screenshot(path=screenshot_path(f"{name}-{width}x{height}"), full_page=True)
         if before is not None:
             page.set_viewport_size(before)

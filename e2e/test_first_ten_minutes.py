@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import ConsoleMessage, Page, expect
 
-from e2e.conftest import Server, ServerFactory
+from e2e.conftest import Server, ServerFactory, Shoot
 from e2e.demo_server import running_demo
 from tests.conftest import CORPUS, Trace
 
@@ -178,7 +178,7 @@ def _note_error(message: ConsoleMessage, errors: list[str]) -> None:
 
 
 def test_a_refused_upload_keeps_its_file_for_loading_the_good_lines(
-    page: Page, serve: ServerFactory, tmp_path: Path
+    page: Page, serve: ServerFactory, tmp_path: Path, shoot: Shoot
 ) -> None:
     server = serve()
     page.goto(server.url)
@@ -190,11 +190,13 @@ def test_a_refused_upload_keeps_its_file_for_loading_the_good_lines(
     expect(message).to_contain_text("line 2, column 1: not JSON: “this is not json”")
     expect(message).not_to_contain_text("expected")
     expect(page.locator("#upload-chosen")).to_have_text("chosen: half-bad.jsonl")
+    shoot(page, "upload-refused")
     # Tick the box and press Load: the same file goes again, its good lines load.
     page.locator("input[name=bad_lines]").check()
     page.locator(".upload-submit").click()
     expect(page.locator(".upload-file.upload-loaded .upload-message")).to_contain_text("1 bad line skipped")
     expect(page.locator("#upload-chosen")).to_have_text("")
+    shoot(page, "upload-loaded")
     # Or the outcome's own button, for a file refused for its bad lines.
     trace = Trace()
     trace.end(trace.start("agent", agentId="retried"))

@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from selectolax.lexbor import LexborHTMLParser
 
-from e2e.conftest import Server, ServerFactory
+from e2e.conftest import Server, ServerFactory, Shoot
 from testkit.fake_provider import FakeProvider
 from testkit.sse import SseStream
 
@@ -106,7 +106,7 @@ def test_a_pydantic_ai_agent_on_the_run_page(serve: ServerFactory, page: Page) -
 
 
 def test_the_openai_sdk_under_openinference_on_the_run_page(
-    serve: ServerFactory, fake_provider: FakeProvider, page: Page
+    serve: ServerFactory, fake_provider: FakeProvider, page: Page, shoot: Shoot
 ) -> None:
     fake_provider.reply(
         {"tool_calls": [{"name": "lookup_order", "arguments": {"order": 7}}], "usage": {"input": 120, "output": 15}},
@@ -124,6 +124,7 @@ def test_the_openai_sdk_under_openinference_on_the_run_page(
     expect(detail.locator("li.message.role-system")).to_contain_text("You answer order questions.")
     expect(detail.locator("li.message.role-user")).to_contain_text("Where is order 7?")
     expect(detail.locator("section.answer")).to_contain_text("lookup_order")
+    shoot(page, "otel-run")
     page.locator(".tree a.select", has_text="lookup_order").first.click()
     expect(detail.locator("table.tool-results")).to_contain_text("shipped yesterday")
 

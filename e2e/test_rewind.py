@@ -43,13 +43,16 @@ def select_span(page: Page, kind: str, name: str) -> str:
     return call_id
 
 
-def replay(page: Page) -> str:
-    """From a snapshot page: confirm the replay, follow it into its run, wait until it completes."""
+def replay(page: Page, shoot: Shoot | None = None) -> str:
+    """From a snapshot page: confirm the replay (`shoot` its confirm page), follow it into its run, wait
+    until it completes."""
     page.locator("#replay-button").click()
     expect(page.locator("#replay-entrypoint")).to_have_text("devtool.demo.research:main")
     expect(page.locator("#replay-argv")).to_contain_text("--snapshot=")
     # Every argument can be read where it is: a long one wraps rather than run past the block's edge.
     assert page.locator("#replay-argv").evaluate("node => node.scrollWidth - node.clientWidth") <= 1
+    if shoot is not None:
+        shoot(page, "replay-confirm")
     page.locator("#replay-run").click()
     page.wait_for_url(re.compile(r".*/runs/[0-9a-f]{32}$"), timeout=30_000)
     expect(page.locator("#run-header .status-badge")).to_have_text("completed", timeout=30_000)
@@ -93,7 +96,7 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     page.locator("#rewind-before").click()
     page.wait_for_url(snapshot_url)
 
-    replay_id = replay(page)
+    replay_id = replay(page, shoot)
     # On the replay's run: the agent's web search (before the cut) came from the journal, the fetch
     # it was rewound to before ran live.
     select_span(page, "tools:execute", "web_search")

@@ -13,7 +13,8 @@ from playwright.sync_api import Page, expect
 
 from devtool.core import JsonlSink, create_agent, create_tool, run_with
 from devtool.demo.generate import generate
-from e2e.conftest import Server, ServerFactory, Shoot
+from e2e.conftest import SCREEN_SIZES, Server, ServerFactory, Shoot, resize
+from tests.conftest import Trace
 
 
 @pytest.fixture(scope="module")
@@ -239,3 +240,19 @@ def test_the_find_box_ranks_names_and_tools_first_and_takes_enter_and_arrows(
     expect(page.locator("#tree .row.selected .name")).to_have_text("web_search")
     page.keyboard.press("ArrowUp")
     expect(hits.nth(0)).to_have_class(re.compile(r"\bactive\b"))
+
+
+def test_every_label_of_the_time_axis_is_whole(page: Page, serve: ServerFactory, tmp_path: Path) -> None:
+    # A run of 613 ms: its last tick, +600 ms, sits a few pixels from the axis's right edge.
+    trace = Trace()
+    root = trace.start("agent", agentId="edge")
+    trace.end(trace.start("tool", root, agentId="edge"), at=trace.now + 300)
+    trace.end(root, at=trace.now + 312)
+    server = serve(str(trace.write(tmp_path / "edge.trace.jsonl")))
+    open_run(page, f"{server.url}runs/{trace.trace_id}")
+    for width, height in SCREEN_SIZES:
+        resize(page, width, height)
+        axis = page.locator("#timeline svg.axis")
+        expect(axis.locator("text").last).to_have_text("+600 ms")
+        ends = axis.evaluate("svg => [...svg.querySelectorAll('text')].map(t => t.getBBox().x + t.getBBox().width)")
+        assert max(ends) <= axis.evaluate("svg => svg.width.baseVal.value"), axis.evaluate("svg => svg.outerHTML")

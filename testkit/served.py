@@ -1,5 +1,6 @@
-"""A real `devtool serve` child process for tests and soaks: started on a free port, its log kept, and
-stopped politely or killed (SIGKILL), as a crash test needs."""
+"""A real `devtool serve` (or `devtool demo`) child process for tests, e2e tests, soaks and benchmarks:
+started on a free port, its log (stderr) kept in a file, and stopped politely or killed (SIGKILL), as
+a crash test needs."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,22 +43,37 @@ class Served:
                 self.kill()
 
 
-def start(db: Path, *args: str, log: Path, env: dict[str, str] | None = None, timeout: float = 30) -> Served:
-    """Start `devtool serve --port 0 --db DB ARGS`; return once it answers HTTP."""
+def start(db: Path, *args: str, log: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> Served:
+    """Start `devtool serve --port 0 --db DB ARGS` (in `cwd`); return once it answers HTTP."""
+    return launch(["serve", "--port", "0", "--db", str(db), *args], db=db, log=log, env=env, cwd=cwd)
+
+
+def launch(
+    command: Sequence[str],
+    *,
+    db: Path,
+    log: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 30,
+) -> Served:
+    """Start `python -m devtool COMMAND` (a command that serves `db` and prints `DevTool at URL` first,
+    as `serve` and `demo` do), its stderr appended to `log`; return once it answers HTTP."""
     with log.open("a") as handle:
         process = subprocess.Popen(
-            [sys.executable, "-u", "-m", "devtool", "serve", "--port", "0", "--db", str(db), *args],
+            [sys.executable, "-u", "-m", "devtool", *command],
             stdout=subprocess.PIPE,
             stderr=handle,
             text=True,
             env=env,
+            cwd=cwd,
         )
     assert process.stdout is not None
     first = process.stdout.readline()
     if not first.startswith("DevTool at "):
         process.kill()
         process.wait()
-        raise RuntimeError(f"devtool serve did not start:\n{first}{log.read_text(errors='replace')}")
+        raise RuntimeError(f"devtool {command[0]} did not start:\n{first}{log.read_text(errors='replace')}")
     served = Served(first.split(" at ", 1)[1].strip(), db, process, log)
     deadline = time.monotonic() + timeout
     while True:
@@ -74,9 +90,11 @@ def start(db: Path, *args: str, log: Path, env: dict[str, str] | None = None, ti
 
 
 @contextmanager
-def serving(db: Path, *args: str, log: Path, env: dict[str, str] | None = None) -> Iterator[Served]:
+def serving(
+    db: Path, *args: str, log: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> Iterator[Served]:
     """`start`, and stop it on the way out."""
-    served = start(db, *args, log=log, env=env)
+    served = start(db, *args, log=log, env=env, cwd=cwd)
     try:
         yield served
     finally:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pytest
 
+from testkit.served import Served, serving
+
 if TYPE_CHECKING:
     from devtool.store import Store
 
@@ -43,22 +45,26 @@ def devtool(tmp_path: Path) -> DevtoolRunner:
 
 
 @contextlib.contextmanager
-def running_serve(db: Path, *args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """A real `devtool serve --db DB ARGS` on a free port, its URL once it listens; stopped after."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "devtool", "serve", "--db", str(db), "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def running_serve(db: Path, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[Served]:
+    """A real `devtool serve --db DB ARGS` on a free port, once it answers HTTP (its log beside the
+    database); stopped after."""
+    with serving(db, *args, log=db.parent / f"{db.name}.serve.log", env=env, cwd=cwd) as server:
+        yield server
+
+
+@contextlib.contextmanager
+def held_open(db: Path) -> Iterator[int]:
+    """Another process holding the DuckDB file `db` open (as a running server does) until the block
+    ends; its pid."""
+    code = f"import duckdb, sys; c = duckdb.connect({str(db)!r}); print('held', flush=True); sys.stdin.read()"
+    holder = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        assert server.stdout is not None
-        first = server.stdout.readline()
-        assert first.startswith("DevTool at "), first + (server.stderr.read() if server.stderr else "")
-        yield server, first.removeprefix("DevTool at ").strip()
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        yield holder.pid
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        holder.kill()
+        holder.wait(timeout=10)
 
 
 @pytest.fixture

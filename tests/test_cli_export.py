@@ -101,7 +101,8 @@ def test_a_run_exports_for_perfetto_and_a_snapshot_has_no_format(devtool: Devtoo
 
 def test_export_beside_a_running_devtool_reads_it_from_the_server(devtool: DevtoolRunner, tmp_path: Path) -> None:
     db, trace_id, snapshot_id = stored_run(tmp_path)
-    with running_serve(db) as (_, url):
+    with running_serve(db) as server:
+        url = server.url
         run = devtool("export", trace_id, "--db", str(db), "-o", "run.jsonl.gz")
         snapshot = devtool("export", "--snapshot", snapshot_id, "--db", str(db), "-o", "-")
         missing = devtool("export", "f" * 32, "--db", str(db), "-o", "missing.gz")

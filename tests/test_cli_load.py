@@ -3,13 +3,12 @@ and a real `devtool serve` that owns the database while the command runs beside 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
 from devtool.store import Store
-from tests.conftest import CORPUS, DevtoolRunner, Trace, running_serve
+from tests.conftest import CORPUS, DevtoolRunner, Trace, held_open, running_serve
+from tests.otlp_factory import genai_run, write_jsonl
 
 NESTED = CORPUS / "rejelly" / "nested.trace.jsonl"
 JOURNAL = CORPUS / "promptise" / "billing-ops.journal.jsonl"
@@ -39,6 +38,13 @@ def test_load_prints_a_line_per_file_and_a_summary(devtool: DevtoolRunner, tmp_p
     again = devtool("load", "--db", str(db), str(NESTED))
     assert again.returncode == 0
     assert again.stdout.splitlines()[0] == f"{NESTED}: already loaded (82 events), nothing added"
+
+
+def test_an_otlp_file_is_counted_in_events_spans_and_traces(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "spans.otlp.jsonl", [genai_run()])
+    result = devtool("load", "--db", str(tmp_path / "s.duckdb"), str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].startswith(f"{path}: 8 events, 4 spans, trace {'1' * 12} (")
 
 
 def test_a_bad_file_fails_alone_in_one_line(devtool: DevtoolRunner, tmp_path: Path) -> None:
@@ -91,7 +97,8 @@ def test_load_beside_a_running_devtool_loads_through_it(devtool: DevtoolRunner, 
     db = tmp_path / "s.duckdb"
     (tmp_path / "bad.jsonl").write_text("not json\n")
     (tmp_path / "nested.jsonl").write_bytes(NESTED.read_bytes())
-    with running_serve(db) as (server, url):
+    with running_serve(db) as server:
+        url = server.url
         # A relative path, as a user types it: the server reads it where the command stands.
         result = devtool("load", "--db", str(db), "nested.jsonl")
         again = devtool("load", "--db", str(db), "nested.jsonl", "bad.jsonl")
@@ -104,7 +111,7 @@ def test_load_beside_a_running_devtool_loads_through_it(devtool: DevtoolRunner, 
     assert again.stdout.splitlines()[0] == "nested.jsonl: already loaded (82 events), nothing added"
     assert "bad.jsonl: 1 bad line, nothing stored: line 1, column 1: not JSON" in again.stderr
     assert "(--bad-lines skip loads the good lines)" in again.stderr
-    assert server.returncode is not None
+    assert server.process.returncode is not None
     assert not (tmp_path / "s.duckdb.server.json").exists()  # the server took its file away
     assert stored(db, "SELECT count(*) FROM events") == [(82,)]
 
@@ -112,26 +119,11 @@ def test_load_beside_a_running_devtool_loads_through_it(devtool: DevtoolRunner, 
 def test_a_database_another_process_holds_says_which(devtool: DevtoolRunner, tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     Store(db).close()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import duckdb, sys; c = duckdb.connect({str(db)!r}); print('held', flush=True); sys.stdin.read()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline() == "held\n"
+    with held_open(db) as pid:
         result = devtool("load", "--db", str(db), str(NESTED))
-    finally:
-        holder.kill()
-        holder.wait(timeout=10)
     assert result.returncode == 2
     (error,) = result.stderr.splitlines()
-    assert f"database {db} is open in another process (pid {holder.pid})" in error
+    assert f"database {db} is open in another process (pid {pid})" in error
 
 
 def test_serve_loads_its_files_before_it_starts(devtool: DevtoolRunner, tmp_path: Path) -> None:

@@ -33,7 +33,8 @@ def test_get_of_a_missing_page_exits_non_zero(devtool: DevtoolRunner, tmp_path: 
 
 
 def test_serve_prints_its_url_and_answers_http(tmp_path: Path) -> None:
-    with running_serve(tmp_path / "s.duckdb") as (_, url):
+    with running_serve(tmp_path / "s.duckdb") as server:
+        url = server.url
         assert url.startswith("http://127.0.0.1:"), url
         with urllib.request.urlopen(url, timeout=10) as response:
             body = response.read().decode()
@@ -44,7 +45,8 @@ def test_serve_prints_its_url_and_answers_http(tmp_path: Path) -> None:
 def test_keep_alive_responses_are_not_held_back_by_nagle(tmp_path: Path) -> None:
     # A response is written in two parts (headers, then body). With Nagle on, the body waited for the
     # client's delayed ACK: ~40 ms on every request of a kept-alive connection, as browsers keep them.
-    with running_serve(tmp_path / "s.duckdb") as (_, url):
+    with running_serve(tmp_path / "s.duckdb") as server:
+        url = server.url
         host, port = url.removeprefix("http://").rstrip("/").rsplit(":", 1)
         with socket.create_connection((host, int(port)), timeout=10) as conn:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -17,15 +17,15 @@ from tests.conftest import running_serve
 
 def test_a_running_server_is_found_by_its_database_and_its_file_is_private(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    with running_serve(db) as (server, url):
+    with running_serve(db) as server:
         found = running_server(db)
         path = server_file(db)
         mode = stat.S_IMODE(path.stat().st_mode)
         written = json.loads(path.read_text())
     assert found is not None
-    assert found.url == url
+    assert found.url == server.url
     assert mode == 0o600  # the local token is for this user only
-    assert (written["pid"], written["db"]) == (server.pid, str(db.resolve()))
+    assert (written["pid"], written["db"]) == (server.process.pid, str(db.resolve()))
     assert found.token == written["token"]
     assert running_server(db) is None  # stopped: its file is gone
 

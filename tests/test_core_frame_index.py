@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from bench.gen_trace import generate
+from devtool.core.budget import merged
 from devtool.core.frame_index import index_run, index_stream
 from devtool.core.frame_index_records import NO_PARENT, ROOT, Batch, NotIndexable
 from devtool.core.restore import IGNORED_TYPES
@@ -120,3 +121,32 @@ def test_frames_are_handed_over_while_the_run_is_walked_a_chunk_of_references_at
     assert {chunk.frame for chunk in chunks} == {orchestrator.index}
     assert len(chunks) == generated.workers // FANOUT  # every full chunk of its workers
     assert sorted(chunk.position for chunk in chunks) == list(range(len(chunks)))
+
+
+def test_each_chunk_keeps_the_usage_of_the_frames_it_holds_added_up_in_their_order() -> None:
+    """A cut that reuses a chunk reads its usage instead of its frames': at level 0 (FANOUT frames)
+    and at level 1 (FANOUT chunks), the sum of its frames' aggregates, models listed as they come."""
+    run = Trace()
+    root = run.start("runWith", agentId="")
+    workers = FANOUT * FANOUT + 3  # one chunk of level 1, and the rest
+    for n in range(workers):
+        agent = run.start("agent", root, agentId="worker", callId=f"root/agent:worker:{n}")
+        if n % 5:  # some workers make no call: their usage is empty
+            call = run.start("model:call", agent, agentId="worker")
+            usage = {"promptTokens": n % 97, "completionTokens": n % 13, "totalTokens": n % 97 + n % 13}
+            run.end(call, adapterId=f"model-{n % 3 + (n > FANOUT * 7)}", provider="p", usage=usage)
+        run.end(agent, success=True, result=n)
+    run.end(root, success=True, result=None)
+    index = index_run(rows(run))
+    children = sorted((f for f in index.frames if f.parent == ROOT), key=lambda f: f.position)
+    assert len(children) == workers
+    by_level = {level: [c for c in index.chunks if c.level == level] for level in (0, 1)}
+    assert (len(by_level[0]), len(by_level[1])) == (FANOUT, 1)
+    for chunk in index.chunks:
+        size = FANOUT ** (chunk.level + 1)
+        held = children[chunk.position * size : (chunk.position + 1) * size]
+        assert all(frame.aggregate is not None for frame in held)
+        assert chunk.aggregate == merged(frame.aggregate for frame in held if frame.aggregate is not None)
+    whole = by_level[1][0].aggregate
+    assert whole["callCount"] == sum(1 for n in range(FANOUT * FANOUT) if n % 5)
+    assert [item["name"] for item in whole["items"]] == ["model-1", "model-2", "model-0", "model-3"]

@@ -6,8 +6,6 @@ a changed system prompt makes only the requests that read it live."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +18,7 @@ import devtool.instrument
 from devtool.core import MemorySink, run_with
 from devtool.core.debugger import dump_snapshot
 from testkit.fake_provider import FakeProvider
+from tests.conftest import running_serve
 from tests.instrument_agents import CHANGED_WRITER, PROGRAMS, QUESTION, TOOL_RUNS, WRITER, Program, script
 from tests.test_web_replay import http
 from tests.web_runs import html
@@ -31,18 +30,8 @@ devtool.instrument.install()
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real `devtool serve` on loopback; its URL."""
     folder = tmp_path_factory.mktemp("serve")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "devtool", "serve", "--port", "0", "--db", str(folder / "s.db")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    first = process.stdout.readline()
-    assert first.startswith("DevTool at "), first
-    yield first.split(" at ", 1)[1].strip().rstrip("/")
-    process.terminate()
-    process.wait(timeout=10)
+    with running_serve(folder / "s.db") as server:
+        yield server.url.rstrip("/")
 
 
 def recorded(program: Program, fake: FakeProvider, url: str) -> tuple[str, list[Any], dict[str, Any]]:

@@ -20,6 +20,7 @@ import devtool
 from devtool.core import MemorySink
 from devtool.core.debugger import restore_snapshot
 from testkit.fake_provider import FakeProvider
+from tests.conftest import running_serve
 from tests.instrument_agents import script
 from tests.test_instrument_programs import page_names
 from tests.test_web_replay import http
@@ -190,20 +191,8 @@ def project(tmp_path: Path, fake_provider: FakeProvider) -> Iterator[tuple[Path,
     it to replay their agents) with the SDKs pointed at the fake provider: (folder, URL, environment)."""
     (tmp_path / "lisbon_planner.py").write_text(AGENT)
     env = {**os.environ, **fake_provider.env()}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "devtool", "serve", "--port", "0", "--db", str(tmp_path / "s.db")],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    first = process.stdout.readline()
-    assert first.startswith("DevTool at "), first
-    yield tmp_path, first.split(" at ", 1)[1].strip().rstrip("/"), env
-    process.terminate()
-    process.wait(timeout=10)
+    with running_serve(tmp_path / "s.db", env=env, cwd=tmp_path) as server:
+        yield tmp_path, server.url.rstrip("/"), env
 
 
 def replay_in_devtool(base: str, snapshot: str) -> str:

@@ -42,3 +42,29 @@ def test_an_unfinished_event_waits_for_its_blank_line() -> None:
     decoder = SseDecoder()
     assert decoder.feed(b"event: a\ndata: 1\n") == []
     assert decoder.feed(b"\n") == [("a", "1")]
+
+
+def _one_by_one(data: bytes) -> list[tuple[str | None, str]]:
+    """What each event's bytes give decoded alone: the reading the decoder must agree with."""
+    *blocks, _ = data.replace(b"\r\n", b"\n").split(b"\n\n")
+    events = []
+    for block in blocks:
+        decoder = SseDecoder()
+        events += decoder.feed(block + b"\n\n")
+    return events
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"data: a\n\n\ndata: b\n\n\n\n\ndata: c\n\n\n",  # runs of newlines, odd and even
+        b"data: \xe2\x82\n\ndata: \xac\n\nevent: \xf0\x9f\ndata: x\n\n",  # a sequence cut by a blank line
+        b"event: a\ndata: 1\ndata: 2\n\ndata: \xff\r\n\r\n\n\ndata: [DONE]\n\n\n\n\n",
+    ],
+)
+def test_a_batch_reads_as_its_events_read_alone(data: bytes) -> None:
+    for size in (1, 3, len(data)):
+        decoder, events = SseDecoder(), []
+        for start in range(0, len(data), size):
+            events += decoder.feed(data[start : start + size])
+        assert events == _one_by_one(data)

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from devtool.store import Store, StoreError, StoreLockedError, append_events, database
+from devtool.actions.frame_indexer import build_index
+from devtool.actions.run_rewind import restore_from_index
+from devtool.core.debugger import restore_snapshot
+from devtool.store import Store, StoreError, StoreLockedError, append_events, database, get_snapshot, save_snapshot
+from devtool.store.frame_index_tables import index_state
 from devtool.store.schema import MIGRATIONS
-from tests.conftest import Trace
+from devtool.store.snapshots import save_tree
+from tests.conftest import Trace, held_open
 
 
 def old_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int, events: list[dict[str, object]]) -> Path:
@@ -109,24 +112,8 @@ def test_a_file_from_a_newer_devtool_is_refused(tmp_path: Path) -> None:
 
 def test_a_file_another_process_holds_says_which(tmp_path: Path) -> None:
     path = tmp_path / "s.duckdb"
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import duckdb, sys; c = duckdb.connect({str(path)!r}); print('open', flush=True); sys.stdin.read()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().strip() == "open"
-        with pytest.raises(StoreLockedError, match=f"is open in another process \\(pid {holder.pid}\\)"):
-            Store(path)
-    finally:
-        holder.kill()
-        holder.wait()
+    with held_open(path) as pid, pytest.raises(StoreLockedError, match=f"is open in another process \\(pid {pid}\\)"):
+        Store(path)
 
 
 def test_a_transaction_that_raises_writes_nothing(store: Store) -> None:
@@ -165,3 +152,44 @@ def test_migration_6_gives_stored_events_their_identity(tmp_path: Path, monkeypa
         assert reopened.query("SELECT count(*) FROM events") == [(1,)]
     finally:
         reopened.close()
+
+
+def test_migration_8_keeps_stored_snapshots_and_drops_indexes_made_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = Trace()
+    root = run.start("runWith", agentId="")
+    agents = [run.start("agent", root, agentId="a", callId=f"root/agent:a:{n}") for n in range(3)]
+    for n, agent in enumerate(agents):
+        run.end(agent, success=True, result=n)
+    run.end(root, success=True, result=None)
+    document = restore_snapshot(run.events, span_id=agents[1], anchor="after")
+    path = tmp_path / "old.duckdb"
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:7])
+    old = Store(path)
+    append_events(old, run.events)
+    saved = save_snapshot(old, document)
+    with old.transaction() as conn:  # an index as version 7 wrote it: its rows have no usage
+        conn.execute("INSERT INTO rewind_runs VALUES (?, 1, 7, true, NULL, 7, 4, 0.1, now())", [run.trace_id])
+        conn.execute(
+            "INSERT INTO rewind_frames VALUES (?, 1, 0, -1, 0, 'root', 0, 7, '', 'completed', NULL, [])", [run.trace_id]
+        )
+    old.close()
+    monkeypatch.undo()
+    store = Store(path)
+    try:
+        assert store.schema_version == 8
+        assert get_snapshot(store, saved).snapshot == document
+        store.query("CHECKPOINT")
+        compression = store.query(
+            "SELECT DISTINCT compression FROM pragma_storage_info('snapshot_nodes') "
+            "WHERE column_name = 'body' AND segment_type = 'JSON'"
+        )
+        assert compression == [("Uncompressed",)]
+        assert index_state(store, run.trace_id) is None  # made again by the server, with the usage
+        assert build_index(store, run.trace_id).indexed
+        tree = restore_from_index(store, run.trace_id, agents[1], "after")
+        assert tree is not None
+        assert save_tree(store, tree.top, tree.nodes) == saved
+    finally:
+        store.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from devtool.store import Store
 from devtool.store.event_gate import MAX_DEPTH, MAX_ID_CHARS, trace_event_problem
 from devtool.store.event_sql import insert_events_sql
+from devtool.store.loaders.base import Reading
 from devtool.store.loaders.journals import JournalJsonl
 from devtool.store.rules import iso_timestamp_problem, journal_entry_problem
 
@@ -99,18 +101,25 @@ events = mutated(
 )
 
 
-def sql_accepts_event(store: Store, event: Any) -> bool:
+def sql_accepts(store: Store, insert: Callable[[duckdb.DuckDBPyConnection], object]) -> bool:
+    """Whether DuckDB takes what `insert` writes, in a transaction rolled back after (nothing stays)."""
     with store.writer() as conn:
         conn.execute("BEGIN")
         try:
-            body = json.dumps(event)  # not orjson: it refuses to write past 254 levels of nesting
-            relation = "(SELECT $body::JSON AS body, 1 AS n)"
-            conn.execute(insert_events_sql(relation), {"body": body, "source": 1, "base": 0})
+            insert(conn)
         except duckdb.Error:
             return False
         finally:
             conn.execute("ROLLBACK")
     return True
+
+
+def sql_accepts_event(store: Store, event: Any) -> bool:
+    body = json.dumps(event)  # not orjson: it refuses to write past 254 levels of nesting
+    relation = "(SELECT $body::JSON AS body, 1 AS n)"
+    return sql_accepts(
+        store, lambda conn: conn.execute(insert_events_sql(relation), {"body": body, "source": 1, "base": 0})
+    )
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -155,15 +164,7 @@ entries = mutated(
 
 def sql_accepts_entry(store: Store, entry: Any, path: Path) -> bool:
     path.write_bytes(orjson.dumps(entry) + b"\n")
-    with store.writer() as conn:
-        conn.execute("BEGIN")
-        try:
-            JournalJsonl().insert(conn, str(path), 1, jsonl=True, max_object_size=1 << 20)
-        except duckdb.Error:
-            return False
-        finally:
-            conn.execute("ROLLBACK")
-    return True
+    return sql_accepts(store, lambda conn: JournalJsonl().insert(conn, str(path), 1, Reading(True, 1 << 20)))
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

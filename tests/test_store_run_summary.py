@@ -228,10 +228,10 @@ def test_a_run_is_as_deep_as_its_deepest_span_after_that_span_rises(store: Store
     assert stored(store) == derived_whole(store)
 
 
-def test_a_run_stored_before_migration_8_is_counted_whole_at_its_next_append(store: Store) -> None:
+def test_a_run_stored_before_migration_9_is_counted_whole_at_its_next_append(store: Store) -> None:
     t, root = running_run(2)
     append_events(store, t.events)
-    with store.transaction() as conn:  # as migration 8 leaves a run stored before it
+    with store.transaction() as conn:  # as migration 9 leaves a run stored before it
         conn.execute("UPDATE runs SET name_key = NULL, name_span = NULL, prompts = 0")
     sent = len(t.events)
     t.end(t.start("turn", root))

@@ -7,111 +7,31 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 import devtool.instrument
 from testkit.fake_provider import DEFAULT_KEY, FakeProvider
+from tests.plugin_projects import (
+    CORE_AGENT,
+    SUPPORT_BOT,
+    assert_refused,
+    cassette,
+    diff_lines,
+    git,
+    pytest_run,
+    rerecord_command,
+    script_support,
+)
 from tests.test_instrument_programs import page_names, served  # noqa: F401 (a real devtool serve, a fixture)
 
 pytestmark = pytest.mark.timeout(240)
 # The SDKs (and their instrumentation) imported once, here: a pytest run inside this one keeps what was
 # imported before it, and would otherwise import them again each time, seconds on a loaded machine.
 devtool.instrument.installed_sdks()
-
-SUPPORT_BOT = """
-import os
-import openai
-import pytest
-
-QUESTION = "Where is my order A17?"
-
-
-def client():
-    change = os.environ.get("CHANGE", "")
-    options = {}
-    if change == "headers":
-        options["default_headers"] = {"X-Team": "payments", "Cookie": "session=abc"}
-    elif change == "user_agent":
-        options["default_headers"] = {"User-Agent": "support-bot/2.0 (other SDK)"}
-    elif change == "timeout":
-        options.update(timeout=3.5, max_retries=0)
-    return openai.OpenAI(**options)
-
-
-def ask(text):
-    extra = {}
-    if os.environ.get("CHANGE") == "request_id":
-        extra["extra_headers"] = {"X-Request-Id": os.urandom(8).hex(), "Idempotency-Key": os.urandom(8).hex()}
-    reply = client().chat.completions.create(
-        model="gpt-4.1-mini",
-        messages=[{"role": "system", "content": "You are terse."}, {"role": "user", "content": text}],
-        temperature=0,
-        **extra,
-    )
-    return reply.choices[0].message.content
-
-
-@pytest.mark.agent_cassette
-def test_support():
-    assert ask(QUESTION) == "It shipped yesterday."
-    assert ask("Say thanks in French.") == "Merci."
-"""
-
-CORE_AGENT = """
-from pathlib import Path
-
-import devtool
-from devtool.core import create_agent, create_tool, prompt
-
-LOG = Path(__file__).with_name("side-effects.log")
-
-
-def weather(city):
-    with LOG.open("a") as log:
-        log.write(f"weather {city}\\n")
-    return f"{city}: 21C and sunny"
-
-
-tool = create_tool("weather", weather, parameters={
-    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
-
-
-async def forecast(props):
-    return await prompt(f"What should I wear in {props['city']}?", tools=[tool])
-
-
-agent = create_agent("forecaster", forecast, model="openai:gpt-4.1-mini")
-
-
-@devtool.tool
-def order_status(order_id: str) -> str:
-    with LOG.open("a") as log:
-        log.write(f"order {order_id}\\n")
-    return f"order {order_id}: shipped"
-
-
-def test_forecast(agent_cassette):
-    assert agent_cassette.run(agent, {"city": "Lisbon"}) == "Light clothes."
-
-
-def test_order(agent_cassette):
-    with agent_cassette:
-        assert order_status(ORDER) == f"order {ORDER}: shipped"
-
-
-ORDER = "A17"
-"""
-
-
-def script_support(fake: FakeProvider) -> None:
-    fake.reply({"text": "It shipped yesterday."}, contains="Where is my order", times=None)
-    fake.reply({"text": "Merci."}, contains="in French", times=None)
 
 
 @pytest.fixture
@@ -126,37 +46,6 @@ def project(pytester: pytest.Pytester, fake_provider: FakeProvider, monkeypatch:
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     return pytester
-
-
-def pytest_run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """pytest in this process (the SDKs imported once: a child process spends seconds importing them);
-    the first test runs it as a child process, as a user does."""
-    # pytest-playwright keeps module-wide state that a pytest inside a pytest would share: not loaded there.
-    return project.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:playwright", *args)
-
-
-def cassette(project: pytest.Pytester, module: str, test: str) -> Path:
-    return project.path / "__snapshots__" / module / f"{test}.json"
-
-
-def rerecord_command(out: str) -> str:
-    """The one command a failure prints; the short summary repeats the message in full when pytest
-    runs under CI (it truncates only at a terminal), so the same command may show twice."""
-    (command,) = set(re.findall(r"re-record this test: (.*)", out))
-    return command
-
-
-def diff_lines(lines: list[str]) -> list[str]:
-    """Output lines stripped, a diff line's sign kept against its text (`-"content": ...`)."""
-    return [re.sub(r"^([-+])\s+", r"\1", line.strip()) for line in lines]
-
-
-def git(folder: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=folder, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return done.stdout
 
 
 def test_record_then_replay_calls_no_model(project: pytest.Pytester, fake_provider: FakeProvider) -> None:
@@ -206,11 +95,13 @@ def test_core_agents_and_devtool_tools_replay_without_calling_anything(
     project.makepyfile(test_core=CORE_AGENT.replace('{"city": "Lisbon"}', '{"city": "Porto"}'))
     failed = pytest_run(project, "--devtool-record=none", "-k", "test_forecast")
     failed.assert_outcomes(failed=1, deselected=1)
-    out = diff_lines(failed.stdout.lines)
-    assert "agent 'forecaster' made a model request its cassette does not hold" in out
-    assert "callId    root/agent:forecaster:0/turn:gpt-4.1-mini:0" in out
-    assert '-"content": "What should I wear in Lisbon?",' in out
-    assert '+"content": "What should I wear in Porto?",' in out
+    assert_refused(
+        failed,
+        "agent 'forecaster' made a model request its cassette does not hold",
+        "root/agent:forecaster:0/turn:gpt-4.1-mini:0",
+        '"content": "What should I wear in Lisbon?",',
+        '"content": "What should I wear in Porto?",',
+    )
     assert fake_provider.count() == 2
     assert log.read_text() == "weather Lisbon\norder A17\n"
 
@@ -278,11 +169,13 @@ def test_a_changed_tool_input_fails_the_same_way_and_the_tool_does_not_run(
     project.makepyfile(test_core=CORE_AGENT.replace('ORDER = "A17"', 'ORDER = "B22"'))
     failed = pytest_run(project, "-k", "test_order", "--devtool-record=none")
     failed.assert_outcomes(failed=1, deselected=1)
-    out = diff_lines(failed.stdout.lines)
-    assert "the run (outside any agent) made a tool call its cassette does not hold" in out
-    assert "callId    root/tool:order_status:0" in out
-    assert '-"order_id": "A17"' in out
-    assert '+"order_id": "B22"' in out
+    assert_refused(
+        failed,
+        "the run (outside any agent) made a tool call its cassette does not hold",
+        "root/tool:order_status:0",
+        '"order_id": "A17"',
+        '"order_id": "B22"',
+    )
     assert (project.path / "side-effects.log").read_text() == "order A17\n"
 
 

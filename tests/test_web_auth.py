@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -23,7 +22,8 @@ from devtool.web import create_app
 from devtool.web.auth import SESSION_COOKIE, Access, TokenTooShortError
 from devtool.web.settings import Settings
 from devtool.web.state import AppState
-from tests.conftest import CORPUS, DevtoolRunner, Trace
+from testkit.served import Served
+from tests.conftest import CORPUS, DevtoolRunner, Trace, running_serve
 from tests.web_runs import html, one
 
 TOKEN = "team-token-0123456789-abcdef"
@@ -226,29 +226,13 @@ def test_login_never_sends_you_to_another_site(team_client: TestClient, target: 
 # Real processes.
 
 
-class Served:
-    def __init__(self, process: subprocess.Popen[str], url: str) -> None:
-        self.process = process
-        self.url = url
-
-
 @pytest.fixture
 def serve_with_token(tmp_path: Path) -> Iterator[Served]:
     env = {**os.environ, "DEVTOOL_TOKEN": TOKEN, "XDG_DATA_HOME": str(tmp_path / "home")}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "devtool", "serve", "--host", "0.0.0.0", "--port", "0", "--db", str(tmp_path / "s.db")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert process.stdout is not None
-    first = process.stdout.readline()
-    assert first.startswith("DevTool at http://0.0.0.0:"), first + (process.stderr.read() if process.stderr else "")
-    port = first.rsplit(":", 1)[1].strip().rstrip("/")
-    yield Served(process, f"http://127.0.0.1:{port}")
-    process.terminate()
-    process.wait(timeout=10)
+    with running_serve(tmp_path / "s.db", "--host", "0.0.0.0", env=env) as server:
+        assert server.url.startswith("http://0.0.0.0:"), server.url
+        port = server.url.rsplit(":", 1)[1].strip().rstrip("/")
+        yield replace(server, url=f"http://127.0.0.1:{port}")
 
 
 def test_a_non_loopback_server_without_a_token_refuses_to_start(devtool: DevtoolRunner, tmp_path: Path) -> None:

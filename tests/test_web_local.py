@@ -63,3 +63,19 @@ def test_files_load_by_path_with_the_same_results_as_devtool_load(client: TestCl
 def test_what_load_by_path_refuses(client: TestClient, store: Store, body: object, token: str, status: int) -> None:
     assert client.post("/api/v1/load", json=body, headers=bearer(token)).status_code == status
     assert store.query("SELECT count(*) FROM events") == [(0,)]
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b"{files", "the body is not JSON"),
+        (b"[]", "the body is not a JSON object"),
+        (b'{"files": []}', "files: not a list of 1 to 1000 paths"),
+        (b'{"files": ["/a.jsonl", "b.jsonl"]}', 'files[1]: "b.jsonl" is not an absolute path'),
+        (b'{"files": ["/a.jsonl"], "bad_lines": "maybe"}', 'bad_lines: "maybe" is neither reject nor skip'),
+    ],
+)
+def test_a_refused_load_by_path_says_what_is_wrong(client: TestClient, body: bytes, problem: str) -> None:
+    answer = client.post("/api/v1/load", content=body, headers=bearer(LOCAL))
+    assert answer.status_code == 400
+    assert answer.json()["error"].startswith(problem)

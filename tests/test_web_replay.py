@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import time
 import urllib.error
@@ -28,7 +27,7 @@ from devtool.web import create_app
 from devtool.web.pages.compare import compare
 from devtool.web.settings import Settings
 from devtool.web.state import AppState
-from tests.conftest import CORPUS, REPO, DevtoolRunner
+from tests.conftest import CORPUS, REPO, DevtoolRunner, running_serve
 from tests.web_runs import html, one, record
 
 RESEARCH = {"entrypoint": "devtool.demo.research:main", "props": {"question": "Rust or Go?", "delay": 0}}
@@ -286,18 +285,8 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
     store = Store(tmp_path / "recording.duckdb")
     trace_id = record(store, tmp_path, lambda: research.main(RESEARCH["props"]), name="research", metadata=RESEARCH)
     store.close()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "devtool", "serve", "--port", "0", "--db", str(tmp_path / "s.db"), str(trace)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    first = process.stdout.readline()
-    assert first.startswith("DevTool at "), first + (process.stderr.read() if process.stderr else "")
-    yield first.split(" at ", 1)[1].strip().rstrip("/"), trace_id
-    process.terminate()
-    process.wait(timeout=10)
+    with running_serve(tmp_path / "s.db", str(trace)) as server:
+        yield server.url.rstrip("/"), trace_id
 
 
 def http(url: str, form: dict[str, str] | None = None, headers: dict[str, str] | None = None) -> tuple[int, str, Any]:

@@ -14,6 +14,7 @@ from devtool.web import create_app
 from devtool.web.routes.runs_list import MAX_FILES, safe_name
 from devtool.web.settings import Settings
 from tests.conftest import CORPUS, Trace
+from tests.otlp_factory import genai_run, write_jsonl
 from tests.web_runs import html, one
 
 JOURNAL = CORPUS / "promptise" / "billing-ops.journal.jsonl"
@@ -275,3 +276,12 @@ def test_a_hostile_file_name_is_a_plain_name(client: TestClient, tmp_path: Path)
 )
 def test_safe_names(given: str | None, name: str) -> None:
     assert safe_name(given) == name
+
+
+def test_an_otlp_file_says_the_events_spans_and_runs_it_added(client: TestClient, store: Store, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "spans.otlp.jsonl", [genai_run()])
+    response = client.post("/upload", files={"file": (path.name, path.read_bytes())}, headers=HX)
+    assert response.status_code == 200
+    events, entries = stored(store)
+    assert (events, entries) == (8, 0)
+    assert outcomes(response.text) == [f"✓ spans.otlp.jsonl: loaded 8 events, 4 spans, 1 run run {'1' * 12}"]

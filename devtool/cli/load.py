@@ -103,18 +103,20 @@ class Totals:
         self.processes.update(result.processes)
 
     def summary(self) -> str:
+        from devtool.store.load import counted
+
         parts = [
-            f"{_count(self.events, 'event')}",
-            f"{_count(self.spans, 'span')}",
-            f"{_count(len(self.traces), 'trace')}",
-            f"{_count(self.entries, 'journal entry', 'journal entries')}",
-            f"{_count(len(self.processes), 'journal')}",
+            counted(self.events, "event"),
+            counted(self.spans, "span"),
+            counted(len(self.traces), "trace"),
+            counted(self.entries, "journal entry", "journal entries"),
+            counted(len(self.processes), "journal"),
         ]
-        tail = [f"{_count(self.already, 'file')} already loaded"] if self.already else []
+        tail = [f"{counted(self.already, 'file')} already loaded"] if self.already else []
         if self.bad_lines:
-            tail.append(f"{_count(self.bad_lines, 'bad line')} skipped")
-        tail.append(f"{_count(self.failed, 'error')}")
-        return f"loaded {self.loaded} of {_count(self.files, 'file')}: {', '.join(parts)}; {', '.join(tail)}"
+            tail.append(f"{counted(self.bad_lines, 'bad line')} skipped")
+        tail.append(counted(self.failed, "error"))
+        return f"loaded {self.loaded} of {counted(self.files, 'file')}: {', '.join(parts)}; {', '.join(tail)}"
 
 
 def load_files(
@@ -199,28 +201,21 @@ def _reason(exc: BaseException) -> str:
 
 
 def _describe(result: LoadResult, seconds: float) -> str:
+    from devtool.store.load import counted
+
     if result.already_loaded and not (result.events or result.journal_entries):
         return f"{result.path}: every event in it is stored already, nothing added"
     if result.already_loaded:
-        what = (
-            _count(result.events, "event")
-            if result.events
-            else _count(result.journal_entries, "journal entry", "journal entries")
-        )
-        return f"{result.path}: already loaded ({what}), nothing added"
-    if result.kind.startswith("trace"):
+        return f"{result.path}: already loaded ({result.held()}), nothing added"
+    if not result.journal:
         traces = ", ".join(t[:12] for t in result.traces[:3]) + (" …" if len(result.traces) > 3 else "")
-        what = f"{_count(result.events, 'event')}, {_count(result.spans, 'span')}, trace {traces}"
+        what = f"{counted(result.events, 'event')}, {counted(result.spans, 'span')}, trace {traces}"
     else:
-        what = f"{_count(result.journal_entries, 'new journal entry', 'new journal entries')}, process " + ", ".join(
+        what = f"{counted(result.journal_entries, 'new journal entry', 'new journal entries')}, process " + ", ".join(
             result.processes
         )
-    skipped = f", {_count(result.bad_lines, 'bad line')} skipped" if result.bad_lines else ""
+    skipped = f", {counted(result.bad_lines, 'bad line')} skipped" if result.bad_lines else ""
     return f"{result.path}: {what}{skipped} ({result.bytes / 1e6:,.1f} MB in {seconds:.1f} s)"
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 def _wants_bar(path: Path, progress: bool | None) -> bool:

@@ -9,7 +9,6 @@ snapshot frame, `children[callId]`.
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import Token
@@ -21,6 +20,7 @@ from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import describe
 from devtool.core.model import Model
 from devtool.core.providers import resolve_model
+from devtool.core.scoped import run_in
 
 # Fields of the TypeScript library's agent and generation events that have no counterpart here:
 # what they mean for us (no scope layers, resources or equipped prompts; never reborn).
@@ -52,16 +52,7 @@ class Agent:
 
     async def _run(self, parent: Frame, call_id: str, props: Any) -> Any:
         scope = AgentScope(parent, call_id, self.id, props, model=self.model)
-        scope.open()
-        try:
-            result = self.handler(props)
-            if inspect.isawaitable(result):
-                result = await result
-        except BaseException as exc:
-            scope.close(error=exc)
-            raise
-        scope.close(result)
-        return result
+        return await run_in(scope, lambda: self.handler(props))
 
     def __repr__(self) -> str:
         return f"Agent({self.id!r})"

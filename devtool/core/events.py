@@ -106,8 +106,11 @@ class TraceEvent(TypedDict, total=False):
     message: JSON
     contentHash: str | None
     cache: bool
+    messageCount: int
     usage: JSON
     costs: JSON
+    rawText: str
+    toolCalls: JSON
     finishReason: str
     ttft: float
     text: str

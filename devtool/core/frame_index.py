@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from devtool.core.budget import BudgetTotals, PlacedTotals
+from devtool.core.budget import BudgetTotals, PlacedTotals, merged
 from devtool.core.frame_index_records import (
     DUPLICATE_CALL_ID,
     NO_PARENT,
@@ -149,13 +149,17 @@ class _Kids:
     A level is folded only once the frame has more children than the level below holds (before
     that, a frame's node lists the level below, or its children themselves)."""
 
-    __slots__ = ("acc", "count", "entries", "known", "unsealed")
+    __slots__ = ("acc", "chunk_totals", "count", "entries", "known", "totals", "unsealed")
 
     def __init__(self) -> None:
         self.count = 0
         self.unsealed = 0
         self.entries: dict[int, tuple[str, str]] = {}
         self.known: dict[tuple[int, int], str] = {}
+        # The usage of each final child waiting in `entries` (by position; absent: its node has none),
+        # and of each chunk in `known`: a cut that reuses a chunk reads its usage, not its frames'.
+        self.totals: dict[int, BudgetTotals] = {}
+        self.chunk_totals: dict[tuple[int, int], BudgetTotals] = {}
         self.acc: dict[tuple[int, int], list[Any]] = {}  # (level, position) -> [final members, last, running]
 
     def add(self, walk: _IndexWalk, frame: int) -> int:
@@ -169,9 +173,11 @@ class _Kids:
             level += 1
         return position
 
-    def sealed(self, walk: _IndexWalk, frame: int, child: _Tracked, key: str) -> None:
+    def sealed(self, walk: _IndexWalk, frame: int, child: _Tracked, key: str, totals: BudgetTotals | None) -> None:
         self.unsealed -= 1
         self.entries[child.position] = (child.call_id, key)
+        if totals is not None:
+            self.totals[child.position] = totals
         self._member(walk, frame, 0, child.position // FANOUT, child.last, child.status == "running")
 
     def refs(self, nodes: dict[str, Node]) -> dict[str, str] | list[str]:
@@ -190,17 +196,21 @@ class _Kids:
             return
         first = position * FANOUT
         node: Node
+        parts: list[BudgetTotals | None]
         if level == 0:
             node = {"chunk": 0, "children": {}}
             for index in range(first, first + FANOUT):
                 call_id, key = self.entries.pop(index)
                 node["children"][call_id] = key
+            parts = [self.totals.pop(index, None) for index in range(first, first + FANOUT)]
         else:
             node = {"chunk": level, "chunks": [self.known.pop((level - 1, i)) for i in range(first, first + FANOUT)]}
+            parts = [self.chunk_totals.pop((level - 1, i)) for i in range(first, first + FANOUT)]
         key = node_id(node)
         self.known[(level, position)] = key
+        totals = self.chunk_totals[(level, position)] = merged(part for part in parts if part is not None)
         del self.acc[(level, position)]
-        walk.chunk(IndexedChunk(frame, level, position, acc[1], acc[2], key), node)
+        walk.chunk(IndexedChunk(frame, level, position, acc[1], acc[2], key, totals), node)
         self._member(walk, frame, level + 1, position // FANOUT, acc[1], acc[2])
 
 
@@ -309,9 +319,12 @@ class _IndexWalk(Walk):
 
     def _seal(self, frame: _Tracked) -> None:
         key = ""  # the root is rebuilt at every cut: it has no node
+        aggregate: BudgetTotals | None = None
         if frame.index != ROOT:
             chunks: dict[str, Node] = {}
-            node = dict(frame.shaped({}))
+            shaped = frame.shaped({})
+            aggregate = shaped["budgetState"]["aggregate"]
+            node = dict(shaped)
             node["children"] = frame.kids.refs(chunks)  # in its place among the keys
             for chunk_key, chunk in chunks.items():
                 self._node(chunk, chunk_key)
@@ -331,12 +344,13 @@ class _IndexWalk(Walk):
                 node=key,
                 status=frame.status,
                 error=frame.error,
+                aggregate=aggregate,
             )
         )
         if parent is not None:
             parent.usage.add(frame.position, frame.aggregate_totals())
             parent.last = max(parent.last, frame.last)
-            parent.kids.sealed(self, parent.index, frame, key)
+            parent.kids.sealed(self, parent.index, frame, key, aggregate)
             if parent.children.get(frame.call_id) is frame:
                 del parent.children[frame.call_id]
         self.owners.forget(frame)

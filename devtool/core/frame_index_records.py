@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from devtool.core.budget import BudgetTotals
 from devtool.core.jsonvalue import JSON
 from devtool.core.snapshot import Status
 from devtool.core.snapshot_tree import Node, NodeCounts
@@ -35,6 +36,9 @@ class IndexedFrame:
     node: str  # its subtree's node id as the run ends: what it is at every cut that includes `last`
     status: Status
     error: JSON
+    # Its node's `budgetState.aggregate` (None: the node has none), what its open parent adds up at a
+    # cut: kept beside the node so that a cut reads it without reading the node.
+    aggregate: BudgetTotals | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,7 @@ class IndexedChunk:
     last: int  # the last event that changed any frame under it
     running: bool  # whether a frame it holds is still running as the run ends
     node: str
+    aggregate: BudgetTotals  # the usage of the frames it holds and their descendants, added up in their order
 
 
 @dataclass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -16,6 +15,7 @@ from devtool.core.frame import CURRENT_FRAME, Frame, Run
 from devtool.core.ids import new_span_id, new_trace_id
 from devtool.core.jsonvalue import JSON, describe
 from devtool.core.lookups import Observer
+from devtool.core.scoped import run_in
 from devtool.core.snapshot import ROOT_CALL_ID, AgentSnapshot, normalize, validate
 
 
@@ -44,16 +44,7 @@ async def run_with(
     scope = RunScope(
         snapshot=snapshot, enable_snapshot=enable_snapshot, sinks=sinks, metadata=metadata, observe=observe
     )
-    scope.open()
-    try:
-        result = fn()
-        if inspect.isawaitable(result):
-            result = await result
-    except BaseException as exc:
-        scope.close(error=exc)
-        raise
-    scope.close(result)
-    return result
+    return await run_in(scope, fn)
 
 
 class RunScope:
@@ -128,6 +119,18 @@ class RunScope:
 
     def _event(self, kind: str, **fields: Any) -> TraceEvent:
         return trace_event(kind, "", self.run.trace_id, self.span, "", callId=ROOT_CALL_ID, **fields)
+
+
+def close_with_sinks(scope: RunScope, sinks: Iterable[Sink], error: BaseException | None) -> None:
+    """Close `scope` with `error`, then the `sinks` its opener made for it (each that has a `close`), even
+    when closing the scope raised: a sink left open would keep its buffered events and its file or thread."""
+    try:
+        scope.close(error=error)
+    finally:
+        for sink in sinks:
+            close = getattr(sink, "close", None)
+            if callable(close):
+                close()
 
 
 def _metrics(run: Run) -> JSON:

@@ -41,3 +41,20 @@ class TurnProgress:
             text = "".join(self._pieces)
             self._pieces = [text]
             self._emit(text)
+
+    def extend(self, pieces: list[str]) -> None:
+        """Pieces read at once (a batch of a stream's bytes): what calling it with each in turn does,
+        with the clock read once: the text so far sent with the first, if an event is due."""
+        pieces = [piece for piece in pieces if piece]
+        if not pieces:
+            return
+        now = time.perf_counter()
+        if self.first_at is None:
+            self.first_at = now
+        if now < self._next:
+            self._pieces += pieces
+            return
+        self._next = now + self._interval
+        text = "".join(self._pieces) + pieces[0]
+        self._pieces = [text, *pieces[1:]]
+        self._emit(text)

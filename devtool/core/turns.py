@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from devtool.core.events import EVENTS, TraceEvent, error_info, trace_event
+from devtool.core.events import EVENTS, SCHEMA_VERSION, TraceEvent, error_info, now_ms
 from devtool.core.frame import Frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, describe
@@ -36,7 +36,18 @@ MODEL_CALL: ContextVar[bool] = ContextVar("devtool_model_call", default=False)
 class Turn:
     """One model request in `frame`, its span under `parent_span`."""
 
-    __slots__ = ("_common", "_started", "call_id", "content_hash", "frame", "parent_span", "request", "span", "step")
+    __slots__ = (
+        "_common",
+        "_started",
+        "call_id",
+        "content_hash",
+        "emit",
+        "frame",
+        "parent_span",
+        "request",
+        "span",
+        "step",
+    )
     # `_common` holds the fields every event of the turn repeats; `start` adds what the model saw, so
     # that `turn:end` repeats them as the TypeScript library's does (its readers take a turn from its end).
 
@@ -58,16 +69,30 @@ class Turn:
         self.content_hash = content_hash
         self.request = request  # what content_hash is the hash of, for the run's observer
         self.span = new_span_id()
+        self.emit = frame.run.emitter.emit  # what `frame.emit` calls, without the call in between
         self._started = time.perf_counter()
         self._common = {"callId": call_id, "step": step, "model": model, "contentHash": content_hash}
 
-    def event(self, kind: str, span: str, parent: str, **fields: Any) -> TraceEvent:
-        return trace_event(kind, self.frame.agent_id, self.frame.run.trace_id, span, parent, **fields)
+    def head(self, kind: str, span: str, parent: str) -> TraceEvent:
+        """An event of the turn, stamped now, with the keys every event has, in their order: the caller
+        adds the rest in place (one dict per event, built once)."""
+        frame = self.frame
+        return {
+            "schemaVersion": SCHEMA_VERSION,
+            "type": kind,
+            "timestamp": now_ms(),
+            "agentId": frame.agent_id,
+            "trace": {"traceId": frame.run.trace_id, "spanId": span, "parentSpanId": parent},
+        }
 
     def start(self, *, messages: JSON, schema: JSON, tools: JSON) -> None:
         count = len(messages) if isinstance(messages, list) else 0
-        self._common.update(messages=messages, messageCount=count, schema=schema, toolConfig={"tools": tools})
-        self.frame.emit(self.event(EVENTS.TURN_START, self.span, self.parent_span, **self._common))
+        common = self._common
+        common["messages"], common["messageCount"], common["schema"] = messages, count, schema
+        common["toolConfig"] = {"tools": tools}
+        event = self.head(EVENTS.TURN_START, self.span, self.parent_span)
+        event.update(common)  # type: ignore[typeddict-item]
+        self.emit(event)
 
     def cached(self) -> JournalRecord | None:
         """The recorded answer to this request, from the snapshot being replayed. A run's observer that
@@ -81,8 +106,7 @@ class Turn:
     def served(self, message: JSON, *, journal: JSON = None) -> None:
         """The turn ends with the answer served from the journal (`journal`, if not the message itself):
         no model was asked."""
-        fields: dict[str, Any] = {} if journal is None else {"response": journal}
-        self._end(message=message, resultType=_result_type(message), cache=True, success=True, **fields)
+        self._end({"message": message, "resultType": _result_type(message), "cache": True, "success": True}, journal)
 
     def call(self, *, adapter_id: str, provider: str, message_count: int) -> ModelCall:
         """The model is asked: `model:call:start` now, the rest through the `ModelCall`."""
@@ -90,23 +114,26 @@ class Turn:
 
     def answered(self, message: JSON, *, journal: JSON = None, fresh: bool = False) -> None:
         """The turn ends with the model's answer, journaled (`journal` instead of the message, if given;
-        `fresh`: a JSON value nothing else holds, journaled as it is, not copied)."""
-        fields: dict[str, Any] = {}
+        `fresh`: the message and the journal are JSON values nothing else holds, journaled and shown as
+        they are, not copied)."""
         if journal is None:
             self.frame.record("prompt", self.content_hash, message)
         else:
             self.frame.record("prompt", self.content_hash, journal, fresh=fresh)
-            fields["response"] = journal
-        self._end(message=describe(message), resultType=_result_type(message), cache=False, success=True, **fields)
+        shown = message if fresh else describe(message)
+        self._end({"message": shown, "resultType": _result_type(message), "cache": False, "success": True}, journal)
 
     def failed(self, exc: BaseException) -> None:
-        self._end(cache=False, success=False, error=error_info(exc))
+        self._end({"cache": False, "success": False, "error": error_info(exc)})
 
-    def _end(self, **fields: Any) -> None:
-        elapsed = (time.perf_counter() - self._started) * 1000
-        self.frame.emit(
-            self.event(EVENTS.TURN_END, self.span, self.parent_span, duration=elapsed, **fields, **self._common)
-        )
+    def _end(self, fields: dict[str, Any], response: JSON = None) -> None:
+        event = self.head(EVENTS.TURN_END, self.span, self.parent_span)
+        event["duration"] = (time.perf_counter() - self._started) * 1000
+        event.update(fields)  # type: ignore[typeddict-item]
+        if response is not None:
+            event["response"] = response
+        event.update(self._common)  # type: ignore[typeddict-item]
+        self.emit(event)
 
 
 class ModelCall:
@@ -120,20 +147,19 @@ class ModelCall:
         self._who = {"adapterId": adapter_id, "provider": provider}
         self._progress: TurnProgress | None = None
         self._started = time.perf_counter()
-        turn.frame.emit(
-            turn.event(EVENTS.MODEL_CALL_START, self.span, turn.span, messageCount=message_count, **self._who)
-        )
+        event = turn.head(EVENTS.MODEL_CALL_START, self.span, turn.span)
+        event["messageCount"] = message_count
+        event.update(self._who)  # type: ignore[typeddict-item]
+        turn.emit(event)
 
     def progress(self) -> TurnProgress:
         """The callback a streaming answer's text pieces go to: `turn:progress` events, throttled."""
         turn = self.turn
 
         def emit(text: str) -> None:
-            turn.frame.emit(
-                turn.event(
-                    EVENTS.TURN_PROGRESS, turn.span, turn.parent_span, callId=turn.call_id, step=turn.step, text=text
-                )
-            )
+            event = turn.head(EVENTS.TURN_PROGRESS, turn.span, turn.parent_span)
+            event["callId"], event["step"], event["text"] = turn.call_id, turn.step, text
+            turn.emit(event)
 
         self._progress = TurnProgress(emit)
         return self._progress
@@ -147,22 +173,30 @@ class ModelCall:
         counted = usage or NO_USAGE
         for budget in (frame.budget, frame.run.budget):
             budget.add_call(self._who["adapterId"], self._who["provider"], counted, costs)
-        outcome: dict[str, Any] = {"usage": counted, "costs": costs, **_model_answer(message)}
+        event = self._head(True)
+        event["usage"], event["costs"] = counted, costs  # type: ignore[typeddict-item]
+        _model_answer(event, message)
         if finish_reason is not None:
-            outcome["finishReason"] = finish_reason
+            event["finishReason"] = finish_reason
         if self._progress is not None and self._progress.first_at is not None:
-            outcome["ttft"] = (self._progress.first_at - self._started) * 1000
-        self._end(success=True, **outcome)
+            event["ttft"] = (self._progress.first_at - self._started) * 1000
+        self._emit(event)
 
     def failed(self, exc: BaseException) -> None:
-        self._end(success=False, error=error_info(exc))
+        event = self._head(False)
+        event["error"] = error_info(exc)
+        self._emit(event)
 
-    def _end(self, **fields: Any) -> None:
+    def _head(self, success: bool) -> TraceEvent:
         turn = self.turn
-        elapsed = (time.perf_counter() - self._started) * 1000
-        turn.frame.emit(
-            turn.event(EVENTS.MODEL_CALL_END, self.span, turn.span, duration=elapsed, **fields, **self._who)
-        )
+        event = turn.head(EVENTS.MODEL_CALL_END, self.span, turn.span)
+        event["duration"] = (time.perf_counter() - self._started) * 1000
+        event["success"] = success
+        return event
+
+    def _emit(self, event: TraceEvent) -> None:
+        event.update(self._who)  # type: ignore[typeddict-item]
+        self.turn.emit(event)
 
 
 def _result_type(message: JSON) -> str:
@@ -170,12 +204,12 @@ def _result_type(message: JSON) -> str:
     return "tool_calls" if isinstance(message, dict) and message.get("tool_calls") else "content"
 
 
-def _model_answer(message: JSON) -> dict[str, Any]:
+def _model_answer(event: TraceEvent, message: JSON) -> None:
     """`model:call:end`'s account of the answer as the TypeScript library gives it: the text
     (`rawText`), the tool calls with their arguments as JSON text (`toolCalls`), and `finishReason`
-    (the adapter's own when it gives one, which the caller's fields then replace)."""
+    (the adapter's own when it gives one, which the caller then replaces), added to `event`."""
     if not isinstance(message, dict):
-        return {}
+        return
     calls = [
         {
             "id": call.get("id", ""),
@@ -186,13 +220,10 @@ def _model_answer(message: JSON) -> dict[str, Any]:
         if isinstance(call, dict)
     ]
     content = message.get("content")
-    answer: dict[str, Any] = {
-        "rawText": content if isinstance(content, str) else "",
-        "finishReason": "tool_calls" if calls else "stop",
-    }
+    event["rawText"] = content if isinstance(content, str) else ""
+    event["finishReason"] = "tool_calls" if calls else "stop"
     if calls:
-        answer["toolCalls"] = calls
-    return answer
+        event["toolCalls"] = calls  # type: ignore[typeddict-item]
 
 
 def _arguments_text(arguments: Any) -> str:

@@ -3,7 +3,7 @@
 An `Api` (`chat_completions.py`, `responses.py`, `messages.py`) turns a request body, as the SDK sends
 it, into what its turn shows (`Shown`: our messages, tool definitions and schema) and what its content
 hash covers (the body less the fields that do not change the answer); and turns the provider's answer,
-whole (`answer`) or streamed (a `StreamReader` fed each server-sent event), into our message, usage and
+whole (`answer`) or streamed (a `StreamReader` given the server-sent events as they come), into our message, usage and
 finish reason (`devtool.core.providers.adapter.Answer`), by the same conversions as the model adapters.
 """
 
@@ -31,8 +31,9 @@ class StreamReader(Protocol):
 
     complete: bool  # the provider's last event arrived: the answer is whole
 
-    def feed(self, event: str | None, data: str) -> str | None:
-        """Take one event; the piece of answer text it carries, if any."""
+    def read(self, events: list[tuple[str | None, str]], pieces: list[str]) -> None:
+        """Take events (name, data), in order; the piece of answer text each carries, if any, onto
+        `pieces` (as it goes: an event that cannot be read raises, the pieces before it are there)."""
 
     def answer(self) -> Answer:
         """The answer the events so far make."""

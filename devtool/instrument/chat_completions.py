@@ -66,29 +66,32 @@ class ChunkReader:
         self._served: str | None = None
         self.complete = False
 
-    def feed(self, event: str | None, data: str) -> str | None:
-        if data == "[DONE]":
-            self.complete = True
-            return None
-        chunk = orjson.loads(data)
-        self._served = chunk.get("model") or self._served
-        if chunk.get("usage"):
-            self._usage = usage_of(chunk["usage"])
-        text = None
-        for choice in chunk.get("choices") or ():
-            delta = choice.get("delta") or {}
-            if piece := delta.get("content") or delta.get("refusal"):
-                self._pieces.append(piece)
-                text = piece
-            for call in delta.get("tool_calls") or ():
-                entry = self._calls.setdefault(call.get("index", 0), [None, "", []])
-                entry[0] = call.get("id") or entry[0]
-                function = call.get("function") or {}
-                entry[1] += function.get("name") or ""
-                if function.get("arguments"):
-                    entry[2].append(function["arguments"])
-            self._finish = choice.get("finish_reason") or self._finish
-        return text
+    def read(self, events: list[tuple[str | None, str]], pieces: list[str]) -> None:
+        loads, calls = orjson.loads, self._calls
+        for _, data in events:
+            if data == "[DONE]":
+                self.complete = True
+                continue
+            chunk = loads(data)
+            self._served = chunk.get("model") or self._served
+            if chunk.get("usage"):
+                self._usage = usage_of(chunk["usage"])
+            text = None
+            for choice in chunk.get("choices") or ():
+                delta = choice.get("delta") or {}
+                if piece := delta.get("content") or delta.get("refusal"):
+                    self._pieces.append(piece)
+                    text = piece
+                for call in delta.get("tool_calls") or ():
+                    entry = calls.setdefault(call.get("index", 0), [None, "", []])
+                    entry[0] = call.get("id") or entry[0]
+                    function = call.get("function") or {}
+                    entry[1] += function.get("name") or ""
+                    if function.get("arguments"):
+                        entry[2].append(function["arguments"])
+                self._finish = choice.get("finish_reason") or self._finish
+            if text:
+                pieces.append(text)
 
     def answer(self) -> Answer:
         calls = [(c[0], c[1], "".join(c[2])) for _, c in sorted(self._calls.items())]

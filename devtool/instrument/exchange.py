@@ -127,8 +127,7 @@ class Exchange:
 
     def _read(self, content: bytes) -> StreamReader:
         reader = self.api.reader()
-        for event, data in SseDecoder().feed(content + b"\n\n"):
-            reader.feed(event, data)
+        reader.read(SseDecoder().feed(content + b"\n\n"), [])
         return reader
 
 
@@ -144,15 +143,15 @@ class Listener:
 
     __slots__ = (
         "_broken",
-        "_chunks",
         "_decoder",
-        "_due",
         "_exchange",
         "_progress",
         "_read",
         "_reader",
         "_status",
+        "chunks",
         "done",
+        "due",
     )
 
     def __init__(self, exchange: Exchange, status: int, progress: Any) -> None:
@@ -161,31 +160,28 @@ class Listener:
         self._progress = progress
         self._reader = exchange.api.reader()
         self._decoder = SseDecoder()
-        self._chunks: list[bytes] = []
+        # The stream's tee appends each chunk to `chunks` and calls `catch_up()` when `due` has come:
+        # no call per chunk in between.
+        self.chunks: list[bytes] = []
+        self.due = 0.0  # perf_counter() when to read again (0: at every chunk, until the first text)
         self._read = 0  # chunks read so far
-        self._due = 0.0  # when to read again (0: at every chunk, until the first text)
         self._broken: Exception | None = None
         self.done = False
 
-    def chunk(self, data: bytes) -> None:
-        self._chunks.append(data)
-        if self._due and time.perf_counter() < self._due:
+    def catch_up(self) -> None:
+        """Read the chunks not read yet."""
+        if self._broken is not None or self._read == len(self.chunks):
             return
-        self._catch_up()
-
-    def _catch_up(self) -> None:
-        if self._broken is not None or self._read == len(self._chunks):
-            return
-        reader, progress = self._reader, self._progress
-        data = b"".join(self._chunks[self._read :])
-        self._read = len(self._chunks)
+        pieces: list[str] = []
+        data = b"".join(self.chunks[self._read :])
+        self._read = len(self.chunks)
         try:
-            for event, text in self._decoder.feed(data):
-                if piece := reader.feed(event, text):
-                    progress(piece)
-                    self._due = time.perf_counter() + PROGRESS_INTERVAL
+            self._reader.read(self._decoder.feed(data), pieces)
         except Exception as exc:  # bytes we cannot read are the SDK's to refuse; the caller's stream goes on
             self._broken = exc
+        if pieces:
+            self._progress.extend(pieces)
+            self.due = time.perf_counter() + PROGRESS_INTERVAL
 
     def close(self, error: BaseException | None = None, *, ended: bool = False) -> None:
         """The stream is closed: `ended` when its bytes ran out (a server that sends no last event is done
@@ -194,12 +190,12 @@ class Listener:
             return
         self.done = True
         exchange = self._exchange
-        self._catch_up()
+        self.catch_up()
         error = error or self._broken
         if error is None and not (ended or self._reader.complete):
             error = StreamClosedError(f"the {exchange.api.name} stream was closed before its end")
         if error is not None:
             exchange.failed(error)
             return
-        text = b"".join(self._chunks).decode("utf-8", "replace")
+        text = b"".join(self.chunks).decode("utf-8", "replace")
         exchange._finish(self._reader.answer(), {"api": exchange.api.name, "status": self._status, "sse": text})

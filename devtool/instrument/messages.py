@@ -61,31 +61,33 @@ class EventReader:
         self._served: str | None = None
         self.complete = False
 
-    def feed(self, event: str | None, data: str) -> str | None:
-        payload = orjson.loads(data)
-        kind = payload.get("type")
-        if kind == "content_block_delta":
-            delta = payload.get("delta") or {}
-            if delta.get("type") == "text_delta":
-                self._blocks[-1]["text"] += delta.get("text", "")
-                return delta.get("text") or None
-            if delta.get("type") == "input_json_delta":
-                self._blocks[-1]["json"] += delta.get("partial_json", "")
-        elif kind == "content_block_start":
-            block = payload.get("content_block") or {}
-            if block.get("type") == "tool_use":
-                self._blocks.append({"type": "tool_use", "id": block.get("id"), "name": block.get("name"), "json": ""})
-            else:
-                self._blocks.append({"type": block.get("type"), "text": block.get("text") or ""})
-        elif kind == "message_start":
-            message = payload.get("message") or {}
-            self._started, self._served = message.get("usage"), message.get("model")
-        elif kind == "message_delta":
-            self._stop = (payload.get("delta") or {}).get("stop_reason") or self._stop
-            self._final = payload.get("usage") or self._final
-        elif kind == "message_stop":
-            self.complete = True
-        return None
+    def read(self, events: list[tuple[str | None, str]], pieces: list[str]) -> None:
+        loads, blocks = orjson.loads, self._blocks
+        for _, data in events:
+            payload = loads(data)
+            kind = payload.get("type")
+            if kind == "content_block_delta":
+                delta = payload.get("delta") or {}
+                if delta.get("type") == "text_delta":
+                    blocks[-1]["text"] += delta.get("text", "")
+                    if text := delta.get("text"):
+                        pieces.append(text)
+                elif delta.get("type") == "input_json_delta":
+                    blocks[-1]["json"] += delta.get("partial_json", "")
+            elif kind == "content_block_start":
+                block = payload.get("content_block") or {}
+                if block.get("type") == "tool_use":
+                    blocks.append({"type": "tool_use", "id": block.get("id"), "name": block.get("name"), "json": ""})
+                else:
+                    blocks.append({"type": block.get("type"), "text": block.get("text") or ""})
+            elif kind == "message_start":
+                message = payload.get("message") or {}
+                self._started, self._served = message.get("usage"), message.get("model")
+            elif kind == "message_delta":
+                self._stop = (payload.get("delta") or {}).get("stop_reason") or self._stop
+                self._final = payload.get("usage") or self._final
+            elif kind == "message_stop":
+                self.complete = True
 
     def answer(self) -> Answer:
         return messages_answer(self._blocks, self._stop, usage_of(self._started, self._final), self._served)

@@ -37,7 +37,7 @@ from devtool.core.events import Sink
 from devtool.core.frame import CURRENT_FRAME
 from devtool.core.http_sink import HttpSink
 from devtool.core.jsonvalue import JSON, describe
-from devtool.core.run import RunScope
+from devtool.core.run import RunScope, close_with_sinks
 from devtool.core.sinks import JsonlSink
 from devtool.instrument.errors import EntrypointError
 
@@ -85,15 +85,8 @@ class record:  # lower case: used as `with devtool.record(...)` and `@devtool.re
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
         scope, self._scope = self._scope, None
-        if scope is None:
-            return
-        try:
-            scope.close(error=error)
-        finally:
-            for sink in self._sinks:
-                close = getattr(sink, "close", None)
-                if callable(close):
-                    close()
+        if scope is not None:
+            close_with_sinks(scope, self._sinks, error)
 
     async def __aenter__(self) -> record:
         return self.__enter__()

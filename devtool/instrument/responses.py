@@ -75,17 +75,19 @@ class EventReader:
         self._final: dict[str, Any] | None = None
         self.complete = False
 
-    def feed(self, event: str | None, data: str) -> str | None:
-        payload = orjson.loads(data)
-        kind = payload.get("type")
-        if kind == "response.output_text.delta":
-            piece: str = payload.get("delta") or ""
-            self._pieces.append(piece)
-            return piece
-        if kind in LAST_EVENTS:
-            self._final = payload.get("response") or {}
-            self.complete = True
-        return None
+    def read(self, events: list[tuple[str | None, str]], pieces: list[str]) -> None:
+        loads = orjson.loads
+        for _, data in events:
+            payload = loads(data)
+            kind = payload.get("type")
+            if kind == "response.output_text.delta":
+                piece: str = payload.get("delta") or ""
+                self._pieces.append(piece)
+                if piece:
+                    pieces.append(piece)
+            elif kind in LAST_EVENTS:
+                self._final = payload.get("response") or {}
+                self.complete = True
 
     def answer(self) -> Answer:
         if self._final is not None:

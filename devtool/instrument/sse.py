@@ -21,22 +21,47 @@ class SseDecoder:
         data = self._pending + chunk if self._pending else chunk
         if b"\r" in data:
             data = data.replace(b"\r\n", b"\n")
-        *blocks, self._pending = data.split(b"\n\n")
-        return [event for block in blocks if (event := _event(block)) is not None]
+        end = _last_break(data)
+        if end < 0:
+            self._pending = data
+            return []
+        self._pending = data[end + 2 :]
+        # The complete events decoded at once and split (a stream of hundreds of events spends its
+        # reading here): no event holds a blank line, and an invalid byte sequence ends at the newline
+        # after it, so each event's text is what decoding its bytes alone would give.
+        events: list[tuple[str | None, str]] = []
+        for block in data[:end].decode("utf-8", "replace").split("\n\n"):
+            # The providers' events are one `data:` line, or an `event:` line and one `data:` line.
+            if block.startswith("data: ") and "\n" not in block:
+                events.append((None, block[6:]))
+            elif block.startswith("event: ") and _one_data(parts := block[7:].split("\n")):
+                events.append((parts[0], parts[1][6:]))
+            elif (event := _event(block)) is not None:
+                events.append(event)
+        return events
 
 
-def _event(block: bytes) -> tuple[str | None, str] | None:
-    # The providers' events are one `data:` line, or an `event:` line and one `data:` line: read at
-    # once (a stream of hundreds of events spends its reading here); anything else line by line.
-    if block.startswith(b"data: ") and b"\n" not in block:
-        return None, block[6:].decode("utf-8", "replace")
-    if block.startswith(b"event: "):
-        name, _, rest = block[7:].partition(b"\n")
-        if rest.startswith(b"data: ") and b"\n" not in rest and b"\n" not in name:
-            return name.decode("utf-8", "replace"), rest[6:].decode("utf-8", "replace")
+def _last_break(data: bytes) -> int:
+    """Where the last blank line of `data` starts as `data.split(b"\n\n")` finds it (-1: none): in a run
+    of an odd number of newlines, the split's last separator is one byte before the run's last two."""
+    end = data.rfind(b"\n\n")
+    if end < 0:
+        return end
+    start = end
+    while start > 0 and data[start - 1] == 0x0A:
+        start -= 1
+    return end - 1 if (end + 2 - start) % 2 else end
+
+
+def _one_data(parts: list[str]) -> bool:
+    return len(parts) == 2 and parts[1].startswith("data: ")
+
+
+def _event(block: str) -> tuple[str | None, str] | None:
+    """Any other event, line by line."""
     name_of: str | None = None
     data: list[str] = []
-    for line in block.decode("utf-8", "replace").split("\n"):
+    for line in block.split("\n"):
         field, _, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
         if field == "data":

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+import time
 from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Final
@@ -227,6 +229,20 @@ def _body(options: Any, unset: tuple[type, ...]) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
+@contextmanager
+def _telling(listener: Listener) -> Iterator[None]:
+    """Around a tee's reading of its stream: tells `listener` that the stream ended, or failed and how.
+    A consumer that stops early (GeneratorExit) is not a failure: the tee's `close` tells it then."""
+    try:
+        yield
+    except GeneratorExit:
+        raise
+    except BaseException as exc:
+        listener.close(exc)
+        raise
+    listener.close(ended=True)
+
+
 def _tees(httpx: ModuleType) -> tuple[type, type]:
     """Byte streams of `httpx` (the SDK's http library) that hand each chunk to a `Listener` on its way."""
 
@@ -235,16 +251,14 @@ def _tees(httpx: ModuleType) -> tuple[type, type]:
             self._inner, self._listener = inner, listener
 
         def __iter__(self) -> Iterator[bytes]:
-            try:
+            listener = self._listener
+            chunks, clock = listener.chunks, time.perf_counter
+            with _telling(listener):
                 for chunk in self._inner:
-                    self._listener.chunk(chunk)
+                    chunks.append(chunk)
+                    if not listener.due or clock() >= listener.due:
+                        listener.catch_up()
                     yield chunk
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                self._listener.close(exc)
-                raise
-            self._listener.close(ended=True)
 
         def close(self) -> None:
             try:
@@ -257,16 +271,14 @@ def _tees(httpx: ModuleType) -> tuple[type, type]:
             self._inner, self._listener = inner, listener
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            try:
+            listener = self._listener
+            chunks, clock = listener.chunks, time.perf_counter
+            with _telling(listener):
                 async for chunk in self._inner:
-                    self._listener.chunk(chunk)
+                    chunks.append(chunk)
+                    if not listener.due or clock() >= listener.due:
+                        listener.catch_up()
                     yield chunk
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                self._listener.close(exc)
-                raise
-            self._listener.close(ended=True)
 
         async def aclose(self) -> None:
             try:

@@ -30,12 +30,12 @@ from typing import Any, Literal
 import duckdb
 import orjson
 
-from devtool.core.budget import merged
 from devtool.core.frame_cut import ReusedChunk, SealedChild
 from devtool.core.frame_index_records import Batch, IndexedFrame
 from devtool.core.snapshot_tree import FANOUT
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
+from devtool.store.id_lists import rows_by_ids
 from devtool.store.run_caches import stale_runs
 from devtool.store.snapshots import write_nodes
 
@@ -124,8 +124,9 @@ class BatchWriter:
                     "last": [frame.last for frame in frames],
                     "node_id": [frame.node for frame in frames],
                     "status": [frame.status for frame in frames],
-                    "error": [None if f.error is None else orjson.dumps(f.error).decode() for f in frames],
+                    "error": [_json(frame.error) for frame in frames],
                     "events": [list(frame.events) for frame in frames],
+                    "aggregate": [_json(frame.aggregate) for frame in frames],
                 },
             )
             self._insert(
@@ -138,6 +139,7 @@ class BatchWriter:
                     "last": [chunk.last for chunk in chunks],
                     "running": [chunk.running for chunk in chunks],
                     "node_id": [chunk.node for chunk in chunks],
+                    "aggregate": [_json(chunk.aggregate) for chunk in chunks],
                 },
             )
         self.frames += len(frames)
@@ -247,13 +249,18 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
         children = dict(cursor.execute(cut.format(_CHILDREN), params).fetchall())
         params["fanout"] = FANOUT
         chunks = [
-            ReusedChunk(frame, level, position, node, merged(orjson.loads(str(totals)) for totals in aggregates or ()))
-            for frame, level, position, node, aggregates in cursor.execute(cut.format(_REUSED), params).fetchall()
+            ReusedChunk(frame, level, position, node, orjson.loads(aggregate))
+            for frame, level, position, node, aggregate in cursor.execute(cut.format(_REUSED), params).fetchall()
         ]
-        sealed_rows = cursor.execute(cut.format(_SEALED), params).fetchall()
+        parents, lows, highs = _outside(children, chunks)
+        sealed_rows = []
+        if parents:
+            ranges = {"parents": parents, "lows": lows, "highs": highs}
+            keep = {name: params[name] for name in ("trace", "build", "cut", "open")}
+            sealed_rows = cursor.execute(cut.format(_SEALED), {**keep, **ranges}).fetchall()
         ids = sorted({event for frame in open_frames for event in frame.events} | {params["cut"]})
-        events = cursor.execute("SELECT event_id, body FROM events WHERE event_id = ANY($ids)", {"ids": ids})
-        rows = sorted((event_id, orjson.loads(body)) for event_id, body in events.fetchall())
+        events = rows_by_ids(cursor, "SELECT event_id, body FROM events WHERE event_id = ANY($ids)", ids)
+        rows = sorted((event_id, orjson.loads(body)) for event_id, body in events)
     sealed = [
         SealedChild(
             parent,
@@ -267,6 +274,32 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
         for parent, position, call_id, node, status, error, aggregate in sealed_rows
     ]
     return IndexedCut(rows, open_frames, sealed, chunks, children)
+
+
+def _outside(children: dict[int, int], chunks: list[ReusedChunk]) -> tuple[list[int], list[int], list[int]]:
+    """The ranges of positions `[low, high)` of each open frame's children at the cut that no reused
+    chunk holds, as three lists (frame, low, high): where its sealed children are placed one by one."""
+    parents: list[int] = []
+    lows: list[int] = []
+    highs: list[int] = []
+    for frame, count in children.items():
+        start = 0
+        held = sorted(
+            (chunk.position * FANOUT ** (chunk.level + 1), (chunk.position + 1) * FANOUT ** (chunk.level + 1))
+            for chunk in chunks
+            if chunk.frame == frame
+        )
+        for low, high in [*held, (count, count)]:
+            if low > start:
+                parents.append(frame)
+                lows.append(start)
+                highs.append(low)
+            start = max(start, high)
+    return parents, lows, highs
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else orjson.dumps(value).decode()
 
 
 class _Cut:
@@ -312,7 +345,8 @@ _CHILDREN = """
 _USABLE = f"""
     counts AS ({_CHILDREN}),
     usable AS (
-        SELECT c.frame, c.level, c.position, c.node_id FROM rewind_chunks c JOIN counts k ON k.parent = c.frame
+        SELECT c.frame, c.level, c.position, c.node_id, c.aggregate
+        FROM rewind_chunks c JOIN counts k ON k.parent = c.frame
         WHERE c.trace_id = $trace AND c.build = $build AND NOT c.running AND c.{{sealed}}
           AND (c.position + 1) * CAST(pow($fanout, c.level + 1) AS BIGINT) < k.n
     ),
@@ -325,30 +359,20 @@ _USABLE = f"""
     )
 """
 
-# With the aggregate usage of each chunk's frames (their nodes', summed in `read_cut`).
+# With the aggregate usage of each chunk's frames, added up when the index was built.
 _REUSED = f"""
     WITH {_USABLE}
-    SELECT u.frame, u.level, u.position, u.node_id,
-           list(n.body->'budgetState'->'aggregate' ORDER BY f.position)
-               FILTER (WHERE (n.body->'budgetState') IS NOT NULL)
-    FROM largest u
-    JOIN rewind_frames f ON f.trace_id = $trace AND f.build = $build AND f.parent = u.frame
-         AND f.position // CAST(pow($fanout, u.level + 1) AS BIGINT) = u.position
-    LEFT JOIN snapshot_nodes n ON n.node_id = f.node_id
-    GROUP BY u.frame, u.level, u.position, u.node_id
+    SELECT frame, level, position, node_id, aggregate FROM largest
 """
 
-# The sealed children of open frames outside the chunks reused.
-_SEALED = f"""
-    WITH {_USABLE}
-    SELECT f.parent, f.position, f.call_id, f.node_id, f.status, f.error, n.body->'budgetState'->'aggregate'
-    FROM rewind_frames f LEFT JOIN snapshot_nodes n USING (node_id)
-    WHERE f.trace_id = $trace AND f.build = $build AND f.parent IN (SELECT unnest($open)) AND {{made}}
-      AND {{sealed}} AND f.frame NOT IN (SELECT unnest($open))
-      AND NOT EXISTS (
-          SELECT 1 FROM largest u
-          WHERE u.frame = f.parent AND f.position // CAST(pow($fanout, u.level + 1) AS BIGINT) = u.position
-      )
+# The sealed children of open frames outside the chunks reused: in the ranges of positions `_outside`
+# finds (a chunk's worth or so per open frame), so the statement does not grow with the frames that ended.
+_SEALED = """
+    SELECT f.parent, f.position, f.call_id, f.node_id, f.status, f.error, f.aggregate
+    FROM rewind_frames f
+    JOIN (SELECT unnest($parents) AS parent, unnest($lows) AS low, unnest($highs) AS high) r
+      ON f.parent = r.parent AND f.position >= r.low AND f.position < r.high
+    WHERE f.trace_id = $trace AND f.build = $build AND {made} AND {sealed} AND f.frame NOT IN (SELECT unnest($open))
 """
 
 # A run's last stored event, from the events themselves: a live append stores its events before the

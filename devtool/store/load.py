@@ -29,7 +29,8 @@ from devtool.store.database import Store
 from devtool.store.errors import BadLinesError, LineProblem, LoadError
 from devtool.store.event_sql import LONG_BODY
 from devtool.store.files import SourceFile
-from devtool.store.loaders import Loader, detect
+from devtool.store.loaders import Loader, Reading, detect
+from devtool.store.loaders.journals import JournalJsonl
 from devtool.store.scan import MAX_LINE, Scan
 from devtool.store.search import TermPass, index_source
 from devtool.store.unpack import gunzipped, is_gzip, renamed
@@ -64,6 +65,24 @@ class LoadResult:
     processes: tuple[str, ...] = ()
     problems: tuple[LineProblem, ...] = ()
     bad_lines: int = 0
+
+    @property
+    def journal(self) -> bool:
+        """Whether the file was a process journal (what it added is `journal_entries`); every other
+        format (TraceEvents, OTLP spans) adds events, spans and traces."""
+        return self.kind == JournalJsonl.kind
+
+    def held(self) -> str:
+        """What of the file the store holds, counted: its events, else its journal entries (what an
+        `already_loaded` file is said to be)."""
+        if self.events:
+            return counted(self.events, "event")
+        return counted(self.journal_entries, "journal entry", "journal entries")
+
+
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """`1 event`, `82 events`, `1,204 journal entries`: a count with its noun, as load reports say it."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
 
 
 def load_file(
@@ -168,10 +187,11 @@ def _insert(
     # The longest line is known once the digest is done; until then, DuckDB's default will do, or
     # its refusal sends load_file to wait for the digest and try again.
     object_size = min(max(DEFAULT_OBJECT_SIZE, source.longest_line + 1024), MAX_LINE + 1024)
-    bodies = loader.bodies(jsonl=jsonl, max_object_size=object_size)
+    reading = Reading(jsonl, object_size)
+    bodies = loader.bodies(reading)
     terms = TermPass(store, bodies, {"path": reader_path}).start() if bodies is not None else None
     try:
-        return _insert_with(store, source, loader, reader_path, jsonl, object_size, progress, scan, terms)
+        return _insert_with(store, source, loader, reader_path, reading, progress, scan, terms)
     finally:
         if terms is not None:
             terms.close()
@@ -182,20 +202,19 @@ def _insert_with(
     source: SourceFile,
     loader: Loader,
     reader_path: str,
-    jsonl: bool,
-    object_size: int,
+    reading: Reading,
     progress: Progress | None,
     scan: Scan | None,
     terms: TermPass | None,
 ) -> LoadResult:
     with _watch(store, source, progress), store.transaction() as conn:
         source_id = int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0])
-        inserted = loader.insert(conn, reader_path, source_id, jsonl=jsonl, max_object_size=object_size)
+        inserted = loader.insert(conn, reader_path, source_id, reading)
         if terms is not None:
             terms.add(conn)
             index_source(conn, source_id, longer_than=LONG_BODY - 1)
         source.wait_digest()
-        if not jsonl and source.longest_line > MAX_LINE:
+        if not reading.jsonl and source.longest_line > MAX_LINE:
             raise _TooLong(f"a line over {MAX_LINE >> 20} MiB")
         known = _known(store, source)  # the same content under another name, or loaded meanwhile
         if known is not None:

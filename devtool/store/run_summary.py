@@ -12,7 +12,7 @@ are a run's first and last moments and a few in between; its hundreds of turns a
 deltas. A cost is added batch by batch, so it may differ from one sum in its last bits.
 
 The run's name is its shallowest, earliest agent's, or else its earliest root span's, ties broken by
-span id; `name_key`/`name_span` (migration 8) keep which span that is, so an update compares the new
+span id; `name_key`/`name_span` (migration 9) keep which span that is, so an update compares the new
 spans with it and does not read the others. tests/test_store_run_summary.py checks that after any
 sequence of appends the updated rows equal a rebuild.
 """
@@ -224,7 +224,7 @@ def _add_spans(run: dict[str, Any], changes: list[_Change]) -> bool:
     if not changes:
         return True
     if run["name_span"] is None or any(c.kind == "agent" for c in changes):
-        return False  # a run stored before migration 8, or its agents changed: its name and agent ids
+        return False  # a run stored before migration 9, or its agents changed: its name and agent ids
     old = [c for c in changes if c.sign < 0]
     new = [c for c in changes if c.sign > 0]
     if any(c.root for c in old) or any(c.span_id == run["name_span"] for c in old):

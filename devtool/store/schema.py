@@ -43,7 +43,15 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   span search reads, and its spans grouped in tiles of time for the timeline seen wide
   (`span_keys.py`). Migration 7 also gives runs their `prompts`, `tools`, `depth` and first
   `source_id`, counted from what was stored.
-- Migration 8 gives runs the key of the span that names them (`name_key`, `name_span`: see
+- Migration 8 stores `snapshot_nodes.body` uncompressed: a snapshot page reads its frames a hundred
+  at a time by id, and with zstd every such read decompressed the bodies of all the stored nodes
+  (DuckDB decompresses a column a block at a time), so the page grew with the store; uncompressed,
+  the scan filters on `node_id` and fetches only the rows it found. It costs the file about 2.3 KB
+  a stored node (zstd kept them in a few dozen bytes: a run's nodes are much alike; 324 MB against
+  7 MB at three million events). `rewind_frames.aggregate` and `rewind_chunks.aggregate` keep each sealed frame's
+  and chunk's `budgetState.aggregate` beside the index, so that a cut reads them without reading
+  nodes; indexes made before have none and are dropped (the server makes them again).
+- Migration 9 gives runs the key of the span that names them (`name_key`, `name_span`: see
   `run_summary.py`), so an append updates a run's summary from what it changed; a run stored before
   has none until its next append, which counts it whole once.
 """
@@ -308,6 +316,24 @@ MIGRATIONS: list[str] = [
     UPDATE runs SET source_id = e.source_id FROM events e WHERE e.event_id = runs.first_event_id;
     """
     + f"INSERT INTO search_terms {terms_sql('(SELECT body FROM events)')};",
+    """
+    CREATE TABLE snapshot_nodes_8 (
+        node_id VARCHAR PRIMARY KEY,
+        body JSON NOT NULL USING COMPRESSION uncompressed,
+        frames BIGINT NOT NULL,
+        prompts BIGINT NOT NULL,
+        tools BIGINT NOT NULL,
+        tombstones BIGINT NOT NULL
+    );
+    INSERT INTO snapshot_nodes_8 SELECT * FROM snapshot_nodes;
+    DROP TABLE snapshot_nodes;
+    ALTER TABLE snapshot_nodes_8 RENAME TO snapshot_nodes;
+    DELETE FROM rewind_runs;
+    DELETE FROM rewind_frames;
+    DELETE FROM rewind_chunks;
+    ALTER TABLE rewind_frames ADD COLUMN aggregate JSON;
+    ALTER TABLE rewind_chunks ADD COLUMN aggregate JSON;
+    """,
     """
     ALTER TABLE runs ADD COLUMN name_key DOUBLE;
     ALTER TABLE runs ADD COLUMN name_span VARCHAR;

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from devtool.store.database import Store
 
 LONGEST: Final = 64
+# Each word of a query is a scan of every run's words (`queries.runs`): the words past these are dropped.
+MAX_QUERY_WORDS: Final = 16
 
 _SEPARATORS = "".join(chr(code) for code in range(1, 128) if not chr(code).isalnum())
 _TRANSLATE = (_SEPARATORS.replace("'", "''"), " " * len(_SEPARATORS))
@@ -86,8 +88,9 @@ _ADD = """
 
 
 def words(query: str) -> list[str]:
-    """The words of a query, as the index cuts text into words (lowercase, no punctuation)."""
-    return [word for word in _WORD_BREAK.split(query.lower()) if word][:16]
+    """The words of a query, as the index cuts text into words (lowercase, no punctuation); the first
+    `MAX_QUERY_WORDS` of them."""
+    return [word for word in _WORD_BREAK.split(query.lower()) if word][:MAX_QUERY_WORDS]
 
 
 def index_source(conn: duckdb.DuckDBPyConnection, source_id: int, *, longer_than: int = -1) -> None:

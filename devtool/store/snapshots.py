@@ -42,6 +42,7 @@ from devtool.core.snapshot_tree import (
 from devtool.store.collector import collector_paused
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError, StoreError
+from devtool.store.id_lists import rows_by_ids
 
 # Nodes read or written per statement (an id list bound as one parameter).
 _BATCH = 50_000
@@ -239,25 +240,22 @@ def snapshot_counts(store: Store, stored: StoredSnapshot) -> SnapshotCounts:
 def frame_page(store: Store, stored: StoredSnapshot, *, offset: int, limit: int) -> list[tuple[int, int, Node]]:
     """Frames `offset` .. `offset + limit` of the snapshot in depth-first order (children in their
     order), each as (position, depth, node): a node's `children` are node ids (`ChildIds` for a frame
-    whose children are in chunks). Reads the nodes on the page and the sizes of the subtrees it
-    skips, nothing else."""
+    whose children are in chunks). Reads the nodes on the page and the subtrees' sizes it skips by,
+    a node's children (or chunks) in one statement with their sizes, nothing else."""
     page: list[tuple[int, int, Node]] = []
     with collector_paused(), store.reader() as cursor:
-        root_size = _sizes(cursor, [stored.root_id])
-        # Depth-first with a stack of (node id, depth, subtree size, whether it is a chunk); `position`
-        # counts frames passed (a chunk is no frame: its children are its frame's).
-        stack = [(stored.root_id, 0, root_size[stored.root_id], False)]
+        read = _sized(cursor, [stored.root_id])
+        # Depth-first with a stack of (node id, depth, whether it is a chunk); `position` counts
+        # frames passed (a chunk is no frame: its children are its frame's).
+        stack = [(stored.root_id, 0, False)]
         position = 0
-        read: dict[str, Node] = {}
         while stack and len(page) < limit:
-            key, depth, size, chunk = stack.pop()
+            key, depth, chunk = stack.pop()
+            body, size = read[key]
             if position + size <= offset:
                 position += size  # the whole subtree is before the page
                 continue
-            if key not in read:  # this node and the next ones the page may show, in one statement
-                upcoming = [key] + [entry[0] for entry in reversed(stack[-(limit - len(page)) :])]
-                read.update(_bodies(cursor, upcoming))
-            node = read[key]
+            node: Node = orjson.loads(body)
             if not chunk:
                 if position >= offset:
                     children = node["children"]
@@ -265,10 +263,12 @@ def frame_page(store: Store, stored: StoredSnapshot, *, offset: int, limit: int)
                     page.append((position, depth, shown))
                 position += 1
             refs = referenced(node)
-            sizes = _sizes(cursor, refs) if refs else {}
+            missing = [ref for ref in refs if ref not in read]
+            if missing:
+                read.update(_sized(cursor, missing))
             into_chunks = "chunks" in node if chunk else isinstance(node["children"], list)
             below = depth if chunk else depth + 1
-            stack.extend((child, below, sizes[child], into_chunks) for child in reversed(refs))
+            stack.extend((child, below, into_chunks) for child in reversed(refs))
     return page
 
 
@@ -357,17 +357,18 @@ def _counts(conn: duckdb.DuckDBPyConnection, nodes: Mapping[str, Node]) -> dict[
     return counts
 
 
-def _sizes(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, int]:
-    rows = cursor.execute("SELECT node_id, frames FROM snapshot_nodes WHERE node_id = ANY($ids)", {"ids": ids})
-    sizes = dict(rows.fetchall())
-    if len(sizes) != len(set(ids)):
+def _sized(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, tuple[str, int]]:
+    """The nodes `ids` as (body, unparsed; frames in its subtree)."""
+    rows = rows_by_ids(cursor, "SELECT node_id, body, frames FROM snapshot_nodes WHERE node_id = ANY($ids)", ids)
+    found = {key: (body, frames) for key, body, frames in rows}
+    if len(found) != len(set(ids)):
         raise StoreError("frames of a stored snapshot are missing from the store")
-    return sizes
+    return found
 
 
 def _bodies(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, Node]:
-    rows = cursor.execute("SELECT node_id, body FROM snapshot_nodes WHERE node_id = ANY($ids)", {"ids": ids})
-    nodes = {key: orjson.loads(body) for key, body in rows.fetchall()}
+    rows = rows_by_ids(cursor, "SELECT node_id, body FROM snapshot_nodes WHERE node_id = ANY($ids)", ids)
+    nodes = {key: orjson.loads(body) for key, body in rows}
     if ids[0] not in nodes:
         raise StoreError(f"frame {ids[0]} of a stored snapshot is missing from the store")
     return nodes

@@ -3,7 +3,7 @@
     agent 'support' made a model request its cassette does not hold
       callId    root/agent:support:0/turn:gpt-4.1-mini:0
       cassette  tests/__snapshots__/test_bot/test_order.json
-      the request recorded at this callId (-) and this one (+):
+      the model request recorded at this callId (-) and this one (+):
         --- recorded
         +++ now
         @@ -4,7 +4,7 @@

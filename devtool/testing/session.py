@@ -38,7 +38,7 @@ from typing import Any, Final
 from devtool.core.http_sink import HttpSink
 from devtool.core.jsonvalue import JSON, describe
 from devtool.core.lookups import Lookup
-from devtool.core.run import RunScope
+from devtool.core.run import RunScope, close_with_sinks
 from devtool.core.snapshot import FrameSnapshot
 from devtool.instrument import installed_sdks
 from devtool.testing import cassette
@@ -152,10 +152,8 @@ class AgentCassette:
         if scope is None:
             return
         try:
-            scope.close(error=error)
+            close_with_sinks(scope, self._sinks, error)
         finally:
-            for sink in self._sinks:
-                sink.close()
             for name in self._placeholders:
                 os.environ.pop(name, None)
         if self.strict:

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from testkit.fake_provider import dialect
 from testkit.fake_provider.dialect import Tokens, answer_text, call_id, chunks, halves, message_text, sse
 from testkit.fake_provider.script import MISSING, Config, ErrorReply, Reply, RequestView
 
@@ -55,17 +56,7 @@ class AnthropicMessages:
         choice = body.get("tool_choice")
         forced = choice.get("name") if isinstance(choice, dict) and choice.get("type") == "tool" else None
         tools = tuple(str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict))
-        return RequestView(
-            api=self.name,
-            model=body["model"],
-            stream=body.get("stream") is True,
-            text="\n".join([system, *texts] if system else texts),
-            last=texts[-1],
-            tools=tools,
-            forced_tool=forced,
-            params=frozenset(body),
-            include_usage=True,
-        )
+        return dialect.instructed_view(self.name, body, system, texts, tools, forced)
 
     def answer(self, reply: Reply, view: RequestView, number: int) -> dict[str, Any]:
         tokens = Tokens.of(reply, view, answer_text(reply))

@@ -106,6 +106,24 @@ def sse(data: str, event: str | None = None) -> bytes:
     return f"{head}data: {data}\n\n".encode()
 
 
+def instructed_view(
+    api: str, body: dict[str, Any], instructions: str, texts: list[str], tools: tuple[str, ...], forced: str | None
+) -> RequestView:
+    """The view of a request whose system prompt (`instructions`) is a field apart from its messages'
+    `texts`, in an API that always reports usage (Anthropic's Messages, OpenAI's Responses)."""
+    return RequestView(
+        api=api,
+        model=body["model"],
+        stream=body.get("stream") is True,
+        text="\n".join([instructions, *texts] if instructions else texts),
+        last=texts[-1],
+        tools=tools,
+        forced_tool=forced,
+        params=frozenset(body),
+        include_usage=True,
+    )
+
+
 def message_text(content: Any) -> str:
     """The text of a message's content, whatever its shape (string, parts, blocks, JSON)."""
     if content is None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from testkit.fake_provider import dialect
 from testkit.fake_provider.dialect import Tokens, answer_text, call_id, chunks, halves, message_text, sse
 from testkit.fake_provider.openai_chat import OpenAIChat
 from testkit.fake_provider.script import MISSING, Config, Reply, RequestView
@@ -41,17 +42,7 @@ class OpenAIResponses(OpenAIChat):
         )
         choice = body.get("tool_choice")
         forced = choice.get("name") if isinstance(choice, dict) and choice.get("type") == "function" else None
-        return RequestView(
-            api=self.name,
-            model=body["model"],
-            stream=body.get("stream") is True,
-            text="\n".join([instructions, *texts] if instructions else texts),
-            last=texts[-1],
-            tools=tools,
-            forced_tool=forced,
-            params=frozenset(body),
-            include_usage=True,
-        )
+        return dialect.instructed_view(self.name, body, instructions, texts, tools, forced)
 
     def answer(self, reply: Reply, view: RequestView, number: int) -> dict[str, Any]:
         items = [item for item, _ in self._items(reply, number)]

@@ -14,7 +14,7 @@ import orjson
 
 from devtool.store.errors import LoadError
 from devtool.store.files import SourceFile
-from devtool.store.loaders.base import Inserted, Loader, Sample
+from devtool.store.loaders.base import Inserted, Loader, Reading, Sample
 from devtool.store.loaders.journals import JournalJsonl
 from devtool.store.loaders.otlp import OtlpJsonl
 from devtool.store.loaders.traces import TraceArray, TraceJsonl
@@ -35,7 +35,7 @@ _MAGIC = (
 _SNIFF_LINES = 20
 _WHOLE_OBJECT_LIMIT = 64 << 20
 
-__all__ = ["FALLBACK", "LOADERS", "Inserted", "Loader", "Sample", "detect"]
+__all__ = ["FALLBACK", "LOADERS", "Inserted", "Loader", "Reading", "Sample", "detect"]
 
 
 def detect(source: SourceFile) -> Loader:

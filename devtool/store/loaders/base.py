@@ -7,7 +7,7 @@ record. `scan(...)` is the slow path after such a failure: it names every bad li
 copies the good ones, as JSONL, for a second `insert` when the policy is to load the good lines.
 `bodies(...)` reads the file's events again, as their text, for the search index.
 
-Adding a format is a class with these three methods in `LOADERS` (`otlp.py` is the latest).
+Adding a format is a class with these four methods in `LOADERS` (`otlp.py` is the latest).
 """
 
 from __future__ import annotations
@@ -41,6 +41,15 @@ class Inserted:
     processes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How DuckDB's reader takes a file: as JSONL whatever the format (`jsonl`: a scan's copy of the good
+    lines), and the longest JSON object it accepts (`max_object_size`, in bytes)."""
+
+    jsonl: bool
+    max_object_size: int
+
+
 class Loader(Protocol):
     kind: str  # stored as `sources.kind`
     description: str  # what the format is called in messages
@@ -49,23 +58,15 @@ class Loader(Protocol):
         """Whether a file that starts like `sample` is in this format."""
         ...
 
-    def insert(
-        self,
-        conn: duckdb.DuckDBPyConnection,
-        path: str,
-        source_id: int,
-        *,
-        jsonl: bool,
-        max_object_size: int,
-    ) -> Inserted:
-        """Load the file at `path` (JSONL when `jsonl`, else this loader's own format) in bulk."""
+    def insert(self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, reading: Reading) -> Inserted:
+        """Load the file at `path` (as JSONL when `reading.jsonl`, else in this loader's own format) in bulk."""
         ...
 
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         """Name every bad line or element of `source`; write the good ones to `good` as JSONL."""
         ...
 
-    def bodies(self, *, jsonl: bool, max_object_size: int) -> str | None:
+    def bodies(self, reading: Reading) -> str | None:
         """The file `$path`'s TraceEvents as a relation of their JSON text (`body`), for the search
         index read beside the insert; None for a format of no events, or one whose `insert` indexes
         the words of what it stored itself."""

@@ -14,7 +14,7 @@ import duckdb
 import orjson
 
 from devtool.journal import JournalEntry, JournalError
-from devtool.store.loaders.base import Inserted, Sample
+from devtool.store.loaders.base import Inserted, Reading, Sample
 from devtool.store.rules import ISO_TIMESTAMP, journal_entry_problem
 from devtool.store.scan import Scan, scan_jsonl
 
@@ -75,16 +75,8 @@ class JournalJsonl:
         obj = sample.first_object
         return sample.first_byte != b"[" and obj is not None and ("entry_type" in obj or "process_id" in obj)
 
-    def insert(
-        self,
-        conn: duckdb.DuckDBPyConnection,
-        path: str,
-        source_id: int,
-        *,
-        jsonl: bool,
-        max_object_size: int,
-    ) -> Inserted:
-        conn.execute(_STAGE, {"path": path, "size": max_object_size})
+    def insert(self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, reading: Reading) -> Inserted:
+        conn.execute(_STAGE, {"path": path, "size": reading.max_object_size})
         unnamed = conn.execute("SELECT n, body FROM staged_entries WHERE entry_id = ''").fetchall()
         if unnamed:
             try:
@@ -101,5 +93,5 @@ class JournalJsonl:
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         return scan_jsonl(source, journal_entry_problem, good)
 
-    def bodies(self, *, jsonl: bool, max_object_size: int) -> None:
+    def bodies(self, reading: Reading) -> None:
         return None

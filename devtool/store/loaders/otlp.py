@@ -16,7 +16,7 @@ import duckdb
 
 from devtool.formats import OtlpError, decode_json_request
 from devtool.store.event_sql import insert_events
-from devtool.store.loaders.base import Inserted, Sample
+from devtool.store.loaders.base import Inserted, Reading, Sample
 from devtool.store.otlp_sql import LINE_STRIDE, events_relation, file_lines, install_macros
 from devtool.store.scan import Scan, scan_jsonl
 from devtool.store.search import index_source
@@ -35,17 +35,9 @@ class OtlpJsonl:
         obj = sample.first_object
         return bool(_HEAD.match(sample.head)) or (obj is not None and "resourceSpans" in obj)
 
-    def insert(
-        self,
-        conn: duckdb.DuckDBPyConnection,
-        path: str,
-        source_id: int,
-        *,
-        jsonl: bool,
-        max_object_size: int,
-    ) -> Inserted:
+    def insert(self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, reading: Reading) -> Inserted:
         install_macros(conn)
-        relation = events_relation(file_lines(max_object_size))
+        relation = events_relation(file_lines(reading.max_object_size))
         events, spans, traces = insert_events(conn, relation, source_id, {"path": path})
         index_source(conn, source_id)
         return Inserted(events=events, spans=spans, traces=traces)
@@ -53,7 +45,7 @@ class OtlpJsonl:
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         return scan_jsonl(source, request_problem, good)
 
-    def bodies(self, *, jsonl: bool, max_object_size: int) -> None:
+    def bodies(self, reading: Reading) -> None:
         return None  # its events are made from spans in SQL: `insert` indexes them once stored
 
 

@@ -8,7 +8,7 @@ import duckdb
 
 from devtool.store.event_gate import trace_event_problem
 from devtool.store.event_sql import file_bodies, file_relation, insert_events
-from devtool.store.loaders.base import Inserted, Sample
+from devtool.store.loaders.base import Inserted, Reading, Sample
 from devtool.store.scan import Scan, scan_array, scan_jsonl
 
 
@@ -25,22 +25,14 @@ class TraceJsonl:
         obj = sample.first_object
         return sample.first_byte != b"[" and obj is not None and looks_like_event(obj)
 
-    def insert(
-        self,
-        conn: duckdb.DuckDBPyConnection,
-        path: str,
-        source_id: int,
-        *,
-        jsonl: bool,
-        max_object_size: int,
-    ) -> Inserted:
-        return _insert(conn, file_relation("newline_delimited", max_object_size), source_id, path)
+    def insert(self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, reading: Reading) -> Inserted:
+        return _insert(conn, file_relation("newline_delimited", reading.max_object_size), source_id, path)
 
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         return scan_jsonl(source, trace_event_problem, good)
 
-    def bodies(self, *, jsonl: bool, max_object_size: int) -> str:
-        return file_bodies("newline_delimited", max_object_size)
+    def bodies(self, reading: Reading) -> str:
+        return file_bodies("newline_delimited", reading.max_object_size)
 
 
 class TraceArray:
@@ -50,23 +42,19 @@ class TraceArray:
     def claims(self, sample: Sample) -> bool:
         return sample.first_byte == b"["
 
-    def insert(
-        self,
-        conn: duckdb.DuckDBPyConnection,
-        path: str,
-        source_id: int,
-        *,
-        jsonl: bool,
-        max_object_size: int,
-    ) -> Inserted:
-        fmt = "newline_delimited" if jsonl else "array"
-        return _insert(conn, file_relation(fmt, max_object_size), source_id, path)
+    def insert(self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, reading: Reading) -> Inserted:
+        return _insert(conn, file_relation(_array_format(reading), reading.max_object_size), source_id, path)
 
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         return scan_array(source, trace_event_problem, good)
 
-    def bodies(self, *, jsonl: bool, max_object_size: int) -> str:
-        return file_bodies("newline_delimited" if jsonl else "array", max_object_size)
+    def bodies(self, reading: Reading) -> str:
+        return file_bodies(_array_format(reading), reading.max_object_size)
+
+
+def _array_format(reading: Reading) -> str:
+    """How DuckDB reads a JSON-array file: as an array, or as JSONL when it is a scan's copy of the good elements."""
+    return "newline_delimited" if reading.jsonl else "array"
 
 
 def _insert(conn: duckdb.DuckDBPyConnection, relation: str, source_id: int, path: str) -> Inserted:

@@ -252,10 +252,12 @@ class CutPoint:
 def cut_point(store: Store, trace_id: str, span_id: str, anchor: str) -> CutPoint | None:
     """The cut of a restore at span `span_id`: `before` keeps what precedes its start event, `after`
     everything up to its end event. None when the run has no such span (or no such event)."""
-    rows = store.query(
-        "SELECT start_ts, start_event_id, end_ts, end_event_id FROM spans WHERE trace_id = ? AND span_id = ?",
-        [trace_id, span_id],
-    )
+    with closing(store.reader()) as cursor:
+        # Through the run's span keys when it has them: a big run's span is then read from its row group.
+        where, params = span_keys.where_spans(cursor, trace_id, [span_id])
+        rows = cursor.execute(
+            f"SELECT start_ts, start_event_id, end_ts, end_event_id FROM spans WHERE {where}", params
+        ).fetchall()
     if not rows:
         return None
     start_ts, start_id, end_ts, end_id = rows[0]

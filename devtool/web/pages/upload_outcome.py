@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from devtool.store import LoadResult
+from devtool.store.load import counted
 from devtool.web.links import process_url, run_url
 
 
@@ -42,18 +43,14 @@ def loaded(name: str, result: LoadResult) -> FileOutcome:
         Link(f"process {process_id}", process_url(process_id)) for process_id in result.processes[:10]
     )
     if result.already_loaded:
+        message = f"already loaded ({result.held()}), nothing added{_tail(result)}"
+        return FileOutcome(name, "already", message, links, _skipped(result))
+    if not result.journal:
         what = (
-            _count(result.events, "event")
-            if result.events
-            else _count(result.journal_entries, "journal entry", "journal entries")
+            f"{counted(result.events, 'event')}, {counted(result.spans, 'span')}, {counted(len(result.traces), 'run')}"
         )
-        return FileOutcome(
-            name, "already", f"already loaded ({what}), nothing added{_tail(result)}", links, _skipped(result)
-        )
-    if result.kind.startswith("trace"):
-        what = f"{_count(result.events, 'event')}, {_count(result.spans, 'span')}, {_count(len(result.traces), 'run')}"
     else:
-        what = f"{_count(result.journal_entries, 'journal entry', 'journal entries')}"
+        what = counted(result.journal_entries, "journal entry", "journal entries")
     return FileOutcome(name, "loaded", f"loaded {what}{_tail(result)}", links, _skipped(result))
 
 
@@ -65,8 +62,4 @@ def _skipped(result: LoadResult) -> tuple[str, ...]:
 
 
 def _tail(result: LoadResult) -> str:
-    return f", {_count(result.bad_lines, 'bad line')} skipped" if result.bad_lines else ""
-
-
-def _count(n: int, one: str, many: str | None = None) -> str:
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+    return f", {counted(result.bad_lines, 'bad line')} skipped" if result.bad_lines else ""

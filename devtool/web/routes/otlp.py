@@ -29,7 +29,7 @@ refused request is stored. Access is the server's rule for every route (a team t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from starlette.concurrency import run_in_threadpool
@@ -56,6 +56,7 @@ JSON = "application/json"
 SHOWN_REJECTIONS = 20
 # google.rpc.Code: what each refusal is, for exporters that read the Status's code.
 _CODES = {400: 3, 413: 8, 415: 3, 503: 14}
+_Request = TypeVar("_Request", Decoded, DecodedLogs)
 
 
 async def export_traces(request: Request) -> Response:
@@ -101,13 +102,17 @@ async def export_logs(request: Request) -> Response:
     return _answer(refusals, protobuf, encode_logs_response, "rejectedLogRecords")
 
 
+def _media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
 def _protobuf(request: Request) -> bool:
-    return request.headers.get("content-type", "").split(";")[0].strip().lower() == PROTOBUF
+    return _media_type(request) == PROTOBUF
 
 
 async def _body(request: Request, max_bytes: int) -> tuple[bytes, str]:
     """The request's body and its encoding, once its content type and encoding are ones OTLP/HTTP uses."""
-    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    media_type = _media_type(request)
     if media_type not in (PROTOBUF, JSON):
         raise BodyError(415, f"OTLP/HTTP bodies are {PROTOBUF} or {JSON}, not {media_type or 'untyped'}")
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
@@ -121,12 +126,7 @@ def _read(
 ) -> tuple[list[CheckedEvent], Decoded]:
     """The request's spans (with the log records held for them) as TraceEvents checked at the store's
     gate, and what was decoded."""
-    if encoding == "gzip":
-        body = gunzipped(body, max_bytes)
-    try:
-        decoded = decode_protobuf_request(body) if protobuf else decode_json_request(_json(body))
-    except OtlpError as exc:
-        raise BodyError(400, str(exc)) from None
+    decoded = _decoded(body, encoding, protobuf, max_bytes, decode_protobuf_request, decode_json_request)
     if 2 * decoded.total > max_events:
         events = 2 * decoded.total
         raise BodyError(413, f"{decoded.total} spans are {events} events, over the limit of {max_events}: send fewer")
@@ -137,10 +137,23 @@ def _read(
 
 
 def _read_logs(body: bytes, encoding: str, protobuf: bool, max_bytes: int) -> DecodedLogs:
+    return _decoded(body, encoding, protobuf, max_bytes, decode_protobuf_logs, decode_json_logs)
+
+
+def _decoded(
+    body: bytes,
+    encoding: str,
+    protobuf: bool,
+    max_bytes: int,
+    from_protobuf: Callable[[bytes], _Request],
+    from_json: Callable[[Any], _Request],
+) -> _Request:
+    """`body`, inflated if gzipped, decoded as protobuf or JSON; one that is not such a request is a 400
+    in the decoder's words."""
     if encoding == "gzip":
         body = gunzipped(body, max_bytes)
     try:
-        return decode_protobuf_logs(body) if protobuf else decode_json_logs(_json(body))
+        return from_protobuf(body) if protobuf else from_json(_json(body))
     except OtlpError as exc:
         raise BodyError(400, str(exc)) from None
 
