@@ -28,6 +28,19 @@ def test_an_append_that_does_not_derive_stores_its_events_and_leaves_the_run_to_
     assert store.derive_backlog() is None
 
 
+def test_the_backlog_knows_which_runs_pending_events_end_a_root_span(store: Store) -> None:
+    t, root = running_run(1)
+    append_events(store, t.events)
+    append_events(store, t.span("turn", root), derive=False)
+    assert store.backlog.holds(t.trace_id)
+    assert not store.backlog.ends_root(t.trace_id)  # a turn's end is not its root's
+    t.end(root)
+    append_events(store, t.events[-1:], derive=False)
+    assert store.backlog.ends_root(t.trace_id)
+    store.derive_backlog()
+    assert not store.backlog.ends_root(t.trace_id)
+
+
 def test_later_appends_to_a_derived_run_are_derived_together(store: Store) -> None:
     t, root = running_run(1)
     append_events(store, t.events)

@@ -120,7 +120,9 @@ def test_a_store_of_schema_6_upgrades_with_its_costs_counts_and_words(
         conn.execute(f"ATTACH '{tmp_path / 'new.duckdb'}' AS new (READ_ONLY)")
         for table in ("sources", "events", "spans"):
             conn.execute(f"INSERT INTO {table} SELECT * FROM new.{table}")
-        conn.execute("INSERT INTO runs SELECT * EXCLUDE (prompts, tools, source_id, depth) FROM new.runs")
+        conn.execute(
+            "INSERT INTO runs SELECT * EXCLUDE (prompts, tools, source_id, depth, name_key, name_span) FROM new.runs"
+        )
         assert conn.execute("SELECT count(*) FROM runs WHERE cost_micro_usd = 955").fetchall() == [(1,)]
     upgraded = Store(path)
     try:

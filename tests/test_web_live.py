@@ -279,7 +279,9 @@ def test_a_running_runs_page_has_one_listener_and_refreshing_panes(client: TestC
     append_events(store, t.events, stream="http")
     page = html(client.get(f"/runs/{t.trace_id}?span={root}").text)
     listener = one(page, "[sse-connect]")
-    assert listener.attributes["sse-connect"] == f"/runs/{t.trace_id}/live?after={len(t.events)}"
+    # After the last event its spans cover, which it says (`spans=`): a derive beyond is told at once.
+    n = len(t.events)
+    assert listener.attributes["sse-connect"] == f"/runs/{t.trace_id}/live?after={n}&spans={n}"
     assert listener.attributes["sse-close"] == "close"
     assert listener.attributes["hx-ext"] == "sse"
     for selector in ("#run-header", "#timeline", "#tree"):

@@ -122,7 +122,8 @@ def test_a_running_turn_shows_its_answer_so_far_and_asks_again_on_live_messages(
     answer = one(page, "#detail #turn-answer")
     assert "streaming" in (answer.attributes["class"] or "")
     assert one(answer, ".content.partial").text() == "08:00 coffee, 09:00 <b>tram</b>"  # the newest, escaped
-    assert answer.attributes["hx-trigger"] == "sse:events"
+    # On each live message, and on each derive: the one that ends the turn comes after its last events.
+    assert answer.attributes["hx-trigger"] == "sse:events, sse:spans"
     assert answer.attributes["hx-get"] == f"/runs/{trace}/spans/{span}/answer"
     assert one(page, "#detail-status").text() == "running"
     assert one(page, "#run-live").attributes["sse-connect"].startswith(f"/runs/{trace}/live")

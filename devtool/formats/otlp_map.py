@@ -29,7 +29,7 @@ names are in `semconv.py`):
   {cacheReadTokens, cacheWriteTokens}}` and `costs {micro_usd}` from the DevTool's price table
   (`devtool.core.providers.pricing`) for the provider and the model that answered (else the one asked
   for), when both token counts are known: a turn that carries its usage is a model request of its
-  own to the store (`derive.MODEL_REQUEST_END`), so run totals and the detail panel count it.
+  own to the store (`run_summary.MODEL_REQUEST_END`), so run totals and the detail panel count it.
 - tools: `toolNames` `[gen_ai.tool.name | tool.name | the span name]`, and on the end one
   `toolResults` entry `{toolName, toolCallId: gen_ai.tool.call.id | tool_call.id, input:
   gen_ai.tool.call.arguments | tool_arguments | input.value, output: gen_ai.tool.call.result |

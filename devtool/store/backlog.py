@@ -36,6 +36,9 @@ class Backlog:
     def __init__(self) -> None:
         self._pending: dict[str, int] = {}
         self._in_flight: frozenset[str] = frozenset()
+        # Of those, the traces whose underived events end a root span: their runs may have finished.
+        self._ending: set[str] = set()
+        self._ending_in_flight: frozenset[str] = frozenset()
         # Guards the two fields for readers that hold none of the store's locks (a stream's check).
         self._lock = threading.Lock()
 
@@ -43,31 +46,40 @@ class Backlog:
         """Whether anything stored is not derived yet (pending, or being derived)."""
         return bool(self._pending or self._in_flight)
 
-    def add(self, firsts: Iterable[tuple[str, int]]) -> None:
-        """Record appended events: `(trace_id, first event id)` pairs."""
+    def add(self, firsts: Iterable[tuple[str, int]], *, ending: Iterable[str] = ()) -> None:
+        """Record appended events: `(trace_id, first event id)` pairs, and the traces among them whose
+        new events end a root span (`ending`)."""
         with self._lock:
             for trace_id, first in firsts:
                 if trace_id not in self._pending or first < self._pending[trace_id]:
                     self._pending[trace_id] = first
+            self._ending.update(ending)
 
     def take(self) -> dict[str, int]:
         """Everything pending, now in flight: the caller derives it, then calls `done` (or `put_back`)."""
         with self._lock:
             taken, self._pending = self._pending, {}
             self._in_flight = frozenset(taken)
+            self._ending_in_flight, self._ending = frozenset(self._ending), set()
             return taken
 
     def done(self) -> None:
         with self._lock:
-            self._in_flight = frozenset()
+            self._in_flight = self._ending_in_flight = frozenset()
 
     def put_back(self, taken: dict[str, int]) -> None:
         """A derive failed: what it took is pending again."""
         with self._lock:
-            self._in_flight = frozenset()
-        self.add(taken.items())
+            ending = self._ending_in_flight
+            self._in_flight = self._ending_in_flight = frozenset()
+        self.add(taken.items(), ending=ending)
 
     def holds(self, trace_id: str) -> bool:
         """Whether some stored events of `trace_id` are not derived yet (pending or being derived)."""
         with self._lock:
             return trace_id in self._pending or trace_id in self._in_flight
+
+    def ends_root(self, trace_id: str) -> bool:
+        """Whether the events of `trace_id` not derived yet end a root span (its run may be over)."""
+        with self._lock:
+            return trace_id in self._ending or trace_id in self._ending_in_flight

@@ -18,16 +18,18 @@ frame tree shows under a span, so a page of a tree needs no counting query.
 `refresh(conn, after_event_id)` brings spans and runs up to date with the events whose id is
 greater than `after_event_id` (of some traces only, if asked), in the caller's transaction. When
 those events start new traces (a file load, a new live run) it reads only them. When they add to
-stored traces (live ingest, a second file of one trace) it re-derives the spans they touch from all
-their events, and walks the whole trace again only when a stored span's parent or depth may have
-changed.
+stored traces (live ingest, a second file of one trace) it derives the new spans they make from
+them alone, re-derives the stored spans they touch from all their events, walks the whole trace
+again only when a stored span's parent or depth may have changed, and moves the runs' summaries by
+what changed (`run_summary.update`); a load of new runs counts their summaries whole
+(`run_summary.rebuild`).
 """
 
 from __future__ import annotations
 
 import duckdb
 
-from devtool.store import derive_stream
+from devtool.store import derive_stream, run_summary
 from devtool.store.span_sql import (
     GROUPED,
     HIDDEN_KINDS,
@@ -38,13 +40,11 @@ from devtool.store.span_sql import (
     span_projection,
 )
 
-# The end of a model request, over `events` columns: a `model:call`'s, or a turn's that counts its own
-# tokens (an OpenTelemetry chat span is the request itself; the DevTool's own turns never carry usage).
-MODEL_REQUEST_END = "(type = 'model:call:end' OR (type = 'turn:end' AND prompt_tokens IS NOT NULL))"
-
+# `{scope}`: the events to derive spans of; `{materialized}`: whether to read them once (a few) or
+# in each of the three places they are read (a load's: millions).
 _DERIVE = f"""
     CREATE OR REPLACE TEMP TABLE derived AS
-    WITH scope AS NOT MATERIALIZED (SELECT * EXCLUDE (body) FROM events WHERE {{events}}),
+    WITH scope AS {{materialized}} ({{scope}}),
     grouped AS ({GROUPED} FROM scope GROUP BY trace_id, span_id)
     SELECT {span_projection("g", "f", "e")}
     FROM grouped g
@@ -104,55 +104,6 @@ _MOVED = f"""
            OR (NOT r.instant AND r.kind NOT IN {HIDDEN_KINDS}) <> (NOT d.instant AND d.kind NOT IN {HIDDEN_KINDS}))
 """
 
-# A run's counts are of the spans its page shows (the frame tree and the timeline): a log line, an error
-# event or a model call inside a turn is not one more span, and the runs list, the run's header and
-# the load's summary all say the same number.
-_RUNS = f"""
-    INSERT INTO runs
-    SELECT
-        e.trace_id,
-        coalesce(s.name, e.trace_id),
-        e.started, e.ended,
-        coalesce(s.status, 'completed'),
-        e.n, coalesce(s.spans, 0), coalesce(s.agents, 0), coalesce(s.failed, 0), coalesce(s.running, 0),
-        e.prompt_tokens, e.completion_tokens,
-        coalesce(s.agent_ids, ''),
-        e.first_id, e.last_id,
-        e.cost_micro_usd, e.unpriced_calls,
-        coalesce(s.prompts, 0), coalesce(s.tools, 0), e.source_id, coalesce(s.depth, 0)
-    FROM (
-        SELECT trace_id, count(*) AS n, min(ts) AS started, max(ts) AS ended,
-               coalesce(sum(prompt_tokens) FILTER (WHERE {MODEL_REQUEST_END}), 0) AS prompt_tokens,
-               coalesce(sum(completion_tokens) FILTER (WHERE {MODEL_REQUEST_END}), 0) AS completion_tokens,
-               min(event_id) AS first_id, max(event_id) AS last_id, arg_min(source_id, event_id) AS source_id,
-               sum(cost_micro_usd) FILTER (WHERE {MODEL_REQUEST_END}) AS cost_micro_usd,
-               count(*) FILTER (WHERE {MODEL_REQUEST_END} AND success AND cost_micro_usd IS NULL) AS unpriced_calls
-        FROM events WHERE trace_id IN (SELECT trace_id FROM touched_traces)
-        GROUP BY trace_id
-    ) e
-    LEFT JOIN (
-        SELECT trace_id,
-               coalesce(arg_min(name, depth * 1e15 + start_ts) FILTER (WHERE kind = 'agent'),
-                        arg_min(name, start_ts) FILTER (WHERE depth = 0 AND NOT instant)) AS name,
-               -- A span whose parent is not stored has a parent still open: OpenTelemetry sends a span
-               -- when it ends, so its children come first and the run runs until its root arrives.
-               CASE WHEN bool_or(status = 'running' OR parent_span_id IS NOT NULL)
-                             FILTER (WHERE depth = 0 AND NOT instant) THEN 'running'
-                    WHEN bool_or(status = 'failed') FILTER (WHERE depth = 0 AND NOT instant) THEN 'failed'
-                    ELSE 'completed' END AS status,
-               count(*) FILTER (WHERE {SHOWN}) AS spans,
-               count(*) FILTER (WHERE kind = 'agent') AS agents,
-               count(*) FILTER (WHERE status = 'failed' AND {SHOWN}) AS failed,
-               count(*) FILTER (WHERE status = 'running' AND {SHOWN}) AS running,
-               string_agg(DISTINCT agent_id, ' ' ORDER BY agent_id) FILTER (WHERE kind = 'agent') AS agent_ids,
-               count(*) FILTER (WHERE kind = 'turn') AS prompts,
-               coalesce(sum(len(string_split(name, ', '))) FILTER (WHERE kind = 'tools:execute'), 0) AS tools,
-               max(depth) AS depth
-        FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces)
-        GROUP BY trace_id
-    ) s USING (trace_id)
-"""
-
 
 def refresh(
     conn: duckdb.DuckDBPyConnection,
@@ -179,42 +130,65 @@ def refresh(
     stored = conn.execute("SELECT count(*) FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
     all_new = stored.fetchall()[0][0] == 0
     last = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
+    incremental = False
     if all_new and traces is None and last - after_event_id > chunk:
         # A big load of new runs: a chunk of events at a time, so memory does not grow with the file.
         derived = derive_stream.derive_new(conn, after_event_id, last, size=chunk).spans
         if derive_stream.find_duplicates(conn):
-            rederive(conn)
-            conn.execute("DROP TABLE derived; DROP TABLE placed")
+            rederive(conn, None)
+            conn.execute("DROP TABLE derived; DROP TABLE placed; DROP TABLE replaced")
         derive_stream.fix_places(conn)
     else:
         if all_new:
-            conn.execute(_DERIVE.format(events=new))
+            scope = f"SELECT * EXCLUDE (body) FROM events WHERE {new}"
+            conn.execute(_DERIVE.format(scope=scope, materialized="NOT MATERIALIZED"))
             conn.execute(LOG_NAMES.format(where="true"))
             conn.execute(_PLACE)
             conn.execute(_INSERT)
         else:
             touched = f"SELECT DISTINCT trace_id, span_id FROM events WHERE {new}"
             conn.execute(f"CREATE OR REPLACE TEMP TABLE touched_spans AS {touched}")
-            rederive(conn)
+            moved = rederive(conn, after_event_id)
+            run_summary.update(conn, after_event_id, moved=moved)
+            conn.execute("DROP TABLE replaced")
+            incremental = True
         derived = int(conn.execute(f"SELECT count(*) FROM derived WHERE {SHOWN}").fetchall()[0][0])
         conn.execute("DROP TABLE derived; DROP TABLE placed")
-    conn.execute("DELETE FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
-    conn.execute(_RUNS)
+    if not incremental:
+        run_summary.rebuild(conn)
     traces = tuple(row[0] for row in conn.execute("SELECT trace_id FROM touched_traces ORDER BY 1").fetchall())
     conn.execute("DROP TABLE touched_traces")
     return derived, traces
 
 
-def rederive(conn: duckdb.DuckDBPyConnection) -> None:
-    """Derive the stored spans in `touched_spans` again from all their events (of traces in
-    `touched_traces`), move what moved under them, and recount children; leaves `derived` and `placed`."""
+def rederive(conn: duckdb.DuckDBPyConnection, after_event_id: int | None) -> bool:
+    """Derive the spans in `touched_spans` (of traces in `touched_traces`) again from all their events,
+    move what moved under them, and recount children; leaves `derived` and `placed` (the spans as they
+    are now) and `replaced` (the stored ones as they were). Returns whether other stored spans moved
+    with them (to another depth or frame parent).
+
+    With `after_event_id` (every event up to it is derived), a span not stored has no event up to it
+    (else it would be stored): its events are read from those after it only, and the events up to
+    it are read for the stored spans alone, when there are any. A live append's new spans, most of
+    what it touches, then cost what their events do, not what the run does.
+    """
     touched = "(trace_id, span_id) IN (SELECT (trace_id, span_id) FROM touched_spans)"
     conn.execute(
         f"CREATE OR REPLACE TEMP TABLE replaced AS "
-        f"SELECT trace_id, span_id, kind, instant, depth, frame_parent_id FROM spans WHERE {touched}"
+        "SELECT trace_id, span_id, kind, instant, depth, frame_parent_id, name, status, parent_span_id, start_ts "
+        f"FROM spans WHERE {touched}"
     )
+    stored = conn.execute("SELECT count(*) FROM replaced").fetchall()[0][0] > 0
     conn.execute(f"DELETE FROM spans WHERE {touched}")
-    conn.execute(_DERIVE.format(events=f"trace_id IN (SELECT trace_id FROM touched_traces) AND {touched}"))
+    of_runs = "SELECT * EXCLUDE (body) FROM events WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND"
+    if after_event_id is None:
+        scope = f"{of_runs} {touched}"
+    else:
+        scope = f"{of_runs} event_id > {int(after_event_id)} AND {touched}"
+        if stored:
+            replaced = "(trace_id, span_id) IN (SELECT (trace_id, span_id) FROM replaced)"
+            scope = f"{scope} AND NOT {replaced} UNION ALL {of_runs} {replaced}"
+    conn.execute(_DERIVE.format(scope=scope, materialized="MATERIALIZED"))
     conn.execute(LOG_NAMES.format(where="true"))
     conn.execute(_PLACE)
     moved = conn.execute(_MOVED).fetchall()[0][0]
@@ -230,4 +204,5 @@ def rederive(conn: duckdb.DuckDBPyConnection) -> None:
         )
     conn.execute(f"CREATE OR REPLACE TEMP TABLE recount AS SELECT * FROM ({recount}) r(trace_id, span_id)")
     conn.execute(RECOUNT)
-    conn.execute("DROP TABLE touched_spans; DROP TABLE replaced; DROP TABLE recount")
+    conn.execute("DROP TABLE touched_spans; DROP TABLE recount")
+    return bool(moved)

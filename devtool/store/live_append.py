@@ -74,11 +74,12 @@ def store_events(
             conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [count, source_id])
             first = last - count + 1
             ids = {slot: first + place for place, slot in enumerate(new)}
-            store.backlog.add(
-                conn.execute(
-                    "SELECT trace_id, min(event_id) FROM events WHERE event_id >= ? GROUP BY trace_id", [first]
-                ).fetchall()
-            )
+            added = conn.execute(
+                "SELECT trace_id, min(event_id), bool_or(parent_span_id IS NULL AND type LIKE '%:end') "
+                "FROM events WHERE event_id >= ? GROUP BY trace_id",
+                [first],
+            ).fetchall()
+            store.backlog.add([(trace, low) for trace, low, _ in added], ending=[t for t, _, end in added if end])
     if derive and ids:
         store.derive_backlog()
     return [

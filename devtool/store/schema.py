@@ -51,6 +51,9 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   7 MB at three million events). `rewind_frames.aggregate` and `rewind_chunks.aggregate` keep each sealed frame's
   and chunk's `budgetState.aggregate` beside the index, so that a cut reads them without reading
   nodes; indexes made before have none and are dropped (the server makes them again).
+- Migration 9 gives runs the key of the span that names them (`name_key`, `name_span`: see
+  `run_summary.py`), so an append updates a run's summary from what it changed; a run stored before
+  has none until its next append, which counts it whole once.
 """
 
 from __future__ import annotations
@@ -330,5 +333,9 @@ MIGRATIONS: list[str] = [
     DELETE FROM rewind_chunks;
     ALTER TABLE rewind_frames ADD COLUMN aggregate JSON;
     ALTER TABLE rewind_chunks ADD COLUMN aggregate JSON;
+    """,
+    """
+    ALTER TABLE runs ADD COLUMN name_key DOUBLE;
+    ALTER TABLE runs ADD COLUMN name_span VARCHAR;
     """,
 ]

@@ -1,4 +1,5 @@
-"""What live streams ask the store beyond `events_after`: runs changed after an id, where a followed file resumes.
+"""What live streams ask the store beyond `events_after`: runs changed after an id, how far a run is
+derived, where a followed file resumes.
 
 A runs-list stream that reconnects with `Last-Event-ID: N` needs the runs whose events came after
 N; `runs.last_event_id` (kept by every load and append) answers it without reading events. A server
@@ -17,6 +18,19 @@ def runs_changed_after(store: Store, after_id: int) -> list[tuple[str, int]]:
         "SELECT trace_id, last_event_id FROM runs WHERE last_event_id > ? ORDER BY last_event_id", [after_id]
     )
     return [(str(trace_id), int(last)) for trace_id, last in rows]
+
+
+def run_status(store: Store, trace_id: str) -> str | None:
+    """The run's status as derived so far (None when it has no summary yet)."""
+    rows = store.query("SELECT status FROM runs WHERE trace_id = ?", [trace_id])
+    return str(rows[0][0]) if rows else None
+
+
+def derived_through(store: Store, trace_id: str) -> int:
+    """The last event of the run its spans and summary cover (0 when it has no summary yet): where a
+    page that shows them starts its live stream."""
+    rows = store.query("SELECT last_event_id FROM runs WHERE trace_id = ?", [trace_id])
+    return int(rows[0][0]) if rows else 0
 
 
 def stream_resume_point(store: Store, stream: str, first_event: str) -> int:

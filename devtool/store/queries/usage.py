@@ -2,7 +2,7 @@
 
 Each real model request is a `model:call` span whose end event carries its usage and cost (kept as
 columns: `prompt_tokens`, `completion_tokens`, `cost_micro_usd`), or a turn whose end carries its own
-(an OpenTelemetry chat span: `derive.MODEL_REQUEST_END`). What a span used is the sum over
+(an OpenTelemetry chat span: `run_summary.MODEL_REQUEST_END`). What a span used is the sum over
 the model calls in its subtree, found by walking up from the calls to it. Only the spans that start
 within the span's time and no higher than it can be on the way (a subtree starts within its root),
 so the walk reads a small slice of a big run for a small span, and the whole run only for a span that

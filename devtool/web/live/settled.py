@@ -7,20 +7,39 @@ not find it. So every request but the few that never read derived tables (the in
 is what must stay fast, the live streams, which say when the derive is done, and static files) first
 settles the backlog: nothing to do when it is empty, else one derive (tens of milliseconds). The
 wait is part of the answer's time, so it says how long it was: `Server-Timing: settle;dur=<ms>`.
+
+The exception is the view of a run still running (`GET /runs/<id>` and the panes it refreshes): it
+shows the run as derived so far, at once, and its live stream brings the rest. The page starts its
+stream after the last event its spans cover (`derived_through`), so the stream sends the events the
+page did not show and, if a derive covering them committed before the stream subscribed, a `spans`
+message that redraws the panes (`?spans=`, `RunFeed`); a derive after that reaches it as any other.
+Under a steady stream there is always a derive pending, and waiting for it made most of such a
+page's time. A view of a run with nothing pending does not wait for other runs' derives either. A
+finished run with events pending (its last events must all show: its page does not listen), a run
+whose pending events end a root span (it may have just finished: the exporter that sent its root's
+end then opens a page of the run whole) and a run not derived at all yet wait as before; so do
+actions (rewind, fork, compare, export) and other pages.
 """
 
 from __future__ import annotations
 
 import time
 
+from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from devtool.store.queries.live import run_status
 from devtool.web.live.appender import Appender
+from devtool.web.paths import IdConvertor
 
 # Where the wait is noted in the request's scope, for `Server-Timing` (`response_headers.py`).
 SETTLE_MS = "devtool.settle_ms"
 _UNSETTLED_PREFIXES = ("/static/", "/api/v1/traces")
 _UNSETTLED_SUFFIXES = ("/live", "/live/runs")
+# The views of a run a live page shows and refreshes, after `/runs/<id>`: they only read its spans.
+_VIEWS = {(), ("select",), ("timeline",), ("header",), ("tree",), ("search",)}
+_SPAN_VIEWS = {("tree", "children"), ("spans", "usage"), ("spans", "answer")}
+_ID = IdConvertor()
 
 
 class Settled:
@@ -33,8 +52,34 @@ class Settled:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self.appender.store.backlog:
             path: str = scope["path"]
-            if not path.startswith(_UNSETTLED_PREFIXES) and not path.endswith(_UNSETTLED_SUFFIXES):
+            unsettled = path.startswith(_UNSETTLED_PREFIXES) or path.endswith(_UNSETTLED_SUFFIXES)
+            if not unsettled and not await self._live_view(scope):
                 began = time.perf_counter()
                 await self.appender.settle()
                 scope[SETTLE_MS] = (time.perf_counter() - began) * 1000
         await self.app(scope, receive, send)
+
+    async def _live_view(self, scope: Scope) -> bool:
+        """Whether the request reads a view of a run that need not wait: nothing of the run is pending
+        (other runs' derives change nothing it shows), or it is running."""
+        trace_id = live_view_of(scope["method"], scope["path"])
+        store = self.appender.store
+        if trace_id is None:
+            return False
+        if not store.backlog.holds(trace_id):
+            return True
+        if store.backlog.ends_root(trace_id):
+            return False  # it may have just finished: a finished run's page shows all of it
+        return await run_in_threadpool(run_status, store, trace_id) == "running"
+
+
+def live_view_of(method: str, path: str) -> str | None:
+    """The trace id of a run's view that may show the run as derived so far (a GET of the page or a
+    pane it refreshes), else None."""
+    parts = path.split("/")
+    if method != "GET" or len(parts) < 3 or parts[:2] != ["", "runs"] or not parts[2]:
+        return None
+    rest = tuple(parts[3:])
+    if rest in _VIEWS or (len(rest) == 3 and (rest[0], rest[2]) in _SPAN_VIEWS and rest[1]):
+        return _ID.convert(parts[2])
+    return None

@@ -13,7 +13,9 @@ Messages, JSON in `data`:
   sent as soon as the events are stored;
 - `spans` (run stream) `{"through": N}`: the run's spans and summary now cover every event up to N
   (they are derived a moment after the events are stored: see `appender.py`); what a page redraws
-  on. It has no `id`: a reconnecting browser resumes from the events it got;
+  on. It has no `id`: a reconnecting browser resumes from the events it got. A stream asked with
+  `?spans=M` (a page drawn from the spans up to M) sends one as soon as it has caught up, when the
+  spans cover more than M by then;
 - `runs` (runs list): `{"traces": [trace ids that changed]}`, once their summaries are derived;
 - `resync` `{"after": N}`: the client fell `queue_limit` events behind and the broker dropped its
   queue, or it resumed from an id this store never gave (the database was replaced: N is 0); the
@@ -42,7 +44,7 @@ from starlette.responses import JSONResponse, Response
 
 from devtool.store import NotFoundError, Store
 from devtool.store.queries import events_after, get_run, last_event_id
-from devtool.store.queries.live import runs_changed_after
+from devtool.store.queries.live import derived_through, runs_changed_after
 from devtool.web.live.broker import LiveEvent, Subscription
 from devtool.web.state import state
 
@@ -83,25 +85,39 @@ class Feed(Protocol):
 
 
 class RunFeed:
-    """One run's events; over when the run is (its root spans have ended and its summary says so)."""
+    """One run's events; over when the run is (its root spans have ended and its summary says so).
+
+    `drawn`: the last event the spans a page shows cover (its `?spans=`), when the page was drawn from
+    what was derived so far (`settled.py`): a derive beyond it is told at once, as a `spans` message.
+    """
 
     events = True
 
-    def __init__(self, store: Store, trace_id: str, interval: float) -> None:
+    def __init__(self, store: Store, trace_id: str, interval: float, *, drawn: int | None = None) -> None:
         self.store = store
         self.trace_id: str | None = trace_id
         self.interval = interval
+        self.drawn = drawn
         # Whether the run's status is worth asking: at the start, and once a root span's end went out.
         self._may_be_over = True
 
     async def missed(self, after: int) -> AsyncIterator[tuple[ServerSentEvent, int]]:
+        assert self.trace_id is not None
         while True:
             page = await run_in_threadpool(events_after, self.store, after, trace_id=self.trace_id, limit=PAGE)
             if page:
                 after = page[-1].event_id
                 yield self.message([LiveEvent.of(stored.event_id, stored.event) for stored in page]), after
             if len(page) < PAGE:
-                return
+                break
+        if self.drawn is None:
+            return
+        # A derive beyond what the page shows that committed before this stream subscribed (or while
+        # the browser was away) was never told to it: tell it now.
+        through = await run_in_threadpool(derived_through, self.store, self.trace_id)
+        if through > self.drawn:
+            self.drawn = through
+            yield ServerSentEvent(data=orjson.dumps({"through": through}).decode(), event="spans"), after
 
     def message(self, events: Sequence[LiveEvent]) -> ServerSentEvent:
         if any(event.ends_root_span for event in events):
@@ -230,10 +246,15 @@ def _start(request: Request) -> int | Response:
     ):
         if value is None or value == "":
             continue
-        if not (value.isascii() and value.isdigit() and int(value) <= MAX_EVENT_ID):
-            return JSONResponse({"error": f"{name} must be an event id (a whole number >= 0), got {value[:40]!r}"}, 400)
-        return int(value)
+        return event_id(name, value)
     return 0
+
+
+def event_id(name: str, value: str) -> int | Response:
+    """`value` (of parameter `name`) as an event id, or a 400 saying what is wrong."""
+    if not (value.isascii() and value.isdigit() and int(value) <= MAX_EVENT_ID):
+        return JSONResponse({"error": f"{name} must be an event id (a whole number >= 0), got {value[:40]!r}"}, 400)
+    return int(value)
 
 
 def sse_response(request: Request, feed: Feed) -> Response:

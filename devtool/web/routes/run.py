@@ -33,13 +33,14 @@ from starlette.routing import Route
 from devtool.actions.run_rewind import RewindError, rewind
 from devtool.store import NotFoundError, Store
 from devtool.store.export import export_run, export_run_otlp, export_run_perfetto
-from devtool.store.queries import get_run, last_event_id
+from devtool.store.queries import get_run
+from devtool.store.queries.live import derived_through
 from devtool.store.queries.navigation import first_span_in, search_spans
 from devtool.store.queries.run_meta import replays_of, run_exists, run_metadata, snapshot_dumps
 from devtool.store.queries.usage import span_usage
 from devtool.web.auth import user_of
 from devtool.web.forms import form_of
-from devtool.web.live.streams import RunFeed, sse_response
+from devtool.web.live.streams import RunFeed, event_id, sse_response
 from devtool.web.pages.compare import CompareError, compare
 from devtool.web.pages.frame_tree import children_page, run_tree
 from devtool.web.pages.run_url_state import BadUrlState, RunUrlState
@@ -60,8 +61,9 @@ def run_page(request: Request) -> Response:
         url_state = _picked(store, trace_id, url_state, request.query_params["pick"])
         if not wants_fragment(request):
             return RedirectResponse(url_state.url(trace_id), 303)
-    # Read first: the page's live stream starts after it, so nothing stored while it renders is missed.
-    live_after = last_event_id(store)
+    # Read first: the page's live stream starts after the last event its spans cover, so nothing stored
+    # meanwhile is missed, nor what a live run's page shows before its derive (`live/settled.py`).
+    live_after = derived_through(store, trace_id)
     run = _or_404(get_run, store, trace_id)
     if run.kind != "trace":
         raise HTTPException(404, f"{trace_id} is a process journal: see /processes/{trace_id}")
@@ -238,7 +240,12 @@ async def run_export(request: Request) -> Response:
 
 async def run_live(request: Request) -> Response:
     app = state(request)
-    return sse_response(request, RunFeed(app.store, request.path_params["trace_id"], app.settings.live_interval))
+    drawn = request.query_params.get("spans")
+    checked = None if drawn is None else event_id("spans", drawn)
+    if isinstance(checked, Response):
+        return checked
+    feed = RunFeed(app.store, request.path_params["trace_id"], app.settings.live_interval, drawn=checked)
+    return sse_response(request, feed)
 
 
 def _picked(store: Store, trace_id: str, url_state: RunUrlState, pick: str) -> RunUrlState:
