@@ -32,12 +32,13 @@ import duckdb
 from devtool.store import derive_stream, run_summary
 from devtool.store.span_sql import (
     GROUPED,
-    HIDDEN_KINDS,
     LOG_NAMES,
     RECOUNT,
     REWALK,
     SHOWN,
+    shown,
     span_projection,
+    walk_down,
 )
 
 # `{scope}`: the events to derive spans of; `{materialized}`: whether to read them once (a few) or
@@ -59,18 +60,13 @@ _PLACE = f"""
         SELECT d.trace_id, d.span_id,
                coalesce(p.depth + 1, 0),
                CASE WHEN p.span_id IS NULL THEN NULL
-                    WHEN NOT p.instant AND p.kind NOT IN {HIDDEN_KINDS} THEN p.span_id
+                    WHEN {shown("p")} THEN p.span_id
                     ELSE p.frame_parent_id END,
-               NOT d.instant AND d.kind NOT IN {HIDDEN_KINDS}
+               {shown("d")}
         FROM derived d
         ANTI JOIN derived q ON q.trace_id = d.trace_id AND q.span_id = d.parent_span_id
         LEFT JOIN spans p ON p.trace_id = d.trace_id AND p.span_id = d.parent_span_id
-        UNION ALL
-        SELECT c.trace_id, c.span_id, w.depth + 1,
-               CASE WHEN w.shown THEN w.span_id ELSE w.frame_parent_id END,
-               NOT c.instant AND c.kind NOT IN {HIDDEN_KINDS}
-        FROM walk w JOIN derived c ON c.trace_id = w.trace_id AND c.parent_span_id = w.span_id
-        WHERE w.depth < 100000
+        UNION ALL {walk_down("derived")}
     )
     SELECT trace_id, span_id, depth, frame_parent_id FROM walk
 """
@@ -101,7 +97,7 @@ _MOVED = f"""
     WHERE NOT EXISTS (SELECT 1 FROM derived x WHERE x.trace_id = s.trace_id AND x.span_id = s.span_id)
       AND (r.span_id IS NULL OR r.depth <> coalesce(p.depth, 0)
            OR r.frame_parent_id IS DISTINCT FROM p.frame_parent_id
-           OR (NOT r.instant AND r.kind NOT IN {HIDDEN_KINDS}) <> (NOT d.instant AND d.kind NOT IN {HIDDEN_KINDS}))
+           OR ({shown("r")}) <> ({shown("d")}))
 """
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from devtool.store.span_sql import GROUPED, HIDDEN_KINDS, LOG_NAMES, RECOUNT, REWALK, SHOWN, span_projection
+from devtool.store.span_sql import GROUPED, LOG_NAMES, RECOUNT, REWALK, SHOWN, shown, span_projection
 
 CHUNK = 1_000_000
 
@@ -38,7 +38,7 @@ CHUNK = 1_000_000
 _FIRST_COLUMNS: tuple[str, ...] = ("type", "parent_span_id", "label", "agent_id", "call_id", "ts", "success")
 _FIRST_COLUMNS += ("error", "content_hash", "cache")
 _FIRST = ", ".join(_FIRST_COLUMNS)
-_SHOWN_D = f"NOT d.instant AND d.kind NOT IN {HIDDEN_KINDS}"
+_SHOWN_D = shown("d")
 
 _SETUP = """
     CREATE OR REPLACE TEMP TABLE stream_open (

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from devtool.store.run_caches import stale_runs
-from devtool.store.span_sql import HIDDEN_KINDS
+from devtool.store.span_sql import HIDDEN_KINDS, shown
 
 if TYPE_CHECKING:
     from devtool.store.database import Store
@@ -61,13 +61,13 @@ _BUILD = f"""
     SELECT hash(s.trace_id, coalesce(s.frame_parent_id, '')) AS key, k.run, s.frame_parent_id, s.start_ts,
            s.start_event_id, s.span_id
     FROM spans s JOIN keyed_runs k USING (trace_id)
-    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant AND s.kind NOT IN {HIDDEN_KINDS}
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
     ORDER BY key, s.start_ts, s.start_event_id;
     INSERT INTO span_text
     SELECT k.run, s.start_ts, s.start_event_id, s.span_id,
            lower(concat_ws(chr({_SEPARATOR}), s.name, s.agent_id, s.call_id, s.span_id, s.error)), s.name, s.kind
     FROM spans s JOIN keyed_runs k USING (trace_id)
-    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant AND s.kind NOT IN {HIDDEN_KINDS}
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
     ORDER BY k.run, s.start_ts, s.start_event_id;
     INSERT INTO span_tiles
     SELECT s.trace_id, s.depth,
@@ -79,7 +79,7 @@ _BUILD = f"""
            CASE WHEN min(hash(s.frame_parent_id)) = max(hash(s.frame_parent_id)) THEN any_value(s.frame_parent_id) END,
            min(hash(s.name)) = max(hash(s.name))
     FROM spans s JOIN keyed_runs k USING (trace_id) JOIN runs r USING (trace_id)
-    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND NOT s.instant AND s.kind NOT IN {HIDDEN_KINDS}
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
     GROUP BY ALL
     ORDER BY s.trace_id, start_tile;
 """

@@ -19,7 +19,26 @@ RANK = f"""
          ELSE event_id + {POINT} END
 """
 
-SHOWN = f"NOT instant AND kind NOT IN {HIDDEN_KINDS}"
+
+def shown(alias: str = "") -> str:
+    """Whether the span (of `alias`, when given) is a frame of the tree: not an instant, not of a kind it
+    looks through. One rule for the walks that place spans and for the counts of shown spans."""
+    column = f"{alias}." if alias else ""
+    return f"NOT {column}instant AND {column}kind NOT IN {HIDDEN_KINDS}"
+
+
+SHOWN = shown()
+
+
+def walk_down(source: str) -> str:
+    """The recursive step of a `walk(trace_id, span_id, depth, frame_parent_id, shown)`: each span of
+    `source` under a placed one, a level deeper, its frame parent the nearest shown span above it."""
+    return f"""
+        SELECT c.trace_id, c.span_id, w.depth + 1,
+               CASE WHEN w.shown THEN w.span_id ELSE w.frame_parent_id END,
+               {shown("c")}
+        FROM walk w JOIN {source} c ON c.trace_id = w.trace_id AND c.parent_span_id = w.span_id
+        WHERE w.depth < 100000"""
 
 
 def span_projection(g: str, f: str, e: str) -> str:
@@ -95,14 +114,9 @@ REWALK = f"""
             WHERE trace_id IN (SELECT trace_id FROM {{traces}})
         ),
         walk(trace_id, span_id, depth, frame_parent_id, shown) AS (
-            SELECT s.trace_id, s.span_id, 0, NULL::VARCHAR, NOT s.instant AND s.kind NOT IN {HIDDEN_KINDS}
+            SELECT s.trace_id, s.span_id, 0, NULL::VARCHAR, {shown("s")}
             FROM scope s ANTI JOIN scope p ON p.trace_id = s.trace_id AND p.span_id = s.parent_span_id
-            UNION ALL
-            SELECT c.trace_id, c.span_id, w.depth + 1,
-                   CASE WHEN w.shown THEN w.span_id ELSE w.frame_parent_id END,
-                   NOT c.instant AND c.kind NOT IN {HIDDEN_KINDS}
-            FROM walk w JOIN scope c ON c.trace_id = w.trace_id AND c.parent_span_id = w.span_id
-            WHERE w.depth < 100000
+            UNION ALL {walk_down("scope")}
         )
         SELECT s.trace_id, s.span_id, coalesce(w.depth, 0) AS depth, w.frame_parent_id
         FROM scope s LEFT JOIN walk w USING (trace_id, span_id)

@@ -24,12 +24,11 @@ from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 from devtool.store.queries.events import event_fields
-from devtool.store.span_sql import HIDDEN_KINDS
+from devtool.store.span_sql import SHOWN
 
 TOOL_RESULT = "tool"
 _CROWD = 1000  # children past which a parent's page is a query of its own
 
-_SHOWN = f"NOT instant AND kind NOT IN {HIDDEN_KINDS}"
 _COLUMNS = (
     "span_id, kind, name, agent_id, call_id, status, start_ts, end_ts, content_hash, cache, error, "
     "frame_children, end_event_id, start_event_id"
@@ -118,7 +117,7 @@ def frame_tree(
     """
     with store.reader() as cursor:
         if span_id is None:
-            where = f"trace_id = ? AND frame_parent_id IS NULL AND {_SHOWN}"
+            where = f"trace_id = ? AND frame_parent_id IS NULL AND {SHOWN}"
             root_count = span_keys.count(cursor, trace_id, None)
             if root_count is None:
                 root_count = cursor.execute(f"SELECT count(*) FROM spans WHERE {where}", [trace_id]).fetchall()[0][0]
@@ -244,7 +243,7 @@ def _load_children(
             parent.children.extend(_located(cursor, trace_id, ids))
         else:
             rows = cursor.execute(
-                f"SELECT {_COLUMNS} FROM spans WHERE trace_id = ? AND {_SHOWN} AND frame_parent_id = ? "
+                f"SELECT {_COLUMNS} FROM spans WHERE trace_id = ? AND {SHOWN} AND frame_parent_id = ? "
                 "ORDER BY start_ts, start_event_id LIMIT ? OFFSET ?",
                 [trace_id, parent.node.span_id, size, offset],
             ).fetchall()
@@ -271,7 +270,7 @@ def _load_children(
             f"""
             SELECT frame_parent_id, {_COLUMNS} FROM (
                 SELECT *, row_number() OVER (PARTITION BY frame_parent_id ORDER BY start_ts, start_event_id) - 1 AS i
-                FROM spans WHERE trace_id = ? AND {_SHOWN} AND frame_parent_id IN ({_placeholders(few)})
+                FROM spans WHERE trace_id = ? AND {SHOWN} AND frame_parent_id IN ({_placeholders(few)})
             ) WHERE i >= ? AND i < ? ORDER BY i, frame_parent_id LIMIT ?
             """,
             [trace_id, *few, offset, offset + page_size, budget - len(loaded)],

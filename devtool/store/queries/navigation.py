@@ -21,9 +21,8 @@ from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 from devtool.store.queries.events import event_fields
-from devtool.store.span_sql import HIDDEN_KINDS
+from devtool.store.span_sql import SHOWN, shown
 
-_SHOWN = f"NOT instant AND kind NOT IN {HIDDEN_KINDS}"
 MEMORY_CHARS = 64 << 10  # of a generation's memory read back for a snapshot page
 
 
@@ -77,7 +76,7 @@ def frame_path(store: Store, trace_id: str, span_id: str) -> list[PathStep]:
     rows = store.query(
         f"""
         WITH RECURSIVE up(span_id, frame_parent_id, shown, hops, kind, agent_id, start_ts, start_event_id) AS (
-            SELECT span_id, frame_parent_id, {_SHOWN}, 0, kind, agent_id, start_ts, start_event_id
+            SELECT span_id, frame_parent_id, {SHOWN}, 0, kind, agent_id, start_ts, start_event_id
             FROM spans WHERE trace_id = $trace AND span_id = $span
             UNION ALL
             SELECT s.span_id, s.frame_parent_id, true, up.hops + 1, s.kind, s.agent_id, s.start_ts, s.start_event_id
@@ -88,7 +87,7 @@ def frame_path(store: Store, trace_id: str, span_id: str) -> list[PathStep]:
         -- with one join, not by numbering every sibling (a parent can have tens of thousands).
         SELECT up.span_id, count(sibling.span_id), any_value(up.kind), any_value(up.agent_id)
         FROM up LEFT JOIN spans sibling
-          ON sibling.trace_id = $trace AND NOT sibling.instant AND sibling.kind NOT IN {HIDDEN_KINDS}
+          ON sibling.trace_id = $trace AND {shown("sibling")}
          AND coalesce(sibling.frame_parent_id, '') = coalesce(up.frame_parent_id, '')
          AND (sibling.start_ts < up.start_ts
               OR (sibling.start_ts = up.start_ts AND sibling.start_event_id < up.start_event_id))
@@ -183,7 +182,7 @@ def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> 
     rows = store.query(
         f"""
         SELECT {_HIT} FROM spans
-        WHERE trace_id = $trace AND {_SHOWN} AND (
+        WHERE trace_id = $trace AND {SHOWN} AND (
             name ILIKE $p ESCAPE '\\' OR agent_id ILIKE $p ESCAPE '\\' OR call_id ILIKE $p ESCAPE '\\'
             OR span_id ILIKE $p ESCAPE '\\' OR error ILIKE $p ESCAPE '\\')
         ORDER BY {span_hit_order()} LIMIT $limit
