@@ -165,14 +165,22 @@ def test_a_merged_bar_says_what_it_holds_and_a_click_selects_its_first_span(
     open_run(page, f"{server.url}runs/{trace_id}")
     whole = window(page)
     # Calls too short to draw merge, per kind: a bar of tool calls says how many and which tool.
-    merged = page.locator("#bars rect.bar.merged").first
+    # Bars too short to draw are drawn 4 px wide, over the next one's start; a later bar in the page
+    # may lie over an earlier one's left edge, so the bar taken is one whose left edge is its own.
+    uncovered = page.evaluate(
+        """() => [...document.querySelectorAll('#bars rect.bar.merged')].findIndex((bar) => {
+            const box = bar.getBoundingClientRect();
+            return document.elementFromPoint(box.left + 1, box.top + 8) === bar;
+        })"""
+    )
+    assert uncovered >= 0
+    merged = page.locator("#bars rect.bar.merged").nth(uncovered)
     count = int(merged.get_attribute("data-count") or 0)
     assert count >= 2
     assert merged.get_attribute("data-kind") == "tools:execute"
     assert (merged.get_attribute("data-title") or "").startswith(f"{count} × tick (tools:execute)")
     start = float(merged.get_attribute("data-start") or 0)
     # A click selects, like on any bar: the first call it holds, zoomed in until the calls are apart.
-    # (Its left edge: bars too short to draw are drawn 4 px wide, over the next one's start.)
     merged.click(position={"x": 1, "y": 8})
     zoomed = wait_for_window_change(page, whole)
     assert zoomed[1] - zoomed[0] < whole[1] - whole[0]
