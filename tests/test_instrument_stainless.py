@@ -336,27 +336,33 @@ def test_a_request_json_cannot_hash_runs_and_is_recorded_but_not_journaled(fake_
     assert snapshot["root"]["journal"]["prompt"] == {}
 
 
-def test_a_recorded_requests_start_is_on_disk_before_the_request_is_sent(
+def test_a_recorded_requests_start_is_on_disk_while_the_request_is_in_flight(
     fake_provider: FakeProvider, tmp_path: Any
 ) -> None:
-    fake_provider.reply({"text": "Saved first.", "usage": {"input": 3, "output": 2}}, times=2)
+    """A run that dies waiting for its provider leaves the turn it waited on: the turn's start is
+    deferred work, on disk within the drain interval (`DRAIN_INTERVAL`), long before an answer comes."""
+    fake_provider.reply({"text": "Saved first.", "usage": {"input": 3, "output": 2}, "delay": 0.4}, times=2)
     trace = tmp_path / "trace.jsonl"
-    on_disk_when_sent: list[list[str]] = []
+    on_disk_when_answered: list[list[str]] = []
     raw_header_sent: list[str | None] = []
 
     def sending(request: Any) -> None:
-        on_disk_when_sent.append([orjson.loads(line)["type"] for line in trace.read_bytes().splitlines()])
         raw_header_sent.append(request.headers.get("X-Stainless-Raw-Response"))
 
-    http_client = openai.DefaultHttpxClient(event_hooks={"request": [sending]})
-    client = openai.OpenAI(base_url=fake_provider.openai_base_url, api_key=KEY, http_client=http_client)
+    def answering(response: Any) -> None:
+        on_disk_when_answered.append([orjson.loads(line)["type"] for line in trace.read_bytes().splitlines()])
+
+    hooks = {"request": [sending], "response": [answering]}
+    client = openai.OpenAI(
+        base_url=fake_provider.openai_base_url, api_key=KEY, http_client=openai.DefaultHttpxClient(event_hooks=hooks)
+    )
     with devtool.record("disk", to=trace):
         answer = client.chat.completions.create(model="gpt-4.1-mini", messages=HI)
         raw = client.chat.completions.with_raw_response.create(model="gpt-4.1-mini", messages=HI)
     assert answer.choices[0].message.content == raw.parse().choices[0].message.content == "Saved first."
     # The raw form's header is taken off what is sent (the SDK would wrap our response too early).
     assert raw_header_sent == [None, None]
-    assert [seen[-2:] for seen in on_disk_when_sent] == [["turn:start", "model:call:start"]] * 2
+    assert [seen[-2:] for seen in on_disk_when_answered] == [["turn:start", "model:call:start"]] * 2
     types = [orjson.loads(line)["type"] for line in trace.read_bytes().splitlines()]
     assert types.count("turn:end") == 2
     assert types[-1] == "runWith:end"
