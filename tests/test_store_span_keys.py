@@ -11,8 +11,9 @@ import pytest
 from bench.gen_trace import GeneratedTrace, generate
 from devtool.store import Store, append_events, load_file, span_keys
 from devtool.store.queries import frame_tree, get_run, span_detail, timeline_window
-from devtool.store.queries.navigation import frame_path, generation_memories, search_spans
+from devtool.store.queries.navigation import frame_path, generation_ends, generation_memories, search_spans
 from devtool.store.span_sql import HIDDEN_KINDS, SHOWN
+from tests.conftest import Trace
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +27,10 @@ def answers(store: Store, trace: GeneratedTrace) -> dict[str, Any]:
     rows = store.query("SELECT span_id, kind FROM spans WHERE trace_id = ? ORDER BY span_id", [trace.trace_id])
     picked = random.Random(1).sample(rows, 60)
     agents = [span for span, kind in rows if kind == "agent"][::97]
+    # A snapshot page's frames: a hundred agents' callIds, the root's and one the run does not have.
+    call_ids = [row[0] for row in store.query(
+        "SELECT call_id FROM spans WHERE trace_id = ? AND kind = 'agent' ORDER BY start_ts", [trace.trace_id]
+    )][::7][:100]  # fmt: skip
     crowded = store.query("SELECT arg_max(span_id, frame_children) FROM spans WHERE trace_id = ?", [trace.trace_id])
     return {
         "roots": frame_tree(store, trace.trace_id),
@@ -36,6 +41,7 @@ def answers(store: Store, trace: GeneratedTrace) -> dict[str, Any]:
         "paths": {span: frame_path(store, trace.trace_id, span) for span, _ in picked},
         "details": {span: span_detail(store, trace.trace_id, span) for span, _ in picked},
         "memories": {span: generation_memories(store, trace.trace_id, span) for span in agents},
+        "generation ends": generation_ends(store, trace.trace_id, [*call_ids, "root", "root/agent:nobody:0"]),
         "searches": {
             text: search_spans(store, trace.trace_id, text)
             for text in ("WORKER", "upstream 503", "agent:worker:12", picked[0][0][3:11], "tools", "50%", "_", "zz")
@@ -51,6 +57,9 @@ def test_the_pages_answer_the_same_from_the_keys(store: Store, big: GeneratedTra
     assert scanned["crowded pages"][2].nodes[0].children  # past the 1,000th child of the orchestrator's generation
     assert any(len(path) >= 4 for path in scanned["paths"].values())
     assert all(scanned["searches"][text] for text in ("WORKER", "upstream 503", "agent:worker:12"))
+    ends = scanned["generation ends"]
+    assert len(ends) > 90
+    assert all(end.memory is not None for found in ends.values() for end in found)
     span_keys.key_run(store, big.trace_id)
     with store.reader() as cursor:
         found = span_keys.locate(cursor, big.trace_id, [big.orchestrator_span_id])
@@ -59,6 +68,9 @@ def test_the_pages_answer_the_same_from_the_keys(store: Store, big: GeneratedTra
         orchestrator = found[big.orchestrator_span_id]
         assert span_keys.count(cursor, big.trace_id, big.orchestrator_span_id) == 1  # its generation
         assert span_keys.position(cursor, big.trace_id, orchestrator) == 0
+        keyed_ends = span_keys.generation_ends(cursor, big.trace_id, list(scanned["generation ends"]))
+        assert keyed_ends is not None
+        assert len(keyed_ends) == sum(len(found) for found in scanned["generation ends"].values())
     assert answers(store, big) == scanned
 
 
@@ -124,3 +136,43 @@ def test_a_keyed_run_seen_wide_is_drawn_from_its_tiles_a_fraction_of_a_pixel_off
                     bar.count for bar in theirs if bar.px <= px
                 )
                 assert abs(before) <= max(2, total // 100), (name, row, px)
+
+
+def test_the_cut_event_read_from_a_span_row_is_the_first_edge_event_of_the_span(
+    store: Store, big: GeneratedTrace
+) -> None:
+    odd = Trace()
+    root = odd.start("agent", agentId="odd", callId="root/agent:odd:0")
+    batch = odd.start("tools:execute", root)
+    odd.point("sys:log", root, span=batch, message="inside the batch")  # a span of three events
+    odd.end(batch)
+    twice = odd.start("turn", root)
+    odd.end(twice)
+    odd.point("turn:end", root, span=twice)  # ended twice: `spans` keeps the last end, restore cuts at the first
+    odd.point("tools:execute:end", root)  # an end without its start
+    odd.end(root)
+    load_file(store, big.path)
+    append_events(store, odd.events)
+    spans = store.query("SELECT trace_id, span_id FROM spans WHERE trace_id = ? ORDER BY span_id", [big.trace_id])
+    spans = [*spans[::11], *store.query("SELECT trace_id, span_id FROM spans WHERE trace_id = ?", [odd.trace_id])]
+    cases = [(*span, anchor) for span in [*spans, (big.trace_id, "0" * 16)] for anchor in ("before", "after")]
+
+    def scanned(trace_id: str, span_id: str, anchor: str) -> int | None:
+        rows = store.query(
+            "SELECT event_id FROM events WHERE trace_id = ? AND span_id = ? AND ends_with(type, ?) "
+            "ORDER BY ts, event_id LIMIT 1",
+            [trace_id, span_id, ":start" if anchor == "before" else ":end"],
+        )
+        return rows[0][0] if rows else None
+
+    expected = {case: scanned(*case) for case in cases}
+    assert sum(event is None for event in expected.values()) > 10  # instants, an end without a start
+    last_end = store.query("SELECT end_event_id FROM spans WHERE span_id = ?", [twice])[0][0]
+    assert expected[(odd.trace_id, twice, "after")] < last_end
+    for keyed in (False, True):
+        if keyed:
+            span_keys.key_run(store, big.trace_id)
+            span_keys.key_run(store, odd.trace_id)
+        with store.reader() as cursor:
+            assert (span_keys.locate(cursor, big.trace_id, [big.orchestrator_span_id]) is not None) is keyed
+            assert {case: span_keys.edge_event(cursor, *case) for case in cases} == expected

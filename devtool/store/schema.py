@@ -54,6 +54,8 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - Migration 9 gives runs the key of the span that names them (`name_key`, `name_span`: see
   `run_summary.py`), so an append updates a run's summary from what it changed; a run stored before
   has none until its next append, which counts it whole once.
+- Migration 10 adds `agent_generations` to a keyed run's span keys: its generations that ended, under
+  a hash of their agent's callId (`span_keys.py`), made for the runs keyed before from their spans.
 """
 
 from __future__ import annotations
@@ -337,5 +339,21 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN name_key DOUBLE;
     ALTER TABLE runs ADD COLUMN name_span VARCHAR;
+    """,
+    """
+    CREATE TABLE agent_generations (
+        key UBIGINT NOT NULL,
+        run INTEGER NOT NULL,
+        call_id VARCHAR NOT NULL,
+        name VARCHAR NOT NULL,
+        end_ts DOUBLE NOT NULL,
+        end_event_id BIGINT NOT NULL
+    );
+    INSERT INTO agent_generations
+    SELECT hash(a.trace_id, a.call_id) AS key, k.run, a.call_id, g.name, g.end_ts, g.end_event_id
+    FROM spans a JOIN spans g ON g.trace_id = a.trace_id AND g.parent_span_id = a.span_id
+    JOIN keyed_runs k ON k.trace_id = a.trace_id
+    WHERE a.kind = 'agent' AND a.call_id IS NOT NULL AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
+    ORDER BY key, g.end_ts, g.end_event_id;
     """,
 ]

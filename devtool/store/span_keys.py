@@ -13,6 +13,9 @@ sorted so that DuckDB's zone maps find a key in one or two row groups:
 - `span_text`: each span the frame tree shows with what the run page's span search looks in (its
   name, agent id, callId, span id and error, lowercased, one after the other), in time order, with
   its name and kind beside it for the order of hits: a search reads one column instead of five;
+- `agent_generations`: each generation that ended, under a hash of its trace and its agent's callId,
+  with its name and end: what a snapshot page reads to say where each frame's memory came from (the
+  frames of a snapshot are named by callId), a row group per frame instead of a join of the run's spans;
 - `span_tiles`: the spans the timeline draws (not instants, not `HIDDEN_KINDS`) grouped by row
   (depth), kind, and the tile of time they start in and the one they end in, of `TILES` tiles across
   the run, with their frame parent when they share one and whether they share a name: what the
@@ -69,6 +72,13 @@ _BUILD = f"""
     FROM spans s JOIN keyed_runs k USING (trace_id)
     WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
     ORDER BY k.run, s.start_ts, s.start_event_id;
+    INSERT INTO agent_generations
+    SELECT hash(a.trace_id, a.call_id) AS key, k.run, a.call_id, g.name, g.end_ts, g.end_event_id
+    FROM spans a JOIN spans g ON g.trace_id = a.trace_id AND g.parent_span_id = a.span_id
+    JOIN keyed_runs k ON k.trace_id = a.trace_id
+    WHERE a.trace_id IN (SELECT trace_id FROM {{traces}}) AND a.kind = 'agent' AND a.call_id IS NOT NULL
+      AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
+    ORDER BY key, g.end_ts, g.end_event_id;
     INSERT INTO span_tiles
     SELECT s.trace_id, s.depth,
            least(floor((s.start_ts - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT AS start_tile,
@@ -88,6 +98,8 @@ _FORGET = """
     DELETE FROM span_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM frame_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM span_text WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
+    DELETE FROM agent_generations
+    WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM span_tiles WHERE trace_id IN (SELECT trace_id FROM {traces});
     DELETE FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces});
 """
@@ -182,6 +194,32 @@ def where_spans(cursor: duckdb.DuckDBPyConnection, trace_id: str, span_ids: Sequ
     return f"trace_id = ? AND span_id IN ({_marks(ids)})", [trace_id, *ids]
 
 
+def edge_event(cursor: duckdb.DuckDBPyConnection, trace_id: str, span_id: str, anchor: str) -> int | None:
+    """The span's first start event (`before`) or end event (`after`) of a run stored in time order (its
+    events' ids in the order of their timestamps): the event a restore cuts the run at. None when
+    the span has no such event. Read from the span's row (by its key, when the run is keyed); only a
+    span of more events than a start and an end has its events read (its ends: `spans` keeps its last)."""
+    where, params = where_spans(cursor, trace_id, [span_id])
+    rows = cursor.execute(
+        f"SELECT start_event_id, end_event_id, events FROM spans WHERE {where} AND NOT instant", params
+    ).fetchall()
+    if not rows:
+        return None  # no such span, or an instant (its one event is neither a start nor an end)
+    start, end, events = rows[0]
+    if anchor == "before":
+        return None if start is None else int(start)
+    if end is None:
+        return None
+    if start is not None and events == 2:
+        return int(end)  # its one start and its one end
+    found = cursor.execute(
+        "SELECT event_id FROM events WHERE trace_id = ? AND span_id = ? AND ends_with(type, ':end') "
+        "AND event_id <= ? ORDER BY ts, event_id LIMIT 1",
+        [trace_id, span_id, end],
+    ).fetchall()
+    return int(found[0][0]) if found else None
+
+
 def where_located(trace_id: str, located: Sequence[tuple[str, float]]) -> tuple[str, list[Any]]:
     """A condition on `spans` for the rows of spans whose starts are known, and its parameters."""
     if not located:
@@ -262,6 +300,30 @@ def search(
         {"run": run, "text": text, "prefix": prefix, "limit": limit},
     ).fetchall()
     return [(span, start) for span, start in rows]
+
+
+def generation_ends(
+    cursor: duckdb.DuckDBPyConnection, trace_id: str, call_ids: Sequence[str]
+) -> list[tuple[str, str, float, int]] | None:
+    """The ended generations of the agents `call_ids` as (agent callId, name, end, end event id), in
+    the order they ended; None when the run is not keyed."""
+    run = _run(cursor, trace_id)
+    if run is None:
+        return None
+    wanted = list(dict.fromkeys(call_ids))
+    if not wanted:
+        return []
+    # A lookup per agent, its hash a constant, all in one statement: each reads the row group its zone
+    # map allows (one `IN` list of hashes would read them all).
+    one = (
+        "SELECT call_id, name, end_ts, end_event_id FROM agent_generations "
+        "WHERE key = hash(?, ?) AND run = ? AND call_id = ?"
+    )
+    rows = cursor.execute(
+        f"{' UNION ALL '.join([one] * len(wanted))} ORDER BY end_ts, end_event_id",
+        [value for call_id in wanted for value in (trace_id, call_id, run, call_id)],
+    ).fetchall()
+    return [(call_id, name, ended, event_id) for call_id, name, ended, event_id in rows]
 
 
 # The run's keys, if they are of the run as it is.

@@ -272,22 +272,32 @@ def generation_ends(store: Store, trace_id: str, call_ids: Collection[str]) -> d
     if not call_ids:
         return {}
     with closing(store.reader()) as cursor:
-        rows = cursor.execute(
-            f"""
-            SELECT a.call_id, g.name, g.end_ts, g.end_event_id
-            FROM spans a JOIN spans g ON g.trace_id = a.trace_id AND g.parent_span_id = a.span_id
-            WHERE a.trace_id = ? AND a.kind = 'agent' AND a.call_id IN ({", ".join("?" * len(call_ids))})
-              AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
-            ORDER BY g.end_ts, g.end_event_id
-            """,
-            [trace_id, *call_ids],
-        ).fetchall()
+        # A keyed run's are looked up by callId; any other run's joins its spans with themselves.
+        rows = span_keys.generation_ends(cursor, trace_id, list(call_ids))
+        if rows is None:
+            rows = _generation_ends_scanned(cursor, trace_id, call_ids)
         memories = event_fields(cursor, [row[3] for row in rows], "$.memory", chars=MEMORY_CHARS)
     found: dict[str, list[GenerationEnd]] = {}
     for call_id, name, ended, event_id in rows:
         memory = _json_object(memories.get(event_id))
         found.setdefault(call_id, []).append(GenerationEnd(call_id, name, ended, event_id, memory))
     return found
+
+
+def _generation_ends_scanned(
+    cursor: Any, trace_id: str, call_ids: Collection[str]
+) -> list[tuple[str, str, float, int]]:
+    rows: list[tuple[str, str, float, int]] = cursor.execute(
+        f"""
+        SELECT a.call_id, g.name, g.end_ts, g.end_event_id
+        FROM spans a JOIN spans g ON g.trace_id = a.trace_id AND g.parent_span_id = a.span_id
+        WHERE a.trace_id = ? AND a.kind = 'agent' AND a.call_id IN ({", ".join("?" * len(call_ids))})
+          AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
+        ORDER BY g.end_ts, g.end_event_id
+        """,
+        [trace_id, *call_ids],
+    ).fetchall()
+    return rows
 
 
 def _json_object(text: str | None) -> dict[str, Any] | None:
