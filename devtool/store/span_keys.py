@@ -13,9 +13,11 @@ sorted so that DuckDB's zone maps find a key in one or two row groups:
 - `span_text`: each span the frame tree shows with what the run page's span search looks in (its
   name, agent id, callId, span id and error, lowercased, one after the other), in time order, with
   its name and kind beside it for the order of hits: a search reads one column instead of five;
-- `agent_generations`: each generation that ended, under a hash of its trace and its agent's callId,
-  with its name and end: what a snapshot page reads to say where each frame's memory came from (the
-  frames of a snapshot are named by callId), a row group per frame instead of a join of the run's spans;
+- `agent_generations`: each generation that ended, with its agent's callId, its name and its end,
+  under a hash of its trace and the callId's parent path (up to its last `/`: `root/agent:a:0` for
+  `root/agent:a:0/agent:b:3`), sorted by it: what a snapshot page reads to say where each frame's
+  memory came from. A page's frames are named by callId and are mostly siblings, so a page reads a
+  row group or two per parent path instead of joining the run's spans with themselves;
 - `span_tiles`: the spans the timeline draws (not instants, not `HIDDEN_KINDS`) grouped by row
   (depth), kind, and the tile of time they start in and the one they end in, of `TILES` tiles across
   the run, with their frame parent when they share one and whether they share a name: what the
@@ -49,6 +51,9 @@ _SEPARATOR = 31
 
 TILES = 16384  # tiles across a run: a pixel of a whole run 1,600 px wide holds 10
 
+# A callId's parent path, what `agent_generations` is clustered by: up to its last `/` ('' if none).
+_CALL_PARENT = "regexp_extract({call}, '(?s)^(.*)/', 1)"
+
 _BUILD = f"""
     INSERT INTO keyed_runs
     SELECT trace_id, nextval('keyed_run_ids'), started_ts, greatest(ended_ts - started_ts, 1e-3) / {TILES},
@@ -73,12 +78,13 @@ _BUILD = f"""
     WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
     ORDER BY k.run, s.start_ts, s.start_event_id;
     INSERT INTO agent_generations
-    SELECT hash(a.trace_id, a.call_id) AS key, k.run, a.call_id, g.name, g.end_ts, g.end_event_id
+    SELECT hash(a.trace_id, {_CALL_PARENT.format(call="a.call_id")}) AS key, k.run, a.call_id, g.name, g.end_ts,
+           g.end_event_id
     FROM spans a JOIN spans g ON g.trace_id = a.trace_id AND g.parent_span_id = a.span_id
     JOIN keyed_runs k ON k.trace_id = a.trace_id
     WHERE a.trace_id IN (SELECT trace_id FROM {{traces}}) AND a.kind = 'agent' AND a.call_id IS NOT NULL
       AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
-    ORDER BY key, g.end_ts, g.end_event_id;
+    ORDER BY key, a.call_id, g.end_ts, g.end_event_id;
     INSERT INTO span_tiles
     SELECT s.trace_id, s.depth,
            least(floor((s.start_ts - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT AS start_tile,
@@ -313,15 +319,16 @@ def generation_ends(
     wanted = list(dict.fromkeys(call_ids))
     if not wanted:
         return []
-    # A lookup per agent, its hash a constant, all in one statement: each reads the row group its zone
-    # map allows (one `IN` list of hashes would read them all).
-    one = (
-        "SELECT call_id, name, end_ts, end_event_id FROM agent_generations "
-        "WHERE key = hash(?, ?) AND run = ? AND call_id = ?"
-    )
+    keys = cursor.execute(
+        f"SELECT hash($trace, {_CALL_PARENT.format(call='c')}), list(c) FROM unnest($calls) AS t(c) GROUP BY 1",
+        {"trace": trace_id, "calls": wanted},
+    ).fetchall()
+    # A lookup per parent path, its hash a constant, all in one statement: each reads the row group
+    # (or two) its zone map allows; an `IN` list of hashes would read them all.
+    one = "SELECT call_id, name, end_ts, end_event_id FROM agent_generations WHERE key = ? AND run = ? AND call_id IN "
+    sql = " UNION ALL ".join(f"{one}({_marks(calls)})" for _, calls in keys)
     rows = cursor.execute(
-        f"{' UNION ALL '.join([one] * len(wanted))} ORDER BY end_ts, end_event_id",
-        [value for call_id in wanted for value in (trace_id, call_id, run, call_id)],
+        f"{sql} ORDER BY end_ts, end_event_id", [value for key, calls in keys for value in (key, run, *calls)]
     ).fetchall()
     return [(call_id, name, ended, event_id) for call_id, name, ended, event_id in rows]
 
