@@ -205,7 +205,7 @@ def test_migration_8_keeps_stored_snapshots_and_drops_indexes_made_before(
         store.close()
 
 
-def test_migration_10_gives_runs_keyed_before_their_agents_generation_ends(
+def test_migration_10_gives_runs_keyed_before_their_generation_ends_and_text_pieces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = Trace()
@@ -234,6 +234,14 @@ def test_migration_10_gives_runs_keyed_before_their_agents_generation_ends(
         assert store.schema_version == len(MIGRATIONS)
         with store.reader() as cursor:
             keyed = span_keys.generation_ends(cursor, run.trace_id, call_ids)
+            number = span_keys._run(cursor, run.trace_id)
+            assert number is not None
+            # The pieces of its searched text too: what is in a name or callId is not taken as absent.
+            assert [span_keys._absent(cursor, number, text) for text in ("agent:a:7", "generation 2", "zeppelin")] == [
+                False,
+                False,
+                True,
+            ]
         assert keyed is not None
         assert [len(scanned[call_id]) for call_id in call_ids] == [1, 2, 3]
         assert len(keyed) == 6

@@ -44,7 +44,10 @@ def answers(store: Store, trace: GeneratedTrace) -> dict[str, Any]:
         "generation ends": generation_ends(store, trace.trace_id, [*call_ids, "root", "root/agent:nobody:0"]),
         "searches": {
             text: search_spans(store, trace.trace_id, text)
-            for text in ("WORKER", "upstream 503", "agent:worker:12", picked[0][0][3:11], "tools", "50%", "_", "zz")
+            for text in (
+                *("WORKER", "upstream 503", "agent:worker:12", picked[0][0][3:11], "tools", "50%", "_", "zz"),
+                *("zeppelin", "worker:orchestrator", "r:1", "Worker:90", "é", "fa", "9", "e\n", "a" * 70),
+            )
         },
     }
 
@@ -68,6 +71,16 @@ def test_the_pages_answer_the_same_from_the_keys(store: Store, big: GeneratedTra
         orchestrator = found[big.orchestrator_span_id]
         assert span_keys.count(cursor, big.trace_id, big.orchestrator_span_id) == 1  # its generation
         assert span_keys.position(cursor, big.trace_id, orchestrator) == 0
+        run = span_keys._run(cursor, big.trace_id)
+        assert run is not None
+        # A text with a piece no span has is answered without reading the spans' text; others are not.
+        assert [span_keys._absent(cursor, run, text) for text in ("zeppelin", "é", "Worker:90", "fa", "e\n")] == [
+            True,
+            True,
+            False,
+            False,
+            True,
+        ]
         keyed_ends = span_keys.generation_ends(cursor, big.trace_id, list(scanned["generation ends"]))
         assert keyed_ends is not None
         assert len(keyed_ends) == sum(len(found) for found in scanned["generation ends"].values())

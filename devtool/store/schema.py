@@ -54,9 +54,9 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - Migration 9 gives runs the key of the span that names them (`name_key`, `name_span`: see
   `run_summary.py`), so an append updates a run's summary from what it changed; a run stored before
   has none until its next append, which counts it whole once.
-- Migration 10 adds `agent_generations` to a keyed run's span keys: its generations that ended, under
-  a hash of their agent's callId's parent path (`span_keys.py`), made for the runs keyed before from
-  their spans.
+- Migration 10 adds `agent_generations` and `span_grams` to a keyed run's span keys: its generations
+  that ended, under a hash of their agent's callId's parent path, and the short pieces of its searched
+  text (`span_keys.py`), made for the runs keyed before from their spans.
 """
 
 from __future__ import annotations
@@ -342,6 +342,22 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN name_span VARCHAR;
     """,
     """
+    CREATE TABLE span_grams (run INTEGER NOT NULL, gram VARCHAR NOT NULL);
+    INSERT INTO span_grams
+    WITH shown_spans AS (
+        SELECT k.run, s.name, s.agent_id, s.call_id, s.error, s.span_id
+        FROM spans s JOIN keyed_runs k USING (trace_id)
+        WHERE NOT s.instant AND s.kind NOT IN ('promptAgent', 'model:call')
+    ),
+    shapes AS (
+        SELECT run, t FROM (SELECT DISTINCT run, name, agent_id, error FROM shown_spans),
+                           unnest([name, agent_id, error]) AS f(t)
+        UNION SELECT DISTINCT run, regexp_replace(call_id, '[0-9]+', '0', 'g') FROM shown_spans
+        UNION SELECT DISTINCT run, span_id FROM shown_spans WHERE NOT regexp_full_match(lower(span_id), '[0-9a-f]*')
+    ),
+    normal AS (SELECT DISTINCT run, regexp_replace(lower(t), '[0-9]+', '0', 'g') AS t FROM shapes WHERE t IS NOT NULL)
+    SELECT DISTINCT run, substr(t, i::INTEGER, n::INTEGER)
+    FROM normal, range(1, 4) AS ns(n), range(1, length(t) + 1) AS r(i) WHERE i + n - 1 <= length(t);
     CREATE TABLE agent_generations (
         key UBIGINT NOT NULL,
         run INTEGER NOT NULL,

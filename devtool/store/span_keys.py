@@ -13,6 +13,10 @@ sorted so that DuckDB's zone maps find a key in one or two row groups:
 - `span_text`: each span the frame tree shows with what the run page's span search looks in (its
   name, agent id, callId, span id and error, lowercased, one after the other), in time order, with
   its name and kind beside it for the order of hits: a search reads one column instead of five;
+- `span_grams`: the pieces of one, two and three characters of that text (digits read as one `0`, span
+  ids of hex digits left out: any piece of those may be in one), found in the few distinct shapes of the
+  run's names, agent ids, callIds and errors: a text with a piece the run has not is in none of its
+  spans, so the search that would find nothing reads a few hundred rows, not the whole column;
 - `agent_generations`: each generation that ended, with its agent's callId, its name and its end,
   under a hash of its trace and the callId's parent path (up to its last `/`: `root/agent:a:0` for
   `root/agent:a:0/agent:b:3`), sorted by it: what a snapshot page reads to say where each frame's
@@ -51,6 +55,13 @@ _SEPARATOR = 31
 
 TILES = 16384  # tiles across a run: a pixel of a whole run 1,600 px wide holds 10
 
+# The run's text as `span_grams` holds it: each run of digits one `0` (`worker:12` holds what `worker:0` does).
+_DIGITS = "regexp_replace({text}, '[0-9]+', '0', 'g')"
+_HEX = "[0-9a-f]*"
+# The pieces of one to three characters of `{text}`: select `_PIECES` from `_PIECES_FROM`.
+_PIECES = "substr({text}, i::INTEGER, n::INTEGER)"
+_PIECES_FROM = "range(1, 4) AS ns(n), range(1, length({text}) + 1) AS r(i) WHERE i + n - 1 <= length({text})"
+
 # A callId's parent path, what `agent_generations` is clustered by: up to its last `/` ('' if none).
 _CALL_PARENT = "regexp_extract({call}, '(?s)^(.*)/', 1)"
 
@@ -77,6 +88,20 @@ _BUILD = f"""
     FROM spans s JOIN keyed_runs k USING (trace_id)
     WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
     ORDER BY k.run, s.start_ts, s.start_event_id;
+    INSERT INTO span_grams
+    WITH shown_spans AS (
+        SELECT k.run, s.name, s.agent_id, s.call_id, s.error, s.span_id
+        FROM spans s JOIN keyed_runs k USING (trace_id)
+        WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
+    ),
+    shapes AS (
+        SELECT run, t FROM (SELECT DISTINCT run, name, agent_id, error FROM shown_spans),
+                           unnest([name, agent_id, error]) AS f(t)
+        UNION SELECT DISTINCT run, {_DIGITS.format(text="call_id")} FROM shown_spans
+        UNION SELECT DISTINCT run, span_id FROM shown_spans WHERE NOT regexp_full_match(lower(span_id), '{_HEX}')
+    ),
+    normal AS (SELECT DISTINCT run, {_DIGITS.format(text="lower(t)")} AS t FROM shapes WHERE t IS NOT NULL)
+    SELECT DISTINCT run, {_PIECES.format(text="t")} FROM normal, {_PIECES_FROM.format(text="t")};
     INSERT INTO agent_generations
     SELECT hash(a.trace_id, {_CALL_PARENT.format(call="a.call_id")}) AS key, k.run, a.call_id, g.name, g.end_ts,
            g.end_event_id
@@ -104,6 +129,7 @@ _FORGET = """
     DELETE FROM span_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM frame_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM span_text WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
+    DELETE FROM span_grams WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM agent_generations
     WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM span_tiles WHERE trace_id IN (SELECT trace_id FROM {traces});
@@ -300,12 +326,29 @@ def search(
     run = _run(cursor, trace_id)
     if run is None or chr(_SEPARATOR) in text:
         return None
+    if _absent(cursor, run, text):
+        return []
     rows = cursor.execute(
         f"SELECT span_id, start_ts FROM span_text WHERE run = $run AND contains(text, lower($text)) "
         f"ORDER BY {order} LIMIT $limit",
         {"run": run, "text": text, "prefix": prefix, "limit": limit},
     ).fetchall()
     return [(span, start) for span, start in rows]
+
+
+def _absent(cursor: duckdb.DuckDBPyConnection, run: int, text: str) -> bool:
+    """Whether `text` has a piece that no span of keyed run `run` has in its searched text (then no span
+    holds it); a piece of hex digits may be in a span id, so it is never taken as absent."""
+    query = f"({_DIGITS.format(text='lower($text)')})"
+    rows = cursor.execute(
+        f"""
+        SELECT count(*)
+        FROM (SELECT DISTINCT {_PIECES.format(text=query)} AS piece FROM {_PIECES_FROM.format(text=query)})
+        WHERE NOT regexp_full_match(piece, '{_HEX}') AND piece NOT IN (SELECT gram FROM span_grams WHERE run = $run)
+        """,
+        {"text": text, "run": run},
+    ).fetchall()
+    return bool(rows[0][0])
 
 
 def generation_ends(
