@@ -189,3 +189,21 @@ def test_the_cut_event_read_from_a_span_row_is_the_first_edge_event_of_the_span(
         with store.reader() as cursor:
             assert (span_keys.locate(cursor, big.trace_id, [big.orchestrator_span_id]) is not None) is keyed
             assert {case: span_keys.edge_event(cursor, *case) for case in cases} == expected
+
+
+def test_a_load_keys_the_big_runs_it_stores_in_its_own_transaction(
+    store: Store, big: GeneratedTrace, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    bigger = generate(
+        tmp_path_factory.mktemp("bigger") / "run.jsonl", events=span_keys.LOAD_KEYED_EVENTS + 2000, seed=5
+    )
+    load_file(store, big.path)  # under the threshold: left to the server's indexer
+    load_file(store, bigger.path)
+    assert list(span_keys.runs_to_key(store, min_events=1)) == [big.trace_id]
+    with store.reader() as cursor:
+        assert span_keys.locate(cursor, bigger.trace_id, [bigger.orchestrator_span_id]) is not None
+        assert span_keys.tiles(cursor, bigger.trace_id) is not None
+    keyed = answers(store, bigger)
+    with store.transaction() as conn:  # the same answers as from its spans
+        conn.execute("DELETE FROM keyed_runs")
+    assert answers(store, bigger) == keyed

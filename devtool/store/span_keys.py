@@ -27,12 +27,14 @@ sorted so that DuckDB's zone maps find a key in one or two row groups:
   the run, with their frame parent when they share one and whether they share a name: what the
   timeline reads when it shows so much of the run that a pixel holds many tiles (`timeline.py`).
 
-They are made by `key_run`, which the server's background indexer calls for a run of 50,000 events
-or more once it has stopped growing (`devtool.actions.frame_indexer`; seconds for ten million
-events). A run's keys are used while it has not changed since: `keyed_runs` records its last event
-then, and a run that grew (a live batch, a second file of it) is read by scanning `spans`, as a small
-run is, until it is keyed again. Making them writes none of what loads and appends write, in a
-transaction of its own on a cursor of its own: nothing waits for it.
+A load makes them for each run of `LOAD_KEYED_EVENTS` events or more it stores or adds to, in its own
+transaction (`key_runs`; a few seconds of the load's CPU a million events), so a big run loaded is
+never seen without them: a teammate's link opened the minute a ten-million-event load ends reads from
+them. The server's background indexer makes them (`key_run`) for other runs of 50,000 events or more
+once they stop growing (`devtool.actions.frame_indexer`), in a transaction of its own on a cursor of
+its own that writes none of what loads and appends write: nothing waits for it. A run's keys are used
+while it has not changed since: `keyed_runs` records its last event then, and a run that grew (a live
+batch) is read by scanning `spans`, as a small run is, until it is keyed again.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ if TYPE_CHECKING:
 _SEPARATOR = 31
 
 TILES = 16384  # tiles across a run: a pixel of a whole run 1,600 px wide holds 10
+# A load keys the runs it leaves this big (the server's indexer keys the others, past its own threshold).
+LOAD_KEYED_EVENTS = 50_000
 
 # The run's text as `span_grams` holds it: each run of digits one `0` (`worker:12` holds what `worker:0` does).
 _DIGITS = "regexp_replace({text}, '[0-9]+', '0', 'g')"
@@ -161,12 +165,7 @@ def key_run(store: Store, trace_id: str) -> bool:
     with closing(store.reader()) as conn:
         conn.execute("BEGIN TRANSACTION")
         try:
-            conn.execute(
-                "CREATE OR REPLACE TEMP TABLE keyed_now AS SELECT trace_id FROM runs WHERE trace_id = ?", [trace_id]
-            )
-            conn.execute(_FORGET.format(traces="keyed_now"))
-            conn.execute(_BUILD.format(traces="keyed_now"))
-            conn.execute("DROP TABLE keyed_now")
+            key_runs(conn, [trace_id])
             conn.execute("COMMIT")
         except duckdb.TransactionException:
             conn.execute("ROLLBACK")
@@ -175,6 +174,20 @@ def key_run(store: Store, trace_id: str) -> bool:
             conn.execute("ROLLBACK")
             raise
     return True
+
+
+def key_runs(conn: duckdb.DuckDBPyConnection, trace_ids: Sequence[str], *, min_events: int = 0) -> None:
+    """Make the keys of those of runs `trace_ids` that have `min_events` events or more, replacing older
+    ones, in the caller's transaction: a load's, so that a big run it stores is keyed when it is seen."""
+    conn.execute(
+        "CREATE OR REPLACE TEMP TABLE keyed_now AS "
+        "SELECT trace_id FROM runs WHERE trace_id IN (SELECT unnest($traces)) AND events >= $min",
+        {"traces": list(trace_ids), "min": min_events},
+    )
+    if conn.execute("SELECT count(*) FROM keyed_now").fetchall()[0][0]:
+        conn.execute(_FORGET.format(traces="keyed_now"))
+        conn.execute(_BUILD.format(traces="keyed_now"))
+    conn.execute("DROP TABLE keyed_now")
 
 
 def runs_to_key(store: Store, *, min_events: int) -> dict[str, int]:
