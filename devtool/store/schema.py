@@ -55,7 +55,7 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   `run_summary.py`), so an append updates a run's summary from what it changed; a run stored before
   has none until its next append, which counts it whole once.
 - Migration 10 adds `agent_generations` and `span_grams` to a keyed run's span keys: its generations
-  that ended, under a hash of their agent's callId's parent path, and the short pieces of its searched
+  that ended, under a hash of their agent's callId (indexed), and the short pieces of its searched
   text (`span_keys.py`), made for the runs keyed before from their spans.
 """
 
@@ -367,11 +367,11 @@ MIGRATIONS: list[str] = [
         end_event_id BIGINT NOT NULL
     );
     INSERT INTO agent_generations
-    SELECT hash(a.trace_id, regexp_extract(a.call_id, '(?s)^(.*)/', 1)) AS key, k.run, a.call_id, g.name, g.end_ts,
-           g.end_event_id
+    SELECT hash(a.trace_id, a.call_id) AS key, k.run, a.call_id, g.name, g.end_ts, g.end_event_id
     FROM spans a JOIN spans g ON g.trace_id = a.trace_id AND g.parent_span_id = a.span_id
     JOIN keyed_runs k ON k.trace_id = a.trace_id
     WHERE a.kind = 'agent' AND a.call_id IS NOT NULL AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
-    ORDER BY key, a.call_id, g.end_ts, g.end_event_id;
+    ORDER BY key;
+    CREATE INDEX agent_generations_key ON agent_generations (key);
     """,
 ]

@@ -17,11 +17,10 @@ sorted so that DuckDB's zone maps find a key in one or two row groups:
   ids of hex digits left out: any piece of those may be in one), found in the few distinct shapes of the
   run's names, agent ids, callIds and errors: a text with a piece the run has not is in none of its
   spans, so the search that would find nothing reads a few hundred rows, not the whole column;
-- `agent_generations`: each generation that ended, with its agent's callId, its name and its end,
-  under a hash of its trace and the callId's parent path (up to its last `/`: `root/agent:a:0` for
-  `root/agent:a:0/agent:b:3`), sorted by it: what a snapshot page reads to say where each frame's
-  memory came from. A page's frames are named by callId and are mostly siblings, so a page reads a
-  row group or two per parent path instead of joining the run's spans with themselves;
+- `agent_generations`: each generation that ended, with its agent's callId, its name and its end, under
+  a hash of its trace and that callId with an index on it: what a snapshot page reads to say where each
+  frame's memory came from (its frames are named by callId), a lookup in the index per frame instead
+  of a join of the run's spans with themselves;
 - `span_tiles`: the spans the timeline draws (not instants, not `HIDDEN_KINDS`) grouped by row
   (depth), kind, and the tile of time they start in and the one they end in, of `TILES` tiles across
   the run, with their frame parent when they share one and whether they share a name: what the
@@ -66,9 +65,6 @@ _HEX = "[0-9a-f]*"
 _PIECES = "substr({text}, i::INTEGER, n::INTEGER)"
 _PIECES_FROM = "range(1, 4) AS ns(n), range(1, length({text}) + 1) AS r(i) WHERE i + n - 1 <= length({text})"
 
-# A callId's parent path, what `agent_generations` is clustered by: up to its last `/` ('' if none).
-_CALL_PARENT = "regexp_extract({call}, '(?s)^(.*)/', 1)"
-
 _BUILD = f"""
     INSERT INTO keyed_runs
     SELECT trace_id, nextval('keyed_run_ids'), started_ts, greatest(ended_ts - started_ts, 1e-3) / {TILES},
@@ -107,13 +103,12 @@ _BUILD = f"""
     normal AS (SELECT DISTINCT run, {_DIGITS.format(text="lower(t)")} AS t FROM shapes WHERE t IS NOT NULL)
     SELECT DISTINCT run, {_PIECES.format(text="t")} FROM normal, {_PIECES_FROM.format(text="t")};
     INSERT INTO agent_generations
-    SELECT hash(a.trace_id, {_CALL_PARENT.format(call="a.call_id")}) AS key, k.run, a.call_id, g.name, g.end_ts,
-           g.end_event_id
+    SELECT hash(a.trace_id, a.call_id) AS key, k.run, a.call_id, g.name, g.end_ts, g.end_event_id
     FROM spans a JOIN spans g ON g.trace_id = a.trace_id AND g.parent_span_id = a.span_id
     JOIN keyed_runs k ON k.trace_id = a.trace_id
     WHERE a.trace_id IN (SELECT trace_id FROM {{traces}}) AND a.kind = 'agent' AND a.call_id IS NOT NULL
       AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
-    ORDER BY key, a.call_id, g.end_ts, g.end_event_id;
+    ORDER BY key;
     INSERT INTO span_tiles
     SELECT s.trace_id, s.depth,
            least(floor((s.start_ts - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT AS start_tile,
@@ -375,18 +370,16 @@ def generation_ends(
     wanted = list(dict.fromkeys(call_ids))
     if not wanted:
         return []
-    keys = cursor.execute(
-        f"SELECT hash($trace, {_CALL_PARENT.format(call='c')}), list(c) FROM unnest($calls) AS t(c) GROUP BY 1",
-        {"trace": trace_id, "calls": wanted},
-    ).fetchall()
-    # A lookup per parent path, its hash a constant, all in one statement: each reads the row group
-    # (or two) its zone map allows; an `IN` list of hashes would read them all.
-    one = "SELECT call_id, name, end_ts, end_event_id FROM agent_generations WHERE key = ? AND run = ? AND call_id IN "
-    sql = " UNION ALL ".join(f"{one}({_marks(calls)})" for _, calls in keys)
+    keys = [key for (key,) in cursor.execute("SELECT hash(?, c) FROM unnest(?) AS t(c)", [trace_id, wanted]).fetchall()]
+    # The hashes as typed constants: DuckDB then looks each up in the index (a list bound as one
+    # value, or a filter on callId beside them, and it scans the table instead).
     rows = cursor.execute(
-        f"{sql} ORDER BY end_ts, end_event_id", [value for key, calls in keys for value in (key, run, *calls)]
+        f"SELECT call_id, name, end_ts, end_event_id FROM agent_generations "
+        f"WHERE key IN ({', '.join(['?::UBIGINT'] * len(keys))}) AND run = ? ORDER BY end_ts, end_event_id",
+        [*keys, run],
     ).fetchall()
-    return [(call_id, name, ended, event_id) for call_id, name, ended, event_id in rows]
+    asked = set(wanted)  # another callId of the same hash, however unlikely, is not one asked for
+    return [(call_id, name, ended, event_id) for call_id, name, ended, event_id in rows if call_id in asked]
 
 
 # The run's keys, if they are of the run as it is.
