@@ -19,6 +19,7 @@ from devtool.store import (
     get_snapshot,
     save_snapshot,
     span_keys,
+    span_search,
 )
 from devtool.store.frame_index_tables import index_state
 from devtool.store.queries.navigation import generation_ends
@@ -237,7 +238,9 @@ def test_migration_10_gives_runs_keyed_before_their_generation_ends_and_text_pie
             number = span_keys._run(cursor, run.trace_id)
             assert number is not None
             # The pieces of its searched text too: what is in a name or callId is not taken as absent.
-            assert [span_keys._absent(cursor, number, text) for text in ("agent:a:7", "generation 2", "zeppelin")] == [
+            assert [
+                span_search._absent(cursor, number, text) for text in ("agent:a:7", "generation 2", "zeppelin")
+            ] == [
                 False,
                 False,
                 True,

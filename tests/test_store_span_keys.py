@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from bench.gen_trace import GeneratedTrace, generate
-from devtool.store import Store, append_events, load_file, span_keys
+from devtool.store import Store, append_events, load_file, span_keys, span_search
 from devtool.store.queries import frame_tree, get_run, span_detail, timeline_window
 from devtool.store.queries.navigation import frame_path, generation_ends, generation_memories, search_spans
 from devtool.store.span_sql import HIDDEN_KINDS, SHOWN
@@ -74,7 +74,7 @@ def test_the_pages_answer_the_same_from_the_keys(store: Store, big: GeneratedTra
         run = span_keys._run(cursor, big.trace_id)
         assert run is not None
         # A text with a piece no span has is answered without reading the spans' text; others are not.
-        assert [span_keys._absent(cursor, run, text) for text in ("zeppelin", "é", "Worker:90", "fa", "e\n")] == [
+        assert [span_search._absent(cursor, run, text) for text in ("zeppelin", "é", "Worker:90", "fa", "e\n")] == [
             True,
             True,
             False,

@@ -54,9 +54,10 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - Migration 9 gives runs the key of the span that names them (`name_key`, `name_span`: see
   `run_summary.py`), so an append updates a run's summary from what it changed; a run stored before
   has none until its next append, which counts it whole once.
-- Migration 10 adds `agent_generations` and `span_grams` to a keyed run's span keys: its generations
-  that ended, under a hash of their agent's callId (indexed), and the short pieces of its searched
-  text (`span_keys.py`), made for the runs keyed before from their spans.
+- Migration 10 adds `agent_generations`, `span_labels` and `span_grams` to a keyed run's span keys:
+  its generations that ended, under a hash of their agent's callId (indexed), the names and kinds of
+  its spans, and the short pieces of its searched text (`span_keys.py`, `span_search.py`), made for
+  the runs keyed before from their spans.
 """
 
 from __future__ import annotations
@@ -342,6 +343,14 @@ MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN name_span VARCHAR;
     """,
     """
+    CREATE TABLE span_labels (
+        run INTEGER NOT NULL, name VARCHAR NOT NULL, kind VARCHAR NOT NULL, spans BIGINT NOT NULL
+    );
+    INSERT INTO span_labels
+    SELECT k.run, s.name, s.kind, count(*)
+    FROM spans s JOIN keyed_runs k USING (trace_id)
+    WHERE NOT s.instant AND s.kind NOT IN ('promptAgent', 'model:call')
+    GROUP BY ALL;
     CREATE TABLE span_grams (run INTEGER NOT NULL, gram VARCHAR NOT NULL);
     INSERT INTO span_grams
     WITH shown_spans AS (

@@ -10,13 +10,7 @@ sorted so that DuckDB's zone maps find a key in one or two row groups:
 - `frame_keys`: each span the frame tree shows under a hash of its trace and frame parent, then its
   start: a parent's children are one range, so a page of them, or a child's place among them, is
   read from that range alone;
-- `span_text`: each span the frame tree shows with what the run page's span search looks in (its
-  name, agent id, callId, span id and error, lowercased, one after the other), in time order, with
-  its name and kind beside it for the order of hits: a search reads one column instead of five;
-- `span_grams`: the pieces of one, two and three characters of that text (digits read as one `0`, span
-  ids of hex digits left out: any piece of those may be in one), found in the few distinct shapes of the
-  run's names, agent ids, callIds and errors: a text with a piece the run has not is in none of its
-  spans, so the search that would find nothing reads a few hundred rows, not the whole column;
+- `span_text`, `span_labels`, `span_grams`: what the run page's span search reads (`span_search`);
 - `agent_generations`: each generation that ended, with its agent's callId, its name and its end, under
   a hash of its trace and that callId with an index on it: what a snapshot page reads to say where each
   frame's memory came from (its frames are named by callId), a lookup in the index per frame instead
@@ -45,25 +39,16 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from devtool.store import span_search
 from devtool.store.run_caches import stale_runs
 from devtool.store.span_sql import HIDDEN_KINDS, shown
 
 if TYPE_CHECKING:
     from devtool.store.database import Store
 
-# Between the fields of a span's searched text: a character no search asks for (`search` then scans).
-_SEPARATOR = 31
-
 TILES = 16384  # tiles across a run: a pixel of a whole run 1,600 px wide holds 10
 # A load keys the runs it leaves this big (the server's indexer keys the others, past its own threshold).
 LOAD_KEYED_EVENTS = 50_000
-
-# The run's text as `span_grams` holds it: each run of digits one `0` (`worker:12` holds what `worker:0` does).
-_DIGITS = "regexp_replace({text}, '[0-9]+', '0', 'g')"
-_HEX = "[0-9a-f]*"
-# The pieces of one to three characters of `{text}`: select `_PIECES` from `_PIECES_FROM`.
-_PIECES = "substr({text}, i::INTEGER, n::INTEGER)"
-_PIECES_FROM = "range(1, 4) AS ns(n), range(1, length({text}) + 1) AS r(i) WHERE i + n - 1 <= length({text})"
 
 _BUILD = f"""
     INSERT INTO keyed_runs
@@ -82,26 +67,7 @@ _BUILD = f"""
     FROM spans s JOIN keyed_runs k USING (trace_id)
     WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
     ORDER BY key, s.start_ts, s.start_event_id;
-    INSERT INTO span_text
-    SELECT k.run, s.start_ts, s.start_event_id, s.span_id,
-           lower(concat_ws(chr({_SEPARATOR}), s.name, s.agent_id, s.call_id, s.span_id, s.error)), s.name, s.kind
-    FROM spans s JOIN keyed_runs k USING (trace_id)
-    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
-    ORDER BY k.run, s.start_ts, s.start_event_id;
-    INSERT INTO span_grams
-    WITH shown_spans AS (
-        SELECT k.run, s.name, s.agent_id, s.call_id, s.error, s.span_id
-        FROM spans s JOIN keyed_runs k USING (trace_id)
-        WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
-    ),
-    shapes AS (
-        SELECT run, t FROM (SELECT DISTINCT run, name, agent_id, error FROM shown_spans),
-                           unnest([name, agent_id, error]) AS f(t)
-        UNION SELECT DISTINCT run, {_DIGITS.format(text="call_id")} FROM shown_spans
-        UNION SELECT DISTINCT run, span_id FROM shown_spans WHERE NOT regexp_full_match(lower(span_id), '{_HEX}')
-    ),
-    normal AS (SELECT DISTINCT run, {_DIGITS.format(text="lower(t)")} AS t FROM shapes WHERE t IS NOT NULL)
-    SELECT DISTINCT run, {_PIECES.format(text="t")} FROM normal, {_PIECES_FROM.format(text="t")};
+    {span_search.BUILD}
     INSERT INTO agent_generations
     SELECT hash(a.trace_id, a.call_id) AS key, k.run, a.call_id, g.name, g.end_ts, g.end_event_id
     FROM spans a JOIN spans g ON g.trace_id = a.trace_id AND g.parent_span_id = a.span_id
@@ -124,16 +90,17 @@ _BUILD = f"""
     ORDER BY s.trace_id, start_tile;
 """
 
-_FORGET = """
+_FORGET = (
+    span_search.FORGET
+    + """
     DELETE FROM span_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM frame_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
-    DELETE FROM span_text WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
-    DELETE FROM span_grams WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM agent_generations
     WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM span_tiles WHERE trace_id IN (SELECT trace_id FROM {traces});
     DELETE FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces});
 """
+)
 
 # A frame parent's children in the tree's order; `key` first, so that zone maps find the range.
 _CHILDREN = """
@@ -324,39 +291,16 @@ def position(cursor: duckdb.DuckDBPyConnection, trace_id: str, key: SpanKey) -> 
 
 
 def search(
-    cursor: duckdb.DuckDBPyConnection, trace_id: str, text: str, *, order: str, prefix: str, limit: int
+    cursor: duckdb.DuckDBPyConnection, trace_id: str, text: str, *, ranks: tuple[str, str], prefix: str, limit: int
 ) -> list[tuple[str, float]] | None:
-    """The first `limit` shown spans whose name, agent id, callId, span id or error holds `text`
-    (case-insensitive), best first (`order`: `navigation.span_hit_order`'s terms, over the columns
-    `span_text` shares with `spans`, reading `$text` and `$prefix`: `prefix` is the LIKE-escaped
-    `text%`), as (span id, start); None when the run is not keyed (or the
-    text holds the separator of the fields)."""
-    run = _run(cursor, trace_id)
-    if run is None or chr(_SEPARATOR) in text:
+    """`span_search.search` of the run, or None when it is not keyed (or the text holds the separator
+    of the fields of the text it searches)."""
+    found = cursor.execute(f"SELECT run, tile_origin, tile_ms FROM {_FRESH}", [trace_id]).fetchall()
+    if not found or chr(span_search.SEPARATOR) in text:
         return None
-    if _absent(cursor, run, text):
-        return []
-    rows = cursor.execute(
-        f"SELECT span_id, start_ts FROM span_text WHERE run = $run AND contains(text, lower($text)) "
-        f"ORDER BY {order} LIMIT $limit",
-        {"run": run, "text": text, "prefix": prefix, "limit": limit},
-    ).fetchall()
-    return [(span, start) for span, start in rows]
-
-
-def _absent(cursor: duckdb.DuckDBPyConnection, run: int, text: str) -> bool:
-    """Whether `text` has a piece that no span of keyed run `run` has in its searched text (then no span
-    holds it); a piece of hex digits may be in a span id, so it is never taken as absent."""
-    query = f"({_DIGITS.format(text='lower($text)')})"
-    rows = cursor.execute(
-        f"""
-        SELECT count(*)
-        FROM (SELECT DISTINCT {_PIECES.format(text=query)} AS piece FROM {_PIECES_FROM.format(text=query)})
-        WHERE NOT regexp_full_match(piece, '{_HEX}') AND piece NOT IN (SELECT gram FROM span_grams WHERE run = $run)
-        """,
-        {"text": text, "run": run},
-    ).fetchall()
-    return bool(rows[0][0])
+    run, origin, width = found[0]
+    window = (origin, origin + width * TILES)
+    return span_search.search(cursor, run, text, ranks=ranks, prefix=prefix, limit=limit, window=window)
 
 
 def generation_ends(
