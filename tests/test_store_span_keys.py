@@ -115,18 +115,25 @@ def test_a_keyed_run_seen_wide_is_drawn_from_its_tiles_a_fraction_of_a_pixel_off
         "whole, 100 px": {"width_px": 100},
         "whole, 400 px": {"width_px": 400},
         "a hundredth, 400 px": {"start_ms": middle, "end_ms": middle + run.duration_ms / 100, "width_px": 400},
+        "a quarter, 1000 px (fine tiles)": {
+            "start_ms": middle,
+            "end_ms": middle + run.duration_ms / 4,
+            "width_px": 1000,
+        },
     }
     scanned = {name: timeline_window(store, big.trace_id, **window) for name, window in windows.items()}
     span_keys.key_run(store, big.trace_id)
-    tiled_spans = store.query("SELECT sum(n) FROM span_tiles WHERE trace_id = ?", [big.trace_id])[0][0]
-    # Every span the timeline draws, once; by kind, none of the kinds it leaves out.
-    assert tiled_spans == store.query(f"SELECT count(*) FROM spans WHERE {SHOWN}")[0][0]
+    # Every span the timeline draws, once, at both sizes of tile; by kind, none of the kinds it leaves out.
+    for table in ("span_tiles", "span_tiles_fine"):
+        tiled_spans = store.query(f"SELECT sum(n) FROM {table} WHERE trace_id = ?", [big.trace_id])[0][0]
+        assert tiled_spans == store.query(f"SELECT count(*) FROM spans WHERE {SHOWN}")[0][0]
+    assert store.query("SELECT count(*) FROM span_tiles_fine") > store.query("SELECT count(*) FROM span_tiles")
     tiled_kinds = store.query("SELECT DISTINCT kind FROM span_tiles WHERE trace_id = ?", [big.trace_id])
     assert {kind for (kind,) in tiled_kinds} == {bar.kind for bar in scanned["whole, 400 px"].bars}
     assert not {kind for (kind,) in tiled_kinds} & set(HIDDEN_KINDS)
     tiled = {name: timeline_window(store, big.trace_id, **window) for name, window in windows.items()}
     assert tiled["a hundredth, 400 px"] == scanned["a hundredth, 400 px"]  # a pixel of few tiles: the spans
-    for name in ("whole, 100 px", "whole, 400 px"):
+    for name in ("whole, 100 px", "whole, 400 px", "a quarter, 1000 px (fine tiles)"):
         exact, drawn = scanned[name], tiled[name]
         assert (drawn.rows, drawn.spans, drawn.width_px) == (exact.rows, exact.spans, exact.width_px)
         for row in range(exact.rows):

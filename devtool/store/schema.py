@@ -54,10 +54,10 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - Migration 9 gives runs the key of the span that names them (`name_key`, `name_span`: see
   `run_summary.py`), so an append updates a run's summary from what it changed; a run stored before
   has none until its next append, which counts it whole once.
-- Migration 10 adds `agent_generations`, `span_labels` and `span_grams` to a keyed run's span keys:
-  its generations that ended, under a hash of their agent's callId (indexed), the names and kinds of
-  its spans, and the short pieces of its searched text (`span_keys.py`, `span_search.py`), made for
-  the runs keyed before from their spans.
+- Migration 10 adds `agent_generations`, `span_labels`, `span_grams` and `span_tiles_fine` to a keyed
+  run's span keys: its generations that ended, under a hash of their agent's callId (indexed), the
+  names and kinds of its spans, the short pieces of its searched text, and its timeline's tiles four
+  times finer (`span_keys.py`, `span_search.py`), made for the runs keyed before from their spans.
 """
 
 from __future__ import annotations
@@ -382,5 +382,19 @@ MIGRATIONS: list[str] = [
     WHERE a.kind = 'agent' AND a.call_id IS NOT NULL AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
     ORDER BY key;
     CREATE INDEX agent_generations_key ON agent_generations (key);
+    CREATE TABLE span_tiles_fine AS SELECT * FROM span_tiles LIMIT 0;
+    INSERT INTO span_tiles_fine
+    SELECT s.trace_id, s.depth,
+           least(floor((s.start_ts - k.tile_origin) / (k.tile_ms / 4)), 65536 - 1)::BIGINT AS start_tile,
+           least(floor((coalesce(s.end_ts, r.ended_ts) - k.tile_origin) / (k.tile_ms / 4)), 65536 - 1)::BIGINT,
+           min(s.start_ts), max(coalesce(s.end_ts, r.ended_ts)), count(*), any_value(s.span_id), s.kind,
+           any_value(s.name), count(*) FILTER (WHERE s.status = 'failed'),
+           count(*) FILTER (WHERE s.status = 'running'), count(*) FILTER (WHERE s.cache),
+           CASE WHEN min(hash(s.frame_parent_id)) = max(hash(s.frame_parent_id)) THEN any_value(s.frame_parent_id) END,
+           min(hash(s.name)) = max(hash(s.name))
+    FROM spans s JOIN keyed_runs k USING (trace_id) JOIN runs r USING (trace_id)
+    WHERE NOT s.instant AND s.kind NOT IN ('promptAgent', 'model:call')
+    GROUP BY ALL
+    ORDER BY s.trace_id, start_tile;
     """,
 ]

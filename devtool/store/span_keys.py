@@ -18,7 +18,8 @@ sorted so that DuckDB's zone maps find a key in one or two row groups:
 - `span_tiles`: the spans the timeline draws (not instants, not `HIDDEN_KINDS`) grouped by row
   (depth), kind, and the tile of time they start in and the one they end in, of `TILES` tiles across
   the run, with their frame parent when they share one and whether they share a name: what the
-  timeline reads when it shows so much of the run that a pixel holds many tiles (`timeline.py`).
+  timeline reads when it shows so much of the run that a pixel holds many tiles (`timeline.py`);
+  `span_tiles_fine` groups them in `FINE_TILES` tiles, for windows four times narrower.
 
 A load makes them for each run of `LOAD_KEYED_EVENTS` events or more it stores or adds to, in its own
 transaction (`key_runs`; a few seconds of the load's CPU a million events), so a big run loaded is
@@ -47,8 +48,28 @@ if TYPE_CHECKING:
     from devtool.store.database import Store
 
 TILES = 16384  # tiles across a run: a pixel of a whole run 1,600 px wide holds 10
+FINE_TILES = 4 * TILES  # the finer tiles of `span_tiles_fine`: a quarter of the run at 1,600 px, 10 a pixel
 # A load keys the runs it leaves this big (the server's indexer keys the others, past its own threshold).
 LOAD_KEYED_EVENTS = 50_000
+
+# The timeline's tiles of runs, `tiles` across each, `width` ms wide (SQL over `k`, the run's `keyed_runs`).
+_TILED = """
+    INSERT INTO {table}
+    SELECT s.trace_id, s.depth,
+           least(floor((s.start_ts - k.tile_origin) / ({width})), {tiles} - 1)::BIGINT AS start_tile,
+           least(floor((coalesce(s.end_ts, r.ended_ts) - k.tile_origin) / ({width})), {tiles} - 1)::BIGINT,
+           min(s.start_ts), max(coalesce(s.end_ts, r.ended_ts)), count(*), any_value(s.span_id), s.kind,
+           any_value(s.name), count(*) FILTER (WHERE s.status = 'failed'),
+           count(*) FILTER (WHERE s.status = 'running'), count(*) FILTER (WHERE s.cache),
+           CASE WHEN min(hash(s.frame_parent_id)) = max(hash(s.frame_parent_id)) THEN any_value(s.frame_parent_id) END,
+           min(hash(s.name)) = max(hash(s.name))
+    FROM spans s JOIN keyed_runs k USING (trace_id) JOIN runs r USING (trace_id)
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown}
+    GROUP BY ALL
+    ORDER BY s.trace_id, start_tile;
+"""
+
+_FINE_WIDTH = f"k.tile_ms / {FINE_TILES // TILES}"
 
 _BUILD = f"""
     INSERT INTO keyed_runs
@@ -75,19 +96,8 @@ _BUILD = f"""
     WHERE a.trace_id IN (SELECT trace_id FROM {{traces}}) AND a.kind = 'agent' AND a.call_id IS NOT NULL
       AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
     ORDER BY key;
-    INSERT INTO span_tiles
-    SELECT s.trace_id, s.depth,
-           least(floor((s.start_ts - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT AS start_tile,
-           least(floor((coalesce(s.end_ts, r.ended_ts) - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT,
-           min(s.start_ts), max(coalesce(s.end_ts, r.ended_ts)), count(*), any_value(s.span_id), s.kind,
-           any_value(s.name), count(*) FILTER (WHERE s.status = 'failed'),
-           count(*) FILTER (WHERE s.status = 'running'), count(*) FILTER (WHERE s.cache),
-           CASE WHEN min(hash(s.frame_parent_id)) = max(hash(s.frame_parent_id)) THEN any_value(s.frame_parent_id) END,
-           min(hash(s.name)) = max(hash(s.name))
-    FROM spans s JOIN keyed_runs k USING (trace_id) JOIN runs r USING (trace_id)
-    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
-    GROUP BY ALL
-    ORDER BY s.trace_id, start_tile;
+    {_TILED.format(table="span_tiles", tiles=TILES, width="k.tile_ms", shown=shown("s"))}
+    {_TILED.format(table="span_tiles_fine", tiles=FINE_TILES, width=_FINE_WIDTH, shown=shown("s"))}
 """
 
 _FORGET = (
@@ -98,6 +108,7 @@ _FORGET = (
     DELETE FROM agent_generations
     WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM span_tiles WHERE trace_id IN (SELECT trace_id FROM {traces});
+    DELETE FROM span_tiles_fine WHERE trace_id IN (SELECT trace_id FROM {traces});
     DELETE FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces});
 """
 )
