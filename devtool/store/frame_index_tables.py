@@ -251,9 +251,12 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
         parents, lows, highs = _outside(children, chunks)
         sealed_rows = []
         if parents:
-            ranges = {"parents": parents, "lows": lows, "highs": highs}
+            # A branch per range, its bounds constants: DuckDB reads the row groups of those positions.
+            sql = " UNION ALL ".join(cut.format(_SEALED).format(i=i) for i in range(len(parents)))
+            ranges = {f"{name}{i}": values[i] for name, values in (("parent", parents), ("low", lows), ("high", highs))
+                      for i in range(len(parents))}  # fmt: skip
             keep = {name: params[name] for name in ("trace", "build", "cut", "open")}
-            sealed_rows = cursor.execute(cut.format(_SEALED), {**keep, **ranges}).fetchall()
+            sealed_rows = cursor.execute(sql, {**keep, **ranges}).fetchall()
         ids = sorted({event for frame in open_frames for event in frame.events} | {params["cut"]})
         events = rows_by_ids(cursor, "SELECT event_id, body FROM events WHERE event_id = ANY($ids)", ids)
         rows = sorted((event_id, orjson.loads(body)) for event_id, body in events)
@@ -373,12 +376,13 @@ _REUSED = f"""
 
 # The sealed children of open frames outside the chunks reused: in the ranges of positions `_outside`
 # finds (a chunk's worth or so per open frame), so the statement does not grow with the frames that ended.
+# The sealed children of open frames outside the chunks reused: in the ranges of positions `_outside`
+# finds (a chunk's worth or so per open frame), so the statement does not grow with the frames that
+# ended. One range a statement branch: the `i`th, of parameters `parent<i>`, `low<i>`, `high<i>`.
 _SEALED = """
-    SELECT f.parent, f.position, f.call_id, f.node_id, f.status, f.error, f.aggregate
-    FROM rewind_frames f
-    JOIN (SELECT unnest($parents) AS parent, unnest($lows) AS low, unnest($highs) AS high) r
-      ON f.parent = r.parent AND f.position >= r.low AND f.position < r.high
-    WHERE f.trace_id = $trace AND f.build = $build AND {made} AND {sealed} AND f.frame NOT IN (SELECT unnest($open))
+    SELECT parent, position, call_id, node_id, status, error, aggregate FROM rewind_frames
+    WHERE trace_id = $trace AND build = $build AND {made} AND {sealed} AND frame NOT IN (SELECT unnest($open))
+      AND parent = $parent{{i}} AND position >= $low{{i}} AND position < $high{{i}}
 """
 
 # A run's last stored event, from the events themselves: a live append stores its events before the
