@@ -375,8 +375,6 @@ _REUSED = f"""
 """
 
 # The sealed children of open frames outside the chunks reused: in the ranges of positions `_outside`
-# finds (a chunk's worth or so per open frame), so the statement does not grow with the frames that ended.
-# The sealed children of open frames outside the chunks reused: in the ranges of positions `_outside`
 # finds (a chunk's worth or so per open frame), so the statement does not grow with the frames that
 # ended. One range a statement branch: the `i`th, of parameters `parent<i>`, `low<i>`, `high<i>`.
 _SEALED = """
