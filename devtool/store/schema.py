@@ -57,7 +57,8 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - Migration 10 adds `agent_generations`, `span_labels`, `span_grams` and `span_tiles_fine` to a keyed
   run's span keys: its generations that ended, under a hash of their agent's callId (indexed), the
   names and kinds of its spans, the short pieces of its searched text, and its timeline's tiles four
-  times finer (`span_keys.py`, `span_search.py`), made for the runs keyed before from their spans.
+  times finer (`span_keys.py`, `span_search.py`), made for the runs keyed before from their spans;
+  and an index on `frame_keys`' key, through which a page of parents has their children looked up.
 """
 
 from __future__ import annotations
@@ -382,6 +383,7 @@ MIGRATIONS: list[str] = [
     WHERE a.kind = 'agent' AND a.call_id IS NOT NULL AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
     ORDER BY key;
     CREATE INDEX agent_generations_key ON agent_generations (key);
+    CREATE INDEX frame_keys_key ON frame_keys (key);
     CREATE TABLE span_tiles_fine AS SELECT * FROM span_tiles LIMIT 0;
     INSERT INTO span_tiles_fine
     SELECT s.trace_id, s.depth,

@@ -268,14 +268,35 @@ def children(
 def children_of(
     cursor: duckdb.DuckDBPyConnection, trace_id: str, parents: Sequence[str], *, offset: int, limit: int
 ) -> dict[str, list[tuple[str, float]]] | None:
-    """`children` of several parents, each page in the tree's order; None when not keyed."""
-    found: dict[str, list[tuple[str, float]]] = {}
-    for parent in parents:
-        page = children(cursor, trace_id, parent, offset=offset, limit=limit)
-        if page is None:
-            return None
-        found[parent] = page
-    return found
+    """`children` of several parents of a thousand children or so at most (each read whole), each page
+    in the tree's order; None when not keyed."""
+    run = _run(cursor, trace_id)
+    if run is None:
+        return None
+    found: dict[str, list[tuple[str, float, int | None]]] = {parent: [] for parent in parents}
+    if not found:
+        return {}
+    hashed = cursor.execute("SELECT hash(?, p) FROM unnest(?) AS t(p)", [trace_id, list(found)]).fetchall()
+    keys = [key for (key,) in hashed]
+    # The hashes as typed constants: DuckDB looks each parent's children up in `frame_keys`' index.
+    rows = cursor.execute(
+        "SELECT frame_parent_id, span_id, start_ts, start_event_id FROM frame_keys "
+        f"WHERE key IN ({', '.join(['?::UBIGINT'] * len(keys))}) AND run = ?",
+        [*keys, run],
+    ).fetchall()
+    for parent, span, start, event in rows:
+        if parent in found:  # not another parent of the same hash
+            found[parent].append((span, start, event))
+    # In the tree's order (spans of no start event last, as DuckDB sorts their NULLs).
+    return {
+        parent: [(span, start) for span, start, _ in sorted(page, key=_tree_order)[offset : offset + limit]]
+        for parent, page in found.items()
+    }
+
+
+def _tree_order(child: tuple[str, float, int | None]) -> tuple[float, bool, int]:
+    _, start, event = child
+    return (start, event is None, event or 0)
 
 
 def count(cursor: duckdb.DuckDBPyConnection, trace_id: str, parent: str | None) -> int | None:
