@@ -33,6 +33,7 @@ batch) is read by scanning `spans`, as a small run is, until it is keyed again.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -364,9 +365,16 @@ _FRESH = "keyed_runs k JOIN runs r USING (trace_id) WHERE trace_id = ? AND k.las
 
 def _run(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> int | None:
     """The run's number among the keyed ones (what its keys are filed under), or None: not keyed, or
-    changed since."""
-    rows = cursor.execute(f"SELECT run FROM {_FRESH}", [trace_id]).fetchall()
-    return int(rows[0][0]) if rows else None
+    changed since. Looked up once a cursor: a page's reads on one cursor (a tree: a few dozen lookups)
+    take the run as it was at the first."""
+    known = _RUNS.setdefault(cursor, {})
+    if trace_id not in known:
+        rows = cursor.execute(f"SELECT run FROM {_FRESH}", [trace_id]).fetchall()
+        known[trace_id] = int(rows[0][0]) if rows else None
+    return known[trace_id]
+
+
+_RUNS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, int | None]] = weakref.WeakKeyDictionary()
 
 
 def _marks(values: Sequence[object]) -> str:
