@@ -38,12 +38,19 @@ class Drainer:
     def _reset(self) -> None:
         # A queue in C: telling the thread is one `put`, on the request's path once per batch.
         self._due: queue.SimpleQueue[Settles] = queue.SimpleQueue()
+        self._wake = threading.Event()
+        # Held while a batch is taken off `_due` and settled: a settling at exit waits for the thread's
+        # batch, whose emitters are no longer in `_due`, instead of finding nothing and letting the
+        # interpreter stop the thread halfway through them.
+        self._draining = threading.Lock()
         self._thread: threading.Thread | None = None
         self._starting = threading.Lock()
 
     def due(self, emitter: Settles) -> None:
         """`emitter` has work pending: settle it within `interval`."""
         self._due.put(emitter)
+        if not self._wake.is_set():
+            self._wake.set()
         if self._thread is None:
             with self._starting:
                 if self._thread is None:
@@ -53,24 +60,27 @@ class Drainer:
     def settle_all(self) -> bool:
         """Settle every emitter with work pending now (at exit: the thread may never run again); False
         if none had any."""
-        due: dict[Settles, None] = {}
-        while True:
-            try:
-                due[self._due.get_nowait()] = None
-            except queue.Empty:
-                break
-        for emitter in due:
-            emitter.settle()
-        return bool(due)
+        with self._draining:
+            due: dict[Settles, None] = {}
+            while True:
+                try:
+                    due[self._due.get_nowait()] = None
+                except queue.Empty:
+                    break
+            for emitter in due:
+                emitter.settle()
+            return bool(due)
 
     def _run(self) -> None:
         # While runs record, the thread wakes once an interval (work handed over meanwhile does not wake
         # it: a `put` to a sleeping thread takes no switch of the interpreter's lock); after an
-        # interval with none, it waits for the next.
+        # interval with none, it waits for the next. Cleared before the batch is taken: work handed
+        # over after that sets it again, so none waits for a later run's work to be drained.
         while True:
-            self._due.put(self._due.get())
+            self._wake.wait()
             while True:
                 time.sleep(self.interval)
+                self._wake.clear()
                 if not self.settle_all():
                     break
 
