@@ -1,38 +1,49 @@
 """Overhead of the SDK instrumentation per request, over the bare SDK call, against the fake provider.
 
-    python bench/bench_instrument.py [--rounds 1000] [--chars 400] [--in-memory]
+    python bench/bench_instrument.py [--rounds 200] [--block 10] [--chars 400] [--in-memory] [--vary]
 
 A real fake provider process (`testkit.fake_provider`) answers every request with the same text
-(`--chars` characters; streamed in 8-character chunks, with usage) over loopback HTTP. One `openai.OpenAI`
-client (kept-alive connections) makes, in each round and in an order shuffled anew each round (a
-fixed order would have each kind always follow the same one, and pay for what that one left, its
-garbage and its cold caches), one request of each kind, whole (`chat.completions.create`) and
-streamed (`stream=True`, the chunks read and their text joined):
+(`--chars` characters; streamed in 8-character chunks, with usage) over loopback HTTP. One
+`openai.OpenAI` client (kept-alive connections) makes, in each round and in an order shuffled anew each
+round (a fixed order would have each kind always follow the same one, and pay for what that one left,
+its garbage and its cold caches), a block of `--block` requests of each kind, whole
+(`chat.completions.create`) and streamed (`stream=True`, the chunks read and their text joined):
 - bare: a second client of the same SDK, same settings, whose class (a subclass of `openai.OpenAI`)
   carries the SDK's own unwrapped `request`: the SDK as if never instrumented, same process, same
   fake provider, same requests, its own kept-alive connections;
 - unrecorded: through the wrapper, outside any run (what every request of a process that called
   `install()` pays when it is not being recorded);
 - recorded: through the wrapper inside a recorded run (`devtool.record`, events to a JSONL file): the
-  turn's events, the content hash, the journal entry, usage and cost, the streamed bytes read as they pass.
+  turn's events, the content hash, the journal entry, usage and cost, the streamed bytes read.
+
+A recorded request does on its way only what must happen then (its callId, a copy of its body, its
+times) and leaves the rest to its run's emitter, done in batches (`devtool/core/drainer.py`): by the
+drainer thread, or when the run's state is read. So a recorded block is timed twice: the request path
+(this thread's CPU time while the block's requests are made) and the whole cost (the process's CPU
+time while they are made, the drainer's included, plus the settling of what is still pending at the
+block's end, also timed: nothing of a block's work is left for the next block to pay). A block of one
+(`--block 1`) settles each request alone, as a run whose requests come seconds apart does (there the
+drainer does it while the next request waits on its provider); larger blocks, back to back.
 
 With `--in-memory`, the fake provider's two answers are fetched from it once (their bytes, in the
 chunks they came in) and every client's http client (`httpx.MockTransport`) hands those back with no
 socket: the same SDK code, the same requests and answers, without the loopback round trip and the
-server process, whose jitter on a loaded machine is milliseconds, so that the microseconds that are
-ours can be seen.
+server process, whose jitter on a loaded machine is milliseconds. With `--vary`, every request's
+messages differ (a counter in the user's message), so each has its own content hash and the run's
+journal grows by one entry per recorded request, as a real agent's does.
 
-Reported per request, for wall time and for this process's CPU time (what our code costs, less
-exposed to the other processes on the cores): the median of each kind, and the median over rounds of
-its difference to that round's bare request (paired, so a burst of load falls on both); and the mean
-CPU difference (which counts the rare slow request, a garbage collection, that medians skip).
-The target is an overhead of at most 50 µs.
+Reported per request: each kind's median, and the median over rounds of its difference to that
+round's bare block (paired, so a burst of load falls on both), for the request path and the whole
+cost; the same over the first and the last quarter of the rounds (whether the overhead grows with the
+run); and the garbage collector's collections per 1,000 requests of each kind, by generation, with
+their time. The target is an overhead of at most 50 µs.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextvars
+import gc
 import os
 import platform
 import random
@@ -51,21 +62,46 @@ import openai
 
 import devtool
 import devtool.instrument
+from devtool.core.frame import CURRENT_FRAME
 from testkit.fake_provider import FakeProviderProcess
 
 # The SDK's http library (this release of the SDKs ships httpx as `httpx2`).
 httpx: Any = getattr(openai._base_client, "httpx2", None) or openai._base_client.httpx  # type: ignore[attr-defined]
 KEY = "sk-bench-0000000000"
-WARMUP = 30  # rounds not counted
-MESSAGES = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Describe Lisbon."}]
+WARMUP = 10  # rounds not counted
+SYSTEM = {"role": "system", "content": "You are terse."}
+MESSAGES = [SYSTEM, {"role": "user", "content": "Describe Lisbon."}]
+Times = dict[str, list[float]]
+
+
+class GcCount:
+    """The collector's collections and their time, by generation, charged to the kind being timed."""
+
+    def __init__(self, kinds: list[str]) -> None:
+        self.kind: str | None = None
+        self.counts = {kind: [[0, 0.0] for _ in range(3)] for kind in kinds}
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        elif self.kind is not None:
+            count = self.counts[self.kind][info["generation"]]
+            count[0] += 1
+            count[1] += time.perf_counter() - self._started
 
 
 def measure(
-    client: openai.OpenAI, bare_client: openai.OpenAI, rounds: int, trace: Path
-) -> dict[str, dict[str, list[float]]]:
+    client: openai.OpenAI, bare_client: openai.OpenAI, rounds: int, block: int, trace: Path, vary: bool
+) -> tuple[dict[str, Times], GcCount]:
+    counter = iter(range(10**9))
+
+    def messages() -> list[dict[str, str]]:
+        return [SYSTEM, {"role": "user", "content": f"Describe Lisbon ({next(counter)})."}] if vary else MESSAGES
+
     def whole(client: openai.OpenAI) -> Callable[[], str]:
         def ask() -> str:
-            completion = client.chat.completions.create(model="gpt-4.1-mini", messages=MESSAGES)
+            completion = client.chat.completions.create(model="gpt-4.1-mini", messages=messages())  # type: ignore[arg-type]
             return completion.choices[0].message.content or ""
 
         return ask
@@ -73,7 +109,10 @@ def measure(
     def streamed(client: openai.OpenAI) -> Callable[[], str]:
         def ask() -> str:
             stream = client.chat.completions.create(
-                model="gpt-4.1-mini", messages=MESSAGES, stream=True, stream_options={"include_usage": True}
+                model="gpt-4.1-mini",
+                messages=messages(),  # type: ignore[arg-type]
+                stream=True,
+                stream_options={"include_usage": True},
             )
             return "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
 
@@ -86,18 +125,31 @@ def measure(
         kinds[f"{form} bare"] = asking(bare_client)
         kinds[f"{form} unrecorded"] = lambda ask=ask: outside.run(ask)
         kinds[f"{form} recorded"] = ask
-    times: dict[str, dict[str, list[float]]] = {kind: {"wall": [], "cpu": []} for kind in kinds}
+    times: dict[str, Times] = {kind: {"path": [], "whole": []} for kind in kinds}
     order, shuffle = list(kinds), random.Random(15).shuffle
+    collections = GcCount(order)
     with devtool.record("bench", to=trace):
+        emitter = CURRENT_FRAME.get().run.emitter
+        # An emitter before deferred work (the code this one is compared with) has nothing to settle.
+        settle = getattr(emitter, "settle", lambda: None)
+        gc.callbacks.append(collections)
         for round_ in range(rounds + WARMUP):  # the first rounds warm connections, caches and the server up
             shuffle(order)
             for kind in order:
-                wall, cpu = time.perf_counter(), time.process_time()
-                kinds[kind]()
+                collections.kind = kind if round_ >= WARMUP else None
+                ask = kinds[kind]
+                path, cpu = time.thread_time(), time.process_time()
+                for _ in range(block):
+                    ask()
+                path = time.thread_time() - path
+                settle()  # what the block left pending, in its own time
+                cpu = time.process_time() - cpu
                 if round_ >= WARMUP:
-                    times[kind]["wall"].append(time.perf_counter() - wall)
-                    times[kind]["cpu"].append(time.process_time() - cpu)
-    return times
+                    times[kind]["path"].append(path / block)
+                    times[kind]["whole"].append(cpu / block)
+        collections.kind = None
+        gc.callbacks.remove(collections)
+    return times, collections
 
 
 def bare_sdk_client() -> type[openai.OpenAI]:
@@ -137,9 +189,11 @@ def answers_of(url: str) -> Any:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--block", type=int, default=10, help="requests of a kind back to back, per round")
     parser.add_argument("--chars", type=int, default=400)
     parser.add_argument("--in-memory", action="store_true", help="the fake provider's answers, with no socket")
+    parser.add_argument("--vary", action="store_true", help="every request's messages differ (the journal grows)")
     args = parser.parse_args()
     devtool.instrument.openai()
     load_before = os.getloadavg()
@@ -155,32 +209,45 @@ def main() -> None:
             clients.append(sdk_class(**settings))
         client, bare_client = clients
         trace = Path(folder) / "trace.jsonl"
-        times = measure(client, bare_client, args.rounds, trace)
+        times, collections = measure(client, bare_client, args.rounds, args.block, trace, args.vary)
         turns = trace.read_bytes().count(b'"type":"turn:end"')
         # Only the recorded kinds' requests are turns: bare and unrecorded went past the instrumentation.
-        assert turns == 2 * (args.rounds + WARMUP), f"{turns} turns recorded for {args.rounds + WARMUP} rounds"
+        expected = 2 * args.block * (args.rounds + WARMUP)
+        assert turns == expected, f"{turns} turns recorded for {expected} recorded requests"
         client.close()
         bare_client.close()
     load_after = os.getloadavg()
-    print(f"bench_instrument · {date.today()} · {platform.machine()}, {os.cpu_count()} cores · {args.rounds} rounds")
+    print(
+        f"bench_instrument · {date.today()} · {platform.machine()}, {os.cpu_count()} cores · "
+        f"{args.rounds} rounds of blocks of {args.block}" + (" · every request distinct" if args.vary else "")
+    )
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f}")
     print(f"answer: {args.chars} characters, streamed in {-(-args.chars // 8)} chunks")
     print("transport: " + ("in memory (the fake provider's bytes)" if args.in_memory else "loopback HTTP"))
-    print(f"{'what':<20} {'wall':>9} {'over bare':>10} {'ratio':>7} {'cpu':>9} {'over bare':>10} {'(mean)':>10}")
+    print("CPU per request; over bare: the median over rounds of the difference to that round's bare block")
+    quarter = max(args.rounds // 4, 1)
+    print(
+        f"{'what':<20} {'path':>9} {'over bare':>10} {'whole':>9} {'over bare':>10}"
+        f" {'1st quarter':>12} {'last quarter':>12}   gc per 1,000 requests (gen 0/1/2, µs per request)"
+    )
+    requests = args.rounds * args.block / 1000
     for kind, measured in times.items():
         bare = times[kind.rsplit(" ", 1)[0] + " bare"]
-        over = {clock: paired_median(measured[clock], bare[clock]) for clock in ("wall", "cpu")}
-        wall, cpu = statistics.median(measured["wall"]), statistics.median(measured["cpu"])
-        cpu_mean = statistics.fmean(measured["cpu"]) - statistics.fmean(bare["cpu"])
-        ratio = over["wall"] / statistics.median(bare["wall"])
+        over = {clock: paired_median(measured[clock], bare[clock]) for clock in ("path", "whole")}
+        first = paired_median(measured["whole"][:quarter], bare["whole"][:quarter])
+        last = paired_median(measured["whole"][-quarter:], bare["whole"][-quarter:])
+        counts = collections.counts[kind]
+        gcs = "/".join(f"{count / requests:.1f}" for count, _ in counts)
+        gc_time = sum(took for _, took in counts) / (requests * 1000) * 1e6
         print(
-            f"{kind:<20} {wall * 1e3:>6.2f} ms {over['wall'] * 1e6:>7.1f} µs {ratio:>6.1%} "
-            f"{cpu * 1e3:>6.2f} ms {over['cpu'] * 1e6:>7.1f} µs {cpu_mean * 1e6:>7.1f} µs"
+            f"{kind:<20} {statistics.median(measured['path']) * 1e6:>6.0f} µs {over['path'] * 1e6:>7.1f} µs"
+            f" {statistics.median(measured['whole']) * 1e6:>6.0f} µs {over['whole'] * 1e6:>7.1f} µs"
+            f" {first * 1e6:>9.1f} µs {last * 1e6:>9.1f} µs   {gcs} ({gc_time:.1f} µs)"
         )
 
 
 def paired_median(measured: list[float], bare: list[float]) -> float:
-    """The median over rounds of a kind's time less the same round's bare request's."""
+    """The median over rounds of a kind's time less the same round's bare block's."""
     return statistics.median(m - b for m, b in zip(measured, bare, strict=True))
 
 

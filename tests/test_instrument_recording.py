@@ -276,3 +276,88 @@ def test_an_instrumented_script_is_rewound_replayed_forked_and_compared_in_the_d
     replay_in_devtool(base, headers["location"])
     assert fake_provider.count() == 5 + 2
     assert log.read_text().split() == ["weather", "hotels", "hotels", "weather", "hotels"]
+
+
+WHOLE_PROCESS = """
+import openai
+import devtool.instrument
+
+devtool.instrument.install()
+client = openai.OpenAI()
+for n in range(3):
+    client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": f"q{n}"}])
+stream = client.chat.completions.create(
+    model="gpt-4.1-mini",
+    messages=[{"role": "user", "content": "streamed"}],
+    stream=True,
+    stream_options={"include_usage": True},
+)
+print("".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices))
+"""
+
+
+def test_a_script_that_exits_normally_leaves_every_deferred_turn_in_its_file_and_in_the_devtool(
+    tmp_path: Path, fake_provider: FakeProvider
+) -> None:
+    """The run of a whole process (`DEVTOOL_URL` and `DEVTOOL_TRACE` both) ends at the interpreter's exit,
+    its last request's bookkeeping still deferred then: nothing is lost on either side, in order."""
+    fake_provider.reply({"text": "done", "usage": {"input": 4, "output": 2}}, times=None)
+    (tmp_path / "exits.py").write_text(WHOLE_PROCESS)
+    with running_serve(tmp_path / "s.db") as server:
+        url = server.url.rstrip("/")
+        env = {**os.environ, **fake_provider.env(), "DEVTOOL_URL": url, "DEVTOOL_TRACE": str(tmp_path / "t.jsonl")}
+        done = subprocess.run(
+            [sys.executable, "exits.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "done\n"
+        recorded = events(tmp_path / "t.jsonl")
+        turns = [(e["type"], e["callId"]) for e in recorded if e["type"] in ("turn:start", "turn:end")]
+        assert turns == [(kind, f"root/turn:gpt-4.1-mini:{n}") for n in range(4) for kind in ("turn:start", "turn:end")]
+        assert recorded[-1]["type"] == "runWith:end"
+        assert recorded[-1]["metrics"]["modelCalls"] == 4
+        assert recorded[-1]["metrics"]["totalTokens"] == 4 * 6
+        trace_id = recorded[0]["trace"]["traceId"]
+        wanted = {"turn 0", "turn 1", "turn 2", "turn 3"}
+        assert wanted <= set(page_names(url, trace_id, wanted))
+
+
+FAILING = """
+import openai
+import devtool
+import devtool.instrument
+
+devtool.instrument.openai()
+
+
+@devtool.record("failing-bot", to="trace.jsonl")
+def main():
+    client = openai.OpenAI()
+    for n in range(2):
+        client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": f"q{n}"}])
+    raise RuntimeError("the agent broke after two requests")
+
+
+main()
+"""
+
+
+def test_an_agent_that_raises_right_after_its_requests_leaves_their_turns_before_its_error(
+    tmp_path: Path, fake_provider: FakeProvider
+) -> None:
+    fake_provider.reply({"text": "fine", "usage": {"input": 4, "output": 2}}, times=None)
+    (tmp_path / "failing.py").write_text(FAILING)
+    env = {**os.environ, **fake_provider.env()}
+    done = subprocess.run(
+        [sys.executable, "failing.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1
+    assert "RuntimeError: the agent broke after two requests" in done.stderr
+    recorded = events(tmp_path / "trace.jsonl")
+    types = [e["type"] for e in recorded]
+    turn = ["turn:start", "model:call:start", "model:call:end", "turn:end"]
+    assert types == ["runWith:start", *turn, *turn, "runWith:end"]
+    end = recorded[-1]
+    assert end["success"] is False
+    assert end["error"]["message"] == "the agent broke after two requests"
+    assert end["metrics"]["modelCalls"] == 2

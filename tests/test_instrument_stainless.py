@@ -4,8 +4,11 @@ request, untouched outside a run, hashed by meaning, never holding a key."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anthropic
@@ -336,28 +339,135 @@ def test_a_request_json_cannot_hash_runs_and_is_recorded_but_not_journaled(fake_
     assert snapshot["root"]["journal"]["prompt"] == {}
 
 
-def test_a_recorded_requests_start_is_on_disk_before_the_request_is_sent(
+def test_a_recorded_requests_start_is_on_disk_while_the_request_is_in_flight(
     fake_provider: FakeProvider, tmp_path: Any
 ) -> None:
-    fake_provider.reply({"text": "Saved first.", "usage": {"input": 3, "output": 2}}, times=2)
+    """A run that dies waiting for its provider leaves the turn it waited on: the turn's start is
+    deferred work, on disk within the drain interval (`DRAIN_INTERVAL`), long before an answer comes."""
+    fake_provider.reply({"text": "Saved first.", "usage": {"input": 3, "output": 2}, "delay": 0.4}, times=2)
     trace = tmp_path / "trace.jsonl"
-    on_disk_when_sent: list[list[str]] = []
+    on_disk_when_answered: list[list[str]] = []
     raw_header_sent: list[str | None] = []
 
     def sending(request: Any) -> None:
-        on_disk_when_sent.append([orjson.loads(line)["type"] for line in trace.read_bytes().splitlines()])
         raw_header_sent.append(request.headers.get("X-Stainless-Raw-Response"))
 
-    http_client = openai.DefaultHttpxClient(event_hooks={"request": [sending]})
-    client = openai.OpenAI(base_url=fake_provider.openai_base_url, api_key=KEY, http_client=http_client)
+    def answering(response: Any) -> None:
+        on_disk_when_answered.append([orjson.loads(line)["type"] for line in trace.read_bytes().splitlines()])
+
+    hooks = {"request": [sending], "response": [answering]}
+    client = openai.OpenAI(
+        base_url=fake_provider.openai_base_url, api_key=KEY, http_client=openai.DefaultHttpxClient(event_hooks=hooks)
+    )
     with devtool.record("disk", to=trace):
         answer = client.chat.completions.create(model="gpt-4.1-mini", messages=HI)
         raw = client.chat.completions.with_raw_response.create(model="gpt-4.1-mini", messages=HI)
     assert answer.choices[0].message.content == raw.parse().choices[0].message.content == "Saved first."
     # The raw form's header is taken off what is sent (the SDK would wrap our response too early).
     assert raw_header_sent == [None, None]
-    assert [seen[-2:] for seen in on_disk_when_sent] == [["turn:start", "model:call:start"]] * 2
+    assert [seen[-2:] for seen in on_disk_when_answered] == [["turn:start", "model:call:start"]] * 2
     types = [orjson.loads(line)["type"] for line in trace.read_bytes().splitlines()]
     assert types.count("turn:end") == 2
     assert types[-1] == "runWith:end"
     assert types[types.index("model:call:end") + 1] == "turn:end"
+
+
+def test_a_snapshot_taken_right_after_requests_holds_their_deferred_journal_and_usage(
+    fake_provider: FakeProvider,
+) -> None:
+    """A request's journal entry and usage are deferred work: a snapshot taken at once, before the
+    drainer could run, still holds every request's, and the trace has each turn's end before it."""
+    fake_provider.reply({"text": "journaled", "usage": {"input": 5, "output": 3}}, times=None)
+    client = openai.OpenAI(base_url=fake_provider.openai_base_url, api_key=KEY)
+
+    async def main() -> Any:
+        for n in range(3):
+            client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": f"q{n}"}])
+        return dump_snapshot()
+
+    sink = MemorySink()
+    snapshot = asyncio.run(run_with(main, sinks=[sink]))
+    assert len(snapshot["root"]["journal"]["prompt"]) == 3
+    types = [e["type"] for e in sink.events]
+    assert types.index("snapshot:dump") > max(i for i, t in enumerate(types) if t == "turn:end")
+    assert types.count("turn:end") == 3
+    assert of(sink, "runWith:end")[0]["metrics"]["totalTokens"] == 3 * 8
+    before = fake_provider.count()
+    replay = MemorySink()
+    asyncio.run(run_with(main, sinks=[replay], snapshot=snapshot))
+    assert fake_provider.count() == before  # all three served from the snapshot taken mid-run
+    assert [e["cache"] for e in of(replay, "turn:end")] == [True] * 3
+
+
+def test_requests_from_threads_and_gather_at_once_leave_each_turn_once_and_in_its_own_order(
+    fake_provider: FakeProvider,
+) -> None:
+    """Four threads (each with the run's context) and eight gathered async requests at once, their
+    deferred work drained meanwhile: each turn's events once, its start before its call and its end,
+    and every request in the journal and the run's usage."""
+    fake_provider.reply({"text": "at once", "usage": {"input": 2, "output": 1}, "delay": 0.05}, times=None)
+    sync_client = openai.OpenAI(base_url=fake_provider.openai_base_url, api_key=KEY)
+
+    def threaded(n: int) -> str:
+        answer = sync_client.chat.completions.create(
+            model="gpt-4.1-mini", messages=[{"role": "user", "content": f"thread {n}"}]
+        )
+        return answer.choices[0].message.content or ""
+
+    async def main() -> Any:
+        client = openai.AsyncOpenAI(base_url=fake_provider.openai_base_url, api_key=KEY)
+        with ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(contextvars.copy_context().run, threaded, n) for n in range(4)]
+            gathered = await asyncio.gather(
+                *(
+                    client.chat.completions.create(
+                        model="gpt-4.1-mini", messages=[{"role": "user", "content": f"gathered {n}"}]
+                    )
+                    for n in range(8)
+                )
+            )
+            answers = [f.result() for f in futures] + [c.choices[0].message.content for c in gathered]
+        await client.close()
+        return answers, dump_snapshot()
+
+    sink = MemorySink()
+    answers, snapshot = asyncio.run(run_with(main, sinks=[sink]))
+    assert answers == ["at once"] * 12
+    by_call: dict[str, list[str]] = {}  # a turn's span: its events' types, the model call's in it
+    for e in sink.events:
+        if e["type"] in ("turn:start", "turn:end"):
+            by_call.setdefault(e["trace"]["spanId"], []).append(e["type"])
+        elif e["type"] in ("model:call:start", "model:call:end"):
+            by_call.setdefault(e["trace"]["parentSpanId"], []).append(e["type"])
+    assert len(by_call) == 12
+    assert len({e["callId"] for e in of(sink, "turn:end")}) == 12
+    assert all(
+        kinds == ["turn:start", "model:call:start", "model:call:end", "turn:end"] for kinds in by_call.values()
+    ), by_call
+    assert len(snapshot["root"]["journal"]["prompt"]) == 12
+    assert of(sink, "runWith:end")[0]["metrics"]["modelCalls"] == 12
+
+
+def test_a_slow_requests_start_is_read_from_the_trace_within_the_drain_interval_not_at_its_end(
+    fake_provider: FakeProvider, tmp_path: Any
+) -> None:
+    """The trace file polled while a 3 s request is in flight: its turn's start is there long before
+    the answer (the drainer's interval, with slack for a loaded machine), its end only after."""
+    fake_provider.reply({"text": "slow", "delay": 3.0})
+    trace = tmp_path / "trace.jsonl"
+    client = openai.OpenAI(base_url=fake_provider.openai_base_url, api_key=KEY)
+    seen: dict[str, float] = {}
+    with devtool.record("slow", to=trace):
+        context = contextvars.copy_context()
+        asking = threading.Thread(
+            target=context.run, args=(client.chat.completions.create,), kwargs={"model": "gpt-4.1-mini", "messages": HI}
+        )
+        started = time.monotonic()
+        asking.start()
+        while asking.is_alive():
+            for line in trace.read_bytes().splitlines() if trace.exists() else []:
+                seen.setdefault(orjson.loads(line)["type"], time.monotonic() - started)
+            time.sleep(0.01)
+        asking.join()
+    assert "turn:end" not in seen, seen
+    assert seen["turn:start"] < 1.5

@@ -20,10 +20,14 @@ an instrumented SDK request carries, as `response`, the provider's answer it jou
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, Final, Required, TypedDict
 
+from devtool.core.drainer import DRAINER
 from devtool.core.errors import CoreError
 from devtool.core.jsonvalue import JSON
 
@@ -154,6 +158,15 @@ def now_ms() -> float:
     return time.time() * 1000.0
 
 
+# When something happened, for an event built later (deferred work): its `timestamp` (`now_ms()`) and
+# the `time.perf_counter()` durations are measured with.
+Stamp = tuple[float, float]
+
+
+def stamp() -> Stamp:
+    return time.time() * 1000.0, time.perf_counter()
+
+
 def error_info(exc: BaseException) -> ErrorInfo:
     """An exception as events carry it; a `CoreError`'s structured facts go in `details`."""
     import traceback
@@ -166,21 +179,64 @@ def error_info(exc: BaseException) -> ErrorInfo:
 
 
 class Emitter:
-    """Hands every event to every sink; a sink that raises is reported once and never breaks the run."""
+    """Hands every event to every sink, in the order the run's events happen; a sink that raises is
+    reported once and never breaks the run.
+
+    Work handed over with `defer` (a recorded SDK request's bookkeeping, which emits its events
+    through `send`) is done later, in order: before any event emitted after it (`emit`), when the
+    run's state is read (`settle`, `settled`), at `flush`, and otherwise by the drainer thread within
+    `DRAIN_INTERVAL` (`drainer.py`). So sinks hear the same events in the same order as if each had
+    been emitted when it happened, but a deferred event may reach them from the drainer's thread;
+    never two at once.
+    """
 
     def __init__(self, sinks: Iterable[Sink]) -> None:
         self.sinks: tuple[Sink, ...] = tuple(sinks)
         self._reported: set[int] = set()
+        self._pending: deque[Callable[[], object]] = deque()
+        self._busy = False  # deferred work is being done (the last may have left `_pending` already)
+        self._scheduled = False  # the drainer has been told of the pending work
+        self._lock = threading.RLock()
 
     def emit(self, event: TraceEvent) -> None:
+        if self._pending or self._busy:
+            with self._lock:
+                self._settle()
+                self.send(event)
+            return
+        self.send(event)
+
+    def send(self, event: TraceEvent) -> None:
+        """`event` to the sinks now: what deferred work emits with (it runs in order already)."""
         for sink in self.sinks:
             try:
                 sink(event)
             except Exception as exc:
                 self._report(sink, "failed on an event", exc)
 
+    def defer(self, work: Callable[[], object]) -> None:
+        """Do `work` later, in order with the run's other events (see the class docstring)."""
+        self._pending.append(work)
+        if not self._scheduled:
+            self._scheduled = True
+            DRAINER.due(self)
+
+    def settle(self) -> None:
+        """Do the deferred work now."""
+        with self._lock:
+            self._settle()
+
+    @contextmanager
+    def settled(self) -> Iterator[None]:
+        """Around a read of what deferred work builds (journals, budgets): done, and none done meanwhile."""
+        with self._lock:
+            self._settle()
+            yield
+
     def flush(self) -> None:
-        """Ask sinks that buffer (`flush()`) to write out what they hold; called at the end of a run."""
+        """Do the deferred work, then ask sinks that buffer (`flush()`) to write out what they hold;
+        called at the end of a run."""
+        self.settle()
         for sink in self.sinks:
             flush: Any = getattr(sink, "flush", None)
             if callable(flush):
@@ -188,6 +244,22 @@ class Emitter:
                     flush()
                 except Exception as exc:
                     self._report(sink, "failed to flush", exc)
+
+    def _settle(self) -> None:
+        # Told again on the next `defer`: the drainer may have settled this one already, or will find nothing.
+        self._scheduled = False
+        if not self._pending:
+            return
+        self._busy = True
+        try:
+            while self._pending:
+                work = self._pending.popleft()
+                try:
+                    work()
+                except Exception as exc:  # our own bookkeeping failing must not fail the run it records
+                    logger.exception("devtool: deferred recording work %r failed (%s)", work, exc)
+        finally:
+            self._busy = False
 
     def _report(self, sink: Sink, what: str, exc: Exception) -> None:
         if id(sink) in self._reported:

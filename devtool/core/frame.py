@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import itertools
 from collections.abc import Iterator, MutableMapping
 from contextvars import ContextVar
@@ -21,6 +22,7 @@ from devtool.core.errors import OutsideRunError
 from devtool.core.events import Emitter, ErrorInfo, TraceEvent, error_info
 from devtool.core.jsonvalue import JSON, NotJSONError, describe, json_copy
 from devtool.core.lookups import Lookup, LookupKind, Observer
+from devtool.core.providers.pricing import PriceTable, default_price_table
 from devtool.core.snapshot import FrameJournal, FrameSnapshot, JournalRecord, Status, with_budget_states
 
 if TYPE_CHECKING:
@@ -40,6 +42,12 @@ class Run:
     budget: Budget = field(default_factory=Budget)
     # Told of every journal lookup before the call is answered (`lookups.py`); raising there stops the call.
     observe: Observer | None = None
+
+    @functools.cached_property
+    def prices(self) -> PriceTable:
+        """The price table the run's instrumented requests are priced from (`DEVTOOL_PRICES` as it was
+        at the first: the environment is read once a run, not once a request)."""
+        return default_price_table()
 
     def first_report(self, error: BaseException) -> bool:
         """True the first time `error` passes a frame of this run: one `error` event where it arose."""
@@ -181,12 +189,17 @@ class Frame:
         return Budget.combined([self.budget, *(child.subtree_budget() for child in self.children.values())])
 
     def to_snapshot(self) -> FrameSnapshot:
-        """This frame and its descendants as a JSON-ready, deep-copied snapshot frame."""
+        """This frame and its descendants as a JSON-ready, deep-copied snapshot frame (the run's deferred
+        work done first: it journals and counts usage)."""
+        with self.run.emitter.settled():
+            return self._snapshot()
+
+    def _snapshot(self) -> FrameSnapshot:
         children: dict[str, FrameSnapshot] = {
             call_id: cast(FrameSnapshot, with_budget_states(copy.deepcopy(cast(dict[str, Any], child))))
             for call_id, child in self.restored_children.items()
         }
-        children.update((call_id, child.to_snapshot()) for call_id, child in self.children.items())
+        children.update((call_id, child._snapshot()) for call_id, child in self.children.items())
         frame: FrameSnapshot = {
             "callId": self.call_id,
             "agentId": self.agent_id,

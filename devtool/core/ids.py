@@ -12,9 +12,12 @@ _random = random.Random()  # noqa: S311
 os.register_at_fork(after_in_child=_random.seed)
 
 
+# `to_bytes(...).hex()` writes the digits `f"{n:016x}"` would, in less time (a span id per event or two).
+
+
 def new_trace_id() -> str:
-    return f"{_random.getrandbits(128):032x}"
+    return _random.getrandbits(128).to_bytes(16, "big").hex()
 
 
 def new_span_id() -> str:
-    return f"{_random.getrandbits(64):016x}"
+    return _random.getrandbits(64).to_bytes(8, "big").hex()

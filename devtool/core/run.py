@@ -109,6 +109,7 @@ class RunScope:
                 CURRENT_FRAME.reset(self._token)
             self._token = None
         root = self.root
+        self.run.emitter.settle()  # deferred work counts usage into the run's metrics
         outcome = root.settle(result, error)
         elapsed = (time.perf_counter() - self._started) * 1000
         memory = root.memory.to_json()

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from devtool.core.events import EVENTS, SCHEMA_VERSION, TraceEvent, error_info, now_ms
+from devtool.core.events import EVENTS, SCHEMA_VERSION, Sink, Stamp, TraceEvent, error_info, now_ms
 from devtool.core.frame import Frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, describe
@@ -61,6 +61,8 @@ class Turn:
         model: dict[str, JSON],
         content_hash: str | None,
         request: Any,
+        started: float | None = None,
+        emit: Sink | None = None,
     ) -> None:
         self.frame = frame
         self.parent_span = parent_span
@@ -69,28 +71,30 @@ class Turn:
         self.content_hash = content_hash
         self.request = request  # what content_hash is the hash of, for the run's observer
         self.span = new_span_id()
-        self.emit = frame.run.emitter.emit  # what `frame.emit` calls, without the call in between
-        self._started = time.perf_counter()
+        # What `frame.emit` calls, without the call in between; deferred work's `send` (`events.Emitter`).
+        self.emit = emit or frame.run.emitter.emit
+        self._started = time.perf_counter() if started is None else started
         self._common = {"callId": call_id, "step": step, "model": model, "contentHash": content_hash}
 
-    def head(self, kind: str, span: str, parent: str) -> TraceEvent:
-        """An event of the turn, stamped now, with the keys every event has, in their order: the caller
-        adds the rest in place (one dict per event, built once)."""
+    def head(self, kind: str, span: str, parent: str, timestamp: float | None = None) -> TraceEvent:
+        """An event of the turn, stamped now (or at `timestamp`), with the keys every event has, in their
+        order: the caller adds the rest in place (one dict per event, built once)."""
         frame = self.frame
         return {
             "schemaVersion": SCHEMA_VERSION,
             "type": kind,
-            "timestamp": now_ms(),
+            "timestamp": now_ms() if timestamp is None else timestamp,
             "agentId": frame.agent_id,
             "trace": {"traceId": frame.run.trace_id, "spanId": span, "parentSpanId": parent},
         }
 
-    def start(self, *, messages: JSON, schema: JSON, tools: JSON) -> None:
+    def start(self, *, messages: JSON, schema: JSON, tools: JSON, at: Stamp | None = None) -> None:
+        """`turn:start` (at `at`, when it is built later than it happened: deferred work; so every `at`)."""
         count = len(messages) if isinstance(messages, list) else 0
         common = self._common
         common["messages"], common["messageCount"], common["schema"] = messages, count, schema
         common["toolConfig"] = {"tools": tools}
-        event = self.head(EVENTS.TURN_START, self.span, self.parent_span)
+        event = self.head(EVENTS.TURN_START, self.span, self.parent_span, at and at[0])
         event.update(common)  # type: ignore[typeddict-item]
         self.emit(event)
 
@@ -103,16 +107,17 @@ class Turn:
             self.failed(exc)
             raise
 
-    def served(self, message: JSON, *, journal: JSON = None) -> None:
+    def served(self, message: JSON, *, journal: JSON = None, at: Stamp | None = None) -> None:
         """The turn ends with the answer served from the journal (`journal`, if not the message itself):
         no model was asked."""
-        self._end({"message": message, "resultType": _result_type(message), "cache": True, "success": True}, journal)
+        fields = {"message": message, "resultType": _result_type(message), "cache": True, "success": True}
+        self._end(fields, journal, at)
 
-    def call(self, *, adapter_id: str, provider: str, message_count: int) -> ModelCall:
+    def call(self, *, adapter_id: str, provider: str, message_count: int, at: Stamp | None = None) -> ModelCall:
         """The model is asked: `model:call:start` now, the rest through the `ModelCall`."""
-        return ModelCall(self, adapter_id, provider, message_count)
+        return ModelCall(self, adapter_id, provider, message_count, at)
 
-    def answered(self, message: JSON, *, journal: JSON = None, fresh: bool = False) -> None:
+    def answered(self, message: JSON, *, journal: JSON = None, fresh: bool = False, at: Stamp | None = None) -> None:
         """The turn ends with the model's answer, journaled (`journal` instead of the message, if given;
         `fresh`: the message and the journal are JSON values nothing else holds, journaled and shown as
         they are, not copied)."""
@@ -121,14 +126,16 @@ class Turn:
         else:
             self.frame.record("prompt", self.content_hash, journal, fresh=fresh)
         shown = message if fresh else describe(message)
-        self._end({"message": shown, "resultType": _result_type(message), "cache": False, "success": True}, journal)
+        fields = {"message": shown, "resultType": _result_type(message), "cache": False, "success": True}
+        self._end(fields, journal, at)
 
     def failed(self, exc: BaseException) -> None:
         self._end({"cache": False, "success": False, "error": error_info(exc)})
 
-    def _end(self, fields: dict[str, Any], response: JSON = None) -> None:
-        event = self.head(EVENTS.TURN_END, self.span, self.parent_span)
-        event["duration"] = (time.perf_counter() - self._started) * 1000
+    def _end(self, fields: dict[str, Any], response: JSON = None, at: Stamp | None = None) -> None:
+        timestamp, ended = at or (None, time.perf_counter())
+        event = self.head(EVENTS.TURN_END, self.span, self.parent_span, timestamp)
+        event["duration"] = (ended - self._started) * 1000
         event.update(fields)  # type: ignore[typeddict-item]
         if response is not None:
             event["response"] = response
@@ -141,45 +148,55 @@ class ModelCall:
 
     __slots__ = ("_progress", "_started", "_who", "span", "turn")
 
-    def __init__(self, turn: Turn, adapter_id: str, provider: str, message_count: int) -> None:
+    def __init__(self, turn: Turn, adapter_id: str, provider: str, message_count: int, at: Stamp | None = None) -> None:
         self.turn = turn
         self.span = new_span_id()
         self._who = {"adapterId": adapter_id, "provider": provider}
         self._progress: TurnProgress | None = None
-        self._started = time.perf_counter()
-        event = turn.head(EVENTS.MODEL_CALL_START, self.span, turn.span)
+        timestamp, self._started = at or (None, time.perf_counter())
+        event = turn.head(EVENTS.MODEL_CALL_START, self.span, turn.span, timestamp)
         event["messageCount"] = message_count
         event.update(self._who)  # type: ignore[typeddict-item]
         turn.emit(event)
 
     def progress(self) -> TurnProgress:
         """The callback a streaming answer's text pieces go to: `turn:progress` events, throttled."""
-        turn = self.turn
-
-        def emit(text: str) -> None:
-            event = turn.head(EVENTS.TURN_PROGRESS, turn.span, turn.parent_span)
-            event["callId"], event["step"], event["text"] = turn.call_id, turn.step, text
-            turn.emit(event)
-
-        self._progress = TurnProgress(emit)
+        self._progress = TurnProgress(self.progressed)
         return self._progress
 
+    def progressed(self, text: str, timestamp: float | None = None) -> None:
+        """`turn:progress` with the text so far (at `timestamp`, for deferred work)."""
+        turn = self.turn
+        event = turn.head(EVENTS.TURN_PROGRESS, turn.span, turn.parent_span, timestamp)
+        event["callId"], event["step"], event["text"] = turn.call_id, turn.step, text
+        turn.emit(event)
+
     def answered(
-        self, usage: Usage | None, costs: dict[str, float] | None, finish_reason: str | None, *, message: JSON = None
+        self,
+        usage: Usage | None,
+        costs: dict[str, float] | None,
+        finish_reason: str | None,
+        *,
+        message: JSON = None,
+        at: Stamp | None = None,
+        first_at: float | None = None,
     ) -> None:
         """The answer came: its usage (None: the server counted none) and cost go on the event and budgets,
-        with the answer's text and tool calls (`message`) as the TypeScript library's event gives them."""
+        with the answer's text and tool calls (`message`) as the TypeScript library's event gives them;
+        `first_at`, the `perf_counter()` when its first text came (else the progress callback's)."""
         frame = self.turn.frame
         counted = usage or NO_USAGE
         for budget in (frame.budget, frame.run.budget):
             budget.add_call(self._who["adapterId"], self._who["provider"], counted, costs)
-        event = self._head(True)
+        event = self._head(True, at)
         event["usage"], event["costs"] = counted, costs  # type: ignore[typeddict-item]
         _model_answer(event, message)
         if finish_reason is not None:
             event["finishReason"] = finish_reason
-        if self._progress is not None and self._progress.first_at is not None:
-            event["ttft"] = (self._progress.first_at - self._started) * 1000
+        if first_at is None and self._progress is not None:
+            first_at = self._progress.first_at
+        if first_at is not None:
+            event["ttft"] = (first_at - self._started) * 1000
         self._emit(event)
 
     def failed(self, exc: BaseException) -> None:
@@ -187,10 +204,11 @@ class ModelCall:
         event["error"] = error_info(exc)
         self._emit(event)
 
-    def _head(self, success: bool) -> TraceEvent:
+    def _head(self, success: bool, at: Stamp | None = None) -> TraceEvent:
         turn = self.turn
-        event = turn.head(EVENTS.MODEL_CALL_END, self.span, turn.span)
-        event["duration"] = (time.perf_counter() - self._started) * 1000
+        timestamp, ended = at or (None, time.perf_counter())
+        event = turn.head(EVENTS.MODEL_CALL_END, self.span, turn.span, timestamp)
+        event["duration"] = (ended - self._started) * 1000
         event["success"] = success
         return event
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+import orjson
+
 from devtool.core.jsonvalue import JSON
 from devtool.core.model import Message, ToolDefinition
 from devtool.core.providers.adapter import Answer
@@ -59,3 +61,20 @@ def tool_definition(name: Any, description: Any, parameters: Any) -> ToolDefinit
         "description": description if isinstance(description, str) else "",
         "parameters": parameters if isinstance(parameters, dict) else {"type": "object"},
     }
+
+
+def payloads(datas: list[str]) -> tuple[list[Any], Exception | None]:
+    """The JSON of each of a stream's events (their `data`), parsed by orjson with no Python in
+    between; and the error of the first that is not JSON, if one is not (the events before it parsed,
+    so that a reader takes what came before it and then raises)."""
+    try:
+        return list(map(orjson.loads, datas)), None
+    except orjson.JSONDecodeError:
+        pass
+    parsed: list[Any] = []
+    for data in datas:
+        try:
+            parsed.append(orjson.loads(data))
+        except orjson.JSONDecodeError as exc:
+            return parsed, exc
+    raise AssertionError("unreachable: the events read as a whole and not one by one")  # pragma: no cover

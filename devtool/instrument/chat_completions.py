@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import orjson
-
 from devtool.core.model import Message, ToolCallRequest, Usage
 from devtool.core.providers.adapter import Answer
 from devtool.core.providers.openai_chat import OpenAIChatModel, chat_answer, chat_usage
-from devtool.instrument.api import Shown, tool_definition
+from devtool.instrument.api import Shown, payloads, tool_definition
 
 
 class ChatCompletions:
@@ -25,12 +23,14 @@ class ChatCompletions:
     not_hashed: ClassVar[frozenset[str]] = OpenAIChatModel.NOT_HASHED
 
     def shown(self, body: dict[str, Any]) -> Shown:
-        messages = [_message(m) for m in body.get("messages") or [] if isinstance(m, dict)]
-        tools = [
-            tool_definition(f.get("name"), f.get("description"), f.get("parameters"))
-            for t in body.get("tools") or []
-            if isinstance(t, dict) and isinstance(f := t.get("function"), dict)
-        ]
+        messages = [_message(m) for m in body.get("messages") or () if type(m) is dict]
+        tools = []
+        if wired := body.get("tools"):
+            tools = [
+                tool_definition(f.get("name"), f.get("description"), f.get("parameters"))
+                for t in wired
+                if isinstance(t, dict) and isinstance(f := t.get("function"), dict)
+            ]
         form = body.get("response_format")
         schema = None
         if isinstance(form, dict) and form.get("type") == "json_schema" and isinstance(form.get("json_schema"), dict):
@@ -40,11 +40,13 @@ class ChatCompletions:
     def answer(self, body: dict[str, Any]) -> Answer:
         choice = (body.get("choices") or [{}])[0]
         message = choice.get("message") or {}
-        calls = [
-            (call.get("id"), call["function"].get("name", ""), call["function"].get("arguments", ""))
-            for call in message.get("tool_calls") or ()
-            if isinstance(call.get("function"), dict)
-        ]
+        calls = []
+        if wired := message.get("tool_calls"):
+            calls = [
+                (call.get("id"), call["function"].get("name", ""), call["function"].get("arguments", ""))
+                for call in wired
+                if isinstance(call.get("function"), dict)
+            ]
         text = message.get("content") or message.get("refusal")
         usage = usage_of(body.get("usage"))
         return chat_answer([text] if text else [], calls, choice.get("finish_reason"), usage, body.get("model"))
@@ -67,15 +69,17 @@ class ChunkReader:
         self.complete = False
 
     def read(self, events: list[tuple[str | None, str]], pieces: list[str]) -> None:
-        loads, calls = orjson.loads, self._calls
-        for _, data in events:
-            if data == "[DONE]":
-                self.complete = True
-                continue
-            chunk = loads(data)
-            self._served = chunk.get("model") or self._served
-            if chunk.get("usage"):
-                self._usage = usage_of(chunk["usage"])
+        datas = [data for _, data in events]
+        if "[DONE]" in datas:
+            datas = [data for data in datas if data != "[DONE]"]
+            self.complete = True
+        chunks, error = payloads(datas)
+        calls = self._calls
+        for chunk in chunks:
+            if served := chunk.get("model"):
+                self._served = served
+            if usage := chunk.get("usage"):
+                self._usage = usage_of(usage)
             text = None
             for choice in chunk.get("choices") or ():
                 delta = choice.get("delta") or {}
@@ -92,6 +96,8 @@ class ChunkReader:
                 self._finish = choice.get("finish_reason") or self._finish
             if text:
                 pieces.append(text)
+        if error is not None:
+            raise error
 
     def answer(self) -> Answer:
         calls = [(c[0], c[1], "".join(c[2])) for _, c in sorted(self._calls.items())]
@@ -110,17 +116,18 @@ def usage_of(usage: Any) -> Usage | None:
 
 def _message(wire: dict[str, Any]) -> Message:
     message: Message = {"role": str(wire.get("role", "user")), "content": wire.get("content")}
-    calls: list[ToolCallRequest] = [
-        {
-            "id": str(call.get("id", "")),
-            "name": str(function.get("name", "")),
-            "arguments": function.get("arguments", ""),
-        }
-        for call in wire.get("tool_calls") or []
-        if isinstance(call, dict) and isinstance(function := call.get("function"), dict)
-    ]
-    if calls:
-        message["tool_calls"] = calls
+    if wired := wire.get("tool_calls"):
+        calls: list[ToolCallRequest] = [
+            {
+                "id": str(call.get("id", "")),
+                "name": str(function.get("name", "")),
+                "arguments": function.get("arguments", ""),
+            }
+            for call in wired
+            if isinstance(call, dict) and isinstance(function := call.get("function"), dict)
+        ]
+        if calls:
+            message["tool_calls"] = calls
     if "tool_call_id" in wire:
         message["tool_call_id"] = str(wire["tool_call_id"])
     return message

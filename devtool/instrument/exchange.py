@@ -17,16 +17,17 @@ entry holds one form, which the SDK parses only as what it asked for.
 
 from __future__ import annotations
 
+import functools
 import time
-from typing import Any, Final, TypedDict
+from typing import Any, Final, Literal, TypedDict
 
 import orjson
 
+from devtool.core.events import Stamp, now_ms, stamp
 from devtool.core.frame import Frame
 from devtool.core.jsonvalue import JSON, NotJSONError, content_hash_of_json
 from devtool.core.providers.adapter import Answer
-from devtool.core.providers.pricing import default_price_table
-from devtool.core.streaming import PROGRESS_INTERVAL
+from devtool.core.streaming import PROGRESS_INTERVAL, TurnProgress
 from devtool.core.turns import ModelCall, Turn
 from devtool.instrument.api import Api, StreamReader
 from devtool.instrument.errors import StreamClosedError
@@ -45,40 +46,66 @@ class Recorded(TypedDict, total=False):
 
 
 class Exchange:
-    """A model request made through an SDK in `frame`: a turn, answered from the journal or by the provider."""
+    """A model request made through an SDK in `frame`: a turn, answered from the journal or by the provider.
 
-    __slots__ = ("api", "body", "call", "model", "streamed", "turn")
+    What has to happen while the request is made happens then: its callId (taken in call order), the
+    copy of its body (its JSON's bytes, `stainless._body`), the times of its turn's events, and the
+    journal lookup when the run replays or is observed (and so its content hash, which the lookup
+    needs). The rest (reading the body back, the content hash otherwise, the turn's events, reading
+    the answer, its journal entry, usage and cost) is deferred work of the run's emitter
+    (`Emitter.defer`), done in a batch off the request (our code costs several times as much between
+    the SDK's own steps as it does run back to back); the events are the same, in the same order,
+    with the times they happened. A failure is told at once.
+    """
 
-    def __init__(self, frame: Frame, api: Api, body: dict[str, Any]) -> None:
+    __slots__ = (
+        "_body",
+        "_meaning",
+        "_started",
+        "api",
+        "asked",
+        "call",
+        "call_id",
+        "digest",
+        "emitter",
+        "frame",
+        "model",
+        "opened",
+        "raw",
+        "streamed",
+        "turn",
+    )
+
+    def __init__(self, frame: Frame, api: Api, body: bytes | dict[str, Any], streamed: bool, model: str) -> None:
+        self.frame = frame
         self.api = api
-        self.body = body
-        self.streamed = body.get("stream") is True
-        self.model = str(body.get("model", ""))
-        meaning: dict[str, JSON] = {
-            "api": api.name,
-            "request": {name: value for name, value in body.items() if name not in api.not_hashed},
-        }
-        try:  # the body is a `json_copy` already
-            digest: str | None = content_hash_of_json(meaning)
-        except NotJSONError:  # an integer beyond canonical JSON's 64 bits: recorded, never journaled
-            digest = None
-        call_id = frame.next_call_id("turn", self.model)
-        self.turn = Turn(
-            frame,
-            parent_span=frame.span_id,
-            call_id=call_id,
-            step=int(call_id.rpartition(":")[2]),
-            model={"id": self.model, "provider": api.provider},
-            content_hash=digest,
-            request=meaning,
-        )
-        shown = api.shown(body)
-        self.turn.start(messages=shown.messages, schema=shown.schema, tools=shown.tools)  # type: ignore[arg-type]
+        # The body's JSON as the SDK sends it (or a copy of a body orjson does not write): ours alone.
+        self.raw = body if isinstance(body, bytes) else b""
+        self._body: dict[str, Any] | None = None if isinstance(body, bytes) else body
+        self._meaning: dict[str, JSON] | None = None
+        self.streamed = streamed
+        self.model = model
+        self.call_id = frame.next_call_id("turn", self.model)
+        self.emitter = frame.run.emitter
+        self.opened = stamp()
+        self.asked: Stamp | None = None
+        self.digest: str | Literal[False] | None = False  # not hashed yet
+        self.turn: Turn | None = None
         self.call: ModelCall | None = None
+        self._started = False  # the turn's start handed over (else with the model call's, in one work)
 
     def recorded(self) -> Recorded | None:
         """The journaled answer to this request, if the run replays one of this API and form."""
-        entry = self.turn.cached()
+        frame = self.frame
+        if frame.run.observe is None and not frame.replay["prompt"]:
+            return None  # nothing to find, no one to tell: the hash can wait
+        self.emitter.defer(self._start)  # before the lookup: a refused request ends a turn that started
+        self._started = True
+        try:
+            entry = frame.cached("prompt", self._digest(), call_id=self.call_id, request=self.meaning)
+        except BaseException as exc:  # the run's observer refused the request: the turn fails with its error
+            self.failed(exc)
+            raise
         output = entry["output"] if entry is not None else None
         if not isinstance(output, dict) or output.get("api") != self.api.name:
             return None
@@ -88,42 +115,118 @@ class Exchange:
 
     def serve(self, recorded: Recorded) -> tuple[int, str, bytes]:
         """The turn ends with the journaled answer; its status, content type and bytes, for the SDK."""
+        self.emitter.defer(functools.partial(self._served, recorded, stamp()))
         if self.streamed:
-            text = recorded["sse"]
-            self.turn.served(self._read(text.encode()).answer().message, journal=recorded)  # type: ignore[arg-type]
-            return recorded.get("status", 200), SSE_TYPE, text.encode()
-        body: dict[str, Any] = recorded["body"]  # type: ignore[assignment]
-        self.turn.served(self.api.answer(body).message, journal=recorded)  # type: ignore[arg-type]
-        return recorded.get("status", 200), "application/json", orjson.dumps(body)
+            return recorded.get("status", 200), SSE_TYPE, recorded["sse"].encode()
+        return recorded.get("status", 200), "application/json", orjson.dumps(recorded["body"])
 
     def ask(self) -> None:
         """The provider is asked: the model call starts."""
-        self.call = self.turn.call(
-            adapter_id=self.model, provider=self.api.provider, message_count=len(self.body.get("messages") or ())
-        )
+        self.asked = stamp()
+        self.emitter.defer(self._ask if self._started else self._start_and_ask)
+        self._started = True
 
     def answered(self, status: int, content: bytes) -> None:
-        """A whole answer came: priced, journaled, the turn ends."""
-        body = orjson.loads(content)
-        self._finish(self.api.answer(body), {"api": self.api.name, "status": status, "body": body})
+        """A whole answer came: read, priced and journaled later, where the turn ends."""
+        self.emitter.defer(functools.partial(self._answered, status, content, stamp()))
 
     def streaming(self, status: int) -> Listener:
         """A streamed answer starts: what reads its bytes as they pass, and ends the turn with the last."""
-        assert self.call is not None
-        return Listener(self, status, self.call.progress())
+        return Listener(self, status, TurnProgress(self._progressed))
 
     def failed(self, error: BaseException) -> None:
+        """The request failed (as it fails: its error's stack is told now, while it is the one it raised with)."""
+        with self.emitter.settled():
+            self._fail(error)
+
+    def _fail(self, error: BaseException) -> None:
+        assert self.turn is not None
         if self.call is not None:
             self.call.failed(error)
         self.turn.failed(error)
 
-    def _finish(self, answer: Answer, recorded: Recorded) -> None:
+    @property
+    def body(self) -> dict[str, Any]:
+        """The request's body, read back from its JSON (ours: nothing else holds it)."""
+        if self._body is None:
+            self._body = orjson.loads(self.raw)
+        return self._body
+
+    @property
+    def meaning(self) -> dict[str, JSON]:
+        """What the content hash is the hash of: the API and the body, less what changes nothing."""
+        if self._meaning is None:
+            body, unhashed = self.body, self.api.not_hashed
+            request = body if unhashed.isdisjoint(body) else {k: v for k, v in body.items() if k not in unhashed}
+            self._meaning = {"api": self.api.name, "request": request}
+        return self._meaning
+
+    def _digest(self) -> str | None:
+        if self.digest is False:
+            try:  # the body is a copy, of JSON only
+                self.digest = content_hash_of_json(self.meaning)
+            except NotJSONError:  # an integer beyond canonical JSON's 64 bits: recorded, never journaled
+                self.digest = None
+        return self.digest
+
+    # The deferred work, in the order it is handed over: it emits through the emitter's `send`.
+
+    def _start(self) -> None:
+        frame, call_id = self.frame, self.call_id
+        self.turn = Turn(
+            frame,
+            parent_span=frame.span_id,
+            call_id=call_id,
+            step=int(call_id.rpartition(":")[2]),
+            model={"id": self.model, "provider": self.api.provider},
+            content_hash=self._digest(),
+            request=self.meaning,
+            started=self.opened[1],
+            emit=self.emitter.send,
+        )
+        shown = self.api.shown(self.body)
+        self.turn.start(messages=shown.messages, schema=shown.schema, tools=shown.tools, at=self.opened)  # type: ignore[arg-type]
+
+    def _start_and_ask(self) -> None:
+        self._start()
+        self._ask()
+
+    def _ask(self) -> None:
+        assert self.turn is not None
+        count = len(self.body.get("messages") or ())
+        api = self.api
+        self.call = self.turn.call(adapter_id=self.model, provider=api.provider, message_count=count, at=self.asked)
+
+    def _served(self, recorded: Recorded, at: Stamp) -> None:
+        assert self.turn is not None
+        if self.streamed:
+            message = self._read(recorded["sse"].encode()).answer().message
+        else:
+            message = self.api.answer(recorded["body"]).message  # type: ignore[arg-type]
+        self.turn.served(message, journal=recorded, at=at)  # type: ignore[arg-type]
+
+    def _answered(self, status: int, content: bytes, at: Stamp) -> None:
+        try:
+            body = orjson.loads(content)
+            self._finish(self.api.answer(body), {"api": self.api.name, "status": status, "body": body}, at)
+        except Exception as exc:  # an answer we cannot read is the SDK's to refuse; the turn says so
+            self._fail(exc)
+
+    def _progressed(self, text: str) -> None:
+        # A streamed answer's text so far, told by the tee as it passes (`TurnProgress`): its event later.
+        timestamp = now_ms()
+        self.emitter.defer(lambda: self.call.progressed(text, timestamp))  # type: ignore[union-attr]
+
+    def _finish(self, answer: Answer, recorded: Recorded, at: Stamp, first_at: float | None = None) -> None:
         assert self.call is not None
-        reply = answer.reply(default_price_table(), self.api.provider, self.model)
+        assert self.turn is not None
+        reply = answer.reply(self.frame.run.prices, self.api.provider, self.model)
         message: Any = answer.message
-        self.call.answered(reply["usage"], reply.get("costs"), reply.get("finishReason"), message=message)
+        self.call.answered(
+            reply["usage"], reply.get("costs"), reply.get("finishReason"), message=message, at=at, first_at=first_at
+        )
         # `recorded` was just parsed from the provider's bytes and nothing else holds it: no copy.
-        self.turn.answered(answer.message, journal=recorded, fresh=True)  # type: ignore[arg-type]
+        self.turn.answered(answer.message, journal=recorded, fresh=True, at=at)  # type: ignore[arg-type]
 
     def _read(self, content: bytes) -> StreamReader:
         reader = self.api.reader()
@@ -168,8 +271,9 @@ class Listener:
         self._broken: Exception | None = None
         self.done = False
 
-    def catch_up(self) -> None:
-        """Read the chunks not read yet."""
+    def catch_up(self, *, progress: bool = True) -> None:
+        """Read the chunks not read yet (their text told as progress, unless at the end: the turn's end
+        carries it)."""
         if self._broken is not None or self._read == len(self.chunks):
             return
         pieces: list[str] = []
@@ -179,23 +283,34 @@ class Listener:
             self._reader.read(self._decoder.feed(data), pieces)
         except Exception as exc:  # bytes we cannot read are the SDK's to refuse; the caller's stream goes on
             self._broken = exc
-        if pieces:
+        if pieces and progress:
             self._progress.extend(pieces)
             self.due = time.perf_counter() + PROGRESS_INTERVAL
 
     def close(self, error: BaseException | None = None, *, ended: bool = False) -> None:
         """The stream is closed: `ended` when its bytes ran out (a server that sends no last event is done
-        then), with `error` when reading them failed."""
+        then), with `error` when reading them failed (told now: the error is the one it raised with); the
+        rest of its reading, and the turn's end, are deferred work."""
         if self.done:
             return
         self.done = True
+        if error is not None:
+            self._exchange.failed(error)
+            return
+        self._exchange.emitter.defer(functools.partial(self._end, ended, stamp()))
+
+    def _end(self, ended: bool, at: Stamp) -> None:
         exchange = self._exchange
-        self.catch_up()
-        error = error or self._broken
+        self.catch_up(progress=False)
+        error = self._broken
         if error is None and not (ended or self._reader.complete):
             error = StreamClosedError(f"the {exchange.api.name} stream was closed before its end")
         if error is not None:
-            exchange.failed(error)
+            exchange._fail(error)
             return
         text = b"".join(self.chunks).decode("utf-8", "replace")
-        exchange._finish(self._reader.answer(), {"api": exchange.api.name, "status": self._status, "sse": text})
+        recorded: Recorded = {"api": exchange.api.name, "status": self._status, "sse": text}
+        try:
+            exchange._finish(self._reader.answer(), recorded, at, self._progress.first_at)
+        except Exception as exc:  # what the SDK read, we could not: the turn says so
+            exchange._fail(exc)

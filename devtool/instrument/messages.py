@@ -16,7 +16,7 @@ import orjson
 from devtool.core.model import Message, ToolCallRequest, Usage
 from devtool.core.providers.adapter import Answer
 from devtool.core.providers.anthropic_messages import AnthropicModel, messages_answer, messages_usage
-from devtool.instrument.api import Shown, tool_definition
+from devtool.instrument.api import Shown, payloads, tool_definition
 
 
 class Messages:
@@ -62,9 +62,9 @@ class EventReader:
         self.complete = False
 
     def read(self, events: list[tuple[str | None, str]], pieces: list[str]) -> None:
-        loads, blocks = orjson.loads, self._blocks
-        for _, data in events:
-            payload = loads(data)
+        parsed, error = payloads([data for _, data in events])
+        blocks = self._blocks
+        for payload in parsed:
             kind = payload.get("type")
             if kind == "content_block_delta":
                 delta = payload.get("delta") or {}
@@ -88,6 +88,8 @@ class EventReader:
                 self._final = payload.get("usage") or self._final
             elif kind == "message_stop":
                 self.complete = True
+        if error is not None:
+            raise error
 
     def answer(self) -> Answer:
         return messages_answer(self._blocks, self._stop, usage_of(self._started, self._final), self._served)

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import orjson
-
 from devtool.core.model import Message, Usage
 from devtool.core.providers.adapter import Answer
 from devtool.core.providers.openai_chat import OpenAIChatModel, chat_answer, chat_usage
-from devtool.instrument.api import Shown, tool_definition
+from devtool.instrument.api import Shown, payloads, tool_definition
 
 # How a response's status says it stopped, in chat_answer's words (tool calls are told by themselves).
 STOPPED = {"completed": "stop", "incomplete": "length"}
@@ -76,9 +74,8 @@ class EventReader:
         self.complete = False
 
     def read(self, events: list[tuple[str | None, str]], pieces: list[str]) -> None:
-        loads = orjson.loads
-        for _, data in events:
-            payload = loads(data)
+        parsed, error = payloads([data for _, data in events])
+        for payload in parsed:
             kind = payload.get("type")
             if kind == "response.output_text.delta":
                 piece: str = payload.get("delta") or ""
@@ -88,6 +85,8 @@ class EventReader:
             elif kind in LAST_EVENTS:
                 self._final = payload.get("response") or {}
                 self.complete = True
+        if error is not None:
+            raise error
 
     def answer(self) -> Answer:
         if self._final is not None:

@@ -38,8 +38,10 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Final
 
+import orjson
+
 from devtool.core.frame import CURRENT_FRAME
-from devtool.core.jsonvalue import NotJSONError, json_copy
+from devtool.core.jsonvalue import STRICT_JSON_OPTION, NotJSONError, json_copy
 from devtool.core.providers.failures import SdkErrors, model_error
 from devtool.core.turns import MODEL_CALL
 from devtool.instrument.api import Api
@@ -68,12 +70,20 @@ class Sdk:
         frame = CURRENT_FRAME.get(None)
         if frame is None or MODEL_CALL.get() or options.method.lower() != "post":
             return None
-        url = str(options.url).split("?", 1)[0]
-        api = next((api for api in self.apis if url.endswith(api.path)), None)
-        body = _body(options, self.unset) if api is not None else None
-        if api is None or body is None:
-            return None
-        return Call(self, client, cast_to, options, stream, stream_cls, Exchange(frame, api, body))
+        url = str(options.url).partition("?")[0]
+        for api in self.apis:
+            if url.endswith(api.path):
+                data = options.json_data
+                if type(data) is not dict and not isinstance(data, Mapping):
+                    return None
+                extra = getattr(options, "extra_json", None)
+                merged = {**data, **extra} if extra is not None and isinstance(extra, Mapping) else data
+                raw = _body(merged, self.unset)
+                if raw is None:
+                    return None
+                exchange = Exchange(frame, api, raw, merged.get("stream") is True, str(merged.get("model", "")))
+                return Call(self, client, cast_to, options, stream, stream_cls, exchange)
+        return None
 
 
 def instrument(name: str, apis: tuple[Api, ...]) -> bool:
@@ -151,7 +161,9 @@ class Call:
     ) -> None:
         self.sdk, self.client, self.exchange = sdk, client, exchange
         self.stream, self.stream_cls = stream, stream_cls
-        headers = options.headers if isinstance(options.headers, Mapping) else {}
+        headers = options.headers
+        if type(headers) is not dict and not isinstance(headers, Mapping):
+            headers = {}
         self.raw: str | None = None
         if sdk.raw_header not in headers and sdk.override_header not in headers:
             # Nothing to take out: the SDK's `request` copies the options it is given before changing them.
@@ -214,14 +226,16 @@ class Call:
         )
 
 
-def _body(options: Any, unset: tuple[type, ...]) -> dict[str, Any] | None:
-    """The request's JSON body as the SDK sends it (`extra_body` merged in, arguments not given left
-    out), or None if it is not a JSON object."""
-    data = options.json_data
-    if not isinstance(data, Mapping):
-        return None
-    extra = getattr(options, "extra_json", None)
-    merged = {**data, **extra} if isinstance(extra, Mapping) else data
+def _body(merged: Mapping[str, Any], unset: tuple[type, ...]) -> bytes | dict[str, Any] | None:
+    """A copy of the request's JSON body as the SDK sends it (`extra_body` merged in, arguments not given
+    left out), which the caller changing its messages afterwards leaves alone: the bytes of its JSON,
+    made in C (`orjson`, which refuses what the SDK's own JSON would write otherwise: dates, models,
+    subclasses of str, int, dict and list; a tuple is an array, as the SDK sends it); else, a body
+    orjson cannot write (an integer beyond 64 bits), a deep copy. None if it is not a JSON object."""
+    try:
+        return orjson.dumps(merged, option=STRICT_JSON_OPTION)
+    except orjson.JSONEncodeError:  # the SDK's markers of arguments not given, perhaps
+        pass
     try:
         body = json_copy({key: value for key, value in merged.items() if not isinstance(value, unset)})
     except NotJSONError:

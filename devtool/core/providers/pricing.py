@@ -15,6 +15,7 @@ at `output`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -44,7 +45,9 @@ class Price:
     cache_write: float | None = None
 
     def micro_usd(self, usage: Usage) -> int:
-        details = usage.get("details") or {}
+        details = usage.get("details")
+        if not details:  # no cache reads or writes: the same sum, its zero terms left out
+            return round(max(usage["promptTokens"], 0) * self.input + usage["completionTokens"] * self.output)
         read = int(details.get("cacheReadTokens", 0))
         written = int(details.get("cacheWriteTokens", 0))
         fresh = max(usage["promptTokens"] - read - written, 0)
@@ -65,6 +68,10 @@ class PriceTable:
     models: Mapping[str, Price]
     taken: str
     sources: tuple[str, ...]
+    # The price found for each (provider, model ids) asked so far: every request of a run asks again.
+    _found: dict[tuple[str, tuple[str, ...]], Price | None] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def price(self, provider: str, model_id: str) -> Price | None:
         """The price of `model_id`: its own entry, else that of the model it is a dated version of."""
@@ -75,11 +82,14 @@ class PriceTable:
 
     def cost(self, provider: str, model_ids: tuple[str, ...], usage: Usage) -> dict[str, float] | None:
         """`{"micro_usd": n}` for the first of `model_ids` with a price, else None (unknown, not free)."""
-        for model_id in model_ids:
-            price = self.price(provider, model_id)
-            if price is not None:
-                return {"micro_usd": price.micro_usd(usage)}
-        return None
+        key = (provider, model_ids)
+        try:
+            price = self._found[key]
+        except KeyError:
+            price = self._found[key] = next(
+                (found for model_id in model_ids if (found := self.price(provider, model_id)) is not None), None
+            )
+        return None if price is None else {"micro_usd": price.micro_usd(usage)}
 
 
 def load_price_table(path: str | Path | None = None) -> PriceTable:
