@@ -52,7 +52,7 @@ from bench.server import get, serve
 WITHOUT_INDEX = """
 import sys
 from devtool.store.loaders import traces
-traces.TraceJsonl.bodies = lambda self, **options: None
+traces.TraceJsonl.bodies = lambda self, reading: None
 from devtool.cli import main
 sys.exit(main(["load", *sys.argv[1:]]))
 """

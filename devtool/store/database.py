@@ -104,6 +104,9 @@ class Store:
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
+                # A statement that failed while it had the insertion order off (`event_sql.insert_events`)
+                # left it off: an aborted transaction refuses the RESET that would have followed.
+                conn.execute("RESET preserve_insertion_order")
                 raise
             conn.execute("COMMIT")
 

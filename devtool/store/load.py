@@ -210,10 +210,11 @@ def _insert_with(
     with _watch(store, source, progress), store.transaction() as conn:
         source_id = int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0])
         inserted = loader.insert(conn, reader_path, source_id, reading)
+        source.wait_digest()
         if terms is not None:
             terms.add(conn)
-            index_source(conn, source_id, longer_than=LONG_BODY - 1)
-        source.wait_digest()
+            if source.longest_line >= LONG_BODY:  # else no event is that long, and none need reading again
+                index_source(conn, source_id, longer_than=LONG_BODY - 1)
         if not reading.jsonl and source.longest_line > MAX_LINE:
             raise _TooLong(f"a line over {MAX_LINE >> 20} MiB")
         known = _known(store, source)  # the same content under another name, or loaded meanwhile

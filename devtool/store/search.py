@@ -43,8 +43,18 @@ LONGEST: Final = 64
 MAX_QUERY_WORDS: Final = 16
 
 _SEPARATORS = "".join(chr(code) for code in range(1, 128) if not chr(code).isalnum())
-_TRANSLATE = (_SEPARATORS.replace("'", "''"), " " * len(_SEPARATORS))
 _WORD_BREAK = re.compile(f"[{re.escape(_SEPARATORS)}]+")
+
+
+def _separator_run() -> str:
+    """A run of separators as an RE2 pattern for DuckDB: the separators' code points as ranges."""
+    codes = [ord(char) for char in _SEPARATORS]
+    starts = [code for code in codes if code - 1 not in codes]
+    ends = [code for code in codes if code + 1 not in codes]
+    return "[" + "".join(f"\\x{start:02x}-\\x{end:02x}" for start, end in zip(starts, ends, strict=True)) + "]+"
+
+
+_SEPARATOR_RUN = _separator_run()
 
 # The fields of an event its text is taken from (`message` is a log line's text, or a turn's answer).
 _TEXT_FIELDS = (
@@ -56,8 +66,12 @@ _TEXT_FIELDS = (
 
 
 def terms_sql(relation: str) -> str:
-    """SELECT the distinct `(trace_id, term)` of the events of `relation` (their JSON text as `body`)."""
-    separators, spaces = _TRANSLATE
+    """SELECT the distinct `(trace_id, term)` of the events of `relation` (their JSON text as `body`).
+
+    Each event's JSON is parsed once (a filter on the parsed value would be pushed down into a second
+    parse), and texts are cut at spaces first: most of what lies between two spaces recurs across a
+    run's texts, so only the distinct pieces are lowercased and cut at the other separators.
+    """
     return f"""
     WITH parsed AS (SELECT from_json(body, '{_TEXT_FIELDS}') AS e FROM {relation}),
     texts AS (
@@ -70,11 +84,13 @@ def terms_sql(relation: str) -> str:
                 [m.content FOR m IN e.messages],
                 [concat_ws(' ', r.toolName, r.input::VARCHAR, r.output::VARCHAR) FOR r IN e.toolResults])) AS text
             FROM parsed
-        ) WHERE text <> '' AND trace_id IS NOT NULL
+        ) WHERE text <> ''
+    ),
+    pieces AS (
+        SELECT DISTINCT trace_id, piece FROM (SELECT trace_id, unnest(string_split(text, ' ')) AS piece FROM texts)
     )
     SELECT DISTINCT trace_id, term FROM (
-        SELECT trace_id, unnest(string_split(translate(lower(text), '{separators}', '{spaces}'), ' ')) AS term
-        FROM texts
+        SELECT trace_id, unnest(regexp_split_to_array(lower(piece), '{_SEPARATOR_RUN}')) AS term FROM pieces
     ) WHERE term <> '' AND length(term) <= {LONGEST}
     """
 
