@@ -31,6 +31,7 @@ store checks callIds once the frames are written, `DUPLICATE_CALL_ID`). Other ru
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -78,15 +79,21 @@ def index_stream(rows: Iterable[tuple[int, Event]], sink: Sink, *, batch: int = 
     return how many events were walked. `NotIndexable` when the run is not one a rewind can be made
     from (what was handed over is then of no use)."""
     walk = _IndexWalk(Skipped(), sink, batch)
-    previous = -1
+    previous, earliest = -1, -math.inf
+    stamp: Any
     count = 0
     for event_id, event in rows:
         count += 1
         if event_id <= previous:
             raise NotIndexable("its events are not stored in time order")
         previous = event_id
-        if not usable(event) or event["type"] not in walk.actions:
+        stamp = event.get("timestamp")
+        if not usable(event) or event["type"] not in walk.actions or type(stamp) not in (int, float) or stamp != stamp:
             raise NotIndexable(f"event {event_id} is not one restore reads (malformed, or of an unknown type)")
+        # Restore reads by time, the index by id: a walk in id order is restore's only if time never goes back.
+        if stamp < earliest:
+            raise NotIndexable(f"its events are not stored in time order (event {event_id} is earlier than the last)")
+        earliest = stamp
         action = walk.actions[event["type"]]
         if action is None:
             continue

@@ -82,19 +82,6 @@ def last_event_of(store: Store, trace_id: str) -> int:
     return int(last)
 
 
-def events_out_of_time_order(store: Store, trace_id: str) -> int:
-    """How many of the run's events were stored after an event with a later timestamp."""
-    rows = store.query(
-        """
-        SELECT count(*) FROM (
-            SELECT ts < lag(ts) OVER (ORDER BY event_id) AS back FROM events WHERE trace_id = ?
-        ) WHERE back
-        """,
-        [trace_id],
-    )
-    return int(rows[0][0])
-
-
 def new_build(store: Store) -> int:
     """A number for an index about to be written, which no reader uses until `finish_index` names it."""
     with store.transaction(derives=False) as conn:
