@@ -1,7 +1,7 @@
 """One trace file's load, one checkout's code against another's, beside DuckDB's bare read of the file.
 
     python bench/bench_load.py TRACE [--tree DIR ...] [--repeat 3] [--workdir DIR]
-    python bench/bench_load.py TRACE --parts [--workdir DIR]   # where one load's time goes
+    python bench/bench_load.py TRACE --parts [--tree DIR ...] [--workdir DIR]   # where one load's time goes
 
 Each round runs, as child processes started from scratch and one after the other: DuckDB's bare
 read of the file (`bench_store.BASELINE`), then for each tree (a checkout of the DevTool: `.` and,
@@ -12,9 +12,9 @@ runs a tree's code by starting in it. Every figure is wall time (what a user wai
 (max RSS), with the load average beside each round; ratios are to the bare read of the same round.
 
 `--parts` loads the file once in this process, through the same loader `devtool load` uses, on a
-connection that times each statement (wall and CPU of the process), with the search index's read of
-the file timed on its own afterwards rather than beside the insert, so each step's CPU is its own.
-It prints the steps (insert, spans, run summaries, search index, commit) and the costliest statements.
+connection that times each statement (wall, and CPU of the process: every statement runs alone, so
+its CPU is its own). It prints the steps (insert, spans, run summaries, search index, commit) and the
+costliest statements.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# After PYTHONPATH: a child started for another checkout (`--parts --tree`) imports that one's devtool.
+sys.path.append(str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_scale import WITHOUT_INDEX, load_average
 from bench.bench_store import BASELINE, fresh, machine
@@ -116,7 +117,7 @@ def _step(sql: str) -> str:
         return "insert events"
     if sql.startswith(("INSERT INTO runs", "DELETE FROM runs")):
         return "run summaries"
-    if "search_terms" in sql or sql.startswith("COPY") or "FROM events WHERE source_id" in sql:
+    if "search_terms" in sql or sql.startswith("COPY"):
         return "search index"
     if sql == "COMMIT":
         return "commit"
@@ -124,8 +125,7 @@ def _step(sql: str) -> str:
 
 
 def parts(trace: Path, workdir: Path) -> None:
-    from devtool.store import Store, search
-    from devtool.store.event_sql import LONG_BODY
+    from devtool.store import Store
     from devtool.store.load import DEFAULT_OBJECT_SIZE
     from devtool.store.loaders import Reading
     from devtool.store.loaders.traces import TraceJsonl
@@ -139,12 +139,16 @@ def parts(trace: Path, workdir: Path) -> None:
     with store.transaction() as conn:
         timed = _Timed(conn, log)
         loader.insert(timed, str(trace), 1, reading)  # type: ignore[arg-type]
-        terms = Path(tempfile.mkdtemp(prefix="bench-load-")) / "terms.parquet"
-        with store.reader() as cursor:
-            reader = _Timed(cursor, log)
-            reader.execute(f"COPY ({search.terms_sql(loader.bodies(reading))}) TO '{terms}'", {"path": str(trace)})
-        timed.execute("INSERT INTO search_terms SELECT trace_id, term FROM read_parquet($terms)", {"terms": str(terms)})
-        search.index_source(timed, 1, longer_than=LONG_BODY - 1)  # type: ignore[arg-type]
+        bodies = getattr(loader, "bodies", None)  # main before issue 21's load: the index read the file again
+        if bodies is not None:
+            from devtool.store import search
+
+            terms = workdir / "terms.parquet"
+            with store.reader() as cursor:
+                copy = f"COPY ({search.terms_sql(bodies(reading))}) TO '{terms}'"
+                _Timed(cursor, log).execute(copy, {"path": str(trace)})
+            timed.execute("INSERT INTO search_terms SELECT * FROM read_parquet($terms)", {"terms": str(terms)})
+            terms.unlink()
         commit_wall, commit_cpu = time.perf_counter(), _cpu()
     log.append(("COMMIT", time.perf_counter() - commit_wall, _cpu() - commit_cpu))
     total_wall, total_cpu = time.perf_counter() - began, _cpu() - cpu
@@ -188,8 +192,13 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-load-"))
     workdir.mkdir(parents=True, exist_ok=True)
     trace = args.trace.resolve()
-    if args.parts:
-        parts(trace, workdir)
+    if args.parts and args.tree != [Path(".")]:
+        for tree in args.tree:  # each in a child that imports that checkout's devtool
+            env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
+            command = [sys.executable, str(Path(__file__).resolve()), str(trace), "--parts", "--workdir", str(workdir)]
+            subprocess.run(command, cwd=tree, env=env, check=True)
+    elif args.parts:
+        parts(trace, workdir.resolve())
     else:
         compare(trace, [tree.resolve() for tree in args.tree], args.repeat, workdir.resolve())
     return 0

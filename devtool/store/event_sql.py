@@ -149,18 +149,6 @@ def file_relation(fmt: str, max_object_size: int, cuts: Sequence[int] = ()) -> s
     return "(" + " UNION ALL ".join(readers) + ")"
 
 
-def file_bodies(fmt: str, max_object_size: int) -> str:
-    """The JSON text of each event of the file `$path` (`body`): the search index's read of a file,
-    beside the load's insert."""
-    options = f"format='{fmt}', maximum_object_size={int(max_object_size)}"
-    return f"(SELECT json AS body FROM read_json_objects($path, {options}) WHERE length(json) < {LONG_BODY})"
-
-
-# Events this long (characters of JSON) are left to `search.index_source`, after the insert: read
-# beside it, their words and the insert's copy of them together passed DuckDB's memory limit.
-LONG_BODY = 1 << 20
-
-
 def insert_events(
     conn: duckdb.DuckDBPyConnection,
     relation: str,

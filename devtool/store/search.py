@@ -17,26 +17,18 @@ event's JSON it replaces, less: a query's words need not stand next to each othe
 is not searched for (`worker:42` asks for "worker" and "42"). The run's id, name and agent ids are
 still matched as the whole query, as before.
 
-A file's words are found by a second read of the file (`TermPass`) on a cursor of its own while the
-load inserts its events: DuckDB's insert of a file is one thread (its event ids follow the file's
-order), so this read uses the core the insert leaves idle, and the load's transaction then takes its
-result (written to a Parquet file beside it) with the events. Live batches are indexed with their
-spans (`index_events`).
+A file's words are read from the events its load stored, in the load's transaction (`index_source`):
+a second read of the file beside the insert costs more (the file's JSON is validated as it is read,
+the store's is not) and, now that the insert reads the file on every core, finds none idle. Live
+batches are indexed with their spans (`index_events`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
-import tempfile
-import threading
-from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import duckdb
-
-if TYPE_CHECKING:
-    from devtool.store.database import Store
 
 LONGEST: Final = 64
 # Each word of a query is a scan of every run's words (`queries.runs`): the words past these are dropped.
@@ -109,12 +101,9 @@ def words(query: str) -> list[str]:
     return [word for word in _WORD_BREAK.split(query.lower()) if word][:MAX_QUERY_WORDS]
 
 
-def index_source(conn: duckdb.DuckDBPyConnection, source_id: int, *, longer_than: int = -1) -> None:
-    """Add the words of the events a load stored from source `source_id` (of those longer than
-    `longer_than` characters), in the load's transaction: for a format whose events are made in SQL
-    from another shape (OTLP), which a read of the file beside the insert would have to make again,
-    and for the events too long for that read (`event_sql.LONG_BODY`)."""
-    relation = f"(SELECT body FROM events WHERE source_id = {int(source_id)} AND length(body::VARCHAR) > {longer_than})"
+def index_source(conn: duckdb.DuckDBPyConnection, source_id: int) -> None:
+    """Add the words of the events a load stored from source `source_id`, in the load's transaction."""
+    relation = f"(SELECT body FROM events WHERE source_id = {int(source_id)})"
     conn.execute(_ADD.format(terms=terms_sql(relation)))
 
 
@@ -125,43 +114,3 @@ def index_events(conn: duckdb.DuckDBPyConnection, after_event_id: int, traces: t
         f"(SELECT body FROM events WHERE event_id > {int(after_event_id)} AND trace_id IN (SELECT unnest($traces)))"
     )
     conn.execute(_ADD.format(terms=terms_sql(relation)), {"traces": list(traces)})
-
-
-class TermPass:
-    """The words of a trace file, found by a read of its own on a cursor of its own, while the load
-    inserts the file's events (`start`), then added to the load's transaction (`add`)."""
-
-    def __init__(self, store: Store, relation: str, params: dict[str, object]) -> None:
-        self._folder = tempfile.TemporaryDirectory(prefix="devtool-terms-")
-        self._out = Path(self._folder.name) / "terms.parquet"
-        self._cursor = store.reader()
-        self._sql = f"COPY ({terms_sql(relation)}) TO '{self._out}' (FORMAT parquet)"
-        self._params = params
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="devtool-search-terms", daemon=True)
-
-    def start(self) -> TermPass:
-        self._thread.start()
-        return self
-
-    def add(self, conn: duckdb.DuckDBPyConnection) -> None:
-        """Wait for the words and add the new ones, in the caller's (the load's) transaction."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        conn.execute(_ADD.format(terms=f"SELECT trace_id, term FROM read_parquet('{self._out}')"))
-
-    def close(self) -> None:
-        """Stop the read if it still runs (the load failed), and remove its file."""
-        if self._thread.is_alive():
-            with contextlib.suppress(duckdb.Error):
-                self._cursor.interrupt()
-            self._thread.join()
-        self._cursor.close()
-        self._folder.cleanup()
-
-    def _run(self) -> None:
-        try:
-            self._cursor.execute(self._sql, self._params)
-        except BaseException as exc:  # handed to `add`, which the load waits on
-            self._error = exc

@@ -14,9 +14,10 @@ from typing import BinaryIO
 import duckdb
 
 from devtool.store.event_gate import trace_event_problem
-from devtool.store.event_sql import file_bodies, file_relation, insert_events
+from devtool.store.event_sql import file_relation, insert_events
 from devtool.store.loaders.base import Inserted, Reading, Sample
 from devtool.store.scan import Scan, scan_array, scan_jsonl
+from devtool.store.search import index_source
 
 
 def looks_like_event(obj: dict[str, object]) -> bool:
@@ -39,9 +40,6 @@ class TraceJsonl:
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         return scan_jsonl(source, trace_event_problem, good)
 
-    def bodies(self, reading: Reading) -> str:
-        return file_bodies("newline_delimited", reading.max_object_size)
-
 
 class TraceArray:
     kind = "trace-json-array"
@@ -56,9 +54,6 @@ class TraceArray:
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         return scan_array(source, trace_event_problem, good)
 
-    def bodies(self, reading: Reading) -> str:
-        return file_bodies(_array_format(reading), reading.max_object_size)
-
 
 def _array_format(reading: Reading) -> str:
     """How DuckDB reads a JSON-array file: as an array, or as JSONL when it is a scan's copy of the good elements."""
@@ -67,6 +62,7 @@ def _array_format(reading: Reading) -> str:
 
 def _insert(conn: duckdb.DuckDBPyConnection, relation: str, source_id: int, path: str) -> Inserted:
     events, spans, traces = insert_events(conn, relation, source_id, {"path": path}, unordered=True)
+    index_source(conn, source_id)
     return Inserted(events=events, spans=spans, traces=traces)
 
 
