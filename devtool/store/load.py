@@ -25,6 +25,7 @@ from pathlib import Path
 
 import duckdb
 
+from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import BadLinesError, LineProblem, LoadError
 from devtool.store.files import SourceFile
@@ -189,6 +190,7 @@ def _insert(
     with _watch(store, source, progress), store.transaction() as conn:
         source_id = int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0])
         inserted = loader.insert(conn, reader_path, source_id, reading)
+        span_keys.key_runs(conn, inserted.traces, min_events=span_keys.LOAD_KEYED_EVENTS)
         source.wait_digest()
         if not reading.jsonl and source.longest_line > MAX_LINE:
             raise _TooLong(f"a line over {MAX_LINE >> 20} MiB")
