@@ -68,13 +68,14 @@ def terms_sql(relation: str) -> str:
     WITH parsed AS (SELECT from_json(body, '{_TEXT_FIELDS}') AS e FROM {relation}),
     texts AS (
         SELECT DISTINCT trace_id, text FROM (
-            SELECT e.trace.traceId AS trace_id, unnest(list_concat(
+            -- An event of no trace has no words: told in the unnest, as a filter would be pushed into a second parse
+            SELECT e.trace.traceId AS trace_id, unnest(CASE WHEN e.trace.traceId IS NOT NULL THEN list_concat(
                 [e.type, e.agentId, e.name, e.callId, array_to_string(e.toolNames, ' '),
                  CASE json_type(e.message) WHEN 'VARCHAR' THEN e.message->>'$' ELSE e.message->>'content' END,
                  e.rawText, e.props::VARCHAR, e.result::VARCHAR, e.memory::VARCHAR, e.error::VARCHAR,
                  e.args::VARCHAR, e.data::VARCHAR, e.draft::VARCHAR],
                 [m.content FOR m IN e.messages],
-                [concat_ws(' ', r.toolName, r.input::VARCHAR, r.output::VARCHAR) FOR r IN e.toolResults])) AS text
+                [concat_ws(' ', r.toolName, r.input::VARCHAR, r.output::VARCHAR) FOR r IN e.toolResults]) END) AS text
             FROM parsed
         ) WHERE text <> ''
     ),
