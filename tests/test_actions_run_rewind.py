@@ -189,11 +189,29 @@ def test_a_run_stored_out_of_time_order_is_not_indexed(store: Store, tmp_path: P
     agent = run.start("agent", root, agentId="a", callId="root/agent:a:0", at=run.now + 10)
     run.end(agent, success=True, result=1)
     late = Trace(run.trace_id, start_ms=run.now - 5)  # a second file, with earlier timestamps
-    late.point("sys:log", root, agentId="")
+    late.start("agent", root, agentId="b", callId="root/agent:b:0")
     load_file(store, run.write(tmp_path / "first.jsonl"))
     load_file(store, late.write(tmp_path / "late.jsonl"))
     state = build_index(store, run.trace_id)
-    assert (state.indexed, state.reason) == (False, "its events are not stored in time order (1 after later ones)")
+    reason = "its events are not stored in time order (event 4 is earlier than the last)"
+    assert (state.indexed, state.reason) == (False, reason)
+
+
+def test_a_log_line_stored_late_still_gives_every_cut_as_restore_does(store: Store, tmp_path: Path) -> None:
+    """Restore reads no log line (`IGNORED_TYPES`), so where one lies in time does not stop the index."""
+    run = Trace()
+    root = run.start("runWith", agentId="")
+    for index in range(3):
+        agent = run.start("agent", root, agentId="a", callId=f"root/agent:a:{index}", at=run.now + 10)
+        run.end(agent, success=True, result=index)
+    run.end(root, success=True)
+    late = Trace(run.trace_id, start_ms=run.now - 25)  # a second file, with an earlier timestamp
+    late.point("sys:log", root, agentId="", message="late")
+    load_file(store, run.write(tmp_path / "first.jsonl"))
+    load_file(store, late.write(tmp_path / "late.jsonl"))
+    assert build_index(store, run.trace_id).indexed
+    from_index, _ = every_cut(store, run.trace_id, run.events + late.events)
+    assert from_index >= 6  # both cuts of each agent
 
 
 def test_what_a_rewind_makes_does_not_grow_with_the_frames_that_had_ended(store: Store, tmp_path: Path) -> None:

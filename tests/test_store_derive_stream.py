@@ -142,7 +142,7 @@ def test_a_chunk_carries_the_spans_open_at_its_end_not_the_spans_made(tmp_path: 
             relation = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
             texts = [orjson.dumps(event).decode() for event in events]
             insert_events(conn, relation, 1, {"events": texts}, derive_spans=False)
-            conn.execute("CREATE TEMP TABLE touched_traces AS SELECT DISTINCT trace_id FROM events")
+            conn.execute("CREATE TEMP TABLE touched_traces AS SELECT DISTINCT trace_id, 1 AS trace_no FROM events")
             streamed = derive_stream.derive_new(conn, 0, len(events), size=200)
             conn.execute("DROP TABLE touched_traces")
             stored = conn.execute(f"SELECT count(*) FILTER (WHERE {SHOWN}), count(*) FROM spans").fetchall()[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import duckdb
@@ -149,3 +150,20 @@ def test_the_words_of_an_event_over_a_mebibyte_are_found_too(tmp_path: Path) -> 
         assert terms(store, t.trace_id).count("needle") == 1
     finally:
         store.close()
+
+
+def test_text_is_cut_at_every_separator_however_it_runs(store: Store) -> None:
+    """Words are what `words` makes of a text, in SQL: cut at spaces, tabs, newlines and ASCII
+    punctuation alike, in runs or at the ends, lowercased, letters of other scripts kept in words."""
+    text = "Hello,\tWORLD!!  foo__bar\n\n(naïve) café+über-Straße; a1b2---c3 …ellipsis… " + "x" * 70 + " end."
+    t = Trace()
+    t.point("sys:log", "", message=text, args=["  lead", "trail  ", "1.5e3$"])
+    append_events(store, t.events)
+    found = set(terms(store, t.trace_id))
+    separators = "".join(re.escape(chr(code)) for code in range(1, 128) if not chr(code).isalnum())
+    said = f"{text} lead trail 1.5e3$".lower()
+    expected = {word for word in re.split(f"[{separators}]+", said) if 0 < len(word) <= LONGEST}
+    assert expected <= found
+    assert {"hello", "world", "foo", "bar", "naïve", "café", "über", "straße", "a1b2", "c3", "…ellipsis…"} <= found
+    assert not any("x" * 65 in term for term in found)
+    assert all(term == words(term)[0] for term in found)  # no separator, no capital left in a word

@@ -29,7 +29,6 @@ from devtool.store.frame_index_tables import (
     BatchWriter,
     IndexState,
     duplicate_call_id,
-    events_out_of_time_order,
     finish_index,
     last_event_of,
     new_build,
@@ -50,10 +49,6 @@ def build_index(store: Store, trace_id: str) -> IndexState:
     events, reason = 0, None
     with collector_paused():
         try:
-            # Restore reads a run by timestamp; the index compares events by id: the two orders must agree.
-            late = events_out_of_time_order(store, trace_id)
-            if late:
-                raise NotIndexable(f"its events are not stored in time order ({late} after later ones)")
             rows = iter_run_rows(store, trace_id, skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS, by_id=True)
             events = index_stream(rows, writer)
             duplicate = duplicate_call_id(store, trace_id, build)

@@ -14,8 +14,9 @@ cut and their ancestors) are few, and `frame_cut.restore_open` rebuilds a cut fr
 
 Memory does not grow with the run: a frame is handed to the caller's sink and forgotten as soon as
 it is final, which is when its own end event has come and every child of it is final. Its journals,
-memory and children go, and so do its spans in the walk's span map; a later event that reaches it
-(an event after its agent's end) makes the run `NotIndexable`, as the frame's node would be wrong.
+memory and children go, and so do its spans in the walk's span map, which keeps only a hash of each
+(`hash_set`, nine bytes a span): a later event that reaches one (an event after its agent's end)
+makes the run `NotIndexable`, as the frame's node would be wrong.
 A frame's final children are folded into chunk nodes as soon as a chunk's worth is final
 (`snapshot_tree.child_refs`), each chunk handed over with the last event that changed anything under
 it (`IndexedChunk`): an orchestrator of a million agents holds a few chunks' references, not a
@@ -31,6 +32,7 @@ store checks callIds once the frames are written, `DUPLICATE_CALL_ID`). Other ru
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -46,6 +48,7 @@ from devtool.core.frame_index_records import (
     RunIndex,
     Sink,
 )
+from devtool.core.hash_set import HashSet
 from devtool.core.jsonvalue import JSON
 from devtool.core.restore_frames import RestoredFrame
 from devtool.core.restore_timeline import Event, Skipped
@@ -78,15 +81,21 @@ def index_stream(rows: Iterable[tuple[int, Event]], sink: Sink, *, batch: int = 
     return how many events were walked. `NotIndexable` when the run is not one a rewind can be made
     from (what was handed over is then of no use)."""
     walk = _IndexWalk(Skipped(), sink, batch)
-    previous = -1
+    previous, earliest = -1, -math.inf
+    stamp: Any
     count = 0
     for event_id, event in rows:
         count += 1
         if event_id <= previous:
             raise NotIndexable("its events are not stored in time order")
         previous = event_id
-        if not usable(event) or event["type"] not in walk.actions:
+        stamp = event.get("timestamp")
+        if not usable(event) or event["type"] not in walk.actions or type(stamp) not in (int, float) or stamp != stamp:
             raise NotIndexable(f"event {event_id} is not one restore reads (malformed, or of an unknown type)")
+        # Restore reads by time, the index by id: a walk in id order is restore's only if time never goes back.
+        if stamp < earliest:
+            raise NotIndexable(f"its events are not stored in time order (event {event_id} is earlier than the last)")
+        earliest = stamp
         action = walk.actions[event["type"]]
         if action is None:
             continue
@@ -111,7 +120,7 @@ class _Owners(dict[str, RestoredFrame]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.sealed: set[int] = set()  # hashes of the forgotten spans (a collision only refuses the index)
+        self.sealed = HashSet()  # hashes of the forgotten spans (a collision only refuses the index)
 
     def __setitem__(self, span: str, frame: RestoredFrame) -> None:
         super().__setitem__(span, frame)

@@ -5,10 +5,12 @@ for writes, handed to one caller at a time (`writer()`, `transaction()`), and gi
 cursor of its own (`reader()`, `query()`): DuckDB's MVCC lets readers see the last committed state
 while a load runs, so nobody waits and nobody gets "database is locked".
 
-The one exception to one writer: deriving the spans and run summaries of live appends
-(`derive_backlog`, see `backlog.py`) runs on a cursor of its own, beside the appends that follow it.
-It holds the derive lock, which every other transaction that derives (a load) takes first, before
-the write lock: the same order everywhere, so the two never wait on each other in a circle.
+Two exceptions to one writer run on cursors of their own, beside the appends. Deriving the spans and
+run summaries of live appends (`derive_backlog`, see `backlog.py`) holds the derive lock, which every
+other transaction that derives (a load) takes first, before the write lock: the same order
+everywhere, so the two never wait on each other in a circle. A writer of many rows that no other
+transaction writes (the rewind index's batches) writes them in a transaction `beside` the writer,
+which takes the write lock for its COMMIT only: live appends wait for a commit, not for the inserts.
 
 DuckDB may use `memory_limit` of memory (1 GiB by default; it spills what does not fit to a folder
 beside the file, `<file>.tmp`): its own default, most of the machine's memory, would let a load of
@@ -62,6 +64,7 @@ class Store:
             raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from exc
         self._write_lock = threading.Lock()
         self._derive_lock = threading.Lock()
+        self._beside_lock = threading.Lock()
         self.backlog = Backlog()
         # Query progress feeds the load command's progress bar; DuckDB's own printing stays off.
         self._conn.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false")
@@ -109,8 +112,32 @@ class Store:
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
+                # A statement that failed while it had the insertion order off (`event_sql.insert_events`)
+                # left it off: an aborted transaction refuses the RESET that would have followed.
+                conn.execute("RESET preserve_insertion_order")
                 raise
             conn.execute("COMMIT")
+
+    @contextmanager
+    def beside(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A transaction on a cursor of its own, beside the writing connection's, that takes the write
+        lock for its COMMIT only; any exception rolls it back.
+
+        For inserts that other writers do not make, or make as `ON CONFLICT DO NOTHING` (a node the
+        index and a rewind both store): a writer's transaction, under the write lock throughout, never
+        sees this one commit meanwhile, so where the two added the same key it is this commit that
+        fails (`duckdb.TransactionException`), and the caller may try again.
+        """
+        with self._beside_lock, closing(self._conn.cursor()) as conn:
+            conn.execute("BEGIN TRANSACTION")
+            try:
+                yield conn
+                with self._write_lock:
+                    conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(duckdb.TransactionException):  # a failed COMMIT ended it already
+                    conn.execute("ROLLBACK")
+                raise
 
     def derive_backlog(self) -> tuple[int, tuple[str, ...]] | None:
         """Derive the spans and run summaries of what live appends left in the backlog, in one
@@ -153,7 +180,7 @@ class Store:
 
     def close(self) -> None:
         """Close the file, after the derive or write in flight (what is left pending, opening derives)."""
-        with self._derive_lock, self._write_lock:
+        with self._beside_lock, self._derive_lock, self._write_lock:
             self._conn.close()
 
 

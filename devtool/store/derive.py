@@ -78,14 +78,15 @@ _INSERT = f"""
            CASE WHEN d.instant THEN d.first_id ELSE d.start_id END, d.end_id, d.events,
            coalesce(p.depth, 0), p.frame_parent_id, coalesce(k.n, 0)
     FROM derived d
-    LEFT JOIN placed p USING (trace_id, span_id)
+    JOIN touched_traces t ON t.trace_id = d.trace_id
+    LEFT JOIN placed p ON p.trace_id = d.trace_id AND p.span_id = d.span_id
     LEFT JOIN (
         SELECT c.trace_id, c.frame_parent_id AS span_id, count(*) AS n
         FROM placed c JOIN (SELECT * FROM derived WHERE {SHOWN}) x USING (trace_id, span_id)
         WHERE c.frame_parent_id IS NOT NULL
         GROUP BY 1, 2
-    ) k USING (trace_id, span_id)
-    ORDER BY d.trace_id, d.start_ts
+    ) k ON k.trace_id = d.trace_id AND k.span_id = d.span_id
+    ORDER BY t.trace_no, d.start_ts
 """
 
 # Stored spans whose parent was just (re)derived with a different place or kind: their subtree moves.
@@ -118,7 +119,11 @@ def refresh(
     new = f"event_id > {int(after_event_id)}"
     only = "" if traces is None else " AND trace_id IN (SELECT unnest($traces))"
     conn.execute(
-        f"CREATE OR REPLACE TEMP TABLE touched_traces AS SELECT DISTINCT trace_id FROM events WHERE {new}{only}",
+        # Numbered in order: spans are stored by trace, then time, and a number sorts faster than the id
+        # (a sort of a load's spans compares a constant string at every step otherwise).
+        "CREATE OR REPLACE TEMP TABLE touched_traces AS "
+        "SELECT trace_id, row_number() OVER (ORDER BY trace_id) AS trace_no "
+        f"FROM (SELECT DISTINCT trace_id FROM events WHERE {new}{only})",
         {} if traces is None else {"traces": list(traces)},
     )
     if traces is not None:

@@ -156,8 +156,9 @@ _EMIT = f"""
            CASE WHEN d.instant THEN d.first_id ELSE d.start_id END, d.end_id, d.events,
            {_DEPTH}, {_FRAME_PARENT}, {_CHILDREN}
     {_STATE}
+    JOIN touched_traces t ON t.trace_id = d.trace_id
     WHERE d.done OR $last
-    ORDER BY d.trace_id, d.start_ts
+    ORDER BY t.trace_no, d.start_ts
 """
 
 _CARRY = f"""
@@ -179,10 +180,16 @@ _LATE = """
     WHERE spans.trace_id = late.trace_id AND spans.span_id = late.span_id
 """
 
+# Counted by a hash of the key (a number groups faster than two strings); a collision only has two
+# spans derived again, which gives them as they are.
 _DUPLICATES = """
     CREATE OR REPLACE TEMP TABLE touched_spans AS
-    SELECT trace_id, span_id FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces)
-    GROUP BY trace_id, span_id HAVING count(*) > 1
+    WITH keyed AS (
+        SELECT trace_id, span_id, hash(trace_id, span_id) AS k FROM spans
+        WHERE trace_id IN (SELECT trace_id FROM touched_traces)
+    )
+    SELECT DISTINCT trace_id, span_id FROM keyed
+    WHERE k IN (SELECT k FROM keyed GROUP BY k HAVING count(*) > 1)
 """
 
 # Runs with a root whose parent is a span of theirs: a child seen before its parent, or a cycle.
@@ -209,7 +216,8 @@ def derive_new(
     conn: duckdb.DuckDBPyConnection, after_event_id: int, last_event_id: int, *, size: int = CHUNK
 ) -> Streamed:
     """Derive the spans of the events after `after_event_id` up to `last_event_id`, all of traces
-    with no span stored (those in `touched_traces`), `size` events at a time.
+    with no span stored (those in `touched_traces`, numbered in their order as `trace_no`), `size`
+    events at a time.
 
     Leaves what `find_duplicates` and `fix_places` mend. The caller holds the write lock, in a transaction.
     """

@@ -57,7 +57,9 @@ TIMESTAMP_SQL = "TRY_CAST(e.timestamp::VARCHAR AS DOUBLE)"
 
 def _id_sql(value: str, *, optional: bool = False) -> str:
     """`value` is a string id; `optional`: or null, or absent, or empty (a root span's parent)."""
-    text = f"json_type({value}) = 'VARCHAR' AND length({value} ->> '$') <= {MAX_ID_CHARS}"
+    # A JSON string's text, as `from_json` writes a JSON field, begins with its quote: telling it so
+    # costs a quarter of what `json_type` does, which parses the value (four ids an event, at every load).
+    text = f"starts_with({value}, '\"') AND length({value} ->> '$') <= {MAX_ID_CHARS}"
     if optional:
         return f"({value} IS NULL OR json_type({value}) = 'NULL' OR ({text}))"
     return f"({text} AND {value} ->> '$' <> '')"

@@ -7,12 +7,17 @@ event aborts the statement through DuckDB's `error()`: the caller rolls back and
 and why, so the fast path never pays for diagnostics.
 
 Event ids are `$base + n`: `n` numbers the relation's rows in load order (`WITH ORDINALITY` on the
-reader, so the insert stays parallel; a window function would hold every row in memory, and numbering
-afterwards with an UPDATE costs a rewrite at commit), and `$base` is the highest id stored, read under
-the write lock, so ids only grow.
+reader: numbering afterwards with an UPDATE costs a rewrite at commit), and `$base` is the highest id
+stored, read under the write lock, so ids only grow. DuckDB numbers a reader's objects on one thread,
+so a file is read by several readers at once, each keeping the objects between two positions
+(`file_relation`), and inserted without keeping the readers' order (`unordered`): each row carries
+its id, and the table's row groups each hold a range of ids, which is what reads by id skip by.
 """
 
 from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
 
 import duckdb
 
@@ -122,26 +127,26 @@ def insert_events_sql(relation: str, *, dedup: bool = True) -> str:
     """
 
 
-def file_relation(fmt: str, max_object_size: int) -> str:
-    """The events of the JSON file `$path`: the text of each (`body`) and its position (`n`)."""
+def file_relation(fmt: str, max_object_size: int, cuts: Sequence[int] = ()) -> str:
+    """The events of the JSON file `$path`: the text of each (`body`) and its position (`n`).
+
+    With `cuts` (ascending positions), one reader more than there are cuts reads the file, each
+    keeping the objects after one cut up to the next. A reader stops at its last object; the ones
+    it skips it only counts, a small part of what inserting them costs.
+    """
     options = f"format='{fmt}', maximum_object_size={int(max_object_size)}"
-    return f"(SELECT json AS body, ordinality AS n FROM read_json_objects($path, {options}) WITH ORDINALITY)"
-
-
-def file_bodies(fmt: str, max_object_size: int) -> str:
-    """The JSON text of each event of the file `$path` (`body`), read by one thread: the search index's
-    read of a file, beside the load's insert (one thread too: its ids follow the file's order, see
-    `insert_events_sql`), each on a core of the machine's two rather than both on the insert's."""
-    options = f"format='{fmt}', maximum_object_size={int(max_object_size)}"
-    return (
-        f"(SELECT json AS body FROM read_json_objects($path, {options}) WITH ORDINALITY "
-        f"WHERE length(json) < {LONG_BODY})"
-    )
-
-
-# Events this long (characters of JSON) are left to `search.index_source`, after the insert: read
-# beside it, their words and the insert's copy of them together passed DuckDB's memory limit.
-LONG_BODY = 1 << 20
+    bounds: list[int | None] = [0, *(int(cut) for cut in cuts), None]
+    readers = []
+    for low, high in itertools.pairwise(bounds):
+        keep = [f"ordinality > {low}"] if low else []
+        stop = ""
+        if high is not None:
+            keep.append(f"ordinality <= {high}")
+            stop = f" LIMIT {high - (low or 0)}"  # the filter alone reads on to the end of the file
+        where = f" WHERE {' AND '.join(keep)}" if keep else ""
+        reader = f"read_json_objects($path, {options}) WITH ORDINALITY"
+        readers.append(f"(SELECT json AS body, ordinality AS n FROM {reader}{where}{stop})")
+    return "(" + " UNION ALL ".join(readers) + ")"
 
 
 def insert_events(
@@ -152,9 +157,11 @@ def insert_events(
     *,
     derive_spans: bool = True,
     dedup: bool = True,
+    unordered: bool = False,
 ) -> tuple[int, int, tuple[str, ...]]:
     """Insert the events of `relation` (its parameters in `params`), then derive their spans (unless
-    `derive_spans` is False: the caller sees to it).
+    `derive_spans` is False: the caller sees to it). `unordered`: the rows may be stored in any order
+    (a relation of several readers, `file_relation`, is then inserted on as many threads).
 
     Returns (events stored, spans, trace ids); no spans nor traces when not derived. Events stored
     already are not stored again (`insert_events_sql`; not checked with `dedup` False), so ids may skip
@@ -162,7 +169,13 @@ def insert_events(
     """
     base = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
     params = {**params, "base": base, "source": source_id}
+    if unordered:
+        # A session setting of the writing connection, for this statement only (if it fails,
+        # `Store.transaction` resets it after the rollback).
+        conn.execute("SET preserve_insertion_order = false")
     count = conn.execute(insert_events_sql(relation, dedup=dedup), params).fetchall()[0][0]
+    if unordered:
+        conn.execute("RESET preserve_insertion_order")
     if count == 0 or not derive_spans:
         return count, 0, ()
     derived, refreshed = derive.refresh(conn, base)

@@ -10,9 +10,10 @@ index to read. An index is fresh only while the run has no event newer than that
 live run's summary in `runs` may lag its events).
 
 Writing holds the write lock for short stretches only: each batch the index walk hands over is
-written in a transaction of its own (tens of milliseconds), under a build number (`new_build`) that
-no reader looks at until one last short transaction names it in `rewind_runs` (`finish_index`); the
-rows of the build it replaces are deleted afterwards. Live appends to other runs wait at most a batch.
+written in a transaction of its own beside the writer (`Store.beside`), which holds the write lock for
+its commit alone, under a build number (`new_build`) that no reader looks at until one last short
+transaction names it in `rewind_runs` (`finish_index`); the rows of the build it replaces are deleted
+afterwards. Live appends to other runs wait at most a batch's commit.
 
 What a cut needs (`read_cut`) is read in one read transaction, all in DuckDB: the cut event, the
 frames the cut leaves open (made before it, changed after it; few), how many children each has at
@@ -82,68 +83,68 @@ def last_event_of(store: Store, trace_id: str) -> int:
     return int(last)
 
 
-def events_out_of_time_order(store: Store, trace_id: str) -> int:
-    """How many of the run's events were stored after an event with a later timestamp."""
-    rows = store.query(
-        """
-        SELECT count(*) FROM (
-            SELECT ts < lag(ts) OVER (ORDER BY event_id) AS back FROM events WHERE trace_id = ?
-        ) WHERE back
-        """,
-        [trace_id],
-    )
-    return int(rows[0][0])
-
-
 def new_build(store: Store) -> int:
     """A number for an index about to be written, which no reader uses until `finish_index` names it."""
     with store.transaction(derives=False) as conn:
         return int(conn.execute("SELECT nextval('rewind_builds')").fetchall()[0][0])
 
 
+# A batch is written again when a rewind stored one of its nodes between its insert and its commit.
+_TRIES = 3
+
+
 class BatchWriter:
-    """The index walk's sink: each batch it hands over, in a short transaction of its own, under `build`."""
+    """The index walk's sink: each batch it hands over, in a transaction of its own, under `build`."""
 
     def __init__(self, store: Store, trace_id: str, build: int) -> None:
         self.store, self.trace_id, self.build = store, trace_id, build
         self.frames = 0
 
     def __call__(self, batch: Batch) -> None:
+        for attempt in range(_TRIES):
+            try:
+                # It writes no spans or runs, nor anything an append writes: only its commit waits.
+                with self.store.beside() as conn:
+                    self._write(conn, batch)
+                break
+            except duckdb.TransactionException:
+                if attempt == _TRIES - 1:
+                    raise
+        self.frames += len(batch.frames)
+
+    def _write(self, conn: duckdb.DuckDBPyConnection, batch: Batch) -> None:
         frames, chunks = batch.frames, batch.chunks
-        # It writes no spans or runs: a live run's derive need not wait for it.
-        with self.store.transaction(derives=False) as conn:
-            write_nodes(conn, batch.nodes, batch.counts)
-            self._insert(
-                conn,
-                "rewind_frames",
-                {
-                    "frame": [frame.index for frame in frames],
-                    "parent": [frame.parent for frame in frames],
-                    "position": [frame.position for frame in frames],
-                    "call_id": [frame.call_id for frame in frames],
-                    "created": [frame.created for frame in frames],
-                    "last": [frame.last for frame in frames],
-                    "node_id": [frame.node for frame in frames],
-                    "status": [frame.status for frame in frames],
-                    "error": [_json(frame.error) for frame in frames],
-                    "events": [list(frame.events) for frame in frames],
-                    "aggregate": [_json(frame.aggregate) for frame in frames],
-                },
-            )
-            self._insert(
-                conn,
-                "rewind_chunks",
-                {
-                    "frame": [chunk.frame for chunk in chunks],
-                    "level": [chunk.level for chunk in chunks],
-                    "position": [chunk.position for chunk in chunks],
-                    "last": [chunk.last for chunk in chunks],
-                    "running": [chunk.running for chunk in chunks],
-                    "node_id": [chunk.node for chunk in chunks],
-                    "aggregate": [_json(chunk.aggregate) for chunk in chunks],
-                },
-            )
-        self.frames += len(frames)
+        write_nodes(conn, batch.nodes, batch.counts)
+        self._insert(
+            conn,
+            "rewind_frames",
+            {
+                "frame": [frame.index for frame in frames],
+                "parent": [frame.parent for frame in frames],
+                "position": [frame.position for frame in frames],
+                "call_id": [frame.call_id for frame in frames],
+                "created": [frame.created for frame in frames],
+                "last": [frame.last for frame in frames],
+                "node_id": [frame.node for frame in frames],
+                "status": [frame.status for frame in frames],
+                "error": [_json(frame.error) for frame in frames],
+                "events": [list(frame.events) for frame in frames],
+                "aggregate": [_json(frame.aggregate) for frame in frames],
+            },
+        )
+        self._insert(
+            conn,
+            "rewind_chunks",
+            {
+                "frame": [chunk.frame for chunk in chunks],
+                "level": [chunk.level for chunk in chunks],
+                "position": [chunk.position for chunk in chunks],
+                "last": [chunk.last for chunk in chunks],
+                "running": [chunk.running for chunk in chunks],
+                "node_id": [chunk.node for chunk in chunks],
+                "aggregate": [_json(chunk.aggregate) for chunk in chunks],
+            },
+        )
 
     def _insert(self, conn: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[Any]]) -> None:
         """Rows of `table` after its trace and build, a list a column, in the table's column order."""

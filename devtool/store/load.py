@@ -28,12 +28,10 @@ import duckdb
 from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import BadLinesError, LineProblem, LoadError
-from devtool.store.event_sql import LONG_BODY
 from devtool.store.files import SourceFile
 from devtool.store.loaders import Loader, Reading, detect
 from devtool.store.loaders.journals import JournalJsonl
 from devtool.store.scan import MAX_LINE, Scan
-from devtool.store.search import TermPass, index_source
 from devtool.store.unpack import gunzipped, is_gzip, renamed
 
 # (phase, done, total): "reading" counts bytes hashed; "loading" DuckDB's progress, scaled to bytes.
@@ -189,32 +187,10 @@ def _insert(
     # its refusal sends load_file to wait for the digest and try again.
     object_size = min(max(DEFAULT_OBJECT_SIZE, source.longest_line + 1024), MAX_LINE + 1024)
     reading = Reading(jsonl, object_size)
-    bodies = loader.bodies(reading)
-    terms = TermPass(store, bodies, {"path": reader_path}).start() if bodies is not None else None
-    try:
-        return _insert_with(store, source, loader, reader_path, reading, progress, scan, terms)
-    finally:
-        if terms is not None:
-            terms.close()
-
-
-def _insert_with(
-    store: Store,
-    source: SourceFile,
-    loader: Loader,
-    reader_path: str,
-    reading: Reading,
-    progress: Progress | None,
-    scan: Scan | None,
-    terms: TermPass | None,
-) -> LoadResult:
     with _watch(store, source, progress), store.transaction() as conn:
         source_id = int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0])
         inserted = loader.insert(conn, reader_path, source_id, reading)
         span_keys.key_runs(conn, inserted.traces, min_events=span_keys.LOAD_KEYED_EVENTS)
-        if terms is not None:
-            terms.add(conn)
-            index_source(conn, source_id, longer_than=LONG_BODY - 1)
         source.wait_digest()
         if not reading.jsonl and source.longest_line > MAX_LINE:
             raise _TooLong(f"a line over {MAX_LINE >> 20} MiB")

@@ -17,34 +17,36 @@ event's JSON it replaces, less: a query's words need not stand next to each othe
 is not searched for (`worker:42` asks for "worker" and "42"). The run's id, name and agent ids are
 still matched as the whole query, as before.
 
-A file's words are found by a second read of the file (`TermPass`) on a cursor of its own while the
-load inserts its events: DuckDB's insert of a file is one thread (its event ids follow the file's
-order), so this read uses the core the insert leaves idle, and the load's transaction then takes its
-result (written to a Parquet file beside it) with the events. Live batches are indexed with their
-spans (`index_events`).
+A file's words are read from the events its load stored, in the load's transaction (`index_source`):
+a second read of the file beside the insert costs more (the file's JSON is validated as it is read,
+the store's is not) and, now that the insert reads the file on every core, finds none idle. Live
+batches are indexed with their spans (`index_events`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
-import tempfile
-import threading
-from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import duckdb
-
-if TYPE_CHECKING:
-    from devtool.store.database import Store
 
 LONGEST: Final = 64
 # Each word of a query is a scan of every run's words (`queries.runs`): the words past these are dropped.
 MAX_QUERY_WORDS: Final = 16
 
 _SEPARATORS = "".join(chr(code) for code in range(1, 128) if not chr(code).isalnum())
-_TRANSLATE = (_SEPARATORS.replace("'", "''"), " " * len(_SEPARATORS))
 _WORD_BREAK = re.compile(f"[{re.escape(_SEPARATORS)}]+")
+
+
+def _separator_run() -> str:
+    """A run of separators as an RE2 pattern for DuckDB: the separators' code points as ranges."""
+    codes = [ord(char) for char in _SEPARATORS]
+    starts = [code for code in codes if code - 1 not in codes]
+    ends = [code for code in codes if code + 1 not in codes]
+    return "[" + "".join(f"\\x{start:02x}-\\x{end:02x}" for start, end in zip(starts, ends, strict=True)) + "]+"
+
+
+_SEPARATOR_RUN = _separator_run()
 
 # The fields of an event its text is taken from (`message` is a log line's text, or a turn's answer).
 _TEXT_FIELDS = (
@@ -56,25 +58,32 @@ _TEXT_FIELDS = (
 
 
 def terms_sql(relation: str) -> str:
-    """SELECT the distinct `(trace_id, term)` of the events of `relation` (their JSON text as `body`)."""
-    separators, spaces = _TRANSLATE
+    """SELECT the distinct `(trace_id, term)` of the events of `relation` (their JSON text as `body`).
+
+    Each event's JSON is parsed once (a filter on the parsed value would be pushed down into a second
+    parse), and texts are cut at spaces first: most of what lies between two spaces recurs across a
+    run's texts, so only the distinct pieces are lowercased and cut at the other separators.
+    """
     return f"""
     WITH parsed AS (SELECT from_json(body, '{_TEXT_FIELDS}') AS e FROM {relation}),
     texts AS (
         SELECT DISTINCT trace_id, text FROM (
-            SELECT e.trace.traceId AS trace_id, unnest(list_concat(
+            -- An event of no trace has no words: told in the unnest, as a filter would be pushed into a second parse
+            SELECT e.trace.traceId AS trace_id, unnest(CASE WHEN e.trace.traceId IS NOT NULL THEN list_concat(
                 [e.type, e.agentId, e.name, e.callId, array_to_string(e.toolNames, ' '),
                  CASE json_type(e.message) WHEN 'VARCHAR' THEN e.message->>'$' ELSE e.message->>'content' END,
                  e.rawText, e.props::VARCHAR, e.result::VARCHAR, e.memory::VARCHAR, e.error::VARCHAR,
                  e.args::VARCHAR, e.data::VARCHAR, e.draft::VARCHAR],
                 [m.content FOR m IN e.messages],
-                [concat_ws(' ', r.toolName, r.input::VARCHAR, r.output::VARCHAR) FOR r IN e.toolResults])) AS text
+                [concat_ws(' ', r.toolName, r.input::VARCHAR, r.output::VARCHAR) FOR r IN e.toolResults]) END) AS text
             FROM parsed
-        ) WHERE text <> '' AND trace_id IS NOT NULL
+        ) WHERE text <> ''
+    ),
+    pieces AS (
+        SELECT DISTINCT trace_id, piece FROM (SELECT trace_id, unnest(string_split(text, ' ')) AS piece FROM texts)
     )
     SELECT DISTINCT trace_id, term FROM (
-        SELECT trace_id, unnest(string_split(translate(lower(text), '{separators}', '{spaces}'), ' ')) AS term
-        FROM texts
+        SELECT trace_id, unnest(regexp_split_to_array(lower(piece), '{_SEPARATOR_RUN}')) AS term FROM pieces
     ) WHERE term <> '' AND length(term) <= {LONGEST}
     """
 
@@ -93,12 +102,9 @@ def words(query: str) -> list[str]:
     return [word for word in _WORD_BREAK.split(query.lower()) if word][:MAX_QUERY_WORDS]
 
 
-def index_source(conn: duckdb.DuckDBPyConnection, source_id: int, *, longer_than: int = -1) -> None:
-    """Add the words of the events a load stored from source `source_id` (of those longer than
-    `longer_than` characters), in the load's transaction: for a format whose events are made in SQL
-    from another shape (OTLP), which a read of the file beside the insert would have to make again,
-    and for the events too long for that read (`event_sql.LONG_BODY`)."""
-    relation = f"(SELECT body FROM events WHERE source_id = {int(source_id)} AND length(body::VARCHAR) > {longer_than})"
+def index_source(conn: duckdb.DuckDBPyConnection, source_id: int) -> None:
+    """Add the words of the events a load stored from source `source_id`, in the load's transaction."""
+    relation = f"(SELECT body FROM events WHERE source_id = {int(source_id)})"
     conn.execute(_ADD.format(terms=terms_sql(relation)))
 
 
@@ -109,43 +115,3 @@ def index_events(conn: duckdb.DuckDBPyConnection, after_event_id: int, traces: t
         f"(SELECT body FROM events WHERE event_id > {int(after_event_id)} AND trace_id IN (SELECT unnest($traces)))"
     )
     conn.execute(_ADD.format(terms=terms_sql(relation)), {"traces": list(traces)})
-
-
-class TermPass:
-    """The words of a trace file, found by a read of its own on a cursor of its own, while the load
-    inserts the file's events (`start`), then added to the load's transaction (`add`)."""
-
-    def __init__(self, store: Store, relation: str, params: dict[str, object]) -> None:
-        self._folder = tempfile.TemporaryDirectory(prefix="devtool-terms-")
-        self._out = Path(self._folder.name) / "terms.parquet"
-        self._cursor = store.reader()
-        self._sql = f"COPY ({terms_sql(relation)}) TO '{self._out}' (FORMAT parquet)"
-        self._params = params
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="devtool-search-terms", daemon=True)
-
-    def start(self) -> TermPass:
-        self._thread.start()
-        return self
-
-    def add(self, conn: duckdb.DuckDBPyConnection) -> None:
-        """Wait for the words and add the new ones, in the caller's (the load's) transaction."""
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        conn.execute(_ADD.format(terms=f"SELECT trace_id, term FROM read_parquet('{self._out}')"))
-
-    def close(self) -> None:
-        """Stop the read if it still runs (the load failed), and remove its file."""
-        if self._thread.is_alive():
-            with contextlib.suppress(duckdb.Error):
-                self._cursor.interrupt()
-            self._thread.join()
-        self._cursor.close()
-        self._folder.cleanup()
-
-    def _run(self) -> None:
-        try:
-            self._cursor.execute(self._sql, self._params)
-        except BaseException as exc:  # handed to `add`, which the load waits on
-            self._error = exc

@@ -1,13 +1,13 @@
 """The loader interface: how a file format says it is the one, loads in bulk, and names its bad lines.
 
-A loader is four things. `claims(sample)` looks at the first bytes and the first JSON object of a
+A loader is three things. `claims(sample)` looks at the first bytes and the first JSON object of a
 file (never its name) and says whether the format is its own. `insert(...)` loads the whole file
 through DuckDB's reader inside the caller's transaction, raising `duckdb.Error` at the first bad
 record. `scan(...)` is the slow path after such a failure: it names every bad line or element and
 copies the good ones, as JSONL, for a second `insert` when the policy is to load the good lines.
-`bodies(...)` reads the file's events again, as their text, for the search index.
+An insert of events adds their words to the search index too (`search.index_source`).
 
-Adding a format is a class with these four methods in `LOADERS` (`otlp.py` is the latest).
+Adding a format is a class with these three methods in `LOADERS` (`otlp.py` is the latest).
 """
 
 from __future__ import annotations
@@ -64,10 +64,4 @@ class Loader(Protocol):
 
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         """Name every bad line or element of `source`; write the good ones to `good` as JSONL."""
-        ...
-
-    def bodies(self, reading: Reading) -> str | None:
-        """The file `$path`'s TraceEvents as a relation of their JSON text (`body`), for the search
-        index read beside the insert; None for a format of no events, or one whose `insert` indexes
-        the words of what it stored itself."""
         ...

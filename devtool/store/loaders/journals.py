@@ -92,6 +92,3 @@ class JournalJsonl:
 
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         return scan_jsonl(source, journal_entry_problem, good)
-
-    def bodies(self, reading: Reading) -> None:
-        return None

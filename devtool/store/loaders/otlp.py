@@ -45,9 +45,6 @@ class OtlpJsonl:
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         return scan_jsonl(source, request_problem, good)
 
-    def bodies(self, reading: Reading) -> None:
-        return None  # its events are made from spans in SQL: `insert` indexes them once stored
-
 
 def request_problem(document: Any) -> str | None:
     """Why one line is not a readable OTLP request (its first refused span, or the request itself), or None."""

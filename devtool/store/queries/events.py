@@ -22,7 +22,7 @@ from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 
 BATCH = 10_000
-ID_RANGE = 100_000  # event ids read at a time in id order
+ID_RANGE = 20_000  # event ids read at a time in id order
 
 
 @dataclass(frozen=True, slots=True)
