@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import duckdb
+import orjson
 import pytest
 
-from devtool.store import InvalidEventsError, Store, append_events
+from devtool.store import InvalidEventsError, Store, append_events, store_events
+from devtool.store.event_gate import CheckedEvent, check_events, read_line
 from devtool.store.queries import events_after, frame_tree, get_run, span_detail
 from tests.conftest import Trace
 
@@ -115,3 +118,29 @@ def test_the_same_event_in_another_trace_is_another_event(store: Store) -> None:
     t.start("agent")
     other = {**t.events[0], "trace": {**t.events[0]["trace"], "traceId": "f" * 32}}
     assert None not in append_events(store, [t.events[0], other])
+
+
+def test_a_followed_line_whose_fields_duckdb_reads_otherwise_is_refused_by_the_insert(store: Store) -> None:
+    # orjson keeps a key's last value, DuckDB's reader its first: the gate passes `"type"` "agent:start",
+    # the store reads 1. The insert of checked events still checks the rule's fields as it reads them.
+    t = Trace()
+    t.start("agent")
+    line = orjson.dumps(t.events[0]).replace(b'{"', b'{"type":1,"', 1)
+    checked = read_line(line)
+    assert isinstance(checked, CheckedEvent)
+    with pytest.raises(duckdb.Error, match="invalid TraceEvent"):
+        store_events(store, [checked])
+    assert store.query("SELECT count(*) FROM events") == [(0,)]
+
+
+def test_the_backlog_is_told_of_each_trace_first_new_event_and_of_root_ends(store: Store) -> None:
+    a, b = Trace(), Trace()
+    root = a.start("agent")
+    a.end(a.start("turn", root))
+    b.start("agent")
+    ids = store_events(store, check_events([*a.events, *b.events]), derive=False)
+    a.end(root)
+    later = store_events(store, check_events(a.events[-1:]), derive=False)
+    assert store.backlog.take() == {a.trace_id: ids[0], b.trace_id: ids[3]}
+    assert later[0] is not None
+    assert store.backlog.ends_root(a.trace_id) and not store.backlog.ends_root(b.trace_id)

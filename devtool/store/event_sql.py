@@ -17,7 +17,7 @@ from __future__ import annotations
 import duckdb
 
 from devtool.store import derive
-from devtool.store.event_gate import TIMESTAMP_SQL, VALID_SQL
+from devtool.store.event_gate import FIELDS_SQL, TIMESTAMP_SQL, VALID_SQL
 
 # Fields that are checked are read as JSON (so a wrong kind of value is seen, not cast away);
 # the others as the type the UI wants, where a wrong kind of value becomes NULL.
@@ -79,12 +79,14 @@ STORED_SQL = f"""
 """
 
 
-def insert_events_sql(relation: str, *, dedup: bool = True) -> str:
+def insert_events_sql(relation: str, *, dedup: bool = True, checked: bool = False) -> str:
     """INSERT … SELECT from `relation` (`body`, and `n` from 1 in load order); parameters `$base`, `$source`.
 
     Events already stored (same trace, same `event_key`) are left out, unless `dedup` is False (the
-    caller checked: `STORED_SQL`).
+    caller checked: `STORED_SQL`). `checked`: the texts passed the Python gate (`CheckedEvent`s), so
+    only the rule's fields are checked again, not the text's limits (`event_gate.TEXT_SQL`).
     """
+    rule = FIELDS_SQL if checked else VALID_SQL
     stored = (
         "ANTI JOIN (SELECT trace_id, event_key FROM events) stored"
         " ON stored.event_key = fresh.k AND stored.trace_id = fresh.e.trace.traceId ->> '$'"
@@ -100,7 +102,7 @@ def insert_events_sql(relation: str, *, dedup: bool = True) -> str:
         e.trace.spanId ->> '$',
         nullif(e.trace.parentSpanId ->> '$', ''),
         t,
-        CASE WHEN {VALID_SQL} THEN {TIMESTAMP_SQL} ELSE error('{INVALID_EVENT}') END,
+        CASE WHEN {rule} THEN {TIMESTAMP_SQL} ELSE error('{INVALID_EVENT}') END,
         e.agentId,
         e.callId,
         e.contentHash,
@@ -152,9 +154,10 @@ def insert_events(
     *,
     derive_spans: bool = True,
     dedup: bool = True,
+    checked: bool = False,
 ) -> tuple[int, int, tuple[str, ...]]:
     """Insert the events of `relation` (its parameters in `params`), then derive their spans (unless
-    `derive_spans` is False: the caller sees to it).
+    `derive_spans` is False: the caller sees to it). `checked`: as `insert_events_sql` says.
 
     Returns (events stored, spans, trace ids); no spans nor traces when not derived. Events stored
     already are not stored again (`insert_events_sql`; not checked with `dedup` False), so ids may skip
@@ -162,7 +165,7 @@ def insert_events(
     """
     base = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
     params = {**params, "base": base, "source": source_id}
-    count = conn.execute(insert_events_sql(relation, dedup=dedup), params).fetchall()[0][0]
+    count = conn.execute(insert_events_sql(relation, dedup=dedup, checked=checked), params).fetchall()[0][0]
     if count == 0 or not derive_spans:
         return count, 0, ()
     derived, refreshed = derive.refresh(conn, base)

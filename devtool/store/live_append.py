@@ -69,17 +69,20 @@ def store_events(
         if new:
             source_id = _live_source(conn, stream)
             rows: dict[str, object] = {"events": [texts[slot] for slot in new]}
-            count, _, _ = insert_events(conn, _BATCH, source_id, rows, derive_spans=False, dedup=False)
+            count, _, _ = insert_events(conn, _BATCH, source_id, rows, derive_spans=False, dedup=False, checked=True)
             last = conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0]
             conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [count, source_id])
             first = last - count + 1
             ids = {slot: first + place for place, slot in enumerate(new)}
-            added = conn.execute(
-                "SELECT trace_id, min(event_id), bool_or(parent_span_id IS NULL AND type LIKE '%:end') "
-                "FROM events WHERE event_id >= ? GROUP BY trace_id",
-                [first],
-            ).fetchall()
-            store.backlog.add([(trace, low) for trace, low, _ in added], ending=[t for t, _, end in added if end])
+            firsts_of: dict[str, int] = {}  # each trace's first new id (ids grow with `new`)
+            ending: set[str] = set()
+            for place, slot in enumerate(new):
+                event = events[firsts[slot]].event
+                trace = _trace_id(events[firsts[slot]])
+                firsts_of.setdefault(trace, first + place)
+                if _ends_root(event):
+                    ending.add(trace)
+            store.backlog.add(firsts_of.items(), ending=ending)
     if derive and ids:
         store.derive_backlog()
     return [
@@ -92,6 +95,13 @@ def _trace_id(event: CheckedEvent) -> str:
     trace_id = event.event["trace"]["traceId"]
     # As the store reads it (`from_json` to VARCHAR): a string as is, anything else as its JSON text.
     return trace_id if isinstance(trace_id, str) else orjson.dumps(trace_id).decode()
+
+
+def _ends_root(event: Mapping[str, Any]) -> bool:
+    """Whether the event ends a root span, as the store reads it (`parent_span_id IS NULL`: no parent
+    id, null or empty; a `:end` type)."""
+    parent = event["trace"].get("parentSpanId")
+    return (parent is None or parent == "") and str(event["type"]).endswith(":end")
 
 
 def _live_source(conn: Any, stream: str) -> int:
