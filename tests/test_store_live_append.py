@@ -143,4 +143,5 @@ def test_the_backlog_is_told_of_each_trace_first_new_event_and_of_root_ends(stor
     later = store_events(store, check_events(a.events[-1:]), derive=False)
     assert store.backlog.take() == {a.trace_id: ids[0], b.trace_id: ids[3]}
     assert later[0] is not None
-    assert store.backlog.ends_root(a.trace_id) and not store.backlog.ends_root(b.trace_id)
+    assert store.backlog.ends_root(a.trace_id)
+    assert not store.backlog.ends_root(b.trace_id)
