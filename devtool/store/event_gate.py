@@ -99,7 +99,7 @@ def trace_event_problem(event: Any) -> str | None:
     return result.reason if isinstance(result, Refused) else None
 
 
-def _field_problem(event: Any) -> str | None:
+def field_problem(event: Any) -> str | None:
     if not isinstance(event, dict):
         return f"not a JSON object but {kind_of(event)}"
     problem = _id_problem(event, "type")
@@ -201,9 +201,36 @@ class Refused:
     json: bool = True
 
 
+def plainly_valid(event: Any) -> bool:
+    """The rule's fields for the usual event, quickly: True only when `field_problem` finds nothing
+    (False may still be valid: the long form decides, and says why not)."""
+    if type(event) is not dict:
+        return False
+    kind, timestamp, version, trace = (
+        event.get("type"),
+        event.get("timestamp"),
+        event.get("schemaVersion"),
+        event.get("trace"),
+    )
+    if type(trace) is not dict or type(kind) is not str or not 0 < len(kind) <= MAX_ID_CHARS:
+        return False
+    if type(timestamp) not in (int, float) or not TIME_MIN_MS <= timestamp < TIME_MAX_MS:
+        return False
+    if type(version) not in (int, float) or version != SCHEMA_VERSION:
+        return False
+    trace_id, span_id, parent = trace.get("traceId"), trace.get("spanId"), trace.get("parentSpanId")
+    return (
+        type(trace_id) is str
+        and 0 < len(trace_id) <= MAX_ID_CHARS
+        and type(span_id) is str
+        and 0 < len(span_id) <= MAX_ID_CHARS
+        and (parent is None or (type(parent) is str and len(parent) <= MAX_ID_CHARS))
+    )
+
+
 def check_event(value: Any) -> CheckedEvent | Refused:
     """`value` through the gate: a `CheckedEvent`, or why it is not a TraceEvent."""
-    problem = _field_problem(value)
+    problem = None if plainly_valid(value) else field_problem(value)
     if problem is not None:
         return Refused(problem)
     try:
