@@ -206,12 +206,8 @@ def plainly_valid(event: Any) -> bool:
     (False may still be valid: the long form decides, and says why not)."""
     if type(event) is not dict:
         return False
-    kind, timestamp, version, trace = (
-        event.get("type"),
-        event.get("timestamp"),
-        event.get("schemaVersion"),
-        event.get("trace"),
-    )
+    kind, version, trace = event.get("type"), event.get("schemaVersion"), event.get("trace")
+    timestamp: Any = event.get("timestamp")
     if type(trace) is not dict or type(kind) is not str or not 0 < len(kind) <= MAX_ID_CHARS:
         return False
     if type(timestamp) not in (int, float) or not TIME_MIN_MS <= timestamp < TIME_MAX_MS:

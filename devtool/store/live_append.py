@@ -77,10 +77,10 @@ def store_events(
             firsts_of: dict[str, int] = {}  # each trace's first new id (ids grow with `new`)
             ending: set[str] = set()
             for place, slot in enumerate(new):
-                event = events[firsts[slot]].event
-                trace = _trace_id(events[firsts[slot]])
+                checked = events[firsts[slot]]
+                trace = _trace_id(checked)
                 firsts_of.setdefault(trace, first + place)
-                if _ends_root(event):
+                if _ends_root(checked.event):
                     ending.add(trace)
             store.backlog.add(firsts_of.items(), ending=ending)
     if derive and ids:
