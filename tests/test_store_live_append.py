@@ -145,3 +145,18 @@ def test_the_backlog_is_told_of_each_trace_first_new_event_and_of_root_ends(stor
     assert later[0] is not None
     assert store.backlog.ends_root(a.trace_id)
     assert not store.backlog.ends_root(b.trace_id)
+
+
+def test_a_retry_by_another_stream_stores_nothing_and_adds_no_source(store: Store) -> None:
+    t = Trace()
+    t.end(t.start("agent"))
+    first = append_events(store, t.events, stream="exporter-1")
+    assert append_events(store, t.events, stream="exporter-2") == [None, None]
+    assert store.query("SELECT path, events FROM sources") == [("exporter-1", 2)]
+    # A batch of a retried event and a new one: the new one's id follows the stored ones.
+    t.end(t.start("turn", t.events[0]["trace"]["spanId"]))
+    mixed = append_events(store, t.events, stream="exporter-2")
+    assert mixed[:2] == [None, None]
+    assert None not in mixed[2:]
+    assert min(i or 0 for i in mixed[2:]) > max(i or 0 for i in first)
+    assert store.query("SELECT path, events FROM sources ORDER BY path") == [("exporter-1", 2), ("exporter-2", 2)]

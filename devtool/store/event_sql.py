@@ -67,32 +67,30 @@ _ERROR = """
 EVENT_KEY_SQL = "hash(body::VARCHAR)"
 
 
-# The positions (from 1) of the texts in the list `$texts` whose events are stored already, in the
-# traces of the list `$traces`: a live batch's check before its insert. A stored copy has the same
-# timestamp, so only stored events between the batch's first and last (`$lo`, `$hi`) are read: the
-# `ts` column's min/max per row group skip the rest of a long run, which a live run stores in time order.
-STORED_SQL = f"""
-    SELECT n FROM (
-        SELECT {EVENT_KEY_SQL.replace("body::VARCHAR", "t")} AS k, n FROM unnest($texts) WITH ORDINALITY AS u(t, n)
-    )
-    WHERE k IN (SELECT event_key FROM events WHERE ts BETWEEN $lo AND $hi AND trace_id = ANY($traces))
-"""
+# The stored events a live batch is checked against: an exporter's retry has the same timestamps, so
+# only stored events of the batch's traces (`$traces`) between its first and last (`$lo`, `$hi`) are
+# read (the `ts` column's min/max per row group skip the rest of a long run, stored in time order).
+_STORED_IN_WINDOW = "SELECT event_key FROM events WHERE ts BETWEEN $lo AND $hi AND trace_id = ANY($traces)"
 
 
-def insert_events_sql(relation: str, *, dedup: bool = True, checked: bool = False) -> str:
+def insert_events_sql(relation: str, *, live: bool = False) -> str:
     """INSERT … SELECT from `relation` (`body`, and `n` from 1 in load order); parameters `$base`, `$source`.
 
-    Events already stored (same trace, same `event_key`) are left out, unless `dedup` is False (the
-    caller checked: `STORED_SQL`). `checked`: the texts passed the Python gate (`CheckedEvent`s), so
-    only the rule's fields are checked again, not the text's limits (`event_gate.TEXT_SQL`).
+    Events already stored (same trace, same `event_key`) are left out. `live`: the events are a live
+    batch of `CheckedEvent`s (`event_gate.py`), so only the rule's fields are checked again, not the
+    text's limits (`event_gate.TEXT_SQL`, which the Python gate measured on these very texts); they
+    are checked against the stored events of their traces and times only (`$traces`, `$lo`, `$hi`);
+    and the statement returns the ids it stored.
     """
-    rule = FIELDS_SQL if checked else VALID_SQL
-    stored = (
-        "ANTI JOIN (SELECT trace_id, event_key FROM events) stored"
-        " ON stored.event_key = fresh.k AND stored.trace_id = fresh.e.trace.traceId ->> '$'"
-        if dedup
-        else ""
-    )
+    if live:
+        rule, returning = FIELDS_SQL, "RETURNING event_id"
+        stored = f"ANTI JOIN ({_STORED_IN_WINDOW}) stored ON stored.event_key = fresh.k"
+    else:
+        rule, returning = VALID_SQL, ""
+        stored = (
+            "ANTI JOIN (SELECT trace_id, event_key FROM events) stored"
+            " ON stored.event_key = fresh.k AND stored.trace_id = fresh.e.trace.traceId ->> '$'"
+        )
     return f"""
     INSERT INTO events
     SELECT
@@ -121,6 +119,7 @@ def insert_events_sql(relation: str, *, dedup: bool = True, checked: bool = Fals
         )
     ) fresh
     {stored}
+    {returning}
     """
 
 
@@ -153,20 +152,23 @@ def insert_events(
     params: dict[str, object],
     *,
     derive_spans: bool = True,
-    dedup: bool = True,
-    checked: bool = False,
 ) -> tuple[int, int, tuple[str, ...]]:
     """Insert the events of `relation` (its parameters in `params`), then derive their spans (unless
-    `derive_spans` is False: the caller sees to it). `checked`: as `insert_events_sql` says.
+    `derive_spans` is False: the caller sees to it).
 
     Returns (events stored, spans, trace ids); no spans nor traces when not derived. Events stored
-    already are not stored again (`insert_events_sql`; not checked with `dedup` False), so ids may skip
-    the numbers of those: they still only grow. The caller holds the write lock, in a transaction.
+    already are not stored again (`insert_events_sql`), so ids may skip the numbers of those: they
+    still only grow. The caller holds the write lock, in a transaction.
     """
-    base = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
+    base = last_event_id(conn)
     params = {**params, "base": base, "source": source_id}
-    count = conn.execute(insert_events_sql(relation, dedup=dedup, checked=checked), params).fetchall()[0][0]
+    count = conn.execute(insert_events_sql(relation), params).fetchall()[0][0]
     if count == 0 or not derive_spans:
         return count, 0, ()
     derived, refreshed = derive.refresh(conn, base)
     return count, derived, refreshed
+
+
+def last_event_id(conn: duckdb.DuckDBPyConnection) -> int:
+    """The highest event id stored (0 for none): new events are numbered after it, under the write lock."""
+    return int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])

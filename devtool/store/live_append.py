@@ -23,7 +23,7 @@ import orjson
 
 from devtool.store.database import Store
 from devtool.store.event_gate import CheckedEvent, check_events
-from devtool.store.event_sql import STORED_SQL, insert_events
+from devtool.store.event_sql import insert_events_sql, last_event_id
 
 LIVE_KIND = "live"
 # The live stream OTLP exports are stored under: a run whose events came by it came from OpenTelemetry.
@@ -31,6 +31,7 @@ OTLP_STREAM = "otlp"
 
 # The batch as one list parameter, numbered in its order: ids follow the list.
 _BATCH = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
+_INSERT = insert_events_sql(_BATCH, live=True)
 
 
 def append_events(
@@ -60,26 +61,32 @@ def store_events(
             firsts.append(index)
     texts = list(slot_of)
     traces = sorted({_trace_id(event) for event in events})
+    times = [float(event.event["timestamp"]) for event in events]
     with store.transaction(derives=False) as conn:
-        times = [float(event.event["timestamp"]) for event in events]
-        check = {"texts": texts, "traces": traces, "lo": min(times), "hi": max(times)}
-        stored = {n - 1 for (n,) in conn.execute(STORED_SQL, check).fetchall()}
-        new = [slot for slot in range(len(texts)) if slot not in stored]
-        ids: dict[int, int] = {}
-        if new:
-            source_id = _live_source(conn, stream)
-            rows: dict[str, object] = {"events": [texts[slot] for slot in new]}
-            count, _, _ = insert_events(conn, _BATCH, source_id, rows, derive_spans=False, dedup=False, checked=True)
-            last = conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0]
-            conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [count, source_id])
-            first = last - count + 1
-            ids = {slot: first + place for place, slot in enumerate(new)}
-            firsts_of: dict[str, int] = {}  # each trace's first new id (ids grow with `new`)
+        source_id, known = _live_source(conn, stream)
+        base = last_event_id(conn)
+        params = {
+            "events": texts,
+            "traces": traces,
+            "lo": min(times),
+            "hi": max(times),
+            "base": base,
+            "source": source_id,
+        }
+        # The slot of each event stored: its id is `base` + its place in `texts` (from 1).
+        ids = {event_id - base - 1: event_id for (event_id,) in conn.execute(_INSERT, params).fetchall()}
+        if ids:
+            if not known:
+                conn.execute(
+                    "INSERT INTO sources (source_id, kind, path) VALUES (?, ?, ?)", [source_id, LIVE_KIND, stream]
+                )
+            conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [len(ids), source_id])
+            firsts_of: dict[str, int] = {}  # each trace's first new id
             ending: set[str] = set()
-            for place, slot in enumerate(new):
+            for slot in sorted(ids):
                 checked = events[firsts[slot]]
                 trace = _trace_id(checked)
-                firsts_of.setdefault(trace, first + place)
+                firsts_of.setdefault(trace, ids[slot])
                 if _ends_root(checked.event):
                     ending.add(trace)
             store.backlog.add(firsts_of.items(), ending=ending)
@@ -104,12 +111,12 @@ def _ends_root(event: Mapping[str, Any]) -> bool:
     return (parent is None or parent == "") and str(event["type"]).endswith(":end")
 
 
-def _live_source(conn: Any, stream: str) -> int:
+def _live_source(conn: Any, stream: str) -> tuple[int, bool]:
+    """The source id of live stream `stream`, and whether its row is stored (else the id is new, and
+    its row is added only if the batch stores something: a retry alone adds nothing)."""
     found = conn.execute(
         "SELECT source_id FROM sources WHERE kind = ? AND path = ? AND content_hash IS NULL", [LIVE_KIND, stream]
     ).fetchall()
     if found:
-        return int(found[0][0])
-    source_id = int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0])
-    conn.execute("INSERT INTO sources (source_id, kind, path) VALUES (?, ?, ?)", [source_id, LIVE_KIND, stream])
-    return source_id
+        return int(found[0][0]), True
+    return int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0]), False
