@@ -82,9 +82,11 @@ def insert_events_sql(relation: str, *, live: bool = False) -> str:
     are checked against the stored events of their traces and times only (`$traces`, `$lo`, `$hi`);
     and the statement returns the ids it stored.
     """
+    keyed = f"(SELECT body, n, {EVENT_KEY_SQL} AS k FROM {relation})"
     if live:
-        rule, returning = FIELDS_SQL, "RETURNING event_id"
-        stored = f"ANTI JOIN ({_STORED_IN_WINDOW}) stored ON stored.event_key = fresh.k"
+        # Left out before the texts are read: the join then carries only the texts, not what is read.
+        rule, returning, stored = FIELDS_SQL, "RETURNING event_id", ""
+        keyed = f"(SELECT r.* FROM {keyed} r ANTI JOIN ({_STORED_IN_WINDOW}) stored ON stored.event_key = r.k)"
     else:
         rule, returning = VALID_SQL, ""
         stored = (
@@ -115,7 +117,7 @@ def insert_events_sql(relation: str, *, live: bool = False) -> str:
         k
     FROM (
         SELECT e, body, n, e.type ->> '$' AS t, k FROM (
-            SELECT from_json(body, '{STRUCTURE}') AS e, body, n, {EVENT_KEY_SQL} AS k FROM {relation}
+            SELECT from_json(body, '{STRUCTURE}') AS e, body, n, k FROM {keyed}
         )
     ) fresh
     {stored}
