@@ -8,6 +8,7 @@ import pytest
 
 from devtool.store import InvalidEventsError, Store, append_events, store_events
 from devtool.store.event_gate import CheckedEvent, check_events, read_line
+from devtool.store.live_append import stored_spans
 from devtool.store.queries import events_after, frame_tree, get_run, span_detail
 from tests.conftest import Trace
 
@@ -160,3 +161,21 @@ def test_a_retry_by_another_stream_stores_nothing_and_adds_no_source(store: Stor
     assert None not in mixed[2:]
     assert min(i or 0 for i in mixed[2:]) > max(i or 0 for i in first)
     assert store.query("SELECT path, events FROM sources ORDER BY path") == [("exporter-1", 2), ("exporter-2", 2)]
+
+
+def test_stored_spans_are_found_derived_or_not_and_from_each_runs_first_event_on(store: Store) -> None:
+    a, b = Trace(), Trace()
+    early = a.start("agent")
+    append_events(store, a.events)  # derived: a run with its first event
+    late = b.start("agent")
+    b.end(b.start("turn", late))
+    store_events(store, check_events(b.events), derive=False)  # no run yet: the backlog's
+    asked = [(a.trace_id, early), (b.trace_id, late), (b.trace_id, "0" * 16), ("f" * 32, early)]
+    assert stored_spans(store, asked) == {(a.trace_id, early), (b.trace_id, late)}
+    store.derive_backlog()
+    assert stored_spans(store, asked) == {(a.trace_id, early), (b.trace_id, late)}
+    # Only events from the traces' first on are read: a trace's events before its run's first are not its.
+    with store.transaction() as conn:
+        conn.execute("UPDATE runs SET first_event_id = 10**6 WHERE trace_id = ?", [a.trace_id])
+    assert stored_spans(store, asked) == {(b.trace_id, late)}
+    assert stored_spans(store, []) == set()

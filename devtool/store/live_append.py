@@ -16,7 +16,7 @@ counts grow with every batch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -96,6 +96,35 @@ def store_events(
         ids.get(slot_of[event.text]) if firsts[slot_of[event.text]] == index else None
         for index, event in enumerate(events)
     ]
+
+
+def stored_spans(store: Store, spans: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which of `spans` (trace id, span id) have events stored.
+
+    Read from each trace's first event on: every event of a trace has an id at least its run's
+    `first_event_id`, or, when it has no run yet, the backlog's first underived one (a trace with
+    neither has no events); the events' ids grow in row groups, so DuckDB reads only those from the
+    earliest of them, not the whole table.
+    """
+    asked = set(spans)
+    traces = sorted({trace for trace, _ in asked})
+    if not traces:
+        return set()
+    # The backlog before the runs: a derive that commits in between has its runs' rows read after.
+    pending = {trace: first for trace in traces if (first := store.backlog.first(trace)) is not None}
+    firsts = dict(
+        store.query("SELECT trace_id, first_event_id FROM runs WHERE trace_id IN (SELECT unnest($t))", {"t": traces})
+    )
+    for trace, first in pending.items():
+        firsts[trace] = min(first, firsts.get(trace, first))
+    if not firsts:
+        return set()
+    rows = store.query(
+        "SELECT DISTINCT trace_id, span_id FROM events WHERE event_id >= $lo AND trace_id IN (SELECT unnest($traces)) "
+        "AND span_id IN (SELECT unnest($spans))",
+        {"lo": min(firsts.values()), "traces": sorted(firsts), "spans": sorted({span for _, span in asked})},
+    )
+    return {(str(trace), str(span)) for trace, span in rows} & asked
 
 
 def _trace_id(event: CheckedEvent) -> str:
