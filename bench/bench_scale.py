@@ -2,6 +2,7 @@
 
     python bench/bench_scale.py [--sizes 1000000 3000000 10000000] [--repeat 2] [--workdir DIR] 2> LOG
     python bench/bench_scale.py --report LOG [LOG ...]   # the table again, from runs' logs
+    python bench/bench_scale.py --ask DB TRACE_ID [--repeat 2]   # step 3 alone, on a store loaded and indexed
 
 For each size, on a trace of `bench/gen_trace.py` (seed 7), generated once into `--workdir` and reused:
 
@@ -357,12 +358,29 @@ def main(argv: list[str] | None = None) -> int:
         "--report", type=Path, nargs="+", metavar="LOG", help="print the table from earlier runs' stderr logs"
     )
     parser.add_argument("--serve-probe", nargs=2, metavar=("DB", "TRACE_ID"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--ask", nargs=2, metavar=("DB", "TRACE_ID"), help="only the pages, searches and rewinds, on this store"
+    )
     args = parser.parse_args(argv)
     if args.report:
         report(_logged(args.report))
         return 0
     if args.serve_probe:
         serve_probe(Path(args.serve_probe[0]), args.serve_probe[1])
+        return 0
+    if args.ask:
+        asked = asking_phase(Path(args.ask[0]), args.ask[1], args.repeat)
+        print(f"\nmachine: {machine()}; {time.strftime('%Y-%m-%d %H:%M')}; repeat {args.repeat}\n")
+        print("| measure | median | worst | load average |\n|---|---|---|---|")
+        for name, (median, worst, load) in ((k, v) for k, v in asked.items() if k != "rewinds"):
+            print(f"| {name} | {median:.0f} ms | {worst:.0f} ms | {load} |")
+        rewound = asked["rewinds"]
+        for share, anchor, post, page in rewound["rows"]:
+            print(
+                f"| rewind at {share:.0%}, {anchor}: POST + page | {post + page:.3f} s | {post:.3f} + {page:.3f} s | |"
+            )
+        print(f"| rewinds, median (worst) | {rewound['median']:.3f} s | {rewound['worst']:.3f} s | "
+              f"{rewound['load average']} |")  # fmt: skip
         return 0
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     workdir.mkdir(parents=True, exist_ok=True)

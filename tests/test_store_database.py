@@ -10,8 +10,19 @@ import pytest
 from devtool.actions.frame_indexer import build_index
 from devtool.actions.run_rewind import restore_from_index
 from devtool.core.debugger import restore_snapshot
-from devtool.store import Store, StoreError, StoreLockedError, append_events, database, get_snapshot, save_snapshot
+from devtool.store import (
+    Store,
+    StoreError,
+    StoreLockedError,
+    append_events,
+    database,
+    get_snapshot,
+    save_snapshot,
+    span_keys,
+    span_search,
+)
 from devtool.store.frame_index_tables import index_state
+from devtool.store.queries.navigation import generation_ends
 from devtool.store.schema import MIGRATIONS
 from devtool.store.snapshots import save_tree
 from tests.conftest import Trace, held_open
@@ -191,5 +202,52 @@ def test_migration_8_keeps_stored_snapshots_and_drops_indexes_made_before(
         tree = restore_from_index(store, run.trace_id, agents[1], "after")
         assert tree is not None
         assert save_tree(store, tree.top, tree.nodes) == saved
+    finally:
+        store.close()
+
+
+def test_migration_10_gives_runs_keyed_before_their_generation_ends_and_text_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = Trace()
+    root = run.start("runWith", agentId="")
+    for n in range(3):
+        agent = run.start("agent", root, agentId="a", callId=f"root/agent:a:{n}")
+        for g in range(n + 1):
+            generation = run.start("generation", agent, agentId="a", name=f"generation {g}")
+            run.end(generation, memory={"n": n, "g": g})
+        run.end(agent, success=True, result=n)
+    run.end(root, success=True, result=None)
+    path = tmp_path / "old.duckdb"
+    monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:9])
+    old = Store(path)
+    append_events(old, run.events)
+    call_ids = [f"root/agent:a:{n}" for n in range(3)]
+    scanned = generation_ends(old, run.trace_id, call_ids)  # from the spans
+    with old.transaction() as conn:  # keyed as version 9 keyed it (the rest of its keys are not read here)
+        conn.execute(
+            "INSERT INTO keyed_runs SELECT trace_id, nextval('keyed_run_ids'), started_ts, 1, last_event_id FROM runs"
+        )
+    old.close()
+    monkeypatch.undo()
+    store = Store(path)
+    try:
+        assert store.schema_version == len(MIGRATIONS)
+        with store.reader() as cursor:
+            keyed = span_keys.generation_ends(cursor, run.trace_id, call_ids)
+            number = span_keys._run(cursor, run.trace_id)
+            assert number is not None
+            # The pieces of its searched text too: what is in a name or callId is not taken as absent.
+            assert [
+                span_search._absent(cursor, number, text) for text in ("agent:a:7", "generation 2", "zeppelin")
+            ] == [
+                False,
+                False,
+                True,
+            ]
+        assert keyed is not None
+        assert [len(scanned[call_id]) for call_id in call_ids] == [1, 2, 3]
+        assert len(keyed) == 6
+        assert generation_ends(store, run.trace_id, call_ids) == scanned
     finally:
         store.close()

@@ -9,10 +9,11 @@ import orjson
 import pytest
 
 from bench.gen_trace import GeneratedTrace, generate
-from devtool.store import Store, append_events, load_file, span_keys
+from devtool.store import Store, append_events, load_file, span_keys, span_search
 from devtool.store.queries import frame_tree, get_run, span_detail, timeline_window
-from devtool.store.queries.navigation import frame_path, generation_memories, search_spans
+from devtool.store.queries.navigation import frame_path, generation_ends, generation_memories, search_spans
 from devtool.store.span_sql import HIDDEN_KINDS, SHOWN
+from tests.conftest import Trace
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +27,10 @@ def answers(store: Store, trace: GeneratedTrace) -> dict[str, Any]:
     rows = store.query("SELECT span_id, kind FROM spans WHERE trace_id = ? ORDER BY span_id", [trace.trace_id])
     picked = random.Random(1).sample(rows, 60)
     agents = [span for span, kind in rows if kind == "agent"][::97]
+    # A snapshot page's frames: a hundred agents' callIds, the root's and one the run does not have.
+    call_ids = [row[0] for row in store.query(
+        "SELECT call_id FROM spans WHERE trace_id = ? AND kind = 'agent' ORDER BY start_ts", [trace.trace_id]
+    )][::7][:100]  # fmt: skip
     crowded = store.query("SELECT arg_max(span_id, frame_children) FROM spans WHERE trace_id = ?", [trace.trace_id])
     return {
         "roots": frame_tree(store, trace.trace_id),
@@ -36,9 +41,13 @@ def answers(store: Store, trace: GeneratedTrace) -> dict[str, Any]:
         "paths": {span: frame_path(store, trace.trace_id, span) for span, _ in picked},
         "details": {span: span_detail(store, trace.trace_id, span) for span, _ in picked},
         "memories": {span: generation_memories(store, trace.trace_id, span) for span in agents},
+        "generation ends": generation_ends(store, trace.trace_id, [*call_ids, "root", "root/agent:nobody:0"]),
         "searches": {
             text: search_spans(store, trace.trace_id, text)
-            for text in ("WORKER", "upstream 503", "agent:worker:12", picked[0][0][3:11], "tools", "50%", "_", "zz")
+            for text in (
+                *("WORKER", "upstream 503", "agent:worker:12", picked[0][0][3:11], "tools", "50%", "_", "zz"),
+                *("zeppelin", "worker:orchestrator", "r:1", "Worker:90", "é", "fa", "9", "e\n", "a" * 70),
+            )
         },
     }
 
@@ -51,6 +60,9 @@ def test_the_pages_answer_the_same_from_the_keys(store: Store, big: GeneratedTra
     assert scanned["crowded pages"][2].nodes[0].children  # past the 1,000th child of the orchestrator's generation
     assert any(len(path) >= 4 for path in scanned["paths"].values())
     assert all(scanned["searches"][text] for text in ("WORKER", "upstream 503", "agent:worker:12"))
+    ends = scanned["generation ends"]
+    assert len(ends) > 90
+    assert all(end.memory is not None for found in ends.values() for end in found)
     span_keys.key_run(store, big.trace_id)
     with store.reader() as cursor:
         found = span_keys.locate(cursor, big.trace_id, [big.orchestrator_span_id])
@@ -59,6 +71,19 @@ def test_the_pages_answer_the_same_from_the_keys(store: Store, big: GeneratedTra
         orchestrator = found[big.orchestrator_span_id]
         assert span_keys.count(cursor, big.trace_id, big.orchestrator_span_id) == 1  # its generation
         assert span_keys.position(cursor, big.trace_id, orchestrator) == 0
+        run = span_keys._run(cursor, big.trace_id)
+        assert run is not None
+        # A text with a piece no span has is answered without reading the spans' text; others are not.
+        assert [span_search._absent(cursor, run, text) for text in ("zeppelin", "é", "Worker:90", "fa", "e\n")] == [
+            True,
+            True,
+            False,
+            False,
+            True,
+        ]
+        keyed_ends = span_keys.generation_ends(cursor, big.trace_id, list(scanned["generation ends"]))
+        assert keyed_ends is not None
+        assert len(keyed_ends) == sum(len(found) for found in scanned["generation ends"].values())
     assert answers(store, big) == scanned
 
 
@@ -90,18 +115,25 @@ def test_a_keyed_run_seen_wide_is_drawn_from_its_tiles_a_fraction_of_a_pixel_off
         "whole, 100 px": {"width_px": 100},
         "whole, 400 px": {"width_px": 400},
         "a hundredth, 400 px": {"start_ms": middle, "end_ms": middle + run.duration_ms / 100, "width_px": 400},
+        "a quarter, 1000 px (fine tiles)": {
+            "start_ms": middle,
+            "end_ms": middle + run.duration_ms / 4,
+            "width_px": 1000,
+        },
     }
     scanned = {name: timeline_window(store, big.trace_id, **window) for name, window in windows.items()}
     span_keys.key_run(store, big.trace_id)
-    tiled_spans = store.query("SELECT sum(n) FROM span_tiles WHERE trace_id = ?", [big.trace_id])[0][0]
-    # Every span the timeline draws, once; by kind, none of the kinds it leaves out.
-    assert tiled_spans == store.query(f"SELECT count(*) FROM spans WHERE {SHOWN}")[0][0]
+    # Every span the timeline draws, once, at both sizes of tile; by kind, none of the kinds it leaves out.
+    for table in ("span_tiles", "span_tiles_fine"):
+        tiled_spans = store.query(f"SELECT sum(n) FROM {table} WHERE trace_id = ?", [big.trace_id])[0][0]
+        assert tiled_spans == store.query(f"SELECT count(*) FROM spans WHERE {SHOWN}")[0][0]
+    assert store.query("SELECT count(*) FROM span_tiles_fine") > store.query("SELECT count(*) FROM span_tiles")
     tiled_kinds = store.query("SELECT DISTINCT kind FROM span_tiles WHERE trace_id = ?", [big.trace_id])
     assert {kind for (kind,) in tiled_kinds} == {bar.kind for bar in scanned["whole, 400 px"].bars}
     assert not {kind for (kind,) in tiled_kinds} & set(HIDDEN_KINDS)
     tiled = {name: timeline_window(store, big.trace_id, **window) for name, window in windows.items()}
     assert tiled["a hundredth, 400 px"] == scanned["a hundredth, 400 px"]  # a pixel of few tiles: the spans
-    for name in ("whole, 100 px", "whole, 400 px"):
+    for name in ("whole, 100 px", "whole, 400 px", "a quarter, 1000 px (fine tiles)"):
         exact, drawn = scanned[name], tiled[name]
         assert (drawn.rows, drawn.spans, drawn.width_px) == (exact.rows, exact.spans, exact.width_px)
         for row in range(exact.rows):
@@ -124,3 +156,61 @@ def test_a_keyed_run_seen_wide_is_drawn_from_its_tiles_a_fraction_of_a_pixel_off
                     bar.count for bar in theirs if bar.px <= px
                 )
                 assert abs(before) <= max(2, total // 100), (name, row, px)
+
+
+def test_the_cut_event_read_from_a_span_row_is_the_first_edge_event_of_the_span(
+    store: Store, big: GeneratedTrace
+) -> None:
+    odd = Trace()
+    root = odd.start("agent", agentId="odd", callId="root/agent:odd:0")
+    batch = odd.start("tools:execute", root)
+    odd.point("sys:log", root, span=batch, message="inside the batch")  # a span of three events
+    odd.end(batch)
+    twice = odd.start("turn", root)
+    odd.end(twice)
+    odd.point("turn:end", root, span=twice)  # ended twice: `spans` keeps the last end, restore cuts at the first
+    odd.point("tools:execute:end", root)  # an end without its start
+    odd.end(root)
+    load_file(store, big.path)
+    append_events(store, odd.events)
+    spans = store.query("SELECT trace_id, span_id FROM spans WHERE trace_id = ? ORDER BY span_id", [big.trace_id])
+    spans = [*spans[::11], *store.query("SELECT trace_id, span_id FROM spans WHERE trace_id = ?", [odd.trace_id])]
+    cases = [(*span, anchor) for span in [*spans, (big.trace_id, "0" * 16)] for anchor in ("before", "after")]
+
+    def scanned(trace_id: str, span_id: str, anchor: str) -> int | None:
+        rows = store.query(
+            "SELECT event_id FROM events WHERE trace_id = ? AND span_id = ? AND ends_with(type, ?) "
+            "ORDER BY ts, event_id LIMIT 1",
+            [trace_id, span_id, ":start" if anchor == "before" else ":end"],
+        )
+        return rows[0][0] if rows else None
+
+    expected = {case: scanned(*case) for case in cases}
+    assert sum(event is None for event in expected.values()) > 10  # instants, an end without a start
+    last_end = store.query("SELECT end_event_id FROM spans WHERE span_id = ?", [twice])[0][0]
+    assert expected[(odd.trace_id, twice, "after")] < last_end
+    for keyed in (False, True):
+        if keyed:
+            span_keys.key_run(store, big.trace_id)
+            span_keys.key_run(store, odd.trace_id)
+        with store.reader() as cursor:
+            assert (span_keys.locate(cursor, big.trace_id, [big.orchestrator_span_id]) is not None) is keyed
+            assert {case: span_keys.edge_event(cursor, *case) for case in cases} == expected
+
+
+def test_a_load_keys_the_big_runs_it_stores_in_its_own_transaction(
+    store: Store, big: GeneratedTrace, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    bigger = generate(
+        tmp_path_factory.mktemp("bigger") / "run.jsonl", events=span_keys.LOAD_KEYED_EVENTS + 2000, seed=5
+    )
+    load_file(store, big.path)  # under the threshold: left to the server's indexer
+    load_file(store, bigger.path)
+    assert list(span_keys.runs_to_key(store, min_events=1)) == [big.trace_id]
+    with store.reader() as cursor:
+        assert span_keys.locate(cursor, bigger.trace_id, [bigger.orchestrator_span_id]) is not None
+        assert span_keys.tiles(cursor, bigger.trace_id) is not None
+    keyed = answers(store, bigger)
+    with store.transaction() as conn:  # the same answers as from its spans
+        conn.execute("DELETE FROM keyed_runs")
+    assert answers(store, bigger) == keyed

@@ -33,6 +33,7 @@ import orjson
 from devtool.core.frame_cut import ReusedChunk, SealedChild
 from devtool.core.frame_index_records import Batch, IndexedFrame
 from devtool.core.snapshot_tree import FANOUT
+from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 from devtool.store.id_lists import rows_by_ids
@@ -222,22 +223,17 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
     with store.reader() as cursor:
         # One read transaction: an index rebuilt meanwhile is seen whole or not at all.
         cursor.execute("BEGIN TRANSACTION")
-        fresh = cursor.execute(
-            f"SELECT build FROM rewind_runs WHERE trace_id = $trace AND indexed AND last_event_id = ({_LAST_EVENT})",
-            {"trace": trace_id},
+        indexed = cursor.execute(
+            "SELECT build, last_event_id FROM rewind_runs WHERE trace_id = ? AND indexed", [trace_id]
         ).fetchall()
-        if not fresh:
+        if not indexed or _grown(cursor, trace_id, indexed[0][1]):
             return None
-        edge = ":start" if anchor == "before" else ":end"
-        # restore's cut: the span's first start (before) or end (after) event, in restore order.
-        found = cursor.execute(
-            "SELECT event_id FROM events WHERE trace_id = ? AND span_id = ? AND ends_with(type, ?) "
-            "ORDER BY ts, event_id LIMIT 1",
-            [trace_id, span_id, edge],
-        ).fetchall()
-        if not found:
+        # restore's cut: the span's first start (before) or end (after) event, in restore order (an
+        # indexed run's events are stored in time order).
+        cut_event = span_keys.edge_event(cursor, trace_id, span_id, anchor)
+        if cut_event is None:
             return None
-        params: dict[str, Any] = {"trace": trace_id, "build": fresh[0][0], "cut": found[0][0]}
+        params: dict[str, Any] = {"trace": trace_id, "build": indexed[0][0], "cut": cut_event}
         cut = _Cut(anchor)
         open_frames = [
             IndexedFrame(frame, parent, position, call_id, created, last, tuple(events), "", "running", None)
@@ -255,9 +251,12 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
         parents, lows, highs = _outside(children, chunks)
         sealed_rows = []
         if parents:
-            ranges = {"parents": parents, "lows": lows, "highs": highs}
+            # A branch per range, its bounds constants: DuckDB reads the row groups of those positions.
+            sql = " UNION ALL ".join(cut.format(_SEALED).format(i=i) for i in range(len(parents)))
+            ranges = {f"{name}{i}": values[i] for name, values in (("parent", parents), ("low", lows), ("high", highs))
+                      for i in range(len(parents))}  # fmt: skip
             keep = {name: params[name] for name in ("trace", "build", "cut", "open")}
-            sealed_rows = cursor.execute(cut.format(_SEALED), {**keep, **ranges}).fetchall()
+            sealed_rows = cursor.execute(sql, {**keep, **ranges}).fetchall()
         ids = sorted({event for frame in open_frames for event in frame.events} | {params["cut"]})
         events = rows_by_ids(cursor, "SELECT event_id, body FROM events WHERE event_id = ANY($ids)", ids)
         rows = sorted((event_id, orjson.loads(body)) for event_id, body in events)
@@ -296,6 +295,16 @@ def _outside(children: dict[int, int], chunks: list[ReusedChunk]) -> tuple[list[
                 highs.append(low)
             start = max(start, high)
     return parents, lows, highs
+
+
+def _grown(cursor: duckdb.DuckDBPyConnection, trace_id: str, last_event_id: int) -> bool:
+    """Whether the run has an event stored after `last_event_id`: DuckDB reads only the row groups of
+    `events` past it (event ids grow as they are stored), not the run's."""
+    return bool(
+        cursor.execute(
+            "SELECT 1 FROM events WHERE event_id > ? AND trace_id = ? LIMIT 1", [last_event_id, trace_id]
+        ).fetchall()
+    )
 
 
 def _json(value: Any) -> str | None:
@@ -366,13 +375,12 @@ _REUSED = f"""
 """
 
 # The sealed children of open frames outside the chunks reused: in the ranges of positions `_outside`
-# finds (a chunk's worth or so per open frame), so the statement does not grow with the frames that ended.
+# finds (a chunk's worth or so per open frame), so the statement does not grow with the frames that
+# ended. One range a statement branch: the `i`th, of parameters `parent<i>`, `low<i>`, `high<i>`.
 _SEALED = """
-    SELECT f.parent, f.position, f.call_id, f.node_id, f.status, f.error, f.aggregate
-    FROM rewind_frames f
-    JOIN (SELECT unnest($parents) AS parent, unnest($lows) AS low, unnest($highs) AS high) r
-      ON f.parent = r.parent AND f.position >= r.low AND f.position < r.high
-    WHERE f.trace_id = $trace AND f.build = $build AND {made} AND {sealed} AND f.frame NOT IN (SELECT unnest($open))
+    SELECT parent, position, call_id, node_id, status, error, aggregate FROM rewind_frames
+    WHERE trace_id = $trace AND build = $build AND {made} AND {sealed} AND frame NOT IN (SELECT unnest($open))
+      AND parent = $parent{{i}} AND position >= $low{{i}} AND position < $high{{i}}
 """
 
 # A run's last stored event, from the events themselves: a live append stores its events before the

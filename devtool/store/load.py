@@ -25,6 +25,7 @@ from pathlib import Path
 
 import duckdb
 
+from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import BadLinesError, LineProblem, LoadError
 from devtool.store.event_sql import LONG_BODY
@@ -210,6 +211,7 @@ def _insert_with(
     with _watch(store, source, progress), store.transaction() as conn:
         source_id = int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0])
         inserted = loader.insert(conn, reader_path, source_id, reading)
+        span_keys.key_runs(conn, inserted.traces, min_events=span_keys.LOAD_KEYED_EVENTS)
         if terms is not None:
             terms.add(conn)
             index_source(conn, source_id, longer_than=LONG_BODY - 1)

@@ -54,6 +54,11 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - Migration 9 gives runs the key of the span that names them (`name_key`, `name_span`: see
   `run_summary.py`), so an append updates a run's summary from what it changed; a run stored before
   has none until its next append, which counts it whole once.
+- Migration 10 adds `agent_generations`, `span_labels`, `span_grams` and `span_tiles_fine` to a keyed
+  run's span keys: its generations that ended, under a hash of their agent's callId (indexed), the
+  names and kinds of its spans, the short pieces of its searched text, and its timeline's tiles four
+  times finer (`span_keys.py`, `span_search.py`), made for the runs keyed before from their spans;
+  and an index on `frame_keys`' key, through which a page of parents has their children looked up.
 """
 
 from __future__ import annotations
@@ -337,5 +342,61 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE runs ADD COLUMN name_key DOUBLE;
     ALTER TABLE runs ADD COLUMN name_span VARCHAR;
+    """,
+    """
+    CREATE TABLE span_labels (
+        run INTEGER NOT NULL, name VARCHAR NOT NULL, kind VARCHAR NOT NULL, spans BIGINT NOT NULL
+    );
+    INSERT INTO span_labels
+    SELECT k.run, s.name, s.kind, count(*)
+    FROM spans s JOIN keyed_runs k USING (trace_id)
+    WHERE NOT s.instant AND s.kind NOT IN ('promptAgent', 'model:call')
+    GROUP BY ALL;
+    CREATE TABLE span_grams (run INTEGER NOT NULL, gram VARCHAR NOT NULL);
+    INSERT INTO span_grams
+    WITH shown_spans AS (
+        SELECT k.run, s.name, s.agent_id, s.call_id, s.error, s.span_id
+        FROM spans s JOIN keyed_runs k USING (trace_id)
+        WHERE NOT s.instant AND s.kind NOT IN ('promptAgent', 'model:call')
+    ),
+    shapes AS (
+        SELECT run, t FROM (SELECT DISTINCT run, name, agent_id, error FROM shown_spans),
+                           unnest([name, agent_id, error]) AS f(t)
+        UNION SELECT DISTINCT run, regexp_replace(call_id, '[0-9]+', '0', 'g') FROM shown_spans
+        UNION SELECT DISTINCT run, span_id FROM shown_spans WHERE NOT regexp_full_match(lower(span_id), '[0-9a-f]*')
+    ),
+    normal AS (SELECT DISTINCT run, regexp_replace(lower(t), '[0-9]+', '0', 'g') AS t FROM shapes WHERE t IS NOT NULL)
+    SELECT DISTINCT run, substr(t, i::INTEGER, n::INTEGER)
+    FROM normal, range(1, 4) AS ns(n), range(1, length(t) + 1) AS r(i) WHERE i + n - 1 <= length(t);
+    CREATE TABLE agent_generations (
+        key UBIGINT NOT NULL,
+        run INTEGER NOT NULL,
+        call_id VARCHAR NOT NULL,
+        name VARCHAR NOT NULL,
+        end_ts DOUBLE NOT NULL,
+        end_event_id BIGINT NOT NULL
+    );
+    INSERT INTO agent_generations
+    SELECT hash(a.trace_id, a.call_id) AS key, k.run, a.call_id, g.name, g.end_ts, g.end_event_id
+    FROM spans a JOIN spans g ON g.trace_id = a.trace_id AND g.parent_span_id = a.span_id
+    JOIN keyed_runs k ON k.trace_id = a.trace_id
+    WHERE a.kind = 'agent' AND a.call_id IS NOT NULL AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
+    ORDER BY key;
+    CREATE INDEX agent_generations_key ON agent_generations (key);
+    CREATE INDEX frame_keys_key ON frame_keys (key);
+    CREATE TABLE span_tiles_fine AS SELECT * FROM span_tiles LIMIT 0;
+    INSERT INTO span_tiles_fine
+    SELECT s.trace_id, s.depth,
+           least(floor((s.start_ts - k.tile_origin) / (k.tile_ms / 4)), 65536 - 1)::BIGINT AS start_tile,
+           least(floor((coalesce(s.end_ts, r.ended_ts) - k.tile_origin) / (k.tile_ms / 4)), 65536 - 1)::BIGINT,
+           min(s.start_ts), max(coalesce(s.end_ts, r.ended_ts)), count(*), any_value(s.span_id), s.kind,
+           any_value(s.name), count(*) FILTER (WHERE s.status = 'failed'),
+           count(*) FILTER (WHERE s.status = 'running'), count(*) FILTER (WHERE s.cache),
+           CASE WHEN min(hash(s.frame_parent_id)) = max(hash(s.frame_parent_id)) THEN any_value(s.frame_parent_id) END,
+           min(hash(s.name)) = max(hash(s.name))
+    FROM spans s JOIN keyed_runs k USING (trace_id) JOIN runs r USING (trace_id)
+    WHERE NOT s.instant AND s.kind NOT IN ('promptAgent', 'model:call')
+    GROUP BY ALL
+    ORDER BY s.trace_id, start_tile;
     """,
 ]

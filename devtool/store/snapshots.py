@@ -42,7 +42,7 @@ from devtool.core.snapshot_tree import (
 from devtool.store.collector import collector_paused
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError, StoreError
-from devtool.store.id_lists import rows_by_ids
+from devtool.store.id_lists import rows_by_key
 
 # Nodes read or written per statement (an id list bound as one parameter).
 _BATCH = 50_000
@@ -345,10 +345,11 @@ def _counts(conn: duckdb.DuckDBPyConnection, nodes: Mapping[str, Node]) -> dict[
     stored = list({child for node in nodes.values() for child in referenced(node) if child not in nodes})
     counts: dict[str, NodeCounts] = {}
     if stored:
-        rows = conn.execute(
-            "SELECT node_id, frames, prompts, tools, tombstones FROM snapshot_nodes WHERE node_id = ANY($ids)",
-            {"ids": stored},
-        ).fetchall()
+        rows = rows_by_key(
+            conn,
+            "SELECT node_id, frames, prompts, tools, tombstones FROM snapshot_nodes WHERE node_id IN ({ids})",
+            stored,
+        )
         if len(rows) != len(stored):
             raise StoreError(f"cannot store the snapshot: {len(stored) - len(rows)} of its frames are not in the store")
         counts.update((key, NodeCounts(*rest)) for key, *rest in rows)
@@ -359,7 +360,7 @@ def _counts(conn: duckdb.DuckDBPyConnection, nodes: Mapping[str, Node]) -> dict[
 
 def _sized(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, tuple[str, int]]:
     """The nodes `ids` as (body, unparsed; frames in its subtree)."""
-    rows = rows_by_ids(cursor, "SELECT node_id, body, frames FROM snapshot_nodes WHERE node_id = ANY($ids)", ids)
+    rows = rows_by_key(cursor, "SELECT node_id, body, frames FROM snapshot_nodes WHERE node_id IN ({ids})", ids)
     found = {key: (body, frames) for key, body, frames in rows}
     if len(found) != len(set(ids)):
         raise StoreError("frames of a stored snapshot are missing from the store")
@@ -367,7 +368,7 @@ def _sized(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, tuple
 
 
 def _bodies(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, Node]:
-    rows = rows_by_ids(cursor, "SELECT node_id, body FROM snapshot_nodes WHERE node_id = ANY($ids)", ids)
+    rows = rows_by_key(cursor, "SELECT node_id, body FROM snapshot_nodes WHERE node_id IN ({ids})", ids)
     nodes = {key: orjson.loads(body) for key, body in rows}
     if ids[0] not in nodes:
         raise StoreError(f"frame {ids[0]} of a stored snapshot is missing from the store")

@@ -10,24 +10,30 @@ sorted so that DuckDB's zone maps find a key in one or two row groups:
 - `frame_keys`: each span the frame tree shows under a hash of its trace and frame parent, then its
   start: a parent's children are one range, so a page of them, or a child's place among them, is
   read from that range alone;
-- `span_text`: each span the frame tree shows with what the run page's span search looks in (its
-  name, agent id, callId, span id and error, lowercased, one after the other), in time order, with
-  its name and kind beside it for the order of hits: a search reads one column instead of five;
+- `span_text`, `span_labels`, `span_grams`: what the run page's span search reads (`span_search`);
+- `agent_generations`: each generation that ended, with its agent's callId, its name and its end, under
+  a hash of its trace and that callId with an index on it: what a snapshot page reads to say where each
+  frame's memory came from (its frames are named by callId), a lookup in the index per frame instead
+  of a join of the run's spans with themselves;
 - `span_tiles`: the spans the timeline draws (not instants, not `HIDDEN_KINDS`) grouped by row
   (depth), kind, and the tile of time they start in and the one they end in, of `TILES` tiles across
   the run, with their frame parent when they share one and whether they share a name: what the
-  timeline reads when it shows so much of the run that a pixel holds many tiles (`timeline.py`).
+  timeline reads when it shows so much of the run that a pixel holds many tiles (`timeline.py`);
+  `span_tiles_fine` groups them in `FINE_TILES` tiles, for windows four times narrower.
 
-They are made by `key_run`, which the server's background indexer calls for a run of 50,000 events
-or more once it has stopped growing (`devtool.actions.frame_indexer`; seconds for ten million
-events). A run's keys are used while it has not changed since: `keyed_runs` records its last event
-then, and a run that grew (a live batch, a second file of it) is read by scanning `spans`, as a small
-run is, until it is keyed again. Making them writes none of what loads and appends write, in a
-transaction of its own on a cursor of its own: nothing waits for it.
+A load makes them for each run of `LOAD_KEYED_EVENTS` events or more it stores or adds to, in its own
+transaction (`key_runs`; a few seconds of the load's CPU a million events), so a big run loaded is
+never seen without them: a teammate's link opened the minute a ten-million-event load ends reads from
+them. The server's background indexer makes them (`key_run`) for other runs of 50,000 events or more
+once they stop growing (`devtool.actions.frame_indexer`), in a transaction of its own on a cursor of
+its own that writes none of what loads and appends write: nothing waits for it. A run's keys are used
+while it has not changed since: `keyed_runs` records its last event then, and a run that grew (a live
+batch) is read by scanning `spans`, as a small run is, until it is keyed again.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -35,16 +41,36 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from devtool.store import span_search
 from devtool.store.run_caches import stale_runs
 from devtool.store.span_sql import HIDDEN_KINDS, shown
 
 if TYPE_CHECKING:
     from devtool.store.database import Store
 
-# Between the fields of a span's searched text: a character no search asks for (`search` then scans).
-_SEPARATOR = 31
-
 TILES = 16384  # tiles across a run: a pixel of a whole run 1,600 px wide holds 10
+FINE_TILES = 4 * TILES  # the finer tiles of `span_tiles_fine`: a quarter of the run at 1,600 px, 10 a pixel
+# A load keys the runs it leaves this big (the server's indexer keys the others, past its own threshold).
+LOAD_KEYED_EVENTS = 50_000
+
+# The timeline's tiles of runs, `tiles` across each, `width` ms wide (SQL over `k`, the run's `keyed_runs`).
+_TILED = """
+    INSERT INTO {table}
+    SELECT s.trace_id, s.depth,
+           least(floor((s.start_ts - k.tile_origin) / ({width})), {tiles} - 1)::BIGINT AS start_tile,
+           least(floor((coalesce(s.end_ts, r.ended_ts) - k.tile_origin) / ({width})), {tiles} - 1)::BIGINT,
+           min(s.start_ts), max(coalesce(s.end_ts, r.ended_ts)), count(*), any_value(s.span_id), s.kind,
+           any_value(s.name), count(*) FILTER (WHERE s.status = 'failed'),
+           count(*) FILTER (WHERE s.status = 'running'), count(*) FILTER (WHERE s.cache),
+           CASE WHEN min(hash(s.frame_parent_id)) = max(hash(s.frame_parent_id)) THEN any_value(s.frame_parent_id) END,
+           min(hash(s.name)) = max(hash(s.name))
+    FROM spans s JOIN keyed_runs k USING (trace_id) JOIN runs r USING (trace_id)
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown}
+    GROUP BY ALL
+    ORDER BY s.trace_id, start_tile;
+"""
+
+_FINE_WIDTH = f"k.tile_ms / {FINE_TILES // TILES}"
 
 _BUILD = f"""
     INSERT INTO keyed_runs
@@ -63,34 +89,30 @@ _BUILD = f"""
     FROM spans s JOIN keyed_runs k USING (trace_id)
     WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
     ORDER BY key, s.start_ts, s.start_event_id;
-    INSERT INTO span_text
-    SELECT k.run, s.start_ts, s.start_event_id, s.span_id,
-           lower(concat_ws(chr({_SEPARATOR}), s.name, s.agent_id, s.call_id, s.span_id, s.error)), s.name, s.kind
-    FROM spans s JOIN keyed_runs k USING (trace_id)
-    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
-    ORDER BY k.run, s.start_ts, s.start_event_id;
-    INSERT INTO span_tiles
-    SELECT s.trace_id, s.depth,
-           least(floor((s.start_ts - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT AS start_tile,
-           least(floor((coalesce(s.end_ts, r.ended_ts) - k.tile_origin) / k.tile_ms), {TILES - 1})::BIGINT,
-           min(s.start_ts), max(coalesce(s.end_ts, r.ended_ts)), count(*), any_value(s.span_id), s.kind,
-           any_value(s.name), count(*) FILTER (WHERE s.status = 'failed'),
-           count(*) FILTER (WHERE s.status = 'running'), count(*) FILTER (WHERE s.cache),
-           CASE WHEN min(hash(s.frame_parent_id)) = max(hash(s.frame_parent_id)) THEN any_value(s.frame_parent_id) END,
-           min(hash(s.name)) = max(hash(s.name))
-    FROM spans s JOIN keyed_runs k USING (trace_id) JOIN runs r USING (trace_id)
-    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
-    GROUP BY ALL
-    ORDER BY s.trace_id, start_tile;
+    {span_search.BUILD}
+    INSERT INTO agent_generations
+    SELECT hash(a.trace_id, a.call_id) AS key, k.run, a.call_id, g.name, g.end_ts, g.end_event_id
+    FROM spans a JOIN spans g ON g.trace_id = a.trace_id AND g.parent_span_id = a.span_id
+    JOIN keyed_runs k ON k.trace_id = a.trace_id
+    WHERE a.trace_id IN (SELECT trace_id FROM {{traces}}) AND a.kind = 'agent' AND a.call_id IS NOT NULL
+      AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
+    ORDER BY key;
+    {_TILED.format(table="span_tiles", tiles=TILES, width="k.tile_ms", shown=shown("s"))}
+    {_TILED.format(table="span_tiles_fine", tiles=FINE_TILES, width=_FINE_WIDTH, shown=shown("s"))}
 """
 
-_FORGET = """
+_FORGET = (
+    span_search.FORGET
+    + """
     DELETE FROM span_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM frame_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
-    DELETE FROM span_text WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
+    DELETE FROM agent_generations
+    WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM span_tiles WHERE trace_id IN (SELECT trace_id FROM {traces});
+    DELETE FROM span_tiles_fine WHERE trace_id IN (SELECT trace_id FROM {traces});
     DELETE FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces});
 """
+)
 
 # A frame parent's children in the tree's order; `key` first, so that zone maps find the range.
 _CHILDREN = """
@@ -117,12 +139,7 @@ def key_run(store: Store, trace_id: str) -> bool:
     with closing(store.reader()) as conn:
         conn.execute("BEGIN TRANSACTION")
         try:
-            conn.execute(
-                "CREATE OR REPLACE TEMP TABLE keyed_now AS SELECT trace_id FROM runs WHERE trace_id = ?", [trace_id]
-            )
-            conn.execute(_FORGET.format(traces="keyed_now"))
-            conn.execute(_BUILD.format(traces="keyed_now"))
-            conn.execute("DROP TABLE keyed_now")
+            key_runs(conn, [trace_id])
             conn.execute("COMMIT")
         except duckdb.TransactionException:
             conn.execute("ROLLBACK")
@@ -131,6 +148,20 @@ def key_run(store: Store, trace_id: str) -> bool:
             conn.execute("ROLLBACK")
             raise
     return True
+
+
+def key_runs(conn: duckdb.DuckDBPyConnection, trace_ids: Sequence[str], *, min_events: int = 0) -> None:
+    """Make the keys of those of runs `trace_ids` that have `min_events` events or more, replacing older
+    ones, in the caller's transaction: a load's, so that a big run it stores is keyed when it is seen."""
+    conn.execute(
+        "CREATE OR REPLACE TEMP TABLE keyed_now AS "
+        "SELECT trace_id FROM runs WHERE trace_id IN (SELECT unnest($traces)) AND events >= $min",
+        {"traces": list(trace_ids), "min": min_events},
+    )
+    if conn.execute("SELECT count(*) FROM keyed_now").fetchall()[0][0]:
+        conn.execute(_FORGET.format(traces="keyed_now"))
+        conn.execute(_BUILD.format(traces="keyed_now"))
+    conn.execute("DROP TABLE keyed_now")
 
 
 def runs_to_key(store: Store, *, min_events: int) -> dict[str, int]:
@@ -182,6 +213,32 @@ def where_spans(cursor: duckdb.DuckDBPyConnection, trace_id: str, span_ids: Sequ
     return f"trace_id = ? AND span_id IN ({_marks(ids)})", [trace_id, *ids]
 
 
+def edge_event(cursor: duckdb.DuckDBPyConnection, trace_id: str, span_id: str, anchor: str) -> int | None:
+    """The span's first start event (`before`) or end event (`after`) of a run stored in time order (its
+    events' ids in the order of their timestamps): the event a restore cuts the run at. None when
+    the span has no such event. Read from the span's row (by its key, when the run is keyed); only a
+    span of more events than a start and an end has its events read (its ends: `spans` keeps its last)."""
+    where, params = where_spans(cursor, trace_id, [span_id])
+    rows = cursor.execute(
+        f"SELECT start_event_id, end_event_id, events FROM spans WHERE {where} AND NOT instant", params
+    ).fetchall()
+    if not rows:
+        return None  # no such span, or an instant (its one event is neither a start nor an end)
+    start, end, events = rows[0]
+    if anchor == "before":
+        return None if start is None else int(start)
+    if end is None:
+        return None
+    if start is not None and events == 2:
+        return int(end)  # its one start and its one end
+    found = cursor.execute(
+        "SELECT event_id FROM events WHERE trace_id = ? AND span_id = ? AND ends_with(type, ':end') "
+        "AND event_id <= ? ORDER BY ts, event_id LIMIT 1",
+        [trace_id, span_id, end],
+    ).fetchall()
+    return int(found[0][0]) if found else None
+
+
 def where_located(trace_id: str, located: Sequence[tuple[str, float]]) -> tuple[str, list[Any]]:
     """A condition on `spans` for the rows of spans whose starts are known, and its parameters."""
     if not located:
@@ -212,14 +269,35 @@ def children(
 def children_of(
     cursor: duckdb.DuckDBPyConnection, trace_id: str, parents: Sequence[str], *, offset: int, limit: int
 ) -> dict[str, list[tuple[str, float]]] | None:
-    """`children` of several parents, each page in the tree's order; None when not keyed."""
-    found: dict[str, list[tuple[str, float]]] = {}
-    for parent in parents:
-        page = children(cursor, trace_id, parent, offset=offset, limit=limit)
-        if page is None:
-            return None
-        found[parent] = page
-    return found
+    """`children` of several parents of a thousand children or so at most (each read whole), each page
+    in the tree's order; None when not keyed."""
+    run = _run(cursor, trace_id)
+    if run is None:
+        return None
+    found: dict[str, list[tuple[str, float, int | None]]] = {parent: [] for parent in parents}
+    if not found:
+        return {}
+    hashed = cursor.execute("SELECT hash(?, p) FROM unnest(?) AS t(p)", [trace_id, list(found)]).fetchall()
+    keys = [key for (key,) in hashed]
+    # The hashes as typed constants: DuckDB looks each parent's children up in `frame_keys`' index.
+    rows = cursor.execute(
+        "SELECT frame_parent_id, span_id, start_ts, start_event_id FROM frame_keys "
+        f"WHERE key IN ({', '.join(['?::UBIGINT'] * len(keys))}) AND run = ?",
+        [*keys, run],
+    ).fetchall()
+    for parent, span, start, event in rows:
+        if parent in found:  # not another parent of the same hash
+            found[parent].append((span, start, event))
+    # In the tree's order (spans of no start event last, as DuckDB sorts their NULLs).
+    return {
+        parent: [(span, start) for span, start, _ in sorted(page, key=_tree_order)[offset : offset + limit]]
+        for parent, page in found.items()
+    }
+
+
+def _tree_order(child: tuple[str, float, int | None]) -> tuple[float, bool, int]:
+    _, start, event = child
+    return (start, event is None, event or 0)
 
 
 def count(cursor: duckdb.DuckDBPyConnection, trace_id: str, parent: str | None) -> int | None:
@@ -246,22 +324,39 @@ def position(cursor: duckdb.DuckDBPyConnection, trace_id: str, key: SpanKey) -> 
 
 
 def search(
-    cursor: duckdb.DuckDBPyConnection, trace_id: str, text: str, *, order: str, prefix: str, limit: int
+    cursor: duckdb.DuckDBPyConnection, trace_id: str, text: str, *, ranks: tuple[str, str], prefix: str, limit: int
 ) -> list[tuple[str, float]] | None:
-    """The first `limit` shown spans whose name, agent id, callId, span id or error holds `text`
-    (case-insensitive), best first (`order`: `navigation.span_hit_order`'s terms, over the columns
-    `span_text` shares with `spans`, reading `$text` and `$prefix`: `prefix` is the LIKE-escaped
-    `text%`), as (span id, start); None when the run is not keyed (or the
-    text holds the separator of the fields)."""
-    run = _run(cursor, trace_id)
-    if run is None or chr(_SEPARATOR) in text:
+    """`span_search.search` of the run, or None when it is not keyed (or the text holds the separator
+    of the fields of the text it searches)."""
+    found = cursor.execute(f"SELECT run, tile_origin, tile_ms FROM {_FRESH}", [trace_id]).fetchall()
+    if not found or chr(span_search.SEPARATOR) in text:
         return None
+    run, origin, width = found[0]
+    window = (origin, origin + width * TILES)
+    return span_search.search(cursor, run, text, ranks=ranks, prefix=prefix, limit=limit, window=window)
+
+
+def generation_ends(
+    cursor: duckdb.DuckDBPyConnection, trace_id: str, call_ids: Sequence[str]
+) -> list[tuple[str, str, float, int]] | None:
+    """The ended generations of the agents `call_ids` as (agent callId, name, end, end event id), in
+    the order they ended; None when the run is not keyed."""
+    run = _run(cursor, trace_id)
+    if run is None:
+        return None
+    wanted = list(dict.fromkeys(call_ids))
+    if not wanted:
+        return []
+    keys = [key for (key,) in cursor.execute("SELECT hash(?, c) FROM unnest(?) AS t(c)", [trace_id, wanted]).fetchall()]
+    # The hashes as typed constants: DuckDB then looks each up in the index (a list bound as one
+    # value, or a filter on callId beside them, and it scans the table instead).
     rows = cursor.execute(
-        f"SELECT span_id, start_ts FROM span_text WHERE run = $run AND contains(text, lower($text)) "
-        f"ORDER BY {order} LIMIT $limit",
-        {"run": run, "text": text, "prefix": prefix, "limit": limit},
+        f"SELECT call_id, name, end_ts, end_event_id FROM agent_generations "
+        f"WHERE key IN ({', '.join(['?::UBIGINT'] * len(keys))}) AND run = ? ORDER BY end_ts, end_event_id",
+        [*keys, run],
     ).fetchall()
-    return [(span, start) for span, start in rows]
+    asked = set(wanted)  # another callId of the same hash, however unlikely, is not one asked for
+    return [(call_id, name, ended, event_id) for call_id, name, ended, event_id in rows if call_id in asked]
 
 
 # The run's keys, if they are of the run as it is.
@@ -270,9 +365,16 @@ _FRESH = "keyed_runs k JOIN runs r USING (trace_id) WHERE trace_id = ? AND k.las
 
 def _run(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> int | None:
     """The run's number among the keyed ones (what its keys are filed under), or None: not keyed, or
-    changed since."""
-    rows = cursor.execute(f"SELECT run FROM {_FRESH}", [trace_id]).fetchall()
-    return int(rows[0][0]) if rows else None
+    changed since. Looked up once a cursor: a page's reads on one cursor (a tree: a few dozen lookups)
+    take the run as it was at the first."""
+    known = _RUNS.setdefault(cursor, {})
+    if trace_id not in known:
+        rows = cursor.execute(f"SELECT run FROM {_FRESH}", [trace_id]).fetchall()
+        known[trace_id] = int(rows[0][0]) if rows else None
+    return known[trace_id]
+
+
+_RUNS: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, int | None]] = weakref.WeakKeyDictionary()
 
 
 def _marks(values: Sequence[object]) -> str:

@@ -150,22 +150,26 @@ def first_span_in(store: Store, trace_id: str, depth: int, kind: str, start_ms: 
     return str(rows[0][0]) if rows else None
 
 
-def span_hit_order(text: str = "$text", prefix: str = "$prefix") -> str:
-    """The find box's order of hits, as SQL `ORDER BY` terms over `spans`, whatever found them (a scan,
-    or an index over names and text): the span named exactly `text`, then names that begin with it,
-    then names where a word does (`web_search` for "search"), then names that hold it, then spans found
-    by their agent, callId, id or error; within each, tool calls and agents (what a person looks for
-    by name) before generations and turns, then in time. `text` and `prefix` name the parameters that
-    hold the text and the LIKE-escaped `text%`."""
-    return f"""
+def span_hit_ranks(text: str = "$text", prefix: str = "$prefix") -> tuple[str, str]:
+    """The find box's order of hits, as two SQL ranks, by name and by kind, then the earliest first
+    (`span_hit_order`), whatever found them (a scan, or a keyed run's labels): the span named exactly
+    `text`, then names that begin with it, then names where a word does (`web_search` for "search"),
+    then names that hold it, then spans found by their agent, callId, id or error; within each, tool
+    calls and agents (what a person looks for by name) before generations and turns. `text` and
+    `prefix` name the parameters that hold the text and the LIKE-escaped `text%`."""
+    by_name = f"""
         CASE WHEN lower(name) = lower({text}) THEN 0
              WHEN name ILIKE {prefix} ESCAPE '\\' THEN 1
              WHEN regexp_matches(name, '(?i)[^a-z0-9]' || regexp_escape({text})) THEN 2
              WHEN contains(lower(name), lower({text})) THEN 3
-             ELSE 4 END,
-        CASE kind WHEN 'tools:execute' THEN 0 WHEN 'agent' THEN 1 ELSE 2 END,
-        start_ts, start_event_id
-    """
+             ELSE 4 END"""
+    return by_name, "CASE kind WHEN 'tools:execute' THEN 0 WHEN 'agent' THEN 1 ELSE 2 END"
+
+
+def span_hit_order(text: str = "$text", prefix: str = "$prefix") -> str:
+    """`span_hit_ranks`, then the earliest first, as SQL `ORDER BY` terms over `spans`."""
+    by_name, by_kind = span_hit_ranks(text, prefix)
+    return f"{by_name}, {by_kind}, start_ts, start_event_id"
 
 
 def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> list[SpanHit]:
@@ -173,7 +177,7 @@ def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> 
     best first (`span_hit_order`): from the run's `span_text` when it is keyed, else by a scan."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     with store.reader() as cursor:
-        found = span_keys.search(cursor, trace_id, text, order=span_hit_order(), prefix=f"{escaped}%", limit=limit)
+        found = span_keys.search(cursor, trace_id, text, ranks=span_hit_ranks(), prefix=f"{escaped}%", limit=limit)
         if found is not None:
             where, params = span_keys.where_located(trace_id, found)
             rows = cursor.execute(f"SELECT {_HIT} FROM spans WHERE {where}", params).fetchall()
@@ -272,22 +276,32 @@ def generation_ends(store: Store, trace_id: str, call_ids: Collection[str]) -> d
     if not call_ids:
         return {}
     with closing(store.reader()) as cursor:
-        rows = cursor.execute(
-            f"""
-            SELECT a.call_id, g.name, g.end_ts, g.end_event_id
-            FROM spans a JOIN spans g ON g.trace_id = a.trace_id AND g.parent_span_id = a.span_id
-            WHERE a.trace_id = ? AND a.kind = 'agent' AND a.call_id IN ({", ".join("?" * len(call_ids))})
-              AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
-            ORDER BY g.end_ts, g.end_event_id
-            """,
-            [trace_id, *call_ids],
-        ).fetchall()
+        # A keyed run's are looked up by callId; any other run's joins its spans with themselves.
+        rows = span_keys.generation_ends(cursor, trace_id, list(call_ids))
+        if rows is None:
+            rows = _generation_ends_scanned(cursor, trace_id, call_ids)
         memories = event_fields(cursor, [row[3] for row in rows], "$.memory", chars=MEMORY_CHARS)
     found: dict[str, list[GenerationEnd]] = {}
     for call_id, name, ended, event_id in rows:
         memory = _json_object(memories.get(event_id))
         found.setdefault(call_id, []).append(GenerationEnd(call_id, name, ended, event_id, memory))
     return found
+
+
+def _generation_ends_scanned(
+    cursor: Any, trace_id: str, call_ids: Collection[str]
+) -> list[tuple[str, str, float, int]]:
+    rows: list[tuple[str, str, float, int]] = cursor.execute(
+        f"""
+        SELECT a.call_id, g.name, g.end_ts, g.end_event_id
+        FROM spans a JOIN spans g ON g.trace_id = a.trace_id AND g.parent_span_id = a.span_id
+        WHERE a.trace_id = ? AND a.kind = 'agent' AND a.call_id IN ({", ".join("?" * len(call_ids))})
+          AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
+        ORDER BY g.end_ts, g.end_event_id
+        """,
+        [trace_id, *call_ids],
+    ).fetchall()
+    return rows
 
 
 def _json_object(text: str | None) -> dict[str, Any] | None:

@@ -18,13 +18,14 @@ call: `span_sql.HIDDEN_KINDS`) are left out, and instants (budget updates, logs)
 running span (no end yet) reaches the run's last event.
 
 A keyed run (`span_keys`: one loaded in bulk) seen so wide that a pixel spans 8 or more of its tiles
-(a run cut in 16,384) is drawn from its tiles rather than its spans: the spans of one row and kind
-that start in one tile and end in one tile, counted once (`span_tiles`). A tile group is bucketed as a
+(a run cut in 16,384; in 65,536 for a window four times narrower, `span_tiles_fine`) is drawn from
+its tiles rather than its spans: the spans of one row and kind that start in one tile and end in one
+tile, counted once (`span_tiles`). A tile group is bucketed as a
 span would be, by where it starts and how wide it is: an eighth of a pixel from its spans' own at
 most, and the bars' first starts and last ends are the spans'. Only spans that start and end in the
 same tiles (less than an eighth of a pixel apart at both ends) share a bar they would not share drawn
-from spans. Ten million events drawn whole are then a few hundred thousand tiles read, not millions
-of spans.
+from spans. Ten million events drawn whole are then a hundred thousand tiles read, not millions of
+spans, and a quarter of them two hundred thousand fine tiles, not a million and a half spans.
 """
 
 from __future__ import annotations
@@ -120,12 +121,12 @@ _FINE_TILES = """
                     THEN any_value(frame_parent_id) END AS parent,
                bool_and(one_name) AND min(hash(name)) = max(hash(name)) AS one_name, any_value(name) AS bar_name,
                sum(failed)::BIGINT AS failed, sum(running)::BIGINT AS running, sum(cached)::BIGINT AS cached
-        FROM span_tiles
+        FROM {tiles}
         WHERE trace_id = $trace AND first <= $end AND last >= $start
         -- (Qualified: in GROUP BY, DuckDB would read `first` and `last` as the aliases.)
         GROUP BY depth, kind,
-                 CASE WHEN (span_tiles.last - span_tiles.first) * $scale >= $min_px THEN -1 - rowid
-                      ELSE floor(least(greatest((span_tiles.first - $start) * $scale / $min_px, -1e18), 1e18))::BIGINT
+                 CASE WHEN ({tiles}.last - {tiles}.first) * $scale >= $min_px THEN -1 - rowid
+                      ELSE floor(least(greatest(({tiles}.first - $start) * $scale / $min_px, -1e18), 1e18))::BIGINT
                  END
     )
 """
@@ -203,8 +204,11 @@ def timeline_window(
             "budget": max_bars,
         }
         tiled = None if instants else span_keys.tiles(cursor, trace_id)
+        fine_width = None if tiled is None else tiled.width * span_keys.TILES / span_keys.FINE_TILES
         if tiled is not None and span / width_px >= _TILES_PER_PIXEL * tiled.width:
-            sql = _BARS.format(fine=_FINE_TILES)
+            sql = _BARS.format(fine=_FINE_TILES.format(tiles="span_tiles"))
+        elif fine_width is not None and span / width_px >= _TILES_PER_PIXEL * fine_width:
+            sql = _BARS.format(fine=_FINE_TILES.format(tiles="span_tiles_fine"))
         else:
             params["run_end"] = run_end
             fine = _FINE_SPANS.format(hidden=HIDDEN_KINDS, instants="" if instants else "AND NOT instant")
