@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 import orjson
 import pytest
@@ -131,6 +133,42 @@ def test_a_followed_line_whose_fields_duckdb_reads_otherwise_is_refused_by_the_i
     assert isinstance(checked, CheckedEvent)
     with pytest.raises(duckdb.Error, match="invalid TraceEvent"):
         store_events(store, [checked])
+    assert store.query("SELECT count(*) FROM events") == [(0,)]
+
+
+def test_a_batch_the_gate_wrote_stores_the_rows_of_one_read_as_json(store: Store, tmp_path: Path) -> None:
+    # A written batch's rule fields are read as typed, not as JSON: the rows must not differ.
+    t = Trace()
+    root = t.start("agent", agentId='é"x', usage={"promptTokens": 3, "completionTokens": 4})
+    turn = t.start("turn", root)
+    t.end(turn, success=False, error={"message": "no"})
+    t.end(root, success=True)
+    t.events[1]["timestamp"] = int(t.events[1]["timestamp"])
+    t.events[1]["trace"]["parentSpanId"] = root
+    t.events[0]["trace"].pop("parentSpanId", None)
+    t.events[3]["trace"]["parentSpanId"] = None
+    written = check_events(t.events)
+    assert all(checked.written for checked in written)
+    store_events(store, written)
+    other = Store(tmp_path / "other.duckdb")
+    try:
+        store_events(other, [checked._replace(written=False) for checked in written])
+        rows = "SELECT * FROM events ORDER BY event_id"
+        assert store.query(rows) == other.query(rows)
+    finally:
+        other.close()
+
+
+def test_a_followed_line_in_a_batch_the_gate_wrote_is_still_checked_by_the_insert(store: Store) -> None:
+    t = Trace()
+    t.start("agent")
+    t.start("agent")
+    written = check_events(t.events[:1])
+    line = read_line(orjson.dumps(t.events[1]).replace(b'{"', b'{"type":1,"', 1))
+    assert isinstance(line, CheckedEvent)
+    assert not line.written
+    with pytest.raises(duckdb.Error, match="invalid TraceEvent"):
+        store_events(store, [*written, line])
     assert store.query("SELECT count(*) FROM events") == [(0,)]
 
 

@@ -19,15 +19,22 @@ import duckdb
 from devtool.store import derive
 from devtool.store.event_gate import FIELDS_SQL, TIMESTAMP_SQL, VALID_SQL
 
-# Fields that are checked are read as JSON (so a wrong kind of value is seen, not cast away);
-# the others as the type the UI wants, where a wrong kind of value becomes NULL.
-STRUCTURE = (
-    '{"type": "JSON", "timestamp": "JSON", "schemaVersion": "JSON", '
-    '"trace": {"traceId": "JSON", "spanId": "JSON", "parentSpanId": "JSON"}, '
+# The fields no rule checks, read as the type the UI wants, where a wrong kind of value becomes NULL.
+_UNCHECKED = (
     '"agentId": "VARCHAR", "callId": "VARCHAR", "contentHash": "VARCHAR", "cache": "BOOLEAN", '
     '"success": "BOOLEAN", "error": "JSON", "step": "BIGINT", "generationId": "BIGINT", '
     '"toolNames": "VARCHAR[]", "name": "VARCHAR", "adapterId": "VARCHAR", "entrypoint": "VARCHAR", '
     '"usage": {"promptTokens": "BIGINT", "completionTokens": "BIGINT"}, "costs": {"micro_usd": "DOUBLE"}}'
+)
+# Fields that are checked are read as JSON (so a wrong kind of value is seen, not cast away).
+STRUCTURE = (
+    '{"type": "JSON", "timestamp": "JSON", "schemaVersion": "JSON", '
+    '"trace": {"traceId": "JSON", "spanId": "JSON", "parentSpanId": "JSON"}, ' + _UNCHECKED
+)
+# A text the gate wrote from the event it checked: its checked fields read as the types it made sure of.
+_WRITTEN_STRUCTURE = (
+    '{"type": "VARCHAR", "timestamp": "DOUBLE", '
+    '"trace": {"traceId": "VARCHAR", "spanId": "VARCHAR", "parentSpanId": "VARCHAR"}, ' + _UNCHECKED
 )
 
 INVALID_EVENT = "devtool: invalid TraceEvent"
@@ -73,36 +80,43 @@ EVENT_KEY_SQL = "hash(body::VARCHAR)"
 _STORED_IN_WINDOW = "SELECT event_key FROM events WHERE ts BETWEEN $lo AND $hi AND trace_id = ANY($traces)"
 
 
-def insert_events_sql(relation: str, *, live: bool = False) -> str:
+def insert_events_sql(relation: str, *, live: bool = False, written: bool = False) -> str:
     """INSERT … SELECT from `relation` (`body`, and `n` from 1 in load order); parameters `$base`, `$source`.
 
     Events already stored (same trace, same `event_key`) are left out. `live`: the events are a live
     batch of `CheckedEvent`s (`event_gate.py`), so only the rule's fields are checked again, not the
     text's limits (`event_gate.TEXT_SQL`, which the Python gate measured on these very texts); they
     are checked against the stored events of their traces and times only (`$traces`, `$lo`, `$hi`);
-    and the statement returns the ids it stored.
+    and the statement returns the ids it stored. `written` (with `live`): every text was written by
+    the gate from the event it checked (`CheckedEvent.written`), so no key is given twice and DuckDB
+    reads the rule's fields as the gate did: they are read as the types the rule made sure of, not
+    checked again (reading them as JSON and checking them was half the insert's CPU).
     """
     keyed = f"(SELECT body, n, {EVENT_KEY_SQL} AS k FROM {relation})"
+    structure, ids, timestamp = STRUCTURE, "e.trace.{} ->> '$'", TIMESTAMP_SQL
     if live:
         # Left out before the texts are read: the join then carries only the texts, not what is read.
         rule, returning, stored = FIELDS_SQL, "RETURNING event_id", ""
         keyed = f"(SELECT r.* FROM {keyed} r ANTI JOIN ({_STORED_IN_WINDOW}) stored ON stored.event_key = r.k)"
+        if written:
+            structure, ids, timestamp, rule = _WRITTEN_STRUCTURE, "e.trace.{}", "e.timestamp", "true"
     else:
         rule, returning = VALID_SQL, ""
         stored = (
             "ANTI JOIN (SELECT trace_id, event_key FROM events) stored"
             " ON stored.event_key = fresh.k AND stored.trace_id = fresh.e.trace.traceId ->> '$'"
         )
+    kind = "e.type" if written else "e.type ->> '$'"
     return f"""
     INSERT INTO events
     SELECT
         $base + n AS event_id,
         $source AS source_id,
-        e.trace.traceId ->> '$',
-        e.trace.spanId ->> '$',
-        nullif(e.trace.parentSpanId ->> '$', ''),
+        {ids.format("traceId")},
+        {ids.format("spanId")},
+        nullif({ids.format("parentSpanId")}, ''),
         t,
-        CASE WHEN {rule} THEN {TIMESTAMP_SQL} ELSE error('{INVALID_EVENT}') END,
+        CASE WHEN {rule} THEN {timestamp} ELSE error('{INVALID_EVENT}') END,
         e.agentId,
         e.callId,
         e.contentHash,
@@ -116,8 +130,8 @@ def insert_events_sql(relation: str, *, live: bool = False) -> str:
         CASE WHEN t IN ('model:call:end', 'turn:end') THEN e.costs.micro_usd END,
         k
     FROM (
-        SELECT e, body, n, e.type ->> '$' AS t, k FROM (
-            SELECT from_json(body, '{STRUCTURE}') AS e, body, n, k FROM {keyed}
+        SELECT e, body, n, {kind} AS t, k FROM (
+            SELECT from_json(body, '{structure}') AS e, body, n, k FROM {keyed}
         )
     ) fresh
     {stored}

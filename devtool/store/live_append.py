@@ -32,6 +32,7 @@ OTLP_STREAM = "otlp"
 # The batch as one list parameter, numbered in its order: ids follow the list.
 _BATCH = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
 _INSERT = insert_events_sql(_BATCH, live=True)
+_INSERT_WRITTEN = insert_events_sql(_BATCH, live=True, written=True)
 
 
 def append_events(
@@ -74,7 +75,8 @@ def store_events(
             "source": source_id,
         }
         # The slot of each event stored: its id is `base` + its place in `texts` (from 1).
-        ids = {event_id - base - 1: event_id for (event_id,) in conn.execute(_INSERT, params).fetchall()}
+        insert = _INSERT_WRITTEN if all(event.written for event in events) else _INSERT
+        ids = {event_id - base - 1: event_id for (event_id,) in conn.execute(insert, params).fetchall()}
         if ids:
             if not known:
                 conn.execute(
