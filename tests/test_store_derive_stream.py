@@ -155,3 +155,28 @@ def test_a_chunk_carries_the_spans_open_at_its_end_not_the_spans_made(tmp_path: 
     # 16 workers run at once, each with at most its agent, generation, loop, and a turn with its model
     # call or a tool batch open, under the run, the orchestrator and its generation: whatever the size.
     assert 16 <= streamed.most_open <= 3 + 16 * 5
+
+
+def test_ids_with_gaps_are_chunked_by_events_not_by_ids(tmp_path: Path) -> None:
+    """An OTLP file's lines are numbered millions of ids apart: a chunk still holds `size` events,
+    and the spans are those of a derive at once."""
+    generated = generate(tmp_path / "gen.jsonl", events=4000, seed=6)
+    events = [orjson.loads(line) for line in generated.path.read_bytes().splitlines()]
+    texts = [orjson.dumps(event).decode() for event in events]
+    spaced = "(SELECT body::JSON AS body, 1000 * n AS n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
+    store = Store(tmp_path / "gaps.duckdb")
+    try:
+        with store.transaction() as conn:
+            insert_events(conn, spaced, 1, {"events": texts}, derive_spans=False)
+            conn.execute("CREATE TEMP TABLE touched_traces AS SELECT DISTINCT trace_id FROM events")
+            streamed = derive_stream.derive_new(conn, 0, 1000 * len(events), size=200)
+            derive_stream.fix_places(conn)
+            conn.execute("DROP TABLE touched_traces")
+        spans = store.query(
+            f"SELECT {_SPAN_COLUMNS.replace('start_event_id, end_event_id, ', '')} FROM spans ORDER BY 1, 2"
+        )
+    finally:
+        store.close()
+    assert streamed.chunks == 4000 // 200
+    whole = derived(tmp_path, "dense", events, 10**9)[0]
+    assert spans == [row[:14] + row[16:] for row in whole]

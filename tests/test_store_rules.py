@@ -16,7 +16,7 @@ from hypothesis import event as event_outcome
 from hypothesis import strategies as st
 
 from devtool.store import Store
-from devtool.store.event_gate import MAX_DEPTH, MAX_ID_CHARS, trace_event_problem
+from devtool.store.event_gate import MAX_DEPTH, MAX_ID_CHARS, field_problem, plainly_valid, trace_event_problem
 from devtool.store.event_sql import insert_events_sql
 from devtool.store.loaders.base import Reading
 from devtool.store.loaders.journals import JournalJsonl
@@ -128,6 +128,13 @@ def test_sql_and_python_agree_on_every_event(store: Store, event: Any) -> None:
     problem = trace_event_problem(event)
     event_outcome("accepted" if problem is None else "refused")
     assert sql_accepts_event(store, event) == (problem is None), problem
+
+
+@settings(max_examples=2000, deadline=None)
+@given(event=events)
+def test_the_gates_quick_accept_takes_no_event_its_long_form_refuses(event: Any) -> None:
+    if plainly_valid(event):
+        assert field_problem(event) is None
 
 
 def test_the_good_event_and_each_fault_are_seen_by_both(store: Store) -> None:

@@ -239,3 +239,26 @@ def test_a_run_stored_before_migration_9_is_counted_whole_at_its_next_append(sto
     assert get_run(store, t.trace_id).prompts == 3  # counted again: the zero did not stay
     assert store.query("SELECT name_span FROM runs") == [(root,)]
     assert stored(store) == derived_whole(store)
+
+
+def test_a_failed_span_derived_again_and_a_late_orphan_root_move_the_counts_as_a_count_would(store: Store) -> None:
+    """A log line after a failed turn's end derives the turn again (it is taken away as it was and
+    added as it is: still one failed span), and a finished run that gets a root span whose parent is
+    not stored (an exporter's child before its parent) is running again."""
+    t = Trace()
+    run = t.start("runWith", name="job")
+    turn = t.start("turn", run)
+    t.end(turn, success=False, error="bad turn")
+    t.end(run, success=True)
+    append_events(store, t.events)
+    assert (get_run(store, t.trace_id).failed, get_run(store, t.trace_id).status) == (1, "completed")
+    sent = len(t.events)
+    t.point("sys:log", run, span=turn, message="after its end")
+    append_events(store, t.events[sent:])
+    assert get_run(store, t.trace_id).failed == 1
+    assert stored(store) == derived_whole(store)
+    sent = len(t.events)
+    t.end(t.start("custom:span", "f" * 16))  # its parent is still to come
+    append_events(store, t.events[sent:])
+    assert get_run(store, t.trace_id).status == "running"
+    assert stored(store) == derived_whole(store)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from sse_starlette import ServerSentEvent
 
 from devtool.web.live import Broker, LiveEvent
+from devtool.web.live.streams import EventsMessage
 
 
 @pytest.fixture
@@ -74,3 +76,9 @@ async def test_closing_the_broker_wakes_and_ends_every_subscription() -> None:
 async def test_waiting_times_out_when_nothing_is_published() -> None:
     with Broker().subscription() as subscription:
         assert await subscription.wait(0.01) is False
+
+
+def test_an_events_message_is_written_as_sse_starlette_writes_one() -> None:
+    data = '{"events":[{"id":7,"type":"turn:end","note":"a \\\\n b"}]}'
+    fields = {"data": data, "event": "events", "id": "7"}
+    assert EventsMessage(**fields).encode() == ServerSentEvent(**fields).encode()

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator
 
 import httpx2
+import orjson
 import pytest
 from starlette.testclient import TestClient
 
@@ -23,6 +24,7 @@ from devtool.web.live.streams import RunFeed, messages
 from devtool.web.settings import Settings
 from testkit.sse import parse
 from tests.conftest import Trace, running_run
+from tests.otlp_factory import log_record, logs_request, request, span
 from tests.web_runs import html, one
 
 
@@ -150,6 +152,27 @@ def test_a_run_with_nothing_pending_does_not_wait_for_another_runs_derive(client
     busy.end(busy.start("turn", busy_root))
     append_events(store, busy.events[-2:], derive=False)
     assert waited(client.get(f"/runs/{busy.trace_id}/actions"))
+
+
+def test_ingest_does_not_wait_for_the_derive_of_what_came_before(client: TestClient, store: Store) -> None:
+    """Each exporter's batch answered once stored: waiting for the derive of the batches before it
+    would have every batch wait for a derive, one at a time."""
+    t, root = running_run(1)
+    append_events(store, t.events)
+    t.end(t.start("turn", root))
+    append_events(store, t.events[-2:], derive=False)
+    spans = request(span("chat", {"gen_ai.operation.name": "chat"}, trace="1" * 32))
+    logs = logs_request(log_record("gen_ai.user.message", {"content": "hi"}, trace="2" * 32, sid="3" * 16))
+    answers = {
+        "/v1/traces": client.post(
+            "/v1/traces", content=orjson.dumps(spans), headers={"content-type": "application/json"}
+        ),
+        "/v1/logs": client.post("/v1/logs", content=orjson.dumps(logs), headers={"content-type": "application/json"}),
+        "/api/v1/traces": client.post("/api/v1/traces", json=t.events[-1:]),
+    }
+    for path, answer in answers.items():
+        assert answer.status_code == 200, (path, answer.text)
+        assert not waited(answer), path
 
 
 @pytest.mark.parametrize(

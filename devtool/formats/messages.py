@@ -94,36 +94,49 @@ def _split(message: dict[str, JSON]) -> list[Message]:
     parts = message.get("parts")
     if not isinstance(parts, list):
         return [_base(message)]
-    objects = [p for p in parts if isinstance(p, dict)]
-    responses = [p for p in objects if p.get("type") == "tool_call_response"]
-    found = [
-        clean({"role": "tool", "tool_call_id": p.get("id"), "content": _first(p.get("response"), p.get("result"))})
-        for p in responses
-    ]
-    if len(responses) < len(objects) or not responses:
+    found: list[Message] = []
+    objects = 0
+    for part in parts:
+        if isinstance(part, dict):
+            objects += 1
+            if part.get("type") == "tool_call_response":
+                response = part.get("response")
+                content = part.get("result") if response is None else response
+                found.append(clean({"role": "tool", "tool_call_id": part.get("id"), "content": content}))
+    if len(found) < objects or not found:
         found.append(_base(message))
     return found
 
 
 def _base(message: dict[str, JSON]) -> Message:
     role = message.get("role")
+    role = role if isinstance(role, str) else None
     parts = message.get("parts")
     if not isinstance(parts, list):
-        return clean({"role": role if isinstance(role, str) else None, "content": message.get("content")})
-    rest = [p for p in parts if isinstance(p, dict) and p.get("type") != "tool_call_response"]
-    calls = [p for p in rest if p.get("type") == "tool_call"]
-    others = [p for p in rest if p.get("type") != "tool_call"]
+        return clean({"role": role, "content": message.get("content")})
+    calls: list[JSON] = []
+    others: list[dict[str, JSON]] = []
+    texts = True  # whether every other part is a text part with text content
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "tool_call":
+            calls.append(clean({"id": part.get("id"), "name": part.get("name"), "arguments": part.get("arguments")}))
+        elif kind != "tool_call_response":
+            others.append(part)
+            texts = texts and kind == "text" and isinstance(part.get("content"), str)
     content: JSON = None
-    if others and all(p.get("type") == "text" and isinstance(p.get("content"), str) for p in others):
+    if others and texts:
         content = "\n".join(str(p["content"]) for p in others)
     elif others:
         content = list(others)
-    tool_calls: JSON = [
-        clean({"id": p.get("id"), "name": p.get("name"), "arguments": p.get("arguments")}) for p in calls
-    ]
-    return clean(
-        {"role": role if isinstance(role, str) else None, "content": content, "tool_calls": tool_calls or None}
-    )
+    found: Message = {} if role is None else {"role": role}
+    if content is not None:
+        found["content"] = content
+    if calls:
+        found["tool_calls"] = calls
+    return found
 
 
 def _first(*values: JSON) -> JSON:

@@ -79,37 +79,65 @@ def otlp_events(spans: Iterable[OtlpSpan], prices: PriceTable | None = None) -> 
 
 def span_events(span: OtlpSpan, prices: PriceTable | None = None) -> tuple[TraceEvent, TraceEvent]:
     """The `<kind>:start` and `<kind>:end` events of one span."""
+    # Written field by field, in the order the events have always had (their text is their identity:
+    # `event_sql.EVENT_KEY_SQL`), leaving out fields with no value; this runs for every posted span.
     attributes = span.attributes
     kind = span_kind(attributes)
     start_ms, end_ms = ms(span.start_ns), ms(span.end_ns)
-    common: dict[str, JSON] = {
-        "agentId": _agent_id(attributes, span.name if kind == "agent" else ""),
-        "trace": {"traceId": span.trace_id, "spanId": span.span_id, "parentSpanId": span.parent_span_id},
-        "name": span.name,
+    agent_id = _first_text(attributes, sc.AGENT_NAME)
+    name = span.name
+    trace = {"traceId": span.trace_id, "spanId": span.span_id, "parentSpanId": span.parent_span_id}
+    agent = span.name if agent_id is None and kind == "agent" else agent_id or ""
+    start: dict[str, Any] = {
+        "schemaVersion": SCHEMA_VERSION,
+        "type": kind + ":start",
+        "timestamp": start_ms,
+        "agentId": agent,
+        "trace": trace,
+        "name": name,
+    }
+    end: dict[str, Any] = {
+        "schemaVersion": SCHEMA_VERSION,
+        "type": kind + ":end",
+        "timestamp": end_ms,
+        "agentId": agent,
+        "trace": trace,
+        "name": name,
     }
     failed = _failed(span)
-    error = _error(span) if failed else None
-    opening: dict[str, JSON] = {}
-    closing: dict[str, JSON] = {"duration": end_ms - start_ms, "success": not failed, "error": error}
+    closing: dict[str, Any] = {"duration": end_ms - start_ms, "success": not failed}
+    if failed:
+        closing["error"] = _error(span)
     if kind == "agent":
-        opening["props"] = _first_value(attributes, sc.INPUT, structured)
-        if opening["props"] is None:
-            opening["props"] = _messages_value(genai_messages(attributes.get(sc.INPUT_MESSAGES)))
-        closing["result"] = _first_value(attributes, sc.AGENT_OUTPUT, structured)
-        if closing["result"] is None:
-            closing["result"] = cast(JSON, genai_answer(attributes.get(sc.OUTPUT_MESSAGES)))
+        props = _first_value(attributes, sc.INPUT, structured)
+        if props is None:
+            props = _messages_value(genai_messages(attributes.get(sc.INPUT_MESSAGES)))
+        _put(start, "props", props)
+        end.update(closing)
+        result = _first_value(attributes, sc.AGENT_OUTPUT, structured)
+        _put(
+            end,
+            "result",
+            result if result is not None else cast(JSON, genai_answer(attributes.get(sc.OUTPUT_MESSAGES))),
+        )
     elif kind == "turn":
         model = clean({"id": _first_text(attributes, sc.MODEL), "provider": _first_text(attributes, sc.PROVIDER)})
-        common["model"] = model or None
-        opening["messages"] = _messages_value(_turn_messages(span))
-        closing["message"] = cast(JSON, _turn_answer(span))
-        closing["usage"] = usage = _usage(attributes)
-        closing["costs"] = _costs(attributes, usage, default_price_table() if prices is None else prices)
+        if model:
+            start["model"] = end["model"] = model
+        _put(start, "messages", _messages_value(_turn_messages(span)))
+        end.update(closing)
+        _put(end, "message", cast(JSON, _turn_answer(span)))
+        usage = _usage(attributes)
+        _put(end, "usage", cast(JSON, usage))
+        _put(end, "costs", _costs(attributes, usage, default_price_table() if prices is None else prices))
     elif kind == "tools:execute":
         tool = _first_text(attributes, sc.TOOL_NAME)
-        tool = span.name if tool is None else tool
-        common["toolNames"] = [tool]
-        common["toolCallsCount"] = 1
+        tool = name if tool is None else tool
+        start["toolNames"] = [tool]
+        start["toolCallsCount"] = 1
+        end["toolNames"] = [tool]
+        end["toolCallsCount"] = 1
+        end.update(closing)
         result = {
             "toolName": tool,
             "toolCallId": _first_text(attributes, sc.TOOL_CALL_ID),
@@ -117,13 +145,18 @@ def span_events(span: OtlpSpan, prices: PriceTable | None = None) -> tuple[Trace
             "output": _first_value(attributes, sc.TOOL_RESULT, structured),
             **closing,
         }
-        closing["toolResults"] = [clean(result)]
+        end["toolResults"] = [clean(result)]
     else:
-        opening["props"] = _first_value(attributes, sc.INPUT, structured)
-        closing["result"] = _first_value(attributes, sc.OUTPUT, structured)
-    start = _event(f"{kind}:start", start_ms, common, opening)
-    start["otel"] = _otel(span)  # type: ignore[typeddict-unknown-key]
-    return start, _event(f"{kind}:end", end_ms, common, closing)
+        _put(start, "props", _first_value(attributes, sc.INPUT, structured))
+        end.update(closing)
+        _put(end, "result", _first_value(attributes, sc.OUTPUT, structured))
+    start["otel"] = _otel(span)
+    return cast(TraceEvent, start), cast(TraceEvent, end)
+
+
+def _put(event: dict[str, Any], key: str, value: JSON) -> None:
+    if value is not None:
+        event[key] = value
 
 
 def span_kind(attributes: Mapping[str, JSON]) -> str:
@@ -139,33 +172,28 @@ def span_kind(attributes: Mapping[str, JSON]) -> str:
     return sc.CUSTOM
 
 
-def _event(kind: str, timestamp: float, *parts: Mapping[str, JSON]) -> TraceEvent:
-    event: dict[str, Any] = {"schemaVersion": SCHEMA_VERSION, "type": kind, "timestamp": timestamp}
-    for part in parts:
-        event.update(clean(part))
-    return cast(TraceEvent, event)
-
-
-def _agent_id(attributes: Mapping[str, JSON], fallback: str) -> str:
-    name = _first_text(attributes, sc.AGENT_NAME)
-    return fallback if name is None else name
-
-
 def _first_text(attributes: Mapping[str, JSON], keys: Iterable[str]) -> str | None:
-    return next((value for key in keys if isinstance(value := attributes.get(key), str)), None)
+    for key in keys:
+        value = attributes.get(key)
+        if type(value) is str:
+            return value
+    return None
 
 
 def _first_int(attributes: Mapping[str, JSON], keys: Iterable[str]) -> int | None:
     for key in keys:
         value = attributes.get(key)
-        if isinstance(value, int) and not isinstance(value, bool):
+        if type(value) is int:  # not a bool, which is an int to isinstance
             return value
     return None
 
 
 def _first_value(attributes: Mapping[str, JSON], keys: Iterable[str], read: Any) -> JSON:
-    value = next((value for key in keys if (value := attributes.get(key)) is not None), None)
-    return None if value is None else cast(JSON, read(value))
+    for key in keys:
+        value = attributes.get(key)
+        if value is not None:
+            return cast(JSON, read(value))
+    return None
 
 
 def _messages_value(messages: list[Message] | None) -> JSON:
@@ -189,34 +217,41 @@ def _turn_answer(span: OtlpSpan) -> Message | None:
     return answer if answer is not None else event_answer(span.events)
 
 
-def _usage(attributes: Mapping[str, JSON]) -> JSON:
+def _usage(attributes: Mapping[str, JSON]) -> dict[str, JSON] | None:
     prompt = _first_int(attributes, sc.PROMPT_TOKENS)
     completion = _first_int(attributes, sc.COMPLETION_TOKENS)
     total = _first_int(attributes, sc.TOTAL_TOKENS)
     if total is None and (prompt is not None or completion is not None):
         total = (prompt or 0) + (completion or 0)
-    details = clean(
-        {
-            "cacheReadTokens": _first_int(attributes, sc.CACHE_READ_TOKENS),
-            "cacheWriteTokens": _first_int(attributes, sc.CACHE_WRITE_TOKENS),
-        }
-    )
-    counts = {"promptTokens": prompt, "completionTokens": completion, "totalTokens": total, "details": details or None}
-    return cast(JSON, clean(counts)) or None
+    counts: dict[str, JSON] = {}
+    _put(counts, "promptTokens", prompt)
+    _put(counts, "completionTokens", completion)
+    _put(counts, "totalTokens", total)
+    read = _first_int(attributes, sc.CACHE_READ_TOKENS)
+    written = _first_int(attributes, sc.CACHE_WRITE_TOKENS)
+    if read is not None or written is not None:
+        details: dict[str, JSON] = {}
+        _put(details, "cacheReadTokens", read)
+        _put(details, "cacheWriteTokens", written)
+        counts["details"] = details
+    return counts or None
 
 
-def _costs(attributes: Mapping[str, JSON], usage: JSON, prices: PriceTable) -> JSON:
+def _costs(attributes: Mapping[str, JSON], usage: dict[str, JSON] | None, prices: PriceTable) -> JSON:
     """What the request cost by the price table, when its provider, model and both token counts are known."""
     provider = _first_text(attributes, sc.PROVIDER)
-    models = tuple(model for key in sc.PRICED_MODEL if isinstance(model := attributes.get(key), str))
-    if provider is None or not models or not isinstance(usage, dict):
+    if provider is None or usage is None:
+        return None
+    models = tuple(model for key in sc.PRICED_MODEL if type(model := attributes.get(key)) is str)
+    if not models:
         return None
     details = usage.get("details")
     counts = [usage.get("promptTokens"), usage.get("completionTokens")]
     if isinstance(details, dict):
         counts += [details.get(key, 0) for key in ("cacheReadTokens", "cacheWriteTokens")]
-    if not all(isinstance(count, int) and 0 <= count <= sc.MAX_TOKENS for count in counts):
-        return None
+    for count in counts:
+        if not (isinstance(count, int) and 0 <= count <= sc.MAX_TOKENS):
+            return None
     return cast(JSON, prices.cost(provider, models, cast(Usage, usage)))
 
 

@@ -27,7 +27,7 @@ from devtool.core.jsonvalue import JSON
 from devtool.formats.errors import OtlpError
 from devtool.formats.otlp_logs import DecodedLogs, decode_json_logs
 from devtool.formats.otlp_spans import Decoded, OtlpEvent, OtlpLink, OtlpSpan, Rejected
-from devtool.formats.otlp_values import MAX_DEPTH, hex_id
+from devtool.formats.otlp_values import MAX_DEPTH
 
 
 def decode_protobuf_request(body: bytes) -> Decoded:
@@ -102,33 +102,41 @@ def _varint(number: int) -> bytes:
 
 
 def _span(span: Any, resource: dict[str, JSON], scope_name: str, scope_version: str) -> OtlpSpan:
-    if span.end_time_unix_nano < span.start_time_unix_nano:
+    start, end = span.start_time_unix_nano, span.end_time_unix_nano
+    if end < start:
         raise ValueError("the span ends before it starts (endTimeUnixNano < startTimeUnixNano)")
-    if span.start_time_unix_nano == 0:
+    if start == 0:
         raise ValueError("startTimeUnixNano 0 is not a time after the epoch")
+    kind, status = span.kind, span.status
+    code = status.code
+    parent = span.parent_span_id
+    events, links = span.events, span.links
     return OtlpSpan(
         trace_id=_id(span.trace_id, 16, "traceId"),
         span_id=_id(span.span_id, 8, "spanId"),
-        parent_span_id=_id(span.parent_span_id, 8, "parentSpanId") if span.parent_span_id else "",
+        parent_span_id=_id(parent, 8, "parentSpanId") if parent else "",
         name=span.name,
-        kind=span.kind if 0 <= span.kind < 6 else _bad_enum("kind", span.kind),
-        start_ns=span.start_time_unix_nano,
-        end_ns=span.end_time_unix_nano,
+        kind=kind if 0 <= kind < 6 else _bad_enum("kind", kind),
+        start_ns=start,
+        end_ns=end,
         attributes=_attributes(span.attributes),
-        status_code=span.status.code if 0 <= span.status.code < 3 else _bad_enum("status.code", span.status.code),
-        status_message=span.status.message,
+        status_code=code if 0 <= code < 3 else _bad_enum("status.code", code),
+        status_message=status.message,
         events=tuple(
-            OtlpEvent(event.name, _event_time(event.time_unix_nano), _attributes(event.attributes))
-            for event in span.events
-        ),
+            OtlpEvent(event.name, _event_time(event.time_unix_nano), _attributes(event.attributes)) for event in events
+        )
+        if events
+        else (),
         links=tuple(
             OtlpLink(
                 _id(link.trace_id, 16, "a link's traceId"),
                 _id(link.span_id, 8, "a link's spanId"),
                 _attributes(link.attributes),
             )
-            for link in span.links
-        ),
+            for link in links
+        )
+        if links
+        else (),
         trace_state=span.trace_state,
         scope_name=scope_name,
         scope_version=scope_version,
@@ -137,9 +145,12 @@ def _span(span: Any, resource: dict[str, JSON], scope_name: str, scope_version: 
 
 
 def _id(raw: bytes, size: int, what: str) -> str:
+    """`raw` as lower-case hex, as `otlp_values.hex_id` reads the JSON encoding's ids."""
     if len(raw) != size:
         raise ValueError(f"{what} is {len(raw)} bytes, not {size}")
-    return hex_id(raw.hex(), size, what)
+    if raw.count(0) == size:
+        raise ValueError(f"{what} is all zeros, which OTLP calls invalid")
+    return raw.hex()
 
 
 def _event_time(value: int) -> int:
@@ -155,22 +166,25 @@ def _bad_enum(what: str, value: int) -> int:
 def _attributes(items: Any, depth: int = 1) -> dict[str, JSON]:
     found: dict[str, JSON] = {}
     for item in items:
-        if item.key in found:
-            raise ValueError(f"attribute {item.key!r} is given twice")
-        found[item.key] = _value(item.value, depth)
+        key = item.key
+        if key in found:
+            raise ValueError(f"attribute {key!r} is given twice")
+        value = item.value
+        which = value.WhichOneof("value")
+        # Strings are most attributes: read them here, without a call a value.
+        found[key] = value.string_value if which == "string_value" else _value(value, which, depth)
     return found
 
 
-def _value(value: Any, depth: int) -> JSON:
-    which = value.WhichOneof("value")
+def _value(value: Any, which: str | None, depth: int) -> JSON:
     if which is None:
         return None
     if which == "string_value":
         return str(value.string_value)
-    if which == "bool_value":
-        return bool(value.bool_value)
     if which == "int_value":
         return int(value.int_value)
+    if which == "bool_value":
+        return bool(value.bool_value)
     if which == "double_value":
         number = float(value.double_value)
         return number if number - number == 0 else None  # NaN and ±infinity: null, as in JSON
@@ -179,7 +193,7 @@ def _value(value: Any, depth: int) -> JSON:
     if depth >= MAX_DEPTH:
         return _encoded(value)
     if which == "array_value":
-        return [_value(element, depth + 1) for element in value.array_value.values]
+        return [_value(element, element.WhichOneof("value"), depth + 1) for element in value.array_value.values]
     return _attributes(value.kvlist_value.values, depth=depth + 1)
 
 

@@ -35,7 +35,7 @@ class Backlog:
 
     def __init__(self) -> None:
         self._pending: dict[str, int] = {}
-        self._in_flight: frozenset[str] = frozenset()
+        self._in_flight: dict[str, int] = {}
         # Of those, the traces whose underived events end a root span: their runs may have finished.
         self._ending: set[str] = set()
         self._ending_in_flight: frozenset[str] = frozenset()
@@ -59,25 +59,31 @@ class Backlog:
         """Everything pending, now in flight: the caller derives it, then calls `done` (or `put_back`)."""
         with self._lock:
             taken, self._pending = self._pending, {}
-            self._in_flight = frozenset(taken)
+            self._in_flight = dict(taken)
             self._ending_in_flight, self._ending = frozenset(self._ending), set()
             return taken
 
     def done(self) -> None:
         with self._lock:
-            self._in_flight = self._ending_in_flight = frozenset()
+            self._in_flight, self._ending_in_flight = {}, frozenset()
 
     def put_back(self, taken: dict[str, int]) -> None:
         """A derive failed: what it took is pending again."""
         with self._lock:
             ending = self._ending_in_flight
-            self._in_flight = self._ending_in_flight = frozenset()
+            self._in_flight, self._ending_in_flight = {}, frozenset()
         self.add(taken.items(), ending=ending)
 
     def holds(self, trace_id: str) -> bool:
         """Whether some stored events of `trace_id` are not derived yet (pending or being derived)."""
         with self._lock:
             return trace_id in self._pending or trace_id in self._in_flight
+
+    def first(self, trace_id: str) -> int | None:
+        """The first event id of `trace_id` not derived yet (pending or being derived), or None."""
+        with self._lock:
+            found = [ids[trace_id] for ids in (self._pending, self._in_flight) if trace_id in ids]
+            return min(found) if found else None
 
     def ends_root(self, trace_id: str) -> bool:
         """Whether the events of `trace_id` not derived yet end a root span (its run may be over)."""

@@ -225,7 +225,7 @@ def derive_new(
     lo = after_event_id + 1
     chunks = most_open = 0
     while lo <= last_event_id:
-        hi = min(lo + size - 1, last_event_id)
+        hi = _chunk_end(conn, lo, last_event_id, size)
         _chunk(conn, lo, hi, last=False)
         chunks += 1
         most_open = max(most_open, int(conn.execute("SELECT count(*) FROM stream_open").fetchall()[0][0]))
@@ -240,6 +240,22 @@ def derive_new(
         f"SELECT count(*) FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND {SHOWN}"
     )
     return Streamed(int(count.fetchall()[0][0]), chunks, most_open)
+
+
+def _chunk_end(conn: duckdb.DuckDBPyConnection, lo: int, last: int, size: int) -> int:
+    """The id ending a chunk of `size` events from `lo`. Ids may leave gaps (an OTLP file's lines are
+    numbered `otlp_sql.LINE_STRIDE` apart, 4 million ids a line of 512 spans): a chunk of `size` ids
+    would then hold one line, and each chunk's statements would run for a thousand events."""
+    hi = min(lo + size - 1, last)
+    held = conn.execute("SELECT count(*) FROM events WHERE event_id BETWEEN $lo AND $hi", {"lo": lo, "hi": hi})
+    if 2 * int(held.fetchall()[0][0]) >= hi - lo + 1:
+        return hi  # ids dense enough: the range is the chunk
+    found = conn.execute(
+        "SELECT max(event_id) FROM (SELECT event_id FROM events WHERE event_id BETWEEN $lo AND $last "
+        "ORDER BY event_id LIMIT $size)",
+        {"lo": lo, "last": last, "size": size},
+    ).fetchall()[0][0]
+    return last if found is None else int(found)
 
 
 def find_duplicates(conn: duckdb.DuckDBPyConnection) -> bool:

@@ -22,17 +22,24 @@ from collections.abc import Sequence
 import duckdb
 
 from devtool.store import derive
-from devtool.store.event_gate import TIMESTAMP_SQL, VALID_SQL
+from devtool.store.event_gate import FIELDS_SQL, TIMESTAMP_SQL, VALID_SQL
 
-# Fields that are checked are read as JSON (so a wrong kind of value is seen, not cast away);
-# the others as the type the UI wants, where a wrong kind of value becomes NULL.
-STRUCTURE = (
-    '{"type": "JSON", "timestamp": "JSON", "schemaVersion": "JSON", '
-    '"trace": {"traceId": "JSON", "spanId": "JSON", "parentSpanId": "JSON"}, '
+# The fields no rule checks, read as the type the UI wants, where a wrong kind of value becomes NULL.
+_UNCHECKED = (
     '"agentId": "VARCHAR", "callId": "VARCHAR", "contentHash": "VARCHAR", "cache": "BOOLEAN", '
     '"success": "BOOLEAN", "error": "JSON", "step": "BIGINT", "generationId": "BIGINT", '
     '"toolNames": "VARCHAR[]", "name": "VARCHAR", "adapterId": "VARCHAR", "entrypoint": "VARCHAR", '
     '"usage": {"promptTokens": "BIGINT", "completionTokens": "BIGINT"}, "costs": {"micro_usd": "DOUBLE"}}'
+)
+# Fields that are checked are read as JSON (so a wrong kind of value is seen, not cast away).
+STRUCTURE = (
+    '{"type": "JSON", "timestamp": "JSON", "schemaVersion": "JSON", '
+    '"trace": {"traceId": "JSON", "spanId": "JSON", "parentSpanId": "JSON"}, ' + _UNCHECKED
+)
+# A text the gate wrote from the event it checked: its checked fields read as the types it made sure of.
+_WRITTEN_STRUCTURE = (
+    '{"type": "VARCHAR", "timestamp": "DOUBLE", '
+    '"trace": {"traceId": "VARCHAR", "spanId": "VARCHAR", "parentSpanId": "VARCHAR"}, ' + _UNCHECKED
 )
 
 INVALID_EVENT = "devtool: invalid TraceEvent"
@@ -72,40 +79,49 @@ _ERROR = """
 EVENT_KEY_SQL = "hash(body::VARCHAR)"
 
 
-# The positions (from 1) of the texts in the list `$texts` whose events are stored already, in the
-# traces of the list `$traces`: a live batch's check before its insert. A stored copy has the same
-# timestamp, so only stored events between the batch's first and last (`$lo`, `$hi`) are read: the
-# `ts` column's min/max per row group skip the rest of a long run, which a live run stores in time order.
-STORED_SQL = f"""
-    SELECT n FROM (
-        SELECT {EVENT_KEY_SQL.replace("body::VARCHAR", "t")} AS k, n FROM unnest($texts) WITH ORDINALITY AS u(t, n)
-    )
-    WHERE k IN (SELECT event_key FROM events WHERE ts BETWEEN $lo AND $hi AND trace_id = ANY($traces))
-"""
+# The stored events a live batch is checked against: an exporter's retry has the same timestamps, so
+# only stored events of the batch's traces (`$traces`) between its first and last (`$lo`, `$hi`) are
+# read (the `ts` column's min/max per row group skip the rest of a long run, stored in time order).
+_STORED_IN_WINDOW = "SELECT event_key FROM events WHERE ts BETWEEN $lo AND $hi AND trace_id = ANY($traces)"
 
 
-def insert_events_sql(relation: str, *, dedup: bool = True) -> str:
+def insert_events_sql(relation: str, *, live: bool = False, written: bool = False) -> str:
     """INSERT … SELECT from `relation` (`body`, and `n` from 1 in load order); parameters `$base`, `$source`.
 
-    Events already stored (same trace, same `event_key`) are left out, unless `dedup` is False (the
-    caller checked: `STORED_SQL`).
+    Events already stored (same trace, same `event_key`) are left out. `live`: the events are a live
+    batch of `CheckedEvent`s (`event_gate.py`), so only the rule's fields are checked again, not the
+    text's limits (`event_gate.TEXT_SQL`, which the Python gate measured on these very texts); they
+    are checked against the stored events of their traces and times only (`$traces`, `$lo`, `$hi`);
+    and the statement returns the ids it stored. `written` (with `live`): every text was written by
+    the gate from the event it checked (`CheckedEvent.written`), so no key is given twice and DuckDB
+    reads the rule's fields as the gate did: they are read as the types the rule made sure of, not
+    checked again (reading them as JSON and checking them was half the insert's CPU).
     """
-    stored = (
-        "ANTI JOIN (SELECT trace_id, event_key FROM events) stored"
-        " ON stored.event_key = fresh.k AND stored.trace_id = fresh.e.trace.traceId ->> '$'"
-        if dedup
-        else ""
-    )
+    keyed = f"(SELECT body, n, {EVENT_KEY_SQL} AS k FROM {relation})"
+    structure, ids, timestamp = STRUCTURE, "e.trace.{} ->> '$'", TIMESTAMP_SQL
+    if live:
+        # Left out before the texts are read: the join then carries only the texts, not what is read.
+        rule, returning, stored = FIELDS_SQL, "RETURNING event_id", ""
+        keyed = f"(SELECT r.* FROM {keyed} r ANTI JOIN ({_STORED_IN_WINDOW}) stored ON stored.event_key = r.k)"
+        if written:
+            structure, ids, timestamp, rule = _WRITTEN_STRUCTURE, "e.trace.{}", "e.timestamp", "true"
+    else:
+        rule, returning = VALID_SQL, ""
+        stored = (
+            "ANTI JOIN (SELECT trace_id, event_key FROM events) stored"
+            " ON stored.event_key = fresh.k AND stored.trace_id = fresh.e.trace.traceId ->> '$'"
+        )
+    kind = "e.type" if written else "e.type ->> '$'"
     return f"""
     INSERT INTO events
     SELECT
         $base + n AS event_id,
         $source AS source_id,
-        e.trace.traceId ->> '$',
-        e.trace.spanId ->> '$',
-        nullif(e.trace.parentSpanId ->> '$', ''),
+        {ids.format("traceId")},
+        {ids.format("spanId")},
+        nullif({ids.format("parentSpanId")}, ''),
         t,
-        CASE WHEN {VALID_SQL} THEN {TIMESTAMP_SQL} ELSE error('{INVALID_EVENT}') END,
+        CASE WHEN {rule} THEN {timestamp} ELSE error('{INVALID_EVENT}') END,
         e.agentId,
         e.callId,
         e.contentHash,
@@ -119,11 +135,12 @@ def insert_events_sql(relation: str, *, dedup: bool = True) -> str:
         CASE WHEN t IN ('model:call:end', 'turn:end') THEN e.costs.micro_usd END,
         k
     FROM (
-        SELECT e, body, n, e.type ->> '$' AS t, k FROM (
-            SELECT from_json(body, '{STRUCTURE}') AS e, body, n, {EVENT_KEY_SQL} AS k FROM {relation}
+        SELECT e, body, n, {kind} AS t, k FROM (
+            SELECT from_json(body, '{structure}') AS e, body, n, k FROM {keyed}
         )
     ) fresh
     {stored}
+    {returning}
     """
 
 
@@ -156,7 +173,6 @@ def insert_events(
     params: dict[str, object],
     *,
     derive_spans: bool = True,
-    dedup: bool = True,
     unordered: bool = False,
 ) -> tuple[int, int, tuple[str, ...]]:
     """Insert the events of `relation` (its parameters in `params`), then derive their spans (unless
@@ -164,19 +180,24 @@ def insert_events(
     (a relation of several readers, `file_relation`, is then inserted on as many threads).
 
     Returns (events stored, spans, trace ids); no spans nor traces when not derived. Events stored
-    already are not stored again (`insert_events_sql`; not checked with `dedup` False), so ids may skip
-    the numbers of those: they still only grow. The caller holds the write lock, in a transaction.
+    already are not stored again (`insert_events_sql`), so ids may skip the numbers of those: they
+    still only grow. The caller holds the write lock, in a transaction.
     """
-    base = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
+    base = last_event_id(conn)
     params = {**params, "base": base, "source": source_id}
     if unordered:
         # A session setting of the writing connection, for this statement only (if it fails,
         # `Store.transaction` resets it after the rollback).
         conn.execute("SET preserve_insertion_order = false")
-    count = conn.execute(insert_events_sql(relation, dedup=dedup), params).fetchall()[0][0]
+    count = conn.execute(insert_events_sql(relation), params).fetchall()[0][0]
     if unordered:
         conn.execute("RESET preserve_insertion_order")
     if count == 0 or not derive_spans:
         return count, 0, ()
     derived, refreshed = derive.refresh(conn, base)
     return count, derived, refreshed
+
+
+def last_event_id(conn: duckdb.DuckDBPyConnection) -> int:
+    """The highest event id stored (0 for none): new events are numbered after it, under the write lock."""
+    return int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])

@@ -16,14 +16,14 @@ counts grow with every batch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
 
 from devtool.store.database import Store
 from devtool.store.event_gate import CheckedEvent, check_events
-from devtool.store.event_sql import STORED_SQL, insert_events
+from devtool.store.event_sql import insert_events_sql, last_event_id
 
 LIVE_KIND = "live"
 # The live stream OTLP exports are stored under: a run whose events came by it came from OpenTelemetry.
@@ -31,6 +31,8 @@ OTLP_STREAM = "otlp"
 
 # The batch as one list parameter, numbered in its order: ids follow the list.
 _BATCH = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
+_INSERT = insert_events_sql(_BATCH, live=True)
+_INSERT_WRITTEN = insert_events_sql(_BATCH, live=True, written=True)
 
 
 def append_events(
@@ -60,26 +62,36 @@ def store_events(
             firsts.append(index)
     texts = list(slot_of)
     traces = sorted({_trace_id(event) for event in events})
+    times = [float(event.event["timestamp"]) for event in events]
     with store.transaction(derives=False) as conn:
-        times = [float(event.event["timestamp"]) for event in events]
-        check = {"texts": texts, "traces": traces, "lo": min(times), "hi": max(times)}
-        stored = {n - 1 for (n,) in conn.execute(STORED_SQL, check).fetchall()}
-        new = [slot for slot in range(len(texts)) if slot not in stored]
-        ids: dict[int, int] = {}
-        if new:
-            source_id = _live_source(conn, stream)
-            rows: dict[str, object] = {"events": [texts[slot] for slot in new]}
-            count, _, _ = insert_events(conn, _BATCH, source_id, rows, derive_spans=False, dedup=False)
-            last = conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0]
-            conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [count, source_id])
-            first = last - count + 1
-            ids = {slot: first + place for place, slot in enumerate(new)}
-            added = conn.execute(
-                "SELECT trace_id, min(event_id), bool_or(parent_span_id IS NULL AND type LIKE '%:end') "
-                "FROM events WHERE event_id >= ? GROUP BY trace_id",
-                [first],
-            ).fetchall()
-            store.backlog.add([(trace, low) for trace, low, _ in added], ending=[t for t, _, end in added if end])
+        source_id, known = _live_source(conn, stream)
+        base = last_event_id(conn)
+        params = {
+            "events": texts,
+            "traces": traces,
+            "lo": min(times),
+            "hi": max(times),
+            "base": base,
+            "source": source_id,
+        }
+        # The slot of each event stored: its id is `base` + its place in `texts` (from 1).
+        insert = _INSERT_WRITTEN if all(event.written for event in events) else _INSERT
+        ids = {event_id - base - 1: event_id for (event_id,) in conn.execute(insert, params).fetchall()}
+        if ids:
+            if not known:
+                conn.execute(
+                    "INSERT INTO sources (source_id, kind, path) VALUES (?, ?, ?)", [source_id, LIVE_KIND, stream]
+                )
+            conn.execute("UPDATE sources SET events = events + ? WHERE source_id = ?", [len(ids), source_id])
+            firsts_of: dict[str, int] = {}  # each trace's first new id
+            ending: set[str] = set()
+            for slot in sorted(ids):
+                checked = events[firsts[slot]]
+                trace = _trace_id(checked)
+                firsts_of.setdefault(trace, ids[slot])
+                if _ends_root(checked.event):
+                    ending.add(trace)
+            store.backlog.add(firsts_of.items(), ending=ending)
     if derive and ids:
         store.derive_backlog()
     return [
@@ -88,18 +100,54 @@ def store_events(
     ]
 
 
+def stored_spans(store: Store, spans: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Which of `spans` (trace id, span id) have events stored.
+
+    Read from each trace's first event on: every event of a trace has an id at least its run's
+    `first_event_id`, or, when it has no run yet, the backlog's first underived one (a trace with
+    neither has no events); the events' ids grow in row groups, so DuckDB reads only those from the
+    earliest of them, not the whole table.
+    """
+    asked = set(spans)
+    traces = sorted({trace for trace, _ in asked})
+    if not traces:
+        return set()
+    # The backlog before the runs: a derive that commits in between has its runs' rows read after.
+    pending = {trace: first for trace in traces if (first := store.backlog.first(trace)) is not None}
+    firsts = dict(
+        store.query("SELECT trace_id, first_event_id FROM runs WHERE trace_id IN (SELECT unnest($t))", {"t": traces})
+    )
+    for trace, first in pending.items():
+        firsts[trace] = min(first, firsts.get(trace, first))
+    if not firsts:
+        return set()
+    rows = store.query(
+        "SELECT DISTINCT trace_id, span_id FROM events WHERE event_id >= $lo AND trace_id IN (SELECT unnest($traces)) "
+        "AND span_id IN (SELECT unnest($spans))",
+        {"lo": min(firsts.values()), "traces": sorted(firsts), "spans": sorted({span for _, span in asked})},
+    )
+    return {(str(trace), str(span)) for trace, span in rows} & asked
+
+
 def _trace_id(event: CheckedEvent) -> str:
     trace_id = event.event["trace"]["traceId"]
     # As the store reads it (`from_json` to VARCHAR): a string as is, anything else as its JSON text.
     return trace_id if isinstance(trace_id, str) else orjson.dumps(trace_id).decode()
 
 
-def _live_source(conn: Any, stream: str) -> int:
+def _ends_root(event: Mapping[str, Any]) -> bool:
+    """Whether the event ends a root span, as the store reads it (`parent_span_id IS NULL`: no parent
+    id, null or empty; a `:end` type)."""
+    parent = event["trace"].get("parentSpanId")
+    return (parent is None or parent == "") and str(event["type"]).endswith(":end")
+
+
+def _live_source(conn: Any, stream: str) -> tuple[int, bool]:
+    """The source id of live stream `stream`, and whether its row is stored (else the id is new, and
+    its row is added only if the batch stores something: a retry alone adds nothing)."""
     found = conn.execute(
         "SELECT source_id FROM sources WHERE kind = ? AND path = ? AND content_hash IS NULL", [LIVE_KIND, stream]
     ).fetchall()
     if found:
-        return int(found[0][0])
-    source_id = int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0])
-    conn.execute("INSERT INTO sources (source_id, kind, path) VALUES (?, ?, ?)", [source_id, LIVE_KIND, stream])
-    return source_id
+        return int(found[0][0]), True
+    return int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0]), False

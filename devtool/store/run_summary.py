@@ -24,7 +24,7 @@ from typing import Any
 
 import duckdb
 
-from devtool.store.span_sql import HIDDEN_KINDS, SHOWN
+from devtool.store.span_sql import SHOWN, shown
 
 # The end of a model request, over `events` columns: a `model:call`'s, or a turn's that counts its own
 # tokens (an OpenTelemetry chat span is the request itself; the DevTool's own turns never carry usage).
@@ -102,13 +102,37 @@ _FRESH = _EVENT_COUNTS.format(
     )"""
 )
 
-# The re-derived spans as they are now (sign 1) and as they were (sign -1).
-_CHANGED = """
-    SELECT d.trace_id, 1, d.span_id, d.kind, d.instant, d.name, d.status, d.parent_span_id, d.start_ts,
-           coalesce(p.depth, 0)
-    FROM derived d LEFT JOIN placed p USING (trace_id, span_id)
-    UNION ALL
-    SELECT trace_id, -1, span_id, kind, instant, name, status, parent_span_id, start_ts, depth FROM replaced
+# The re-derived spans as they are now (sign 1) and as they were (sign -1), summed up per run: what
+# its counts move by, and what tells whether they can (`_add_spans`). A thousand spans an OTLP batch
+# are one row a run here, not a thousand rows for Python to read.
+_CHANGED = f"""
+    WITH changed AS (
+        SELECT d.trace_id, 1 AS sign, d.span_id, d.kind, d.instant, d.name, d.status, d.parent_span_id, d.start_ts,
+               coalesce(p.depth, 0) AS depth
+        FROM derived d LEFT JOIN placed p USING (trace_id, span_id)
+        UNION ALL
+        SELECT trace_id, -1, span_id, kind, instant, name, status, parent_span_id, start_ts, depth FROM replaced
+    ), marked AS (
+        SELECT c.*, {shown("c")} AS shown, c.depth = 0 AND NOT c.instant AS root, r.name_span, r.depth AS run_depth
+        FROM changed c JOIN runs r USING (trace_id)
+    )
+    SELECT trace_id,
+        bool_or(kind = 'agent') AS agents_changed,
+        bool_or(sign < 0 AND (root OR span_id = name_span)) AS names_changed,
+        coalesce(max(depth) FILTER (WHERE sign > 0), -1) AS deepest,
+        bool_or(sign < 0 AND depth = run_depth) AS deepest_left,
+        sum(sign * shown::INTEGER) AS spans,
+        sum(sign * (shown AND status = 'failed')::INTEGER) AS failed,
+        sum(sign * (shown AND status = 'running')::INTEGER) AS running,
+        sum(sign * (kind = 'turn')::INTEGER) AS prompts,
+        coalesce(sum(sign * len(string_split(name, ', '))) FILTER (WHERE kind = 'tools:execute'), 0) AS tools,
+        coalesce(bool_or(status = 'running' OR parent_span_id IS NOT NULL) FILTER (WHERE sign > 0 AND root), false)
+            AS root_running,
+        coalesce(bool_or(status = 'failed') FILTER (WHERE sign > 0 AND root), false) AS root_failed,
+        arg_min({{'k': start_ts, 's': span_id, 'name': name}}, {{'k': start_ts, 's': span_id}})
+            FILTER (WHERE sign > 0 AND root) AS first_root
+    FROM marked
+    GROUP BY trace_id
 """
 
 _COLUMNS = [
@@ -174,15 +198,13 @@ def update(conn: duckdb.DuckDBPyConnection, after_event_id: int, *, moved: bool)
         row[0]: dict(zip(_FRESH_COLUMNS, row, strict=True))
         for row in conn.execute(_FRESH, {"after": after_event_id}).fetchall()
     }
-    changed: dict[str, list[_Change]] = {}
-    for row in conn.execute(_CHANGED).fetchall():
-        changed.setdefault(row[0], []).append(_Change(*row[1:]))
+    changed = {row[0]: _Change(*row[1:]) for row in conn.execute(_CHANGED).fetchall()}
     rebuilt = [
         trace for (trace,) in conn.execute("SELECT trace_id FROM touched_traces").fetchall() if trace not in runs
     ]
     updates: list[list[object]] = []
     for trace_id, run in runs.items():
-        if moved or not _add_spans(run, changed.get(trace_id, [])):
+        if moved or not _add_spans(run, changed.get(trace_id)):
             rebuilt.append(trace_id)
             continue
         _add_events(run, fresh.get(trace_id))
@@ -198,57 +220,44 @@ def update(conn: duckdb.DuckDBPyConnection, after_event_id: int, *, moved: bool)
 
 @dataclass(frozen=True, slots=True)
 class _Change:
-    """A re-derived span as it is now (`sign` 1) or as it was (-1): what a run's summary reads of it."""
+    """What a run's re-derived spans changed (`_CHANGED`): its counts' moves, and what says whether
+    a move tells its new row."""
 
-    sign: int
-    span_id: str
-    kind: str
-    instant: bool
-    name: str
-    status: str
-    parent_span_id: str | None
-    start_ts: float
-    depth: int
-
-    @property
-    def shown(self) -> bool:
-        return not self.instant and self.kind not in HIDDEN_KINDS
-
-    @property
-    def root(self) -> bool:
-        return self.depth == 0 and not self.instant
+    agents_changed: bool
+    names_changed: bool  # a root or the span that names the run was re-derived
+    deepest: int  # of the spans as they are now (-1: none)
+    deepest_left: bool  # a span as deep as the run was re-derived
+    spans: int
+    failed: int
+    running: int
+    prompts: int
+    tools: int
+    root_running: bool  # of the new roots: one is running, or has a parent still to come
+    root_failed: bool
+    first_root: dict[str, Any] | None  # the earliest new root: its start, span id and name
 
 
-def _add_spans(run: dict[str, Any], changes: list[_Change]) -> bool:
-    """Move `run`'s span counts by `changes`; False when they do not tell its new row (rebuild it)."""
-    if not changes:
+def _add_spans(run: dict[str, Any], change: _Change | None) -> bool:
+    """Move `run`'s span counts by `change`; False when it does not tell its new row (rebuild it)."""
+    if change is None:
         return True
-    if run["name_span"] is None or any(c.kind == "agent" for c in changes):
+    if run["name_span"] is None or change.agents_changed:
         return False  # a run stored before migration 9, or its agents changed: its name and agent ids
-    old = [c for c in changes if c.sign < 0]
-    new = [c for c in changes if c.sign > 0]
-    if any(c.root for c in old) or any(c.span_id == run["name_span"] for c in old):
+    if change.names_changed:
         return False  # a root changed (the run's status), or the span that names it did
-    deepest = max((c.depth for c in new), default=-1)
-    if deepest < run["depth"] and any(c.depth == run["depth"] for c in old):
+    if change.deepest < run["depth"] and change.deepest_left:
         return False  # the deepest span may have risen
-    for c in changes:
-        run["spans"] += c.sign * c.shown
-        run["failed"] += c.sign * (c.shown and c.status == "failed")
-        run["running"] += c.sign * (c.shown and c.status == "running")
-        run["prompts"] += c.sign * (c.kind == "turn")
-        run["tools"] += c.sign * (len(c.name.split(", ")) if c.kind == "tools:execute" else 0)
-    run["depth"] = max(run["depth"], deepest)
-    roots = [c for c in new if c.root]
+    for column in ("spans", "failed", "running", "prompts", "tools"):
+        run[column] += getattr(change, column)
+    run["depth"] = max(run["depth"], change.deepest)
     if run["status"] != "running":
-        if any(c.status == "running" or c.parent_span_id is not None for c in roots):
+        if change.root_running:
             run["status"] = "running"
-        elif any(c.status == "failed" for c in roots):
+        elif change.root_failed:
             run["status"] = "failed"
-    if run["agents"] == 0 and roots:
-        first = min(roots, key=lambda c: (c.start_ts, c.span_id))
-        if (first.start_ts, first.span_id) < (run["name_key"], run["name_span"]):
-            run["name"], run["name_key"], run["name_span"] = first.name, first.start_ts, first.span_id
+    first = change.first_root
+    if run["agents"] == 0 and first is not None and (first["k"], first["s"]) < (run["name_key"], run["name_span"]):
+        run["name"], run["name_key"], run["name_span"] = first["name"], first["k"], first["s"]
     return True
 
 

@@ -20,13 +20,14 @@ import asyncio
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class LiveEvent:
-    """What a live stream says about one stored event: its position in the store and what it is."""
+class LiveEvent(NamedTuple):
+    """What a live stream says about one stored event: its position in the store and what it is.
+
+    A named tuple, not a frozen dataclass: one is made for every event stored live (a thousand a
+    batch under OTLP ingest), and a frozen dataclass takes 2.5 times as long to make."""
 
     event_id: int
     trace_id: str
@@ -39,14 +40,20 @@ class LiveEvent:
     def of(cls, event_id: int, event: Mapping[str, Any]) -> LiveEvent:
         """The live view of a stored TraceEvent (already validated, so `trace` is an object)."""
         trace = event["trace"]
+        # Read as the store reads them (`from_json` to VARCHAR), so filters agree with stored rows.
+        trace_id, span_id, parent, kind = (
+            trace.get("traceId"),
+            trace.get("spanId"),
+            trace.get("parentSpanId"),
+            event.get("type"),
+        )
         return cls(
-            event_id=event_id,
-            # Read as the store reads them (`from_json` to VARCHAR), so filters agree with stored rows.
-            trace_id=_text(trace.get("traceId")),
-            span_id=_text(trace.get("spanId")),
-            parent_span_id=_text(trace.get("parentSpanId")),
-            type=_text(event.get("type")),
-            timestamp=float(event["timestamp"]),
+            event_id,
+            trace_id if type(trace_id) is str else _text(trace_id),
+            span_id if type(span_id) is str else _text(span_id),
+            parent if type(parent) is str else _text(parent),
+            kind if type(kind) is str else _text(kind),
+            float(event["timestamp"]),
         )
 
     def to_json(self) -> dict[str, Any]:

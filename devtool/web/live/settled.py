@@ -3,8 +3,8 @@
 Live appends commit their events before their spans and run summaries are derived (`appender.py`).
 A page, a fragment or an action that reads a run must not show it as it was one derive ago: a client
 that posted events and then opens the run would not see them, and a rewind to the newest span would
-not find it. So every request but the few that never read derived tables (the ingest endpoint, which
-is what must stay fast, the live streams, which say when the derive is done, and static files) first
+not find it. So every request but the few that never read derived tables (the ingest endpoints, native
+and OTLP, which are what must stay fast, the live streams, which say when the derive is done, and static files) first
 settles the backlog: nothing to do when it is empty, else one derive (tens of milliseconds). The
 wait is part of the answer's time, so it says how long it was: `Server-Timing: settle;dur=<ms>`.
 
@@ -34,7 +34,9 @@ from devtool.web.paths import IdConvertor
 
 # Where the wait is noted in the request's scope, for `Server-Timing` (`response_headers.py`).
 SETTLE_MS = "devtool.settle_ms"
-_UNSETTLED_PREFIXES = ("/static/", "/api/v1/traces")
+# The ingest endpoints (the native one and OTLP's: `/v1/logs` reads only whether spans' events are
+# stored): an exporter's batch waiting for the derive of the batches before it would serialize ingest.
+_UNSETTLED_PREFIXES = ("/static/", "/api/v1/traces", "/v1/traces", "/v1/logs")
 _UNSETTLED_SUFFIXES = ("/live", "/live/runs")
 # The views of a run a live page shows and refreshes, after `/runs/<id>`: they only read its spans.
 _VIEWS = {(), ("select",), ("timeline",), ("header",), ("tree",), ("search",)}

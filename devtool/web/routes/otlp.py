@@ -48,6 +48,7 @@ from devtool.formats.otlp_proto import (
 )
 from devtool.store import OTLP_STREAM, Store
 from devtool.store.event_gate import CheckedEvent, check_events
+from devtool.store.live_append import stored_spans
 from devtool.web.bodies import BodyError, gunzipped, read_body
 from devtool.web.state import state
 
@@ -160,14 +161,7 @@ def _decoded(
 
 def _stored_spans(store: Store, records: list[SpanLog]) -> set[tuple[str, str]]:
     """Which of the records' spans have events stored already (too late to join them)."""
-    if not records:
-        return set()
-    rows = store.query(
-        "SELECT DISTINCT trace_id, span_id FROM events WHERE trace_id IN (SELECT unnest($traces)) "
-        "AND span_id IN (SELECT unnest($spans))",
-        {"traces": sorted({r.trace_id for r in records}), "spans": sorted({r.span_id for r in records})},
-    )
-    return {(str(trace), str(span)) for trace, span in rows}
+    return stored_spans(store, ((r.trace_id, r.span_id) for r in records))
 
 
 def _refusals(rejected: list[Rejected], total: int, what: str) -> tuple[int, str]:
