@@ -12,6 +12,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import orjson
 import pytest
 
@@ -132,6 +133,14 @@ def test_shuffled_runs_out_of_time_order(tmp_path: Path) -> None:
     assert_same_at_every_chunk(tmp_path, "shuffled", events, [3, 8])
 
 
+def _touch_every_trace(conn: duckdb.DuckDBPyConnection) -> None:
+    """The table `derive.refresh` makes before a chunked derive: every stored trace, numbered."""
+    conn.execute(
+        "CREATE TEMP TABLE touched_traces AS "
+        "SELECT trace_id, row_number() OVER (ORDER BY trace_id) AS trace_no FROM (SELECT DISTINCT trace_id FROM events)"
+    )
+
+
 def test_a_chunk_carries_the_spans_open_at_its_end_not_the_spans_made(tmp_path: Path) -> None:
     """What a chunk hands to the next (the memory it needs beyond its own events) stays small."""
     generated = generate(tmp_path / "gen.jsonl", events=4000, seed=5)
@@ -142,7 +151,7 @@ def test_a_chunk_carries_the_spans_open_at_its_end_not_the_spans_made(tmp_path: 
             relation = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
             texts = [orjson.dumps(event).decode() for event in events]
             insert_events(conn, relation, 1, {"events": texts}, derive_spans=False)
-            conn.execute("CREATE TEMP TABLE touched_traces AS SELECT DISTINCT trace_id, 1 AS trace_no FROM events")
+            _touch_every_trace(conn)
             streamed = derive_stream.derive_new(conn, 0, len(events), size=200)
             conn.execute("DROP TABLE touched_traces")
             stored = conn.execute(f"SELECT count(*) FILTER (WHERE {SHOWN}), count(*) FROM spans").fetchall()[0]
@@ -168,7 +177,7 @@ def test_ids_with_gaps_are_chunked_by_events_not_by_ids(tmp_path: Path) -> None:
     try:
         with store.transaction() as conn:
             insert_events(conn, spaced, 1, {"events": texts}, derive_spans=False)
-            conn.execute("CREATE TEMP TABLE touched_traces AS SELECT DISTINCT trace_id FROM events")
+            _touch_every_trace(conn)
             streamed = derive_stream.derive_new(conn, 0, 1000 * len(events), size=200)
             derive_stream.fix_places(conn)
             conn.execute("DROP TABLE touched_traces")
