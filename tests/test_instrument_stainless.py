@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import anthropic
@@ -218,6 +219,44 @@ def test_a_stream_closed_early_is_a_failed_turn_and_not_journaled(fake_provider:
     (end,) = of(sink, "turn:end")
     assert end["success"] is False
     assert end["error"]["name"] == "StreamClosedError"
+    assert snapshot["root"]["journal"]["prompt"] == {}
+
+
+class _NotJSON(BaseHTTPRequestHandler):
+    """A proxy in front of the provider that answers 200 with an error page labelled as JSON."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        page = b"<html>502 Bad Gateway</html>"
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(page)))
+        self.end_headers()
+        self.wfile.write(page)
+
+    def log_message(self, *args: Any) -> None:
+        """Quiet: the test reads the run's events, not the server's log."""
+
+
+def test_a_whole_answer_that_is_not_json_is_a_failed_turn_and_not_journaled() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotJSON)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key=KEY, max_retries=0)
+    sink = MemorySink()
+
+    async def main() -> Any:
+        with pytest.raises(ValueError, match="Expecting value"):  # the SDK's own refusal reaches the caller
+            client.chat.completions.create(model="gpt-4.1-mini", messages=HI)
+        return dump_snapshot()
+
+    try:
+        snapshot = asyncio.run(run_with(main, sinks=[sink]))
+    finally:
+        server.shutdown()
+        server.server_close()
+    (end,) = of(sink, "turn:end")
+    assert end["success"] is False
+    assert end["error"]["name"] == "JSONDecodeError"
     assert snapshot["root"]["journal"]["prompt"] == {}
 
 

@@ -1,4 +1,8 @@
-"""Trace and span ids in the W3C / OpenTelemetry shape: 32 and 16 lowercase hex digits."""
+"""Trace and span ids in the W3C / OpenTelemetry shape: 32 and 16 lowercase hex digits.
+
+Written by `int.to_bytes(...).hex()`: the digits `f"{n:032x}"` would write, in less time (ids are
+made for every event or two).
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,6 @@ import random
 _random = random.Random()  # noqa: S311
 # A forked child would otherwise repeat its parent's ids.
 os.register_at_fork(after_in_child=_random.seed)
-
-
-# `to_bytes(...).hex()` writes the digits `f"{n:016x}"` would, in less time (a span id per event or two).
 
 
 def new_trace_id() -> str:

@@ -201,10 +201,7 @@ class Call:
             tee = async_tee if isinstance(response.stream, self.sdk.httpx.AsyncByteStream) else sync_tee
             response.stream = tee(response.stream, listener)
         else:
-            try:
-                exchange.answered(response.status_code, response.content)
-            except Exception as exc:  # an answer we cannot read is the SDK's to refuse; the turn says so
-                exchange.failed(exc)
+            exchange.answered(response.status_code, response.content)
         return self._processed(response)
 
     def failed(self, error: BaseException) -> None:
