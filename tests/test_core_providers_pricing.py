@@ -96,3 +96,11 @@ def test_a_bad_price_file_names_itself_and_the_entry(tmp_path: Path, content: st
     assert said in str(caught.value)
     with pytest.raises(PriceTableError, match="cannot read the price file"):
         load_price_table(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize("price", [Price(0.4, 1.6, 0.1), Price(3.0, 15.0, 0.3, 3.75), Price(0.0, 0.0)])
+@pytest.mark.parametrize(("prompt", "completion"), [(0, 0), (1, 3), (1234, 567), (10**9, 7), (-5, 2)])
+def test_usage_without_cache_tokens_costs_what_the_whole_sum_says(price: Price, prompt: int, completion: int) -> None:
+    """`micro_usd`'s shorter sum for usage with no cache details is the whole sum with its zero terms."""
+    whole = price.micro_usd(usage(prompt, completion, cacheReadTokens=0, cacheWriteTokens=0))
+    assert price.micro_usd(usage(prompt, completion)) == whole
