@@ -164,6 +164,10 @@ def test_a_checkpoint_writes_what_is_committed_into_the_file_and_empties_the_wal
     store.checkpoint()
     assert store.wal_bytes() == 0
     assert store.query("SELECT count(*) FROM rewind_runs") == [(2000,)]
+    with store.beside() as conn:  # a transaction with writes in flight: no checkpoint, and no error
+        conn.execute("INSERT INTO rewind_runs VALUES ('u', 1, 1, true, NULL, 1, 1, 0.1, now())")
+        store.checkpoint()
+    assert store.query("SELECT count(*) FROM rewind_runs") == [(2001,)]
 
 
 def test_migration_6_gives_stored_events_their_identity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
