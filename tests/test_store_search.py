@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from devtool.store import LoadError, Store, append_events, database, load_file
+from devtool.store import LoadError, Store, append_events, database, load_file, schema_words_7
 from devtool.store.queries import get_run, list_runs
 from devtool.store.schema import MIGRATIONS
 from devtool.store.search import LONGEST, words
@@ -167,3 +167,22 @@ def test_text_is_cut_at_every_separator_however_it_runs(store: Store) -> None:
     assert {"hello", "world", "foo", "bar", "naïve", "café", "über", "straße", "a1b2", "c3", "…ellipsis…"} <= found
     assert not any("x" * 65 in term for term in found)
     assert all(term == words(term)[0] for term in found)  # no separator, no capital left in a word
+
+
+def test_a_load_and_a_live_batch_add_the_words_migration_7_finds_in_their_events(store: Store, tmp_path: Path) -> None:
+    """The words `search.terms_sql` adds are those of the SQL migration 7 was released with
+    (`schema_words_7`), on events with text in every field, escapes, other scripts and values of other
+    kinds than text: the index reads what it can from the stored event's columns, and finds the same."""
+    loaded = talking_run()
+    odd = loaded.start("custom:span", agentId='Ag"ent\n7/Ω', callId="root/agent:Ag:0\tX", name="Nämé\\of it")
+    loaded.point("sys:log", odd, agentId=42, message={"content": "as an object: OBJ-1"}, data=[1, "two\u00e9"])
+    loaded.end(odd, error="a bare string error", draft={"text": "draft-words"}, toolNames=["a b", "c/d"])
+    load_file(store, loaded.write(tmp_path / "run.jsonl"))
+    live = talking_run()
+    live.point("sys:log", "", agentId="", callId="", message="live-only words")
+    append_events(store, live.events)
+    found = store.query("SELECT trace_id, term FROM search_terms ORDER BY ALL")
+    assert found == store.query(f"SELECT * FROM ({schema_words_7.TERMS}) ORDER BY ALL")
+    assert {("live", live.trace_id), ("ω", loaded.trace_id), ("42", loaded.trace_id)} <= {
+        (term, trace) for trace, term in found
+    }

@@ -12,7 +12,7 @@ from bench.gen_trace import GeneratedTrace, generate
 from devtool.store import Store, append_events, load_file, span_keys, span_search
 from devtool.store.queries import frame_tree, get_run, span_detail, timeline_window
 from devtool.store.queries.navigation import frame_path, generation_ends, generation_memories, search_spans
-from devtool.store.span_sql import HIDDEN_KINDS, SHOWN
+from devtool.store.span_sql import HIDDEN_KINDS, SHOWN, shown
 from tests.conftest import Trace
 
 
@@ -214,3 +214,34 @@ def test_a_load_keys_the_big_runs_it_stores_in_its_own_transaction(
     with store.transaction() as conn:  # the same answers as from its spans
         conn.execute("DELETE FROM keyed_runs")
     assert answers(store, bigger) == keyed
+
+
+def test_a_keyed_runs_tiles_at_either_width_are_its_shown_spans_grouped_by_the_tiles_they_start_and_end_in(
+    store: Store, big: GeneratedTrace
+) -> None:
+    """Both widths are made in one pass (the coarse tiles from the fine ones): each is what grouping the
+    spans by its own tiles makes (a tile's span and name are any of its spans': its name when they share one)."""
+    load_file(store, big.path)
+    span_keys.key_run(store, big.trace_id)
+    columns = "depth, start_tile, end_tile, first, last, n, kind, failed, running, cached, frame_parent_id, one_name"
+    for table, tiles in (("span_tiles", span_keys.TILES), ("span_tiles_fine", span_keys.FINE_TILES)):
+        width = f"(k.tile_ms / {tiles // span_keys.TILES})"
+        grouped = store.query(f"""
+            SELECT s.depth, least(floor((s.start_ts - k.tile_origin) / {width}), {tiles} - 1)::BIGINT AS start_tile,
+                   least(floor((coalesce(s.end_ts, r.ended_ts) - k.tile_origin) / {width}), {tiles} - 1)::BIGINT,
+                   min(s.start_ts), max(coalesce(s.end_ts, r.ended_ts)), count(*), s.kind,
+                   count(*) FILTER (WHERE s.status = 'failed'), count(*) FILTER (WHERE s.status = 'running'),
+                   count(*) FILTER (WHERE s.cache),
+                   CASE WHEN count(DISTINCT coalesce(s.frame_parent_id, '')) = 1 THEN any_value(s.frame_parent_id) END,
+                   count(DISTINCT coalesce(s.name, '')) = 1 AS one_name,
+                   CASE WHEN one_name THEN any_value(s.name) END
+            FROM spans s JOIN keyed_runs k USING (trace_id) JOIN runs r USING (trace_id)
+            WHERE s.trace_id = ? AND {shown("s")}
+            GROUP BY s.depth, 2, 3, s.kind ORDER BY ALL
+        """, [big.trace_id])  # fmt: skip
+        stored = store.query(
+            f"SELECT {columns}, CASE WHEN one_name THEN name END FROM {table} WHERE trace_id = ? ORDER BY ALL",
+            [big.trace_id],
+        )
+        assert stored == grouped, table
+        assert len(stored) > 1000

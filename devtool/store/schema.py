@@ -37,7 +37,7 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - Since migration 6, `events.event_key` is the event's identity within its trace (`event_sql.
   EVENT_KEY_SQL`): an event whose trace holds one with the same key is not stored again.
 - `search_terms` (migration 7): the search index, each run's words once (`search.py`); the words of
-  the events stored before are found by the migration.
+  the events stored before are found by the migration (its SQL frozen in `schema_words_7.py`).
 - `span_keys`, `frame_keys`, `span_text`, `span_tiles`, `keyed_runs` (migration 7): a big run's
   spans' keys, sorted to find a span by its id and a parent's children in a range, the text its
   span search reads, and its spans grouped in tiles of time for the timeline seen wide
@@ -63,7 +63,7 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 
 from __future__ import annotations
 
-from devtool.store.search import terms_sql
+from devtool.store import schema_words_7
 
 MIGRATIONS: list[str] = [
     """
@@ -320,7 +320,7 @@ MIGRATIONS: list[str] = [
     ) c WHERE runs.trace_id = c.trace_id;
     UPDATE runs SET source_id = e.source_id FROM events e WHERE e.event_id = runs.first_event_id;
     """
-    + f"INSERT INTO search_terms {terms_sql('(SELECT body FROM events)')};",
+    + f"INSERT INTO search_terms {schema_words_7.TERMS};",
     """
     CREATE TABLE snapshot_nodes_8 (
         node_id VARCHAR PRIMARY KEY,

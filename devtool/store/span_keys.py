@@ -53,24 +53,42 @@ FINE_TILES = 4 * TILES  # the finer tiles of `span_tiles_fine`: a quarter of the
 # A load keys the runs it leaves this big (the server's indexer keys the others, past its own threshold).
 LOAD_KEYED_EVENTS = 50_000
 
-# The timeline's tiles of runs, `tiles` across each, `width` ms wide (SQL over `k`, the run's `keyed_runs`).
-_TILED = """
-    INSERT INTO {table}
+# The timeline's tiles of runs (SQL over `k`, the run's `keyed_runs`): the fine ones from the spans,
+# with the hashes that tell whether a group's spans share a frame parent and a name, kept to group them
+# again into the coarse ones, `_PER_FINE` fine tiles to a coarse one. (A span's time over the fine
+# width is exactly `_PER_FINE` times its time over the coarse one, a power of two, so the coarse tile
+# it is in is the fine one divided: one pass over the spans makes both.)
+_PER_FINE = FINE_TILES // TILES
+_TILED = f"""
+    CREATE OR REPLACE TEMP TABLE fine_tiles AS
     SELECT s.trace_id, s.depth,
-           least(floor((s.start_ts - k.tile_origin) / ({width})), {tiles} - 1)::BIGINT AS start_tile,
-           least(floor((coalesce(s.end_ts, r.ended_ts) - k.tile_origin) / ({width})), {tiles} - 1)::BIGINT,
-           min(s.start_ts), max(coalesce(s.end_ts, r.ended_ts)), count(*), any_value(s.span_id), s.kind,
-           any_value(s.name), count(*) FILTER (WHERE s.status = 'failed'),
-           count(*) FILTER (WHERE s.status = 'running'), count(*) FILTER (WHERE s.cache),
-           CASE WHEN min(hash(s.frame_parent_id)) = max(hash(s.frame_parent_id)) THEN any_value(s.frame_parent_id) END,
-           min(hash(s.name)) = max(hash(s.name))
+           least(floor((s.start_ts - k.tile_origin) / (k.tile_ms / {_PER_FINE})), {FINE_TILES} - 1)::BIGINT
+               AS start_tile,
+           least(floor((coalesce(s.end_ts, r.ended_ts) - k.tile_origin) / (k.tile_ms / {_PER_FINE})),
+                 {FINE_TILES} - 1)::BIGINT AS end_tile,
+           min(s.start_ts) AS first, max(coalesce(s.end_ts, r.ended_ts)) AS last, count(*) AS n,
+           any_value(s.span_id) AS span_id, s.kind, any_value(s.name) AS name,
+           count(*) FILTER (WHERE s.status = 'failed') AS failed, count(*) FILTER (WHERE s.status = 'running')
+               AS running, count(*) FILTER (WHERE s.cache) AS cached,
+           any_value(s.frame_parent_id) AS frame_parent_id, min(hash(s.frame_parent_id)) AS parent_lo,
+           max(hash(s.frame_parent_id)) AS parent_hi, min(hash(s.name)) AS name_lo, max(hash(s.name)) AS name_hi
     FROM spans s JOIN keyed_runs k USING (trace_id) JOIN runs r USING (trace_id)
-    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown}
+    WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
+    GROUP BY ALL;
+    INSERT INTO span_tiles_fine
+    SELECT trace_id, depth, start_tile, end_tile, first, last, n, span_id, kind, name, failed, running, cached,
+           CASE WHEN parent_lo = parent_hi THEN frame_parent_id END, name_lo = name_hi
+    FROM fine_tiles ORDER BY trace_id, start_tile;
+    INSERT INTO span_tiles
+    SELECT trace_id, depth, floor(start_tile / {_PER_FINE})::BIGINT AS start_tile,
+           floor(end_tile / {_PER_FINE})::BIGINT, min(first), max(last), sum(n), any_value(span_id), kind,
+           any_value(name), sum(failed), sum(running), sum(cached),
+           CASE WHEN min(parent_lo) = max(parent_hi) THEN any_value(frame_parent_id) END, min(name_lo) = max(name_hi)
+    FROM fine_tiles
     GROUP BY ALL
-    ORDER BY s.trace_id, start_tile;
+    ORDER BY trace_id, start_tile;
+    DROP TABLE fine_tiles;
 """
-
-_FINE_WIDTH = f"k.tile_ms / {FINE_TILES // TILES}"
 
 _BUILD = f"""
     INSERT INTO keyed_runs
@@ -97,8 +115,7 @@ _BUILD = f"""
     WHERE a.trace_id IN (SELECT trace_id FROM {{traces}}) AND a.kind = 'agent' AND a.call_id IS NOT NULL
       AND g.kind = 'generation' AND g.end_event_id IS NOT NULL
     ORDER BY key;
-    {_TILED.format(table="span_tiles", tiles=TILES, width="k.tile_ms", shown=shown("s"))}
-    {_TILED.format(table="span_tiles_fine", tiles=FINE_TILES, width=_FINE_WIDTH, shown=shown("s"))}
+    {_TILED}
 """
 
 _FORGET = (

@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.routing import Mount
@@ -30,7 +31,7 @@ from devtool.web.response_headers import ResponseHeaders
 from devtool.web.routes import ROUTES
 from devtool.web.settings import Settings
 from devtool.web.state import AppState
-from devtool.web.templating import make_environment
+from devtool.web.templating import load_all, make_environment
 
 
 def create_app(store: Store, settings: Settings | None = None) -> Starlette:
@@ -45,6 +46,9 @@ def create_app(store: Store, settings: Settings | None = None) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with live.lifespan(app):
+            # Before the server says it is up: the templates, and the first call into the thread pool that
+            # sync endpoints run in (which imports anyio's worker machinery), not in a user's first page.
+            await anyio.to_thread.run_sync(load_all, templates)
             indexer.start()
             try:
                 yield
