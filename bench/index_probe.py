@@ -13,8 +13,9 @@ index being built), `after` (5 s more).
 
 Alone: `build_index` of the run, in this process, with nothing else running.
 
-Either way, every 100 ms or so: the process's RSS, and DuckDB's own memory (`duckdb_memory()`: its
-buffer pool, held to the store's memory limit, by tag). What the build itself holds (the index walk's
+Either way, every 100 ms or so: the RSS of the process and its children (the index's walk runs in
+one), and DuckDB's own memory (`duckdb_memory()`: its buffer pool, held to the store's memory limit,
+by tag). What the build itself holds (the index walk's
 Python objects, DuckDB's allocations outside its buffer pool) is the RSS less DuckDB's memory; each
 peak is reported over its value before. Prints one JSON line.
 """
@@ -54,7 +55,7 @@ class Memory:
         self._thread.start()
 
     def sample(self) -> tuple[float, float, dict[str, float]]:
-        rss = int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+        rss = sum(_rss(pid) for pid in _family(os.getpid()))
         rows = self._cursor.execute("SELECT tag, memory_usage_bytes FROM duckdb_memory()").fetchall()
         tags = {tag: used / 2**20 for tag, used in rows if used}
         return rss, sum(tags.values()), tags
@@ -84,6 +85,25 @@ class Memory:
             # (RSS, DuckDB's) at twelve moments, first to last: growth shows as a slope
             "series": [(round(rss), round(duck)) for rss, duck, _ in samples[:: max(1, len(samples) // 12)]],
         }
+
+
+def _family(pid: int) -> list[int]:
+    """`pid` and its descendants (the rewind index's walk runs in a child process)."""
+    children: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            children += [int(child) for child in (task / "children").read_text().split()]
+    except OSError:
+        pass  # it, or a thread of it, ended meanwhile
+    return [pid, *(found for child in children for found in _family(child))]
+
+
+def _rss(pid: int) -> float:
+    """A process's resident memory, MiB (0 if it ended meanwhile)."""
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, IndexError):
+        return 0.0
 
 
 def alone(db: Path, trace_id: str) -> dict[str, Any]:
