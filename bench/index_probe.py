@@ -48,6 +48,7 @@ class Memory:
 
     def __init__(self, store: Any) -> None:
         self._cursor = store.reader()
+        self.children_peak = 0.0  # the RSS of the process's children together (the index's walk)
         self.samples: list[tuple[float, float, dict[str, float]]] = []
         self.before = self.sample()
         self._stop = threading.Event()
@@ -55,7 +56,10 @@ class Memory:
         self._thread.start()
 
     def sample(self) -> tuple[float, float, dict[str, float]]:
-        rss = sum(_rss(pid) for pid in _family(os.getpid()))
+        pid = os.getpid()
+        children = sum(_rss(child) for child in _family(pid)[1:])
+        self.children_peak = max(self.children_peak, children)
+        rss = _rss(pid) + children
         rows = self._cursor.execute("SELECT tag, memory_usage_bytes FROM duckdb_memory()").fetchall()
         tags = {tag: used / 2**20 for tag, used in rows if used}
         return rss, sum(tags.values()), tags
@@ -81,6 +85,7 @@ class Memory:
             "duckdb peak": max(duck for _, duck, _ in samples),
             "rest before": rss0 - duck0,
             "rest peak": max(rss - duck for rss, duck, _ in samples),
+            "children peak": self.children_peak,
             "duckdb peak by tag": {tag: round(used) for tag, used in sorted(tags.items()) if used >= 1},
             # (RSS, DuckDB's) at twelve moments, first to last: growth shows as a slope
             "series": [(round(rss), round(duck)) for rss, duck, _ in samples[:: max(1, len(samples) // 12)]],
