@@ -22,6 +22,7 @@ import contextlib
 import gc
 import os
 import pickle
+import site
 import subprocess
 import sys
 import threading
@@ -86,9 +87,12 @@ def walk_apart(chunks: Generator[Chunk, None, None], sink: Sink) -> int:
 
 
 def _child_env() -> dict[str, str]:
-    """This environment, with this process's `devtool` first on the child's path: the child runs the
-    same code as the server, however the server found it."""
+    """This environment, with the folder this process's `devtool` came from first on the child's
+    path (unless it is a site folder, which the child has already): the child runs the same code as
+    the server, however the server found it (a checkout on `sys.path`, say)."""
     source = str(Path(devtool.__file__).resolve().parent.parent)
+    if source in {*site.getsitepackages(), site.getusersitepackages()}:
+        return dict(os.environ)
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": source if not path else os.pathsep.join((source, path))}
 
