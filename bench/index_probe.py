@@ -11,7 +11,7 @@ is put in the phase it falls in: `before` (the indexer's first look is at once, 
 second, `--before` seconds later), `keys` (the run's span keys being made), `index` (the rewind
 index being built), `after` (5 s more).
 
-Alone: `build_index` of the run, in this process, with nothing else running.
+Alone: `build_index` of the run, in this process (its walk in a child), with nothing else running.
 
 Either way, every 100 ms or so: the RSS of the process and its children (the index's walk runs in
 one), and DuckDB's own memory (`duckdb_memory()`: its buffer pool, held to the store's memory limit,
