@@ -136,7 +136,7 @@ def serving(db: Path, trace_id: str, before: float, pages: bool) -> dict[str, An
         "SELECT span_id FROM spans WHERE trace_id = ? AND kind = 'agent' ORDER BY start_ts LIMIT 1 OFFSET 1000",
         [trace_id],
     )[0][0]
-    samples: dict[str, list[tuple[str, float]]] = {"append": [], "page": []}
+    samples: dict[str, list[tuple[str, float, float]]] = {"append": [], "page": []}
     memory = Memory(store)
     with TestClient(create_app(store, Settings(rewind_index_interval=before))) as client:
         began, seq, after = time.perf_counter(), 0, None
@@ -160,13 +160,14 @@ def serving(db: Path, trace_id: str, before: float, pages: bool) -> dict[str, An
                     fields = {"agentId": "live", "name": "tick", "trace": context, "_seq": seq}
                     batch.append({"schemaVersion": 1, "type": f"custom:span:{edge}", "timestamp": stamp, **fields})
             response = client.post("/api/v1/traces", json=batch)
-            samples["append"].append((phase, server_ms(_lower(response.headers))))
+            samples["append"].append((phase, server_ms(_lower(response.headers)), time.perf_counter() - began))
             if pages:
                 page = client.get(f"/runs/{trace_id}?span={span}")
-                samples["page"].append((phase, server_ms(_lower(page.headers))))
+                samples["page"].append((phase, server_ms(_lower(page.headers)), time.perf_counter() - began))
             time.sleep(0.1)
         state = index_state(store, trace_id)
     found: dict[str, Any] = {
+        "index ready at": round(after - began) if after is not None else None,  # s since the server started
         "index seconds": state.seconds if state else None,
         "indexed": bool(state and state.indexed),
         "frames": state.frames if state else 0,
@@ -175,13 +176,15 @@ def serving(db: Path, trace_id: str, before: float, pages: bool) -> dict[str, An
     store.close()
     for name, rows in samples.items():
         for which in PHASES:
-            times = sorted(ms for at, ms in rows if at == which)
+            times = sorted(ms for at, ms, _ in rows if at == which)
             if times:
                 found[f"{name} {which}"] = {
                     "n": len(times),
                     "p50": statistics.median(times),
                     "p95": times[min(len(times) - 1, int(len(times) * 0.95))],
                     "max": times[-1],
+                    # the slowest three, with when each was answered (s since the server started)
+                    "slowest": sorted(((round(ms), round(at)) for of, ms, at in rows if of == which), reverse=True)[:3],
                 }
     return found
 
