@@ -11,10 +11,11 @@ is put in the phase it falls in: `before` (the indexer's first look is at once, 
 second, `--before` seconds later), `keys` (the run's span keys being made), `index` (the rewind
 index being built), `after` (5 s more).
 
-Alone: `build_index` of the run, in this process, with nothing else running.
+Alone: `build_index` of the run, in this process (its walk in a child), with nothing else running.
 
-Either way, every 100 ms or so: the process's RSS, and DuckDB's own memory (`duckdb_memory()`: its
-buffer pool, held to the store's memory limit, by tag). What the build itself holds (the index walk's
+Either way, every 100 ms or so: the RSS of the process and its children (the index's walk runs in
+one), and DuckDB's own memory (`duckdb_memory()`: its buffer pool, held to the store's memory limit,
+by tag). What the build itself holds (the index walk's
 Python objects, DuckDB's allocations outside its buffer pool) is the RSS less DuckDB's memory; each
 peak is reported over its value before. Prints one JSON line.
 """
@@ -47,6 +48,7 @@ class Memory:
 
     def __init__(self, store: Any) -> None:
         self._cursor = store.reader()
+        self.children_peak = 0.0  # the RSS of the process's children together (the index's walk)
         self.samples: list[tuple[float, float, dict[str, float]]] = []
         self.before = self.sample()
         self._stop = threading.Event()
@@ -54,7 +56,10 @@ class Memory:
         self._thread.start()
 
     def sample(self) -> tuple[float, float, dict[str, float]]:
-        rss = int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+        pid = os.getpid()
+        children = sum(_rss(child) for child in _family(pid)[1:])
+        self.children_peak = max(self.children_peak, children)
+        rss = _rss(pid) + children
         rows = self._cursor.execute("SELECT tag, memory_usage_bytes FROM duckdb_memory()").fetchall()
         tags = {tag: used / 2**20 for tag, used in rows if used}
         return rss, sum(tags.values()), tags
@@ -80,10 +85,30 @@ class Memory:
             "duckdb peak": max(duck for _, duck, _ in samples),
             "rest before": rss0 - duck0,
             "rest peak": max(rss - duck for rss, duck, _ in samples),
+            "children peak": self.children_peak,
             "duckdb peak by tag": {tag: round(used) for tag, used in sorted(tags.items()) if used >= 1},
             # (RSS, DuckDB's) at twelve moments, first to last: growth shows as a slope
             "series": [(round(rss), round(duck)) for rss, duck, _ in samples[:: max(1, len(samples) // 12)]],
         }
+
+
+def _family(pid: int) -> list[int]:
+    """`pid` and its descendants (the rewind index's walk runs in a child process)."""
+    children: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            children += [int(child) for child in (task / "children").read_text().split()]
+    except OSError:
+        pass  # it, or a thread of it, ended meanwhile
+    return [pid, *(found for child in children for found in _family(child))]
+
+
+def _rss(pid: int) -> float:
+    """A process's resident memory, MiB (0 if it ended meanwhile)."""
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, IndexError):
+        return 0.0
 
 
 def alone(db: Path, trace_id: str) -> dict[str, Any]:
@@ -111,7 +136,7 @@ def serving(db: Path, trace_id: str, before: float, pages: bool) -> dict[str, An
         "SELECT span_id FROM spans WHERE trace_id = ? AND kind = 'agent' ORDER BY start_ts LIMIT 1 OFFSET 1000",
         [trace_id],
     )[0][0]
-    samples: dict[str, list[tuple[str, float]]] = {"append": [], "page": []}
+    samples: dict[str, list[tuple[str, float, float]]] = {"append": [], "page": []}
     memory = Memory(store)
     with TestClient(create_app(store, Settings(rewind_index_interval=before))) as client:
         began, seq, after = time.perf_counter(), 0, None
@@ -135,13 +160,14 @@ def serving(db: Path, trace_id: str, before: float, pages: bool) -> dict[str, An
                     fields = {"agentId": "live", "name": "tick", "trace": context, "_seq": seq}
                     batch.append({"schemaVersion": 1, "type": f"custom:span:{edge}", "timestamp": stamp, **fields})
             response = client.post("/api/v1/traces", json=batch)
-            samples["append"].append((phase, server_ms(_lower(response.headers))))
+            samples["append"].append((phase, server_ms(_lower(response.headers)), time.perf_counter() - began))
             if pages:
                 page = client.get(f"/runs/{trace_id}?span={span}")
-                samples["page"].append((phase, server_ms(_lower(page.headers))))
+                samples["page"].append((phase, server_ms(_lower(page.headers)), time.perf_counter() - began))
             time.sleep(0.1)
         state = index_state(store, trace_id)
     found: dict[str, Any] = {
+        "index ready at": round(after - began) if after is not None else None,  # s since the server started
         "index seconds": state.seconds if state else None,
         "indexed": bool(state and state.indexed),
         "frames": state.frames if state else 0,
@@ -150,13 +176,15 @@ def serving(db: Path, trace_id: str, before: float, pages: bool) -> dict[str, An
     store.close()
     for name, rows in samples.items():
         for which in PHASES:
-            times = sorted(ms for at, ms in rows if at == which)
+            times = sorted(ms for at, ms, _ in rows if at == which)
             if times:
                 found[f"{name} {which}"] = {
                     "n": len(times),
                     "p50": statistics.median(times),
                     "p95": times[min(len(times) - 1, int(len(times) * 0.95))],
                     "max": times[-1],
+                    # the slowest three, with when each was answered (s since the server started)
+                    "slowest": sorted(((round(ms), round(at)) for of, ms, at in rows if of == which), reverse=True)[:3],
                 }
     return found
 

@@ -15,7 +15,7 @@ import pytest
 
 from bench.gen_trace import generate
 from devtool.core.budget import merged
-from devtool.core.frame_index import index_run, index_stream
+from devtool.core.frame_index import BATCH, index_run, index_stream
 from devtool.core.frame_index_records import NO_PARENT, ROOT, Batch, NotIndexable
 from devtool.core.restore import IGNORED_TYPES
 from devtool.core.snapshot_tree import FANOUT, referenced
@@ -150,3 +150,27 @@ def test_each_chunk_keeps_the_usage_of_the_frames_it_holds_added_up_in_their_ord
     whole = by_level[1][0].aggregate
     assert whole["callCount"] == sum(1 for n in range(FANOUT * FANOUT) if n % 5)
     assert [item["name"] for item in whole["items"]] == ["model-1", "model-2", "model-0", "model-3"]
+
+
+def test_the_index_is_the_same_whatever_the_batch_size_it_is_handed_over_in(tmp_path: Path) -> None:
+    """The batch size bounds what is held and written at a time, not what is written: a batch of one
+    frame, of a few and the default give the same frames, chunks, nodes and counts."""
+    generated = generate(tmp_path / "run.jsonl", events=4000, seed=5)
+    events = [orjson.loads(line) for line in generated.path.read_bytes().splitlines()]
+    rows = [(n, event) for n, event in enumerate(events, start=1) if event["type"] not in IGNORED_TYPES]
+
+    def collected(**size: int) -> tuple[Any, ...]:
+        batches: list[Batch] = []
+        index_stream(rows, batches.append, **size)
+        assert all(len(batch.frames) <= size.get("batch", BATCH) for batch in batches)
+        frames = sorted((frame for batch in batches for frame in batch.frames), key=lambda frame: frame.index)
+        chunks = [chunk for batch in batches for chunk in batch.chunks]
+        nodes = {key: node for batch in batches for key, node in batch.nodes.items()}
+        counts = {key: count for batch in batches for key, count in batch.counts.items()}
+        return frames, chunks, nodes, counts, len(batches)
+
+    *default, handed = collected()
+    for size in (1, 7):
+        *found, more = collected(batch=size)
+        assert found == default
+        assert more > handed

@@ -12,7 +12,7 @@ import pytest
 from devtool.core.frame_index_records import Batch, IndexedFrame
 from devtool.core.snapshot_tree import NodeCounts, node_id
 from devtool.store import Store
-from devtool.store.frame_index_tables import BatchWriter
+from devtool.store.frame_index_tables import CHECKPOINT_WAL, BatchWriter
 
 NODE = {"callId": "root/agent:a:0", "children": {}}
 KEY = node_id(NODE)
@@ -85,3 +85,19 @@ def test_a_batch_that_meets_a_node_a_rewind_stored_meanwhile_is_written_again(st
     assert store.query("SELECT count(*) FROM snapshot_nodes WHERE node_id = ?", [KEY]) == [(1,)]
     assert store.query("SELECT frame, node_id FROM rewind_frames") == [(1, KEY)]
     assert writer.frames == 1
+
+
+def test_the_index_checkpoints_once_its_batches_have_grown_the_wal_and_not_before(store: Store) -> None:
+    """What the index committed waits in memory until a checkpoint: the writer makes one once the WAL
+    holds `CHECKPOINT_WAL`, well before DuckDB would in a live append's commit (16 MiB)."""
+    writer = BatchWriter(store, "t" * 32, build=1)
+    nodes = {}
+    for n in range(200):
+        node = {"callId": f"root/agent:a:{n}", "children": {}, "memory": {"text": f"{n}" * 30_000}}
+        nodes[node_id(node)] = node
+    small = dict(list(nodes.items())[:1])
+    writer(Batch(nodes=small, counts=dict.fromkeys(small, COUNTS)))
+    assert 0 < store.wal_bytes() < CHECKPOINT_WAL  # one small batch: no checkpoint yet
+    writer(Batch(nodes=nodes, counts=dict.fromkeys(nodes, COUNTS)))  # ~6 MB: past the threshold
+    assert store.wal_bytes() == 0
+    assert store.query("SELECT count(*) FROM snapshot_nodes") == [(200,)]

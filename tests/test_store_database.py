@@ -153,6 +153,23 @@ def test_duckdb_is_held_to_a_memory_limit_and_told_where_to_spill(tmp_path: Path
         Store(tmp_path / "c.duckdb", memory_limit="lots")
 
 
+def test_duckdb_gives_freed_memory_back_from_a_thread_of_its_own(store: Store) -> None:
+    assert store.query("SELECT current_setting('allocator_background_threads')") == [(True,)]
+
+
+def test_a_checkpoint_writes_what_is_committed_into_the_file_and_empties_the_wal(store: Store) -> None:
+    with store.transaction(derives=False) as conn:
+        conn.execute("INSERT INTO rewind_runs SELECT 't' || range, 1, 1, true, NULL, 1, 1, 0.1, now() FROM range(2000)")
+    assert store.wal_bytes() > 0
+    store.checkpoint()
+    assert store.wal_bytes() == 0
+    assert store.query("SELECT count(*) FROM rewind_runs") == [(2000,)]
+    with store.beside() as conn:  # a transaction with writes in flight: no checkpoint, and no error
+        conn.execute("INSERT INTO rewind_runs VALUES ('u', 1, 1, true, NULL, 1, 1, 0.1, now())")
+        store.checkpoint()
+    assert store.query("SELECT count(*) FROM rewind_runs") == [(2001,)]
+
+
 def test_migration_6_gives_stored_events_their_identity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     t = Trace()
     t.start("agent")

@@ -1,17 +1,18 @@
 """Frame indexes of big runs: building one (`build_index`), and the server's thread that builds them
 (and the span keys that find a big run's spans without scanning them, `devtool.store.span_keys`).
 
-`build_index` walks a run once (`devtool.core.frame_index.index_stream`), reading its events a range
-of ids at a time, and stores what the walk hands over as it goes, a batch at a time under a new build
-number, which the run's row names at the end (`devtool.store.frame_index_tables`), or records why the
-run cannot be indexed. Neither the walk nor the writes hold the run: memory and write-lock holds are
-those of a batch. `FrameIndexer` is the server's
-background thread: a run of at least `Settings.rewind_index_events` events is indexed once it has
-stopped growing: its last event is the same at two looks `rewind_index_interval` s
-apart, so a live run is not indexed again at every batch. Indexing a run of a million events takes
-a few seconds of one core; until its index is ready (or after the run grows again), a rewind
-of the run walks its events instead, and makes the same snapshot, slower. One run at a time, never
-more than one thread: the machine's cores are for the pages.
+`build_index` walks a run once (`devtool.core.frame_index.index_stream`, in a child process of its
+own at a lower priority: `devtool.actions.index_walker`), reading its events a range of ids at a
+time, and stores what the walk hands over as it goes, a batch at a time under a new build number,
+which the run's row names at the end (`devtool.store.frame_index_tables`), or records why the run
+cannot be indexed. Neither the walk nor the writes hold the run: memory and write-lock holds are
+those of a batch, and the server's threads do not wait for the walk's GIL. `FrameIndexer` is the
+server's background thread: a run of at least `Settings.rewind_index_events` events is indexed once
+it has stopped growing: its last event is the same at two looks `rewind_index_interval` s apart, so
+a live run is not indexed again at every batch. Indexing a run of a million events takes about
+twenty seconds of one core, on the cores the server leaves idle; until its index is ready (or after
+the run grows again), a rewind of the run walks its events instead, and makes the same snapshot,
+slower. One run at a time, never more than one thread: the machine's cores are for the pages.
 """
 
 from __future__ import annotations
@@ -20,11 +21,10 @@ import logging
 import threading
 import time
 
-from devtool.core.frame_index import index_stream
+from devtool.actions.index_walker import walk_apart
 from devtool.core.frame_index_records import DUPLICATE_CALL_ID, NotIndexable
 from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS
 from devtool.store import Store, StoreError, span_keys
-from devtool.store.collector import collector_paused
 from devtool.store.frame_index_tables import (
     BatchWriter,
     IndexState,
@@ -34,7 +34,7 @@ from devtool.store.frame_index_tables import (
     new_build,
     runs_to_index,
 )
-from devtool.store.queries.events import iter_run_rows
+from devtool.store.queries.events import iter_run_bodies
 
 logger = logging.getLogger("devtool.actions")
 
@@ -47,18 +47,17 @@ def build_index(store: Store, trace_id: str) -> IndexState:
     build = new_build(store)
     writer = BatchWriter(store, trace_id, build)
     events, reason = 0, None
-    with collector_paused():
-        try:
-            rows = iter_run_rows(store, trace_id, skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS, by_id=True)
-            events = index_stream(rows, writer)
-            duplicate = duplicate_call_id(store, trace_id, build)
-            if duplicate is not None:
-                raise NotIndexable(DUPLICATE_CALL_ID.format(call_id=duplicate[:80]))
-        except NotIndexable as exc:
-            reason = str(exc)
-        return finish_index(
-            store, trace_id, build, last_event_id, events=events, frames=writer.frames, reason=reason, began=began
-        )
+    try:
+        chunks = iter_run_bodies(store, trace_id, skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS, by_id=True)
+        events = walk_apart(chunks, writer)
+        duplicate = duplicate_call_id(store, trace_id, build)
+        if duplicate is not None:
+            raise NotIndexable(DUPLICATE_CALL_ID.format(call_id=duplicate[:80]))
+    except NotIndexable as exc:
+        reason = str(exc)
+    return finish_index(
+        store, trace_id, build, last_event_id, events=events, frames=writer.frames, reason=reason, began=began
+    )
 
 
 class FrameIndexer:

@@ -56,7 +56,9 @@ from devtool.core.restore_walk import Walk, _Run, usable
 from devtool.core.snapshot import ROOT_CALL_ID, Status
 from devtool.core.snapshot_tree import FANOUT, Node, NodeCounts, child_refs, node_id, referenced, subtree_counts
 
-BATCH: Final = 2000  # frames handed to the sink at a time
+# Frames handed to the sink at a time (with their nodes, ~2.6 KB each in a generated run): a store
+# writes a batch in a transaction, and holds it in memory until its commit.
+BATCH: Final = 500
 _COMPACT: Final = 4096  # frames made final between two prunings of the walk's stack of agents
 
 

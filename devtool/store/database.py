@@ -12,11 +12,20 @@ everywhere, so the two never wait on each other in a circle. A writer of many ro
 transaction writes (the rewind index's batches) writes them in a transaction `beside` the writer,
 which takes the write lock for its COMMIT only: live appends wait for a commit, not for the inserts.
 
+Committed writes stay in memory (and in the WAL, `<file>.wal`) until a checkpoint writes them into the
+file, which DuckDB makes itself once the WAL reaches 16 MiB, inside whichever commit crosses that:
+often a live append's, which then waits for it. A writer of many rows (the rewind index) checkpoints
+itself when its commits have grown the WAL (`wal_bytes`, `checkpoint`), so what waits in memory stays
+small and an append rarely pays for a checkpoint.
+
 DuckDB may use `memory_limit` of memory (1 GiB by default; it spills what does not fit to a folder
 beside the file, `<file>.tmp`): its own default, most of the machine's memory, would let a load of
 ten million events or a server's cache grow to gigabytes beside the other programs on the machine.
 The connection also lets DuckDB push a join's keys into a table scan up to `id_lists.PER_STATEMENT`
-of them (its default is 50), so that rows read by a list of ids read only those.
+of them (its default is 50), so that rows read by a list of ids read only those. Its allocator
+(jemalloc) gives freed pages back to the system from a background thread: without it, pages freed by
+one thread's statements wait for that thread's next allocations, and a process that reads a big run
+held a few hundred MiB more than DuckDB used.
 """
 
 from __future__ import annotations
@@ -51,7 +60,12 @@ class Store:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = duckdb.connect(
-                str(path), config={"memory_limit": memory_limit, "dynamic_or_filter_threshold": PER_STATEMENT}
+                str(path),
+                config={
+                    "memory_limit": memory_limit,
+                    "dynamic_or_filter_threshold": PER_STATEMENT,
+                    "allocator_background_threads": True,
+                },
             )
         except (OSError, duckdb.Error) as exc:
             if "lock" in str(exc).lower():
@@ -138,6 +152,19 @@ class Store:
                 with contextlib.suppress(duckdb.TransactionException):  # a failed COMMIT ended it already
                     conn.execute("ROLLBACK")
                 raise
+
+    def checkpoint(self) -> None:
+        """Write what is committed into the file and empty the WAL; nothing while another transaction
+        has writes in flight (DuckDB refuses it then; its own checkpoint at 16 MiB of WAL remains)."""
+        with closing(self._conn.cursor()) as conn, contextlib.suppress(duckdb.TransactionException):
+            conn.execute("CHECKPOINT")
+
+    def wal_bytes(self) -> int:
+        """The size of the WAL: what is committed and not yet checkpointed into the file."""
+        try:
+            return Path(f"{self.path}.wal").stat().st_size
+        except FileNotFoundError:
+            return 0
 
     def derive_backlog(self) -> tuple[int, tuple[str, ...]] | None:
         """Derive the spans and run summaries of what live appends left in the backlog, in one

@@ -13,7 +13,8 @@ Writing holds the write lock for short stretches only: each batch the index walk
 written in a transaction of its own beside the writer (`Store.beside`), which holds the write lock for
 its commit alone, under a build number (`new_build`) that no reader looks at until one last short
 transaction names it in `rewind_runs` (`finish_index`); the rows of the build it replaces are deleted
-afterwards. Live appends to other runs wait at most a batch's commit.
+afterwards. Live appends to other runs wait at most a batch's commit, or a
+checkpoint of a few batches, which the writer makes itself (`CHECKPOINT_WAL`).
 
 What a cut needs (`read_cut`) is read in one read transaction, all in DuckDB: the cut event, the
 frames the cut leaves open (made before it, changed after it; few), how many children each has at
@@ -91,6 +92,10 @@ def new_build(store: Store) -> int:
 
 # A batch is written again when a rewind stored one of its nodes between its insert and its commit.
 _TRIES = 3
+# The index checkpoints once its commits have grown the WAL this much, a quarter of DuckDB's own
+# threshold (16 MiB): what it committed waits in memory only until then, and a live append's commit
+# does not cross DuckDB's threshold because of it and pay for the checkpoint.
+CHECKPOINT_WAL = 4 * 2**20
 
 
 class BatchWriter:
@@ -111,6 +116,8 @@ class BatchWriter:
                 if attempt == _TRIES - 1:
                     raise
         self.frames += len(batch.frames)
+        if self.store.wal_bytes() >= CHECKPOINT_WAL:
+            self.store.checkpoint()
 
     def _write(self, conn: duckdb.DuckDBPyConnection, batch: Batch) -> None:
         frames, chunks = batch.frames, batch.chunks

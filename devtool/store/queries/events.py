@@ -11,7 +11,7 @@ reconnects with `Last-Event-ID: N` gets exactly the events it has not seen.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -114,6 +114,27 @@ def iter_run_rows(
     `by_id`: in id order, read a range of ids at a time, so that no statement sorts the whole run
     (for a run whose events are stored in time order, the same order).
     """
+    chunks = iter_run_bodies(
+        store, trace_id, cut=cut, types=types, skip_types=skip_types, drop_fields=drop_fields, by_id=by_id
+    )
+    for chunk in chunks:
+        with collector_paused():
+            parsed = [(event_id, orjson.loads(body)) for event_id, body in chunk]
+        yield from parsed
+
+
+def iter_run_bodies(
+    store: Store,
+    trace_id: str,
+    *,
+    cut: Cut | None = None,
+    types: Collection[str] | None = None,
+    skip_types: Collection[str] | None = None,
+    drop_fields: Collection[str] = (),
+    by_id: bool = False,
+) -> Generator[list[tuple[int, str]], None, None]:
+    """`iter_run_rows` unparsed, as read: lists of `(event_id, JSON text)` of up to `BATCH` events,
+    for a reader that parses them elsewhere (the rewind index's walk, in a process of its own)."""
     where: list[str] = ["trace_id = $trace"]
     kinds: list[str] = []
     params: dict[str, object] = {"trace": trace_id}
@@ -146,21 +167,19 @@ def iter_run_rows(
             params["drop"] = orjson.dumps(dict.fromkeys(drop_fields)).decode()
         select = f"SELECT event_id, {body} FROM events WHERE {' AND '.join(where)}"
         if not by_id:
-            yield from _parsed(cursor.execute(f"{select} ORDER BY ts, event_id", params))
+            yield from _fetched(cursor.execute(f"{select} ORDER BY ts, event_id", params))
             return
         ids = cursor.execute("SELECT min(event_id), max(event_id) FROM events WHERE trace_id = ?", [trace_id])
         first, last = ids.fetchall()[0]
         for low in range(first, last + 1, ID_RANGE):
             # The range lets DuckDB skip the row groups outside it (zone maps on event_id).
             ranged = f"{select} AND event_id BETWEEN $low AND $high ORDER BY event_id"
-            yield from _parsed(cursor.execute(ranged, {**params, "low": low, "high": low + ID_RANGE - 1}))
+            yield from _fetched(cursor.execute(ranged, {**params, "low": low, "high": low + ID_RANGE - 1}))
 
 
-def _parsed(result: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+def _fetched(result: Any) -> Iterator[list[tuple[int, str]]]:
     while rows := result.fetchmany(BATCH):
-        with collector_paused():
-            batch = [(event_id, orjson.loads(body)) for event_id, body in rows]
-        yield from batch
+        yield rows
 
 
 def events_after(store: Store, after_id: int, *, trace_id: str | None = None, limit: int = 1000) -> list[StoredEvent]:
