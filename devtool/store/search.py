@@ -50,8 +50,8 @@ _SEPARATOR = _separator_class()
 _SEPARATOR_RUN = _SEPARATOR + "+"
 
 # The separators most pieces of text hold (JSON's quotes, colons and commas, the slashes of callIds,
-# full stops): a text is cut at them as at spaces, by `replace`, which costs less than the regular
-# expression, so that most pieces are plain words, which recur, and few are left to the expression.
+# full stops): a piece is cut at them by `replace` and `string_split`, which cost less than the regular
+# expression, so that most of its parts are plain words, which recur, and few are left to the expression.
 _CHEAP_BREAKS = '":,/.'
 
 
@@ -77,11 +77,11 @@ def terms_sql(relation: str) -> str:
 
     Each event's JSON is parsed once, for the fields no column holds; the columns' few distinct
     values are told apart on their own, not among the texts (they were a third of the texts and,
-    parsed, a fifth of the index's CPU). Texts are cut at spaces and `_CHEAP_BREAKS` first: most of
-    what lies between two of them recurs across a run's texts, so only the distinct pieces are
-    lowercased, and only those that still hold a separator are cut by the regular expression. The
-    steps carry a number for each run (`run_keys`), not its 32-character id: every text, piece and
-    word is copied and hashed with it.
+    parsed, a fifth of the index's CPU). Texts are cut at spaces first: most of what lies between two
+    spaces recurs across a run's texts, so only the distinct pieces are cut at `_CHEAP_BREAKS`, only
+    the distinct parts of those are lowercased, and only the few of them that still hold a separator
+    are cut by the regular expression. The steps carry a number for each run (`run_keys`), not its
+    32-character id: every text, piece and word is copied and hashed with it.
     """
     return f"""
     WITH run_keys AS (SELECT trace_id, row_number() OVER () AS run FROM (SELECT DISTINCT trace_id FROM {relation})),
@@ -104,9 +104,12 @@ def terms_sql(relation: str) -> str:
         ) JOIN run_keys USING (trace_id)
     ),
     pieces AS (
-        SELECT DISTINCT run, piece FROM (SELECT run, unnest(string_split({_cut_cheaply("text")}, ' ')) AS piece FROM texts)
+        SELECT DISTINCT run, piece FROM (SELECT run, unnest(string_split(text, ' ')) AS piece FROM texts)
     ),
-    lowered AS (SELECT run, lower(piece) AS piece FROM pieces)
+    parts AS (
+        SELECT DISTINCT run, part FROM (SELECT run, unnest(string_split({_cut_cheaply("piece")}, ' ')) AS part FROM pieces)
+    ),
+    lowered AS (SELECT run, lower(part) AS piece FROM parts)
     SELECT trace_id, term FROM (
         SELECT DISTINCT run, term FROM (
             SELECT run, unnest(CASE WHEN regexp_matches(piece, '{_SEPARATOR}')
