@@ -80,15 +80,13 @@ def terms_sql(relation: str) -> str:
     parsed, a fifth of the index's CPU). Texts are cut at spaces first: most of what lies between two
     spaces recurs across a run's texts, so only the distinct pieces are cut at `_CHEAP_BREAKS`, only
     the distinct parts of those are lowercased, and only the few of them that still hold a separator
-    are cut by the regular expression. The steps carry a number for each run (`run_keys`), not its
-    32-character id: every text, piece and word is copied and hashed with it.
+    are cut by the regular expression.
     """
     return f"""
-    WITH run_keys AS (SELECT trace_id, row_number() OVER () AS run FROM (SELECT DISTINCT trace_id FROM {relation})),
-    parsed AS (SELECT run, from_json(body, '{_TEXT_FIELDS}') AS e FROM {relation} JOIN run_keys USING (trace_id)),
+    WITH parsed AS (SELECT trace_id, from_json(body, '{_TEXT_FIELDS}') AS e FROM {relation}),
     texts AS (
-        SELECT DISTINCT run, text FROM (
-            SELECT run, unnest(list_concat(
+        SELECT DISTINCT trace_id, text FROM (
+            SELECT trace_id, unnest(list_concat(
                 [e.name, array_to_string(e.toolNames, ' '),
                  CASE json_type(e.message) WHEN 'VARCHAR' THEN e.message->>'$' ELSE e.message->>'content' END,
                  e.rawText, e.props::VARCHAR, e.result::VARCHAR, e.memory::VARCHAR, e.error::VARCHAR,
@@ -97,26 +95,22 @@ def terms_sql(relation: str) -> str:
                 [concat_ws(' ', r.toolName, r.input::VARCHAR, r.output::VARCHAR) FOR r IN e.toolResults])) AS text
             FROM parsed
         ) WHERE text <> ''
-        UNION ALL SELECT run, text FROM (
-            SELECT DISTINCT trace_id, type AS text FROM {relation} WHERE type <> ''
-            UNION ALL SELECT DISTINCT trace_id, agent_id FROM {relation} WHERE agent_id <> ''
-            UNION ALL SELECT DISTINCT trace_id, call_id FROM {relation} WHERE call_id <> ''
-        ) JOIN run_keys USING (trace_id)
+        UNION ALL SELECT DISTINCT trace_id, type FROM {relation} WHERE type <> ''
+        UNION ALL SELECT DISTINCT trace_id, agent_id FROM {relation} WHERE agent_id <> ''
+        UNION ALL SELECT DISTINCT trace_id, call_id FROM {relation} WHERE call_id <> ''
     ),
     pieces AS (
-        SELECT DISTINCT run, piece FROM (SELECT run, unnest(string_split(text, ' ')) AS piece FROM texts)
+        SELECT DISTINCT trace_id, piece FROM (SELECT trace_id, unnest(string_split(text, ' ')) AS piece FROM texts)
     ),
     parts AS (
-        SELECT DISTINCT run, part FROM (SELECT run, unnest(string_split({_cut_cheaply("piece")}, ' ')) AS part FROM pieces)
+        SELECT DISTINCT trace_id, part FROM (SELECT trace_id, unnest(string_split({_cut_cheaply("piece")}, ' ')) AS part FROM pieces)
     ),
-    lowered AS (SELECT run, lower(part) AS piece FROM parts)
-    SELECT trace_id, term FROM (
-        SELECT DISTINCT run, term FROM (
-            SELECT run, unnest(CASE WHEN regexp_matches(piece, '{_SEPARATOR}')
-                THEN regexp_split_to_array(piece, '{_SEPARATOR_RUN}') ELSE [piece] END) AS term
-            FROM lowered
-        ) WHERE term <> '' AND length(term) <= {LONGEST}
-    ) JOIN run_keys USING (run)
+    lowered AS (SELECT trace_id, lower(part) AS piece FROM parts)
+    SELECT DISTINCT trace_id, term FROM (
+        SELECT trace_id, unnest(CASE WHEN regexp_matches(piece, '{_SEPARATOR}')
+            THEN regexp_split_to_array(piece, '{_SEPARATOR_RUN}') ELSE [piece] END) AS term
+        FROM lowered
+    ) WHERE term <> '' AND length(term) <= {LONGEST}
     """
 
 
