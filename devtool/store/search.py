@@ -38,29 +38,15 @@ _SEPARATORS = "".join(chr(code) for code in range(1, 128) if not chr(code).isaln
 _WORD_BREAK = re.compile(f"[{re.escape(_SEPARATORS)}]+")
 
 
-def _separator_class() -> str:
-    """The separators as an RE2 character class for DuckDB: their code points as ranges."""
+def _separator_run() -> str:
+    """A run of separators as an RE2 pattern for DuckDB: the separators' code points as ranges."""
     codes = [ord(char) for char in _SEPARATORS]
     starts = [code for code in codes if code - 1 not in codes]
     ends = [code for code in codes if code + 1 not in codes]
-    return "[" + "".join(f"\\x{start:02x}-\\x{end:02x}" for start, end in zip(starts, ends, strict=True)) + "]"
+    return "[" + "".join(f"\\x{start:02x}-\\x{end:02x}" for start, end in zip(starts, ends, strict=True)) + "]+"
 
 
-_SEPARATOR = _separator_class()
-_SEPARATOR_RUN = _SEPARATOR + "+"
-
-# The separators most pieces of text hold (JSON's quotes, colons and commas, the slashes of callIds,
-# full stops): a piece is cut at them by `replace` and `string_split`, which cost less than the regular
-# expression, so that most of its parts are plain words, which recur, and few are left to the expression.
-_CHEAP_BREAKS = '":,/.'
-
-
-def _cut_cheaply(text: str) -> str:
-    """`text` (an SQL expression) with every `_CHEAP_BREAKS` character made a space."""
-    for char in _CHEAP_BREAKS:
-        text = f"replace({text}, '{char}', ' ')"
-    return text
-
+_SEPARATOR_RUN = _separator_run()
 
 # The fields of an event its text is taken from (`message` is a log line's text, or a turn's answer);
 # its type, agent id and callId are the stored event's columns.
@@ -77,10 +63,9 @@ def terms_sql(relation: str) -> str:
 
     Each event's JSON is parsed once, for the fields no column holds; the columns' few distinct
     values are told apart on their own, not among the texts (they were a third of the texts and,
-    parsed, a fifth of the index's CPU). Texts are cut at spaces first: most of what lies between two
-    spaces recurs across a run's texts, so only the distinct pieces are cut at `_CHEAP_BREAKS`, only
-    the distinct parts of those are lowercased, and only the few of them that still hold a separator
-    are cut by the regular expression.
+    parsed, a fifth of the index's CPU). Texts are cut at spaces first: most of what lies between
+    two spaces recurs across a run's texts, so only the distinct pieces are lowercased and cut at the
+    other separators.
     """
     return f"""
     WITH parsed AS (SELECT trace_id, from_json(body, '{_TEXT_FIELDS}') AS e FROM {relation}),
@@ -101,15 +86,9 @@ def terms_sql(relation: str) -> str:
     ),
     pieces AS (
         SELECT DISTINCT trace_id, piece FROM (SELECT trace_id, unnest(string_split(text, ' ')) AS piece FROM texts)
-    ),
-    parts AS (
-        SELECT DISTINCT trace_id, part FROM (SELECT trace_id, unnest(string_split({_cut_cheaply("piece")}, ' ')) AS part FROM pieces)
-    ),
-    lowered AS (SELECT trace_id, lower(part) AS piece FROM parts)
+    )
     SELECT DISTINCT trace_id, term FROM (
-        SELECT trace_id, unnest(CASE WHEN regexp_matches(piece, '{_SEPARATOR}')
-            THEN regexp_split_to_array(piece, '{_SEPARATOR_RUN}') ELSE [piece] END) AS term
-        FROM lowered
+        SELECT trace_id, unnest(regexp_split_to_array(lower(piece), '{_SEPARATOR_RUN}')) AS term FROM pieces
     ) WHERE term <> '' AND length(term) <= {LONGEST}
     """
 
