@@ -37,7 +37,10 @@ def children() -> list[int]:
     """This process's child processes, now."""
     found: list[int] = []
     for task in Path("/proc/self/task").iterdir():
-        found += [int(pid) for pid in (task / "children").read_text().split()]
+        try:
+            found += [int(pid) for pid in (task / "children").read_text().split()]
+        except FileNotFoundError:
+            continue  # a thread that ended meanwhile (the walk's feeder, say)
     return found
 
 
