@@ -79,8 +79,9 @@ def run_events(
     missing in its own words.
     """
     with collector_paused():
-        rows = iter_run_rows(store, trace_id, cut=cut, types=types, skip_types=skip_types, drop_fields=drop_fields)
-        return [event for _, event in rows]
+        return list(
+            iter_run_events(store, trace_id, cut=cut, types=types, skip_types=skip_types, drop_fields=drop_fields)
+        )
 
 
 def iter_run_events(
@@ -93,34 +94,11 @@ def iter_run_events(
     drop_fields: Collection[str] = (),
 ) -> Iterator[dict[str, Any]]:
     """`run_events`, a batch at a time (a run of a million events need not sit in memory twice)."""
-    for _, event in iter_run_rows(
-        store, trace_id, cut=cut, types=types, skip_types=skip_types, drop_fields=drop_fields
-    ):
-        yield event
-
-
-def iter_run_rows(
-    store: Store,
-    trace_id: str,
-    *,
-    cut: Cut | None = None,
-    types: Collection[str] | None = None,
-    skip_types: Collection[str] | None = None,
-    drop_fields: Collection[str] = (),
-    by_id: bool = False,
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """`iter_run_events` with each event's id: `(event_id, event)`.
-
-    `by_id`: in id order, read a range of ids at a time, so that no statement sorts the whole run
-    (for a run whose events are stored in time order, the same order).
-    """
-    chunks = iter_run_bodies(
-        store, trace_id, cut=cut, types=types, skip_types=skip_types, drop_fields=drop_fields, by_id=by_id
-    )
+    chunks = iter_run_bodies(store, trace_id, cut=cut, types=types, skip_types=skip_types, drop_fields=drop_fields)
     for chunk in chunks:
         with collector_paused():
-            parsed = [(event_id, orjson.loads(body)) for event_id, body in chunk]
-        yield from parsed
+            events = [orjson.loads(body) for _, body in chunk]
+        yield from events
 
 
 def iter_run_bodies(
@@ -133,8 +111,13 @@ def iter_run_bodies(
     drop_fields: Collection[str] = (),
     by_id: bool = False,
 ) -> Generator[list[tuple[int, str]], None, None]:
-    """`iter_run_rows` unparsed, as read: lists of `(event_id, JSON text)` of up to `BATCH` events,
-    for a reader that parses them elsewhere (the rewind index's walk, in a process of its own)."""
+    """`iter_run_events` unparsed, as read, with each event's id: lists of `(event_id, JSON text)` of
+    up to `BATCH` events, for a reader that parses them elsewhere (the rewind index's walk, in a
+    process of its own).
+
+    `by_id`: in id order, read a range of ids at a time, so that no statement sorts the whole run
+    (for a run whose events are stored in time order, the same order).
+    """
     where: list[str] = ["trace_id = $trace"]
     kinds: list[str] = []
     params: dict[str, object] = {"trace": trace_id}
