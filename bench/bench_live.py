@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx2 as httpx
 
 from devtool.core.http_sink import HttpSink
+from devtool.store import store_files
 from testkit import served
 from testkit.served import Served
 from testkit.sse import SseStream
@@ -196,7 +197,7 @@ def serving(workdir: Path, name: str) -> Iterator[Served]:
     it), stopped on the way out."""
     workdir.mkdir(parents=True, exist_ok=True)
     db = workdir / f"{name}.duckdb"
-    for stale in (db, Path(f"{db}.wal")):
+    for stale in store_files(db):
         stale.unlink(missing_ok=True)
     env = {**os.environ, "XDG_DATA_HOME": str(workdir / "data")}
     with served.serving(db, log=workdir / f"{name}.log", env=env) as server:

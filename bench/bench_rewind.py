@@ -68,7 +68,7 @@ def middle_spans(db: Path, trace_id: str, count: int) -> list[str]:
                 FROM spans WHERE trace_id = ? AND kind = 'agent' AND agent_id = 'worker' AND end_ts IS NOT NULL
             )
             SELECT span_id FROM workers
-            WHERE span_id NOT IN (SELECT span_id FROM snapshots WHERE span_id IS NOT NULL)
+            WHERE span_id NOT IN (SELECT span_id FROM rewind.snapshots WHERE span_id IS NOT NULL)
             ORDER BY abs(n - total / 2), n LIMIT ?
             """,
             [trace_id, count],

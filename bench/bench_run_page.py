@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.gen_trace import GeneratedTrace, generate
 from bench.server import get, serve
+from devtool.store import store_files
 
 BUDGET_MS = 300
 ELEMENT_BUDGET = 5000
@@ -89,7 +90,7 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     trace = trace_in(workdir, args.events)
     db = workdir / "run-page.duckdb"
-    for stale in (db, Path(f"{db}.wal")):
+    for stale in store_files(db):
         stale.unlink(missing_ok=True)
     process, url, started = serve(db, [trace.path])
     run = f"{url}runs/{trace.trace_id}"

@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.gen_trace import GeneratedTrace, generate
 from bench.server import get, serve
+from devtool.store import store_files
 
 PROCESS = "bench-process"
 TYPES = [
@@ -94,7 +95,7 @@ def main() -> None:
         write_journal(journal_path, trace, args.entries)
 
     db = workdir / "bench.duckdb"
-    for stale in (db, Path(f"{db}.wal")):
+    for stale in store_files(db):
         stale.unlink(missing_ok=True)
     process, url, started = serve(db, [trace_path, journal_path])
     middle = f"e{args.entries // 2:07d}"

@@ -45,6 +45,8 @@ from bench.bench_rewind import Server
 from bench.bench_store import BASELINE, fresh, machine, timed_process
 from bench.gen_trace import generate
 from bench.server import get, serve
+from devtool.store import store_files
+from devtool.store.rewind_file import rewind_path
 
 # `devtool load` without the search index: the benchmark's measure of what the index costs. A trace
 # loader indexes the words of what it stored (`index_source`); main before issue 21's load read the
@@ -117,6 +119,8 @@ def serving_phase(db: Path, trace_id: str) -> dict[str, Any]:
     fresh(copy)
     _drop_temp(copy)
     shutil.copy(db, copy)
+    if rewind_path(db).exists():  # a store is both its files
+        shutil.copy(rewind_path(db), rewind_path(copy))
     out = subprocess.run(
         [sys.executable, str(Path(__file__).with_name("index_probe.py")), str(copy), trace_id],
         capture_output=True,
@@ -208,7 +212,7 @@ def _lower(headers: Any) -> dict[str, str]:
 
 
 def _drop_temp(db: Path) -> None:
-    for leftover in (Path(f"{db}.wal"), Path(f"{db}.tmp")):
+    for leftover in (*store_files(db)[1:], Path(f"{db}.tmp")):
         if leftover.is_dir():
             shutil.rmtree(leftover)
         else:

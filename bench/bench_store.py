@@ -32,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.gen_trace import generate
+from devtool.store import store_files
 
 BASELINE = """
 import sys, duckdb
@@ -58,7 +59,7 @@ def timed_process(argv: list[str]) -> tuple[float, int, float]:
 
 
 def fresh(path: Path) -> Path:
-    for candidate in (path, Path(f"{path}.wal")):
+    for candidate in store_files(path):
         candidate.unlink(missing_ok=True)
     return path
 

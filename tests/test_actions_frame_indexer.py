@@ -103,7 +103,7 @@ def test_before_the_index_is_ready_a_rewind_makes_the_same_snapshot(store: Store
         indexed = client.post(f"/runs/{trace.trace_id}/rewind", data={"span_id": span, "anchor": "after"})
     assert walked.status_code == indexed.status_code == 303
     assert walked.headers["location"] == indexed.headers["location"]
-    assert store.query("SELECT count(*) FROM snapshots") == [(1,)]
+    assert store.query("SELECT count(*) FROM rewind.snapshots") == [(1,)]
 
 
 def _frames(frame: dict[str, object]) -> int:

@@ -136,14 +136,14 @@ def test_a_rewind_stored_from_the_index_reads_back_whole(store: Store, tmp_path:
     )[0][0]
     tree = restore_from_index(store, trace.trace_id, span, "after")
     assert tree is not None
-    nodes = store.query("SELECT count(*) FROM snapshot_nodes")[0][0]
+    nodes = store.query("SELECT count(*) FROM rewind.snapshot_nodes")[0][0]
     stored_id = save_tree(store, tree.top, tree.nodes)
     expected = restore_snapshot(_events(trace.path), span_id=span, anchor="after")
     assert stored_id == snapshot_id(expected)
     stored = get_snapshot(store, stored_id)
     assert stored.snapshot == expected
     # Only the open frames were new: the sealed ones are the index's nodes, shared.
-    added = store.query("SELECT count(*) FROM snapshot_nodes")[0][0] - nodes
+    added = store.query("SELECT count(*) FROM rewind.snapshot_nodes")[0][0] - nodes
     assert 0 < added <= len(tree.nodes) < snapshot_counts(store, stored).frames / 4
 
 

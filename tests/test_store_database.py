@@ -130,12 +130,12 @@ def test_a_file_another_process_holds_says_which(tmp_path: Path) -> None:
 def test_a_transaction_that_raises_writes_nothing(store: Store) -> None:
     def write_then_fail() -> None:
         with store.transaction() as conn:
-            conn.execute("INSERT INTO snapshots (snapshot_id, body) VALUES ('x', '{}')")
+            conn.execute("INSERT INTO rewind.snapshots (snapshot_id, body) VALUES ('x', '{}')")
             raise RuntimeError("stop")
 
     with pytest.raises(RuntimeError):
         write_then_fail()
-    assert store.query("SELECT count(*) FROM snapshots") == [(0,)]
+    assert store.query("SELECT count(*) FROM rewind.snapshots") == [(0,)]
 
 
 def test_duckdb_is_held_to_a_memory_limit_and_told_where_to_spill(tmp_path: Path) -> None:
@@ -157,17 +157,23 @@ def test_duckdb_gives_freed_memory_back_from_a_thread_of_its_own(store: Store) -
     assert store.query("SELECT current_setting('allocator_background_threads')") == [(True,)]
 
 
-def test_a_checkpoint_writes_what_is_committed_into_the_file_and_empties_the_wal(store: Store) -> None:
+@pytest.mark.parametrize("rewind", [False, True], ids=["main file", "rewind file"])
+def test_a_checkpoint_writes_what_is_committed_into_its_file_and_empties_that_wal(store: Store, rewind: bool) -> None:
+    table = "rewind.rewind_runs" if rewind else "runs_copy"
     with store.transaction(derives=False) as conn:
-        conn.execute("INSERT INTO rewind_runs SELECT 't' || range, 1, 1, true, NULL, 1, 1, 0.1, now() FROM range(2000)")
-    assert store.wal_bytes() > 0
-    store.checkpoint()
-    assert store.wal_bytes() == 0
-    assert store.query("SELECT count(*) FROM rewind_runs") == [(2000,)]
+        if not rewind:
+            conn.execute("CREATE TABLE runs_copy AS SELECT * FROM rewind.rewind_runs LIMIT 0")
+        conn.execute(f"INSERT INTO {table} SELECT 't' || range, 1, 1, true, NULL, 1, 1, 0.1, now() FROM range(2000)")
+    other = store.wal_bytes(rewind=not rewind)
+    assert store.wal_bytes(rewind=rewind) > 0
+    store.checkpoint(rewind=rewind)
+    assert store.wal_bytes(rewind=rewind) == 0
+    assert store.wal_bytes(rewind=not rewind) == other  # the other file's WAL is its own
+    assert store.query(f"SELECT count(*) FROM {table}") == [(2000,)]
     with store.beside() as conn:  # a transaction with writes in flight: no checkpoint, and no error
-        conn.execute("INSERT INTO rewind_runs VALUES ('u', 1, 1, true, NULL, 1, 1, 0.1, now())")
-        store.checkpoint()
-    assert store.query("SELECT count(*) FROM rewind_runs") == [(2001,)]
+        conn.execute(f"INSERT INTO {table} VALUES ('u', 1, 1, true, NULL, 1, 1, 0.1, now())")
+        store.checkpoint(rewind=rewind)
+    assert store.query(f"SELECT count(*) FROM {table}") == [(2001,)]
 
 
 def test_migration_6_gives_stored_events_their_identity(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -196,7 +202,7 @@ def test_migration_8_keeps_stored_snapshots_and_drops_indexes_made_before(
     monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:7])
     old = Store(path)
     saved = save_snapshot(old, document)
-    with old.transaction() as conn:  # an index as version 7 wrote it: its rows have no usage
+    with old.transaction() as conn:  # an index as version 7 wrote it, in the main file: its rows have no usage
         conn.execute("INSERT INTO rewind_runs VALUES (?, 1, 7, true, NULL, 7, 4, 0.1, now())", [run.trace_id])
         conn.execute(
             "INSERT INTO rewind_frames VALUES (?, 1, 0, -1, 0, 'root', 0, 7, '', 'completed', NULL, [])", [run.trace_id]
@@ -210,7 +216,7 @@ def test_migration_8_keeps_stored_snapshots_and_drops_indexes_made_before(
         assert get_snapshot(store, saved).snapshot == document
         store.query("CHECKPOINT")
         compression = store.query(
-            "SELECT DISTINCT compression FROM pragma_storage_info('snapshot_nodes') "
+            "SELECT DISTINCT compression FROM pragma_storage_info('rewind.snapshot_nodes') "
             "WHERE column_name = 'body' AND segment_type = 'JSON'"
         )
         assert compression == [("Uncompressed",)]

@@ -40,7 +40,7 @@ def test_the_id_is_the_hash_of_the_content_tree_and_saving_twice_keeps_one(store
     again = save_snapshot(store, copy.deepcopy(snapshot))
     assert first == again == tree_id(snapshot)
     assert len(first) == 64
-    assert store.query("SELECT count(*) FROM snapshots") == [(1,)]
+    assert store.query("SELECT count(*) FROM rewind.snapshots") == [(1,)]
     stored = get_snapshot(store, first)
     assert stored.snapshot == snapshot
     assert (stored.info.trace_id, stored.info.source, stored.info.parent_id) == (
@@ -105,7 +105,7 @@ def test_what_cannot_be_saved(store: Store) -> None:
         deep["root"] = {**deep["root"], "callId": f"c{depth}", "children": {deep["root"]["callId"]: deep["root"]}}
     with pytest.raises(StoreError, match="not an AgentSnapshot: its frames are nested too deep to be stored"):
         save_snapshot(store, deep)
-    assert store.query("SELECT count(*) FROM snapshots") == [(0,)]
+    assert store.query("SELECT count(*) FROM rewind.snapshots") == [(0,)]
 
 
 def test_a_page_of_frames_reads_the_tree_in_depth_first_order(store: Store) -> None:
@@ -132,14 +132,14 @@ def test_a_snapshot_stored_whole_before_trees_is_read_as_one(store: Store) -> No
     legacy_id = hashlib.sha256(canonical_json(snapshot)).hexdigest()
     with store.transaction() as conn:
         conn.execute(
-            "INSERT INTO snapshots (snapshot_id, trace_id, source, body) VALUES (?, ?, 'restore', ?)",
+            "INSERT INTO rewind.snapshots (snapshot_id, trace_id, source, body) VALUES (?, ?, 'restore', ?)",
             [legacy_id, snapshot["provenance"]["traceId"], json.dumps(snapshot)],
         )
     stored = get_snapshot(store, legacy_id)
     assert stored.info.snapshot_id == legacy_id
     assert stored.snapshot == snapshot
     assert snapshot_counts(store, stored).frames == len(frame_page(store, stored, offset=0, limit=1000))
-    assert store.query("SELECT root_id IS NOT NULL FROM snapshots") == [(True,)]
+    assert store.query("SELECT root_id IS NOT NULL FROM rewind.snapshots") == [(True,)]
     assert get_snapshot(store, legacy_id).snapshot == snapshot
 
 
@@ -161,7 +161,7 @@ def test_a_frame_of_thousands_of_children_is_stored_in_chunks_and_paged_through_
     stored = get_snapshot(store, save_snapshot(store, snapshot))
     assert stored.info.snapshot_id == tree_id(snapshot)
     assert stored.snapshot == snapshot
-    assert store.query("SELECT count(*) FROM snapshot_nodes WHERE body->>'chunk' IS NOT NULL")[0][0] > FANOUT
+    assert store.query("SELECT count(*) FROM rewind.snapshot_nodes WHERE body->>'chunk' IS NOT NULL")[0][0] > FANOUT
     frames = depth_first(snapshot)
     assert snapshot_counts(store, stored).frames == len(frames)
     for offset in (0, 1, 5, 100, 101, 102, FANOUT * 40 + 3, len(frames) - 2):

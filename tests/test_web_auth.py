@@ -115,7 +115,7 @@ def test_a_same_origin_post_needs_the_page_token(open_client: TestClient, store:
     assert "did not carry the DevTool's page token" in refusal(refused)
     wrong = open_client.post(f"/runs/{trace_id}/rewind", data={**form, "_csrf": "guess"}, headers=SAME_ORIGIN)
     assert wrong.status_code == 403
-    assert store.query("SELECT count(*) FROM snapshots") == [(0,)]
+    assert store.query("SELECT count(*) FROM rewind.snapshots") == [(0,)]
     # As a form field the token is read from the body, and the app still gets the whole form.
     by_field = open_client.post(
         f"/runs/{trace_id}/rewind", data={**form, "_csrf": csrf_of(open_client)}, headers=SAME_ORIGIN

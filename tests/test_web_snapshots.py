@@ -55,7 +55,7 @@ def test_the_same_cut_gives_the_same_snapshot_id(client: TestClient, store: Stor
     tools = span_of(store, trace_id, "lookup", "tools:execute")
     first = rewind(client, trace_id, tools, "before")
     assert rewind(client, trace_id, tools, "before") == first
-    assert store.query("SELECT count(*) FROM snapshots") == [(1,)]
+    assert store.query("SELECT count(*) FROM rewind.snapshots") == [(1,)]
     after = rewind(client, trace_id, tools, "after")
     assert after != first
     stored = get_snapshot(store, first)
@@ -99,7 +99,7 @@ def test_what_a_rewind_refuses(
     response = client.post(f"/runs/{trace_id}/rewind", data=form)
     assert response.status_code == status
     assert message in response.text
-    assert store.query("SELECT count(*) FROM snapshots") == [(0,)]
+    assert store.query("SELECT count(*) FROM rewind.snapshots") == [(0,)]
     assert client.post("/runs/nope/rewind", data={"span_id": "x", "anchor": "after"}).status_code == 404
 
 

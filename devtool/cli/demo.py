@@ -20,6 +20,7 @@ from typing import Any
 from devtool.cli.errors import CliError
 from devtool.cli.options import data_home, open_store
 from devtool.cli.serve import DEFAULT_PORT
+from devtool.store import store_files
 
 
 def default_demo_db() -> Path:
@@ -93,7 +94,7 @@ def _forget(db: Path, folder: Path) -> None:
         # A server still using it would go on writing into a file that is no longer there.
         open_store(argparse.Namespace(db=db)).close()
     try:
-        for path in (db, db.with_name(db.name + ".wal")):
+        for path in store_files(db):
             path.unlink(missing_ok=True)
         if folder.exists():
             shutil.rmtree(folder)

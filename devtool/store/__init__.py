@@ -1,6 +1,8 @@
-"""The DevTool's store: one DuckDB file holding traces, process journals and snapshots.
+"""The DevTool's store: a DuckDB file holding traces and process journals, and beside it a second,
+`<file>.rewind`, holding snapshots and the frame indexes of big runs (`rewind_file.py`).
 
-- `Store(path)`: the file, one writer (`writer()`, `transaction()`) and a cursor per reader.
+- `Store(path)`: the files, one writer (`writer()`, `transaction()`) and a cursor per reader;
+  `store_files(path)`, every file a store is (copy them together).
 - Loading: every TraceEvent comes in through one gate (`event_gate.py`, which says what a valid one
   is); `load_file(store, path, bad_lines=..., progress=...)` (one file, all or nothing, once per
   content); `store_events(store, checked, stream=...)` (a live batch the gate checked, one
@@ -9,7 +11,8 @@
   nodes, `snapshots.py`); the frame indexes of big runs, `frame_index_tables.py`.
 - Reading: the named queries of `devtool.store.queries`, each returning frozen dataclasses.
 
-The tables and what each holds are described in `schema.py`; how spans are derived, in `derive.py`.
+The tables and what each holds are described in `schema.py` and `schema_rewind.py`; how spans are
+derived, in `derive.py`.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from devtool.store.errors import (
 )
 from devtool.store.live_append import OTLP_STREAM, append_events, store_events
 from devtool.store.load import BadLines, LoadResult, load_file
+from devtool.store.rewind_file import store_files
 from devtool.store.snapshots import (
     SnapshotInfo,
     StoredSnapshot,
@@ -58,4 +62,5 @@ __all__ = [
     "save_snapshot",
     "snapshot_id",
     "store_events",
+    "store_files",
 ]

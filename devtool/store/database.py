@@ -12,11 +12,14 @@ everywhere, so the two never wait on each other in a circle. A writer of many ro
 transaction writes (the rewind index's batches) writes them in a transaction `beside` the writer,
 which takes the write lock for its COMMIT only: live appends wait for a commit, not for the inserts.
 
+A store is two DuckDB files on one connection: `<file>`, and `<file>.rewind` attached as `rewind`
+with the snapshots and the rewind indexes (`rewind_file.py` says why, and how the two are kept a pair).
+
 Committed writes stay in memory (and in the WAL, `<file>.wal`) until a checkpoint writes them into the
 file, which DuckDB makes itself once the WAL reaches 16 MiB, inside whichever commit crosses that:
 often a live append's, which then waits for it. A writer of many rows (the rewind index) checkpoints
-itself when its commits have grown the WAL (`wal_bytes`, `checkpoint`), so what waits in memory stays
-small and an append rarely pays for a checkpoint.
+its file itself when its commits have grown that file's WAL (`wal_bytes`, `checkpoint`), so what waits
+in memory stays small and a commit rarely pays for a checkpoint.
 
 DuckDB may use `memory_limit` of memory (1 GiB by default; it spills what does not fit to a folder
 beside the file, `<file>.tmp`): its own default, most of the machine's memory, would let a load of
@@ -40,11 +43,12 @@ from typing import Any
 
 import duckdb
 
-from devtool.store import derive, search
+from devtool.store import derive, rewind_file, search
 from devtool.store.backlog import PENDING, Backlog
 from devtool.store.errors import StoreError, StoreLockedError
 from devtool.store.id_lists import PER_STATEMENT
-from devtool.store.schema import MIGRATIONS
+from devtool.store.rewind_file import rewind_path, wal_path
+from devtool.store.schema import MIGRATIONS, REWIND_FILE_AT
 
 _LOCK_HOLDER = re.compile(r"\(PID (\d+)\)")
 
@@ -82,7 +86,11 @@ class Store:
         self.backlog = Backlog()
         # Query progress feeds the load command's progress bar; DuckDB's own printing stays off.
         self._conn.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false")
-        self._migrate()
+        try:
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
         with self.writer() as conn:
             self.backlog.add(conn.execute(PENDING).fetchall())
         self.derive_backlog()
@@ -97,11 +105,11 @@ class Store:
                     f"database {self.path} has schema version {current}, newer than this devtool "
                     f"({len(MIGRATIONS)}): upgrade devtool"
                 )
-            for version in range(current + 1, len(MIGRATIONS) + 1):
-                conn.execute("BEGIN")
-                conn.execute(MIGRATIONS[version - 1])
-                conn.execute("INSERT INTO schema_version VALUES (?)", [version])
-                conn.execute("COMMIT")
+            rewind_file.check_present(self.path, main_version=current)
+            # The main file's tables up to the rewind file, which copies some of them, then the rest.
+            _apply(conn, range(current + 1, min(REWIND_FILE_AT, len(MIGRATIONS) + 1)))
+            rewind_file.attach(conn, self.path, main_version=current)
+            _apply(conn, range(max(current + 1, REWIND_FILE_AT), len(MIGRATIONS) + 1))
 
     @property
     def schema_version(self) -> int:
@@ -153,16 +161,18 @@ class Store:
                     conn.execute("ROLLBACK")
                 raise
 
-    def checkpoint(self) -> None:
-        """Write what is committed into the file and empty the WAL; nothing while another transaction
-        has writes in flight (DuckDB refuses it then; its own checkpoint at 16 MiB of WAL remains)."""
+    def checkpoint(self, *, rewind: bool = False) -> None:
+        """Write what is committed into the main file (the rewind file: `rewind`) and empty its WAL;
+        nothing while another transaction has writes in flight to it (DuckDB refuses it then; its own
+        checkpoint at 16 MiB of WAL remains)."""
         with closing(self._conn.cursor()) as conn, contextlib.suppress(duckdb.TransactionException):
-            conn.execute("CHECKPOINT")
+            conn.execute(f"CHECKPOINT {rewind_file.ALIAS}" if rewind else "CHECKPOINT")
 
-    def wal_bytes(self) -> int:
-        """The size of the WAL: what is committed and not yet checkpointed into the file."""
+    def wal_bytes(self, *, rewind: bool = False) -> int:
+        """The size of the main file's WAL (the rewind file's: `rewind`): what is committed to it and
+        not yet checkpointed."""
         try:
-            return Path(f"{self.path}.wal").stat().st_size
+            return wal_path(rewind_path(self.path) if rewind else self.path).stat().st_size
         except FileNotFoundError:
             return 0
 
@@ -209,6 +219,15 @@ class Store:
         """Close the file, after the derive or write in flight (what is left pending, opening derives)."""
         with self._beside_lock, self._derive_lock, self._write_lock:
             self._conn.close()
+
+
+def _apply(conn: duckdb.DuckDBPyConnection, versions: range) -> None:
+    """Take the main file through migrations `versions`, each in a transaction with its version."""
+    for version in versions:
+        conn.execute("BEGIN")
+        conn.execute(MIGRATIONS[version - 1])
+        conn.execute("INSERT INTO schema_version VALUES (?)", [version])
+        conn.execute("COMMIT")
 
 
 def _first_line(exc: BaseException) -> str:

@@ -13,8 +13,9 @@ Writing holds the write lock for short stretches only: each batch the index walk
 written in a transaction of its own beside the writer (`Store.beside`), which holds the write lock for
 its commit alone, under a build number (`new_build`) that no reader looks at until one last short
 transaction names it in `rewind_runs` (`finish_index`); the rows of the build it replaces are deleted
-afterwards. Live appends to other runs wait at most a batch's commit, or a
-checkpoint of a few batches, which the writer makes itself (`CHECKPOINT_WAL`).
+afterwards. Live appends to other runs wait at most a batch's commit: the index's tables are in the
+store's rewind file (`rewind_file.py`), whose checkpoints, which the writer makes itself every few
+batches (`CHECKPOINT_WAL`), do not hold up commits to the events' file.
 
 What a cut needs (`read_cut`) is read in one read transaction, all in DuckDB: the cut event, the
 frames the cut leaves open (made before it, changed after it; few), how many children each has at
@@ -63,7 +64,7 @@ def index_state(store: Store, trace_id: str) -> IndexState | None:
     rows = store.query(
         f"""
         SELECT indexed, last_event_id = ({_LAST_EVENT}), reason, events, frames, seconds
-        FROM rewind_runs WHERE trace_id = $trace
+        FROM rewind.rewind_runs WHERE trace_id = $trace
         """,
         {"trace": trace_id},
     )
@@ -73,7 +74,7 @@ def index_state(store: Store, trace_id: str) -> IndexState | None:
 def runs_to_index(store: Store, *, min_events: int) -> dict[str, int]:
     """Runs of at least `min_events` events whose index is missing or older than the run: their
     last event id, by trace id (biggest runs first)."""
-    return stale_runs(store, "rewind_runs", min_events=min_events)
+    return stale_runs(store, "rewind.rewind_runs", min_events=min_events)
 
 
 def last_event_of(store: Store, trace_id: str) -> int:
@@ -87,14 +88,13 @@ def last_event_of(store: Store, trace_id: str) -> int:
 def new_build(store: Store) -> int:
     """A number for an index about to be written, which no reader uses until `finish_index` names it."""
     with store.transaction(derives=False) as conn:
-        return int(conn.execute("SELECT nextval('rewind_builds')").fetchall()[0][0])
+        return int(conn.execute("SELECT nextval('rewind.rewind_builds')").fetchall()[0][0])
 
 
 # A batch is written again when a rewind stored one of its nodes between its insert and its commit.
 _TRIES = 3
-# The index checkpoints once its commits have grown the WAL this much, a quarter of DuckDB's own
-# threshold (16 MiB): what it committed waits in memory only until then, and a live append's commit
-# does not cross DuckDB's threshold because of it and pay for the checkpoint.
+# The index checkpoints the rewind file once its commits have grown that file's WAL this much, a
+# quarter of DuckDB's own threshold (16 MiB): what it committed waits in memory only until then.
 CHECKPOINT_WAL = 4 * 2**20
 
 
@@ -116,15 +116,15 @@ class BatchWriter:
                 if attempt == _TRIES - 1:
                     raise
         self.frames += len(batch.frames)
-        if self.store.wal_bytes() >= CHECKPOINT_WAL:
-            self.store.checkpoint()
+        if self.store.wal_bytes(rewind=True) >= CHECKPOINT_WAL:
+            self.store.checkpoint(rewind=True)
 
     def _write(self, conn: duckdb.DuckDBPyConnection, batch: Batch) -> None:
         frames, chunks = batch.frames, batch.chunks
         write_nodes(conn, batch.nodes, batch.counts)
         self._insert(
             conn,
-            "rewind_frames",
+            "rewind.rewind_frames",
             {
                 "frame": [frame.index for frame in frames],
                 "parent": [frame.parent for frame in frames],
@@ -141,7 +141,7 @@ class BatchWriter:
         )
         self._insert(
             conn,
-            "rewind_chunks",
+            "rewind.rewind_chunks",
             {
                 "frame": [chunk.frame for chunk in chunks],
                 "level": [chunk.level for chunk in chunks],
@@ -168,7 +168,8 @@ def duplicate_call_id(store: Store, trace_id: str, build: int) -> str | None:
     """A callId two frames of one parent share in the build, if any (the second replaces the first in
     a walk of every event, which a rewind from the index cannot know)."""
     rows = store.query(
-        f"SELECT call_id FROM rewind_frames WHERE {_OF_BUILD} GROUP BY parent, call_id HAVING count(*) > 1 LIMIT 1",
+        f"SELECT call_id FROM rewind.rewind_frames WHERE {_OF_BUILD} "
+        "GROUP BY parent, call_id HAVING count(*) > 1 LIMIT 1",
         {"trace": trace_id, "build": build},
     )
     return str(rows[0][0]) if rows else None
@@ -189,9 +190,9 @@ def finish_index(
     run cannot be indexed and why, so it is not tried again until it grows), and delete the rows of
     every other build. `began` is the `time.perf_counter()` at which building it started."""
     with store.transaction(derives=False) as conn:
-        conn.execute("DELETE FROM rewind_runs WHERE trace_id = ?", [trace_id])
+        conn.execute("DELETE FROM rewind.rewind_runs WHERE trace_id = ?", [trace_id])
         conn.execute(
-            "INSERT INTO rewind_runs (trace_id, build, last_event_id, indexed, reason, events, frames, seconds) "
+            "INSERT INTO rewind.rewind_runs (trace_id, build, last_event_id, indexed, reason, events, frames, seconds) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 trace_id,
@@ -205,7 +206,7 @@ def finish_index(
             ],
         )
     keep = build if reason is None else None
-    for table in ("rewind_frames", "rewind_chunks"):  # its nodes stay: snapshots share them
+    for table in ("rewind.rewind_frames", "rewind.rewind_chunks"):  # its nodes stay: snapshots share them
         with store.transaction(derives=False) as conn:
             conn.execute(f"DELETE FROM {table} WHERE trace_id = ? AND build IS DISTINCT FROM ?", [trace_id, keep])
     state = index_state(store, trace_id)
@@ -232,7 +233,7 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
         # One read transaction: an index rebuilt meanwhile is seen whole or not at all.
         cursor.execute("BEGIN TRANSACTION")
         indexed = cursor.execute(
-            "SELECT build, last_event_id FROM rewind_runs WHERE trace_id = ? AND indexed", [trace_id]
+            "SELECT build, last_event_id FROM rewind.rewind_runs WHERE trace_id = ? AND indexed", [trace_id]
         ).fetchall()
         if not indexed or _grown(cursor, trace_id, indexed[0][1]):
             return None
@@ -338,13 +339,13 @@ _OF_BUILD = "trace_id = $trace AND build = $build"
 
 _OPEN_FRAMES = """
     WITH RECURSIVE cut_frames(frame) AS (
-        SELECT frame FROM rewind_frames WHERE trace_id = $trace AND build = $build AND {changed_by_cut}
+        SELECT frame FROM rewind.rewind_frames WHERE trace_id = $trace AND build = $build AND {changed_by_cut}
         UNION
-        SELECT f.parent FROM rewind_frames f JOIN cut_frames c ON f.frame = c.frame
+        SELECT f.parent FROM rewind.rewind_frames f JOIN cut_frames c ON f.frame = c.frame
         WHERE f.trace_id = $trace AND f.build = $build AND f.parent >= 0
     )
     SELECT frame, parent, position, call_id, created, last, list_filter(events, lambda e: e < $cut)
-    FROM rewind_frames
+    FROM rewind.rewind_frames
     WHERE trace_id = $trace AND build = $build AND {made}
       AND (NOT {sealed} OR frame = 0 OR frame IN (SELECT frame FROM cut_frames))
     ORDER BY frame
@@ -352,7 +353,7 @@ _OPEN_FRAMES = """
 
 # How many children each open frame has at the cut.
 _CHILDREN = """
-    SELECT parent, count(*) AS n FROM rewind_frames
+    SELECT parent, count(*) AS n FROM rewind.rewind_frames
     WHERE trace_id = $trace AND build = $build AND parent IN (SELECT unnest($open)) AND {made}
     GROUP BY parent
 """
@@ -363,7 +364,7 @@ _USABLE = f"""
     counts AS ({_CHILDREN}),
     usable AS (
         SELECT c.frame, c.level, c.position, c.node_id, c.aggregate
-        FROM rewind_chunks c JOIN counts k ON k.parent = c.frame
+        FROM rewind.rewind_chunks c JOIN counts k ON k.parent = c.frame
         WHERE c.trace_id = $trace AND c.build = $build AND NOT c.running AND c.{{sealed}}
           AND (c.position + 1) * CAST(pow($fanout, c.level + 1) AS BIGINT) < k.n
     ),
@@ -386,7 +387,7 @@ _REUSED = f"""
 # finds (a chunk's worth or so per open frame), so the statement does not grow with the frames that
 # ended. One range a statement branch: the `i`th, of parameters `parent<i>`, `low<i>`, `high<i>`.
 _SEALED = """
-    SELECT parent, position, call_id, node_id, status, error, aggregate FROM rewind_frames
+    SELECT parent, position, call_id, node_id, status, error, aggregate FROM rewind.rewind_frames
     WHERE trace_id = $trace AND build = $build AND {made} AND {sealed} AND frame NOT IN (SELECT unnest($open))
       AND parent = $parent{{i}} AND position >= $low{{i}} AND position < $high{{i}}
 """

@@ -15,7 +15,7 @@ from devtool.store.database import Store
 from devtool.store.errors import StoreError
 
 
-def stale_runs(store: Store, table: Literal["rewind_runs", "keyed_runs"], *, min_events: int) -> dict[str, int]:
+def stale_runs(store: Store, table: Literal["rewind.rewind_runs", "keyed_runs"], *, min_events: int) -> dict[str, int]:
     """Runs of at least `min_events` events whose row in `table` is missing or older than the run:
     their last event id, by trace id (biggest runs first)."""
     try:

@@ -14,21 +14,9 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - `runs`: one summary row per trace, kept up to date by every load and append; since migration 7
   with its prompt and tool calls counted, the source of its first event and its deepest span.
 - `journal_entries`: process-journal entries, with `ts_ms` parsed from their ISO 8601 `timestamp`.
-- `snapshots`: AgentSnapshots under a stable content id, with the id they were forked from and who
-  first stored them (migration 2). Since migration 3 a snapshot is a tree of frame nodes
-  (`devtool.core.snapshot_tree`): `body` is its top (the document with `root` as the root's node id,
-  `root_id`), its id the top's SHA-256; a row stored before (`root_id` NULL) holds the whole document
-  under the SHA-256 of its canonical JSON, and becomes a tree when it is first read.
-- `snapshot_nodes` (migration 3): one row per frame node, shared by every snapshot that has the frame,
-  with the counts of its subtree (frames, prompt and tool entries, tombstones) for the snapshot page.
-- `rewind_runs`, `rewind_frames` (migration 3): the frame index of a big run
-  (`devtool.core.frame_index`): per frame, when it was made and last changed, its events and its
-  sealed node. `last_event_id` is the run's last event when it was indexed: a run that has grown
-  since is rewound from its events until it is indexed again. Since migration 7 an index is written
-  a batch at a time under a `build` number and used once `rewind_runs` names that build, each frame
-  has its `position` among its parent's children, and `rewind_chunks` holds the chunks of a wide
-  frame's children (`devtool.core.snapshot_tree.child_refs`); indexes made before are dropped (the
-  server makes them again).
+- `snapshots`, `snapshot_nodes` (migrations 2, 3 and 8) and the frame indexes of big runs,
+  `rewind_runs`, `rewind_frames` (migration 3) and `rewind_chunks` (migration 7), were kept here until
+  migration 11 moved them into the store's rewind file, where `schema_rewind.py` says what they hold.
 - Since migration 4, `events.cost_micro_usd` is a `model:call:end`'s `costs.micro_usd` (NULL when its
   price is unknown), and a run's `cost_micro_usd` sums its priced calls (NULL when none is priced)
   and `unpriced_calls` counts its successful calls without a price: its total is unknown, not $0.
@@ -43,14 +31,8 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   span search reads, and its spans grouped in tiles of time for the timeline seen wide
   (`span_keys.py`). Migration 7 also gives runs their `prompts`, `tools`, `depth` and first
   `source_id`, counted from what was stored.
-- Migration 8 stores `snapshot_nodes.body` uncompressed: a snapshot page reads its frames a hundred
-  at a time by id, and with zstd every such read decompressed the bodies of all the stored nodes
-  (DuckDB decompresses a column a block at a time), so the page grew with the store; uncompressed,
-  the scan filters on `node_id` and fetches only the rows it found. It costs the file about 2.3 KB
-  a stored node (zstd kept them in a few dozen bytes: a run's nodes are much alike; 324 MB against
-  7 MB at three million events). `rewind_frames.aggregate` and `rewind_chunks.aggregate` keep each sealed frame's
-  and chunk's `budgetState.aggregate` beside the index, so that a cut reads them without reading
-  nodes; indexes made before have none and are dropped (the server makes them again).
+- Migration 8 stores `snapshot_nodes.body` uncompressed and gives the frame index each sealed frame's
+  and chunk's `aggregate` (indexes made before are dropped).
 - Migration 9 gives runs the key of the span that names them (`name_key`, `name_span`: see
   `run_summary.py`), so an append updates a run's summary from what it changed; a run stored before
   has none until its next append, which counts it whole once.
@@ -59,11 +41,18 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   names and kinds of its spans, the short pieces of its searched text, and its timeline's tiles four
   times finer (`span_keys.py`, `span_search.py`), made for the runs keyed before from their spans;
   and an index on `frame_keys`' key, through which a page of parents has their children looked up.
+- Migration 11 drops the snapshots and the frame indexes, which the rewind file took (its migration
+  1 copied the snapshots and their nodes first), and keeps the rewind file's id in `rewind_file`: see
+  `rewind_file.py` for why they have a file of their own.
 """
 
 from __future__ import annotations
 
 from devtool.store import schema_words_7
+
+# The first migration that needs the rewind file attached (`rewind_file.attach`, which copies what
+# the main file held until then).
+REWIND_FILE_AT = 11
 
 MIGRATIONS: list[str] = [
     """
@@ -398,5 +387,14 @@ MIGRATIONS: list[str] = [
     WHERE NOT s.instant AND s.kind NOT IN ('promptAgent', 'model:call')
     GROUP BY ALL
     ORDER BY s.trace_id, start_tile;
+    """,
+    """
+    CREATE TABLE rewind_file AS SELECT file_id FROM rewind.rewind_file;
+    DROP TABLE snapshots;
+    DROP TABLE snapshot_nodes;
+    DROP TABLE rewind_runs;
+    DROP TABLE rewind_frames;
+    DROP TABLE rewind_chunks;
+    DROP SEQUENCE rewind_builds;
     """,
 ]

@@ -131,14 +131,14 @@ def save_tree(
     with collector_paused(), store.transaction() as conn:
         if (
             parent_id is not None
-            and not conn.execute("SELECT 1 FROM snapshots WHERE snapshot_id = ?", [parent_id]).fetchall()
+            and not conn.execute("SELECT 1 FROM rewind.snapshots WHERE snapshot_id = ?", [parent_id]).fetchall()
         ):
             raise NotFoundError(f"no snapshot {parent_id!r} to fork from")
-        if not conn.execute("SELECT 1 FROM snapshots WHERE snapshot_id = ?", [new_id]).fetchall():
+        if not conn.execute("SELECT 1 FROM rewind.snapshots WHERE snapshot_id = ?", [new_id]).fetchall():
             write_nodes(conn, nodes)
             conn.execute(
-                "INSERT INTO snapshots (snapshot_id, parent_id, trace_id, span_id, anchor, source, body, created_by, "
-                "root_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                "INSERT INTO rewind.snapshots (snapshot_id, parent_id, trace_id, span_id, anchor, source, body, "
+                "created_by, root_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 [
                     new_id,
                     parent_id,
@@ -167,7 +167,7 @@ def write_nodes(
         batch = rows[start : start + _BATCH]
         conn.execute(
             """
-            INSERT INTO snapshot_nodes
+            INSERT INTO rewind.snapshot_nodes
             SELECT unnest($ids), unnest($bodies)::JSON, unnest($frames), unnest($prompts), unnest($tools),
                    unnest($tombstones)
             ON CONFLICT DO NOTHING
@@ -185,7 +185,7 @@ def write_nodes(
 
 def get_snapshot(store: Store, snapshot_id: str) -> StoredSnapshot:
     """The snapshot stored under `snapshot_id`; `NotFoundError` when there is none."""
-    rows = store.query(f"SELECT {_INFO}, body, root_id FROM snapshots WHERE snapshot_id = ?", [snapshot_id])
+    rows = store.query(f"SELECT {_INFO}, body, root_id FROM rewind.snapshots WHERE snapshot_id = ?", [snapshot_id])
     if not rows:
         raise NotFoundError(f"no snapshot {snapshot_id!r} in the store")
     *info, body, root_id = rows[0]
@@ -200,7 +200,7 @@ def list_snapshots(store: Store, *, trace_id: str | None = None) -> list[Snapsho
     """Stored snapshots (of one run, or all), newest first."""
     where = "WHERE trace_id = ?" if trace_id is not None else ""
     rows = store.query(
-        f"SELECT {_INFO} FROM snapshots {where} ORDER BY created_at DESC, snapshot_id",
+        f"SELECT {_INFO} FROM rewind.snapshots {where} ORDER BY created_at DESC, snapshot_id",
         [trace_id] if trace_id is not None else [],
     )
     return [SnapshotInfo(*row) for row in rows]
@@ -217,7 +217,7 @@ def read_nodes(store: Store, ids: Iterable[str]) -> dict[str, Node]:
             if not batch:
                 continue
             rows = cursor.execute(
-                "SELECT node_id, body FROM snapshot_nodes WHERE node_id = ANY($ids)", {"ids": batch}
+                "SELECT node_id, body FROM rewind.snapshot_nodes WHERE node_id = ANY($ids)", {"ids": batch}
             ).fetchall()
             if len(rows) != len(batch):
                 raise StoreError(f"{len(batch) - len(rows)} frames of a stored snapshot are missing from the store")
@@ -230,7 +230,7 @@ def read_nodes(store: Store, ids: Iterable[str]) -> dict[str, Node]:
 def snapshot_counts(store: Store, stored: StoredSnapshot) -> SnapshotCounts:
     """The snapshot's totals: frames, prompt and tool entries, tombstones."""
     rows = store.query(
-        "SELECT frames, prompts, tools, tombstones FROM snapshot_nodes WHERE node_id = ?", [stored.root_id]
+        "SELECT frames, prompts, tools, tombstones FROM rewind.snapshot_nodes WHERE node_id = ?", [stored.root_id]
     )
     if not rows:
         raise StoreError(f"the root frame of snapshot {stored.info.snapshot_id} is missing from the store")
@@ -347,7 +347,7 @@ def _counts(conn: duckdb.DuckDBPyConnection, nodes: Mapping[str, Node]) -> dict[
     if stored:
         rows = rows_by_key(
             conn,
-            "SELECT node_id, frames, prompts, tools, tombstones FROM snapshot_nodes WHERE node_id IN ({ids})",
+            "SELECT node_id, frames, prompts, tools, tombstones FROM rewind.snapshot_nodes WHERE node_id IN ({ids})",
             stored,
         )
         if len(rows) != len(stored):
@@ -360,7 +360,7 @@ def _counts(conn: duckdb.DuckDBPyConnection, nodes: Mapping[str, Node]) -> dict[
 
 def _sized(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, tuple[str, int]]:
     """The nodes `ids` as (body, unparsed; frames in its subtree)."""
-    rows = rows_by_key(cursor, "SELECT node_id, body, frames FROM snapshot_nodes WHERE node_id IN ({ids})", ids)
+    rows = rows_by_key(cursor, "SELECT node_id, body, frames FROM rewind.snapshot_nodes WHERE node_id IN ({ids})", ids)
     found = {key: (body, frames) for key, body, frames in rows}
     if len(found) != len(set(ids)):
         raise StoreError("frames of a stored snapshot are missing from the store")
@@ -368,7 +368,7 @@ def _sized(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, tuple
 
 
 def _bodies(cursor: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, Node]:
-    rows = rows_by_key(cursor, "SELECT node_id, body FROM snapshot_nodes WHERE node_id IN ({ids})", ids)
+    rows = rows_by_key(cursor, "SELECT node_id, body FROM rewind.snapshot_nodes WHERE node_id IN ({ids})", ids)
     nodes = {key: orjson.loads(body) for key, body in rows}
     if ids[0] not in nodes:
         raise StoreError(f"frame {ids[0]} of a stored snapshot is missing from the store")
@@ -381,7 +381,7 @@ def _as_tree(store: Store, snapshot_id: str, document: dict[str, Any]) -> dict[s
     with store.transaction() as conn:
         write_nodes(conn, nodes)
         conn.execute(
-            "UPDATE snapshots SET body = ?, root_id = ? WHERE snapshot_id = ?",
+            "UPDATE rewind.snapshots SET body = ?, root_id = ? WHERE snapshot_id = ?",
             [orjson.dumps(top).decode(), top["root"], snapshot_id],
         )
     return top
