@@ -23,7 +23,7 @@ from devtool.store import (
 )
 from tests.conftest import CORPUS, Trace
 
-TABLES = ("sources", "events", "spans", "runs", "journal_entries", "snapshots")
+TABLES = ("sources", "events", "spans", "runs", "journal_entries", "rewind.snapshots")
 
 
 def contents(store: Store) -> dict[str, list[tuple[Any, ...]]]:
