@@ -44,6 +44,15 @@ def stored(path: Path) -> tuple[Trace, str, dict[str, Any]]:
     return run, snapshot, document
 
 
+def assert_opens_with(path: Path, snapshot: str, document: dict[str, Any]) -> None:
+    """The store at `path` opens and holds its snapshot as it was saved."""
+    store = Store(path)
+    try:
+        assert get_snapshot(store, snapshot).snapshot == document
+    finally:
+        store.close()
+
+
 def tables(path: Path) -> set[str]:
     with duckdb.connect(str(path), read_only=True) as conn:
         return {name for (name,) in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
@@ -106,11 +115,7 @@ def test_a_store_without_its_rewind_file_is_refused_and_nothing_is_made_in_its_p
         Store(path)
     assert not rewind_path(path).exists()
     aside.rename(rewind_path(path))
-    store = Store(path)
-    try:
-        assert get_snapshot(store, snapshot).snapshot == document
-    finally:
-        store.close()
+    assert_opens_with(path, snapshot, document)
 
 
 def test_another_stores_rewind_file_is_refused(tmp_path: Path) -> None:
@@ -123,11 +128,7 @@ def test_another_stores_rewind_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match=r"is not the rewind file of .*ours\.duckdb \(it belongs to another store"):
         Store(ours)
     shutil.copyfile(kept, rewind_path(ours))
-    store = Store(ours)
-    try:
-        assert get_snapshot(store, snapshot).snapshot == document
-    finally:
-        store.close()
+    assert_opens_with(ours, snapshot, document)
 
 
 def test_a_rewind_file_beside_a_new_database_is_refused_and_left_alone(tmp_path: Path) -> None:
