@@ -64,7 +64,7 @@ def fill(path: str, ids: dict[str, str]) -> str:
 def counts(db: Path) -> dict[str, int]:
     store = Store(db)
     try:
-        tables = ("events", "sources", "snapshots", "journal_entries")
+        tables = ("events", "sources", "rewind.snapshots", "journal_entries")
         return {table: store.query(f"SELECT count(*) FROM {table}")[0][0] for table in tables}
     finally:
         store.close()
