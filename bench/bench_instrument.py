@@ -100,23 +100,10 @@ def measure(
         return [SYSTEM, {"role": "user", "content": f"Describe Lisbon ({next(counter)})."}] if vary else MESSAGES
 
     def whole(client: openai.OpenAI) -> Callable[[], str]:
-        def ask() -> str:
-            completion = client.chat.completions.create(model="gpt-4.1-mini", messages=messages())  # type: ignore[arg-type]
-            return completion.choices[0].message.content or ""
-
-        return ask
+        return asker(client, streamed=False, messages=messages)
 
     def streamed(client: openai.OpenAI) -> Callable[[], str]:
-        def ask() -> str:
-            stream = client.chat.completions.create(
-                model="gpt-4.1-mini",
-                messages=messages(),  # type: ignore[arg-type]
-                stream=True,
-                stream_options={"include_usage": True},
-            )
-            return "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
-
-        return ask
+        return asker(client, streamed=True, messages=messages)
 
     outside = contextvars.Context()  # no run in it
     kinds: dict[str, Callable[[], Any]] = {}
@@ -150,6 +137,26 @@ def measure(
         collections.kind = None
         gc.callbacks.remove(collections)
     return times, collections
+
+
+def asker(
+    client: openai.OpenAI, *, streamed: bool, messages: Callable[[], list[dict[str, str]]] = lambda: MESSAGES
+) -> Callable[[], str]:
+    """One request of a kind through `client`, its answer's text: whole, or streamed and read to the end."""
+
+    def ask() -> str:
+        if not streamed:
+            completion = client.chat.completions.create(model="gpt-4.1-mini", messages=messages())  # type: ignore[arg-type]
+            return completion.choices[0].message.content or ""
+        stream = client.chat.completions.create(
+            model="gpt-4.1-mini",
+            messages=messages(),  # type: ignore[arg-type]
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        return "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+
+    return ask
 
 
 def bare_sdk_client() -> type[openai.OpenAI]:

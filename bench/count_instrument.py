@@ -1,0 +1,180 @@
+"""The SDK instrumentation's overhead per request in instructions, which do not depend on the machine.
+
+    python bench/count_instrument.py [--requests 200] [--kinds "whole bare,whole recorded,..."]
+
+`bench_instrument.py` times the overhead in CPU µs, and on this workplace's machines the same code's
+µs drift by a third within an hour with nothing else running (BENCHMARKS.md, issue 15): a change of
+ten µs cannot be told from the drift. Here each kind of request of `bench_instrument` (whole or
+streamed; bare, unrecorded or recorded, its deferred work settled) runs in a child process under
+valgrind's callgrind, which counts the instructions the process executes, every thread's (the
+drainer's too), the same on every run of the same code and inputs. The child makes its requests over
+the in-memory transport of `bench_instrument --in-memory` (the fake provider's bytes, fetched once),
+warms up, then calls `zlib.crc32` before and after the counted requests: callgrind's
+`--dump-before=zlib_crc32` writes the counts of each stretch to a file of its own, so start-up,
+imports and warm-up are left out. The counts are of user space: the kernel's part (the JSONL sink's
+`write` calls, the threads' hand-overs of the interpreter's lock) is not in them.
+
+Reported per request: each kind's instructions, and its overhead over the bare SDK's in instructions
+and in µs at the rate the bare SDK ran at natively here, just before (its µs over its instructions:
+a conversion, not a measurement; our code's instructions may retire at another rate than the SDK's).
+The target is an overhead of at most 50 µs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from contextlib import nullcontext
+from datetime import date
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import openai
+
+import devtool
+import devtool.instrument
+from bench.bench_instrument import KEY, answers_of, asker, bare_sdk_client
+from devtool.core.frame import CURRENT_FRAME
+from testkit.fake_provider import FakeProviderProcess
+
+KINDS = tuple(f"{form} {how}" for form in ("whole", "streamed") for how in ("bare", "unrecorded", "recorded"))
+WARMUP = 30
+BLOCK = 10  # requests between two settlings of the run's deferred work, as in bench_instrument
+TEXT = ("Lisbon: hills, trams, tiles and tarts. " * 11)[:400]
+
+
+def requests(kind: str, url: str, count: int, folder: Path, marked: bool) -> float:
+    """Make `count` requests of `kind` after a warm-up; the CPU seconds they took, each. With `marked`,
+    `zlib.crc32` is called just before and after them: callgrind's markers."""
+    form, how = kind.split()
+    devtool.instrument.openai()
+    sdk_class = bare_sdk_client() if how == "bare" else openai.OpenAI
+    http = openai.DefaultHttpxClient(transport=answers_of(url))
+    client = sdk_class(base_url=f"{url}/v1", api_key=KEY, max_retries=0, http_client=http)
+    ask = asker(client, streamed=form == "streamed")
+    # Unrecorded: outside any run, what a request of a process that called `install()` pays then.
+    with devtool.record("count", to=folder / f"{form}-{how}.jsonl") if how == "recorded" else nullcontext():
+        settle = CURRENT_FRAME.get().run.emitter.settle if how == "recorded" else (lambda: None)
+        for _ in range(WARMUP):
+            ask()
+        settle()
+        if marked:
+            zlib.crc32(b"start")
+        started = time.process_time()
+        for done in range(1, count + 1):
+            ask()
+            if done % BLOCK == 0:
+                settle()
+        settle()
+        took = time.process_time() - started
+        if marked:
+            zlib.crc32(b"end")
+    client.close()
+    return took / count
+
+
+def counted(kind: str, url: str, count: int, folder: Path) -> int:
+    """The instructions of `count` requests of `kind`, in a child process under callgrind."""
+    dumped = folder / "callgrind"
+    dumped.mkdir(exist_ok=True)
+    out = dumped / kind.replace(" ", "-")
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--dump-before=zlib_crc32",
+        f"--callgrind-out-file={out}",
+        sys.executable,
+        __file__,
+        "--child",
+        kind,
+        "--url",
+        url,
+        "--requests",
+        str(count),
+        "--folder",
+        str(folder),
+    ]
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    child = subprocess.run(command, env=env, capture_output=True, text=True)
+    if child.returncode != 0:
+        raise SystemExit(f"the counted child of {kind} failed ({child.returncode}):\n{child.stderr[-3000:]}")
+    # The dumps in order: up to the first marker (start-up, warm-up), between the two (the requests),
+    # after the second (exit), numbered by callgrind as it wrote them.
+    dumps = sorted(dumped.glob(f"{out.name}.*"), key=lambda path: int(path.suffix[1:]))
+    assert len(dumps) >= 2, f"callgrind wrote {len(dumps)} dumps for {kind}: no markers reached"
+    return _total(dumps[1])
+
+
+def _total(dump: Path) -> int:
+    for line in dump.read_text().splitlines():
+        if line.startswith(("totals:", "summary:")):
+            return int(line.split()[1])
+    raise ValueError(f"{dump}: no totals line")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
+    parser.add_argument("--timed", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        took = requests(args.child, args.url, args.requests, Path(args.folder), marked=not args.timed)
+        print(took)
+        return
+    if shutil.which("valgrind") is None:
+        parser.error("valgrind is not installed (Debian: apt-get install valgrind)")
+    kinds = [kind.strip() for kind in args.kinds.split(",")]
+    unknown = set(kinds) - set(KINDS)
+    if unknown:
+        parser.error(f"unknown kinds {sorted(unknown)}: choose among {', '.join(KINDS)}")
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as name, FakeProviderProcess.start() as process:
+        folder = Path(name)
+        fake = process.namespace()
+        fake.reply({"text": TEXT, "usage": {"input": 30, "output": 100}}, times=None)
+        # The bare SDK's native µs a request, for the conversion: median of five runs in a child each.
+        native = {
+            form: statistics.median(_native(f"{form} bare", process.url, folder) for _ in range(5))
+            for form in ("whole", "streamed")
+            if f"{form} bare" in kinds
+        }
+        instructions = {kind: counted(kind, process.url, args.requests, folder) / args.requests for kind in kinds}
+    print(
+        f"count_instrument · {date.today()} · {platform.machine()}, {os.cpu_count()} cores · "
+        f"{args.requests} requests a kind after {WARMUP}, under callgrind"
+    )
+    print(f"load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}")
+    print(f"{'what':<20} {'instructions':>14} {'over bare':>12} {'≈ µs over bare':>16}")
+    for kind in kinds:
+        form = kind.split()[0]
+        bare = instructions.get(f"{form} bare")
+        over = instructions[kind] - bare if bare is not None else None
+        rate = native[form] * 1e6 / bare if bare is not None else None  # µs an instruction, the bare SDK's
+        shown = f"{over:>12,.0f} {over * rate:>13.1f} µs" if over is not None and rate is not None else ""
+        print(f"{kind:<20} {instructions[kind]:>14,.0f} {shown}")
+    for form, seconds in native.items():
+        print(f"the bare SDK natively, {form}: {seconds * 1e6:.0f} µs a request (median of 5 children)")
+
+
+def _native(kind: str, url: str, folder: Path) -> float:
+    """µs a request of `kind`, natively, in a child as the counted ones run."""
+    command = [sys.executable, __file__, "--child", kind, "--url", url, "--requests", "400", "--folder", str(folder)]
+    output = subprocess.run([*command, "--timed"], check=True, capture_output=True, text=True)
+    return float(output.stdout.strip())
+
+
+if __name__ == "__main__":
+    main()
