@@ -12,7 +12,10 @@ the in-memory transport of `bench_instrument --in-memory` (the fake provider's b
 warms up, then calls `zlib.crc32` before and after the counted requests: callgrind's
 `--dump-before=zlib_crc32` writes the counts of each stretch to a file of its own, so start-up,
 imports and warm-up are left out. The counts are of user space: the kernel's part (the JSONL sink's
-`write` calls, the threads' hand-overs of the interpreter's lock) is not in them.
+`write` calls, the threads' hand-overs of the interpreter's lock) is not in them. What the recording
+does by the clock happens more often under callgrind, which runs the process ~50× slower: a streamed
+answer's progress events (every `PROGRESS_INTERVAL`) and the drainer's settlings (every
+`DRAIN_INTERVAL`), so a recorded streamed request's count is somewhat above its native one.
 
 Reported per request: each kind's instructions, and its overhead over the bare SDK's in instructions
 and in µs at the rate the bare SDK ran at natively here, just before (its µs over its instructions:
