@@ -99,17 +99,11 @@ def measure(
     def messages() -> list[dict[str, str]]:
         return [SYSTEM, {"role": "user", "content": f"Describe Lisbon ({next(counter)})."}] if vary else MESSAGES
 
-    def whole(client: openai.OpenAI) -> Callable[[], str]:
-        return asker(client, streamed=False, messages=messages)
-
-    def streamed(client: openai.OpenAI) -> Callable[[], str]:
-        return asker(client, streamed=True, messages=messages)
-
     outside = contextvars.Context()  # no run in it
     kinds: dict[str, Callable[[], Any]] = {}
-    for form, asking in (("whole", whole), ("streamed", streamed)):
-        ask = asking(client)
-        kinds[f"{form} bare"] = asking(bare_client)
+    for form, streamed in (("whole", False), ("streamed", True)):
+        ask = asker(client, streamed=streamed, messages=messages)
+        kinds[f"{form} bare"] = asker(bare_client, streamed=streamed, messages=messages)
         kinds[f"{form} unrecorded"] = lambda ask=ask: outside.run(ask)
         kinds[f"{form} recorded"] = ask
     times: dict[str, Times] = {kind: {"path": [], "whole": []} for kind in kinds}

@@ -90,22 +90,8 @@ def counted(kind: str, url: str, count: int, folder: Path) -> int:
     dumped = folder / "callgrind"
     dumped.mkdir(exist_ok=True)
     out = dumped / kind.replace(" ", "-")
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--dump-before=zlib_crc32",
-        f"--callgrind-out-file={out}",
-        sys.executable,
-        __file__,
-        "--child",
-        kind,
-        "--url",
-        url,
-        "--requests",
-        str(count),
-        "--folder",
-        str(folder),
-    ]
+    callgrind = ["valgrind", "--tool=callgrind", "--dump-before=zlib_crc32", f"--callgrind-out-file={out}"]
+    command = [*callgrind, *_child(kind, url, count, folder)]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     child = subprocess.run(command, env=env, capture_output=True, text=True)
     if child.returncode != 0:
@@ -164,19 +150,25 @@ def main() -> None:
     for kind in kinds:
         form = kind.split()[0]
         bare = instructions.get(f"{form} bare")
-        over = instructions[kind] - bare if bare is not None else None
-        rate = native[form] * 1e6 / bare if bare is not None else None  # µs an instruction, the bare SDK's
-        shown = f"{over:>12,.0f} {over * rate:>13.1f} µs" if over is not None and rate is not None else ""
+        shown = ""
+        if bare is not None:
+            over = instructions[kind] - bare
+            rate = native[form] * 1e6 / bare  # µs an instruction, the bare SDK's
+            shown = f"{over:>12,.0f} {over * rate:>13.1f} µs"
         print(f"{kind:<20} {instructions[kind]:>14,.0f} {shown}")
     for form, seconds in native.items():
         print(f"the bare SDK natively, {form}: {seconds * 1e6:.0f} µs a request (median of 5 children)")
 
 
 def _native(kind: str, url: str, folder: Path) -> float:
-    """µs a request of `kind`, natively, in a child as the counted ones run."""
-    command = [sys.executable, __file__, "--child", kind, "--url", url, "--requests", "400", "--folder", str(folder)]
-    output = subprocess.run([*command, "--timed"], check=True, capture_output=True, text=True)
-    return float(output.stdout.strip())
+    """The CPU seconds of a request of `kind`, natively, in a child as the counted ones run."""
+    command = [*_child(kind, url, 400, folder), "--timed"]
+    return float(subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip())
+
+
+def _child(kind: str, url: str, count: int, folder: Path) -> list[str]:
+    """The command of a child that makes `count` requests of `kind` (`requests`)."""
+    return [sys.executable, __file__, "--child", kind, "--url", url, "--requests", str(count), "--folder", str(folder)]
 
 
 if __name__ == "__main__":
