@@ -1,13 +1,14 @@
-"""Benchmark of one live append: a batch of 100 events into a run that already has N events.
+"""Benchmark of one live append: a batch of events (100 unless `--size`) into a run that already has N events.
 
-    python bench/bench_append.py [--prior 0,60000,600000] [--batches 60]
+    python bench/bench_append.py [--prior 0,60000,600000] [--batches 60] [--size 100]
 
 What `POST /api/v1/traces` costs the store per batch (`append_events`, events already checked by the
 gate: the SQL, the exactly-once check, the commit), apart from HTTP and fan-out, which
 `bench_live.py` measures whole. For each N: a fresh DuckDB file, N events of one agent's turns
-appended in batches of 5,000 and derived, then `--batches` appends of 100 more; prints the median
+appended in batches of 5,000 and derived, then `--batches` appends of `--size` more; prints the median
 CPU time (process, all threads) and wall time of an append. Run it with `PYTHONPATH` at another
-checkout to compare two versions on the same machine at the same time.
+checkout to compare two versions on the same machine at the same time. `--size` (events a batch)
+tells an append's fixed cost from its cost an event: run it at 2 and at 1,024.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class Turns:
         return self.events[start : start + n]
 
 
-def measure(prior: int, batches: int) -> tuple[float, float]:
+def measure(prior: int, batches: int, size: int) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as folder:
         store = Store(Path(folder) / "append.duckdb")
         turns = Turns()
@@ -61,7 +62,7 @@ def measure(prior: int, batches: int) -> tuple[float, float]:
         store.derive_backlog()
         cpu, wall = [], []
         for _ in range(batches):
-            batch = turns.more(100)
+            batch = turns.more(size)
             began_cpu, began = time.process_time(), time.perf_counter()
             append_events(store, batch, derive=False)
             cpu.append(time.process_time() - began_cpu)
@@ -74,10 +75,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--prior", default="0,60000,600000", help="events in the run before (comma-separated)")
     parser.add_argument("--batches", type=int, default=60)
+    parser.add_argument("--size", type=int, default=100, help="events a batch (default 100)")
     args = parser.parse_args()
     for prior in (int(n) for n in args.prior.split(",")):
-        cpu, wall = measure(prior, args.batches)
-        print(f"run of {prior:,} events: an append of 100 events, median CPU {cpu:.2f} ms, wall {wall:.2f} ms")
+        cpu, wall = measure(prior, args.batches, args.size)
+        shown = f"median CPU {cpu:.2f} ms, wall {wall:.2f} ms"
+        print(f"run of {prior:,} events: an append of {args.size:,} events, {shown}")
     return 0
 
 
