@@ -169,8 +169,9 @@ class Chunks(httpx.SyncByteStream):  # type: ignore[misc]
         return iter(self._chunks)
 
 
-def answers_of(url: str) -> Any:
-    """A transport that answers as the fake provider at `url` answered once: whole, or streamed."""
+def recorded_answers(url: str) -> dict[bool, tuple[int, str, list[bytes]]]:
+    """How the fake provider at `url` answers once, by whether streamed: status, content type and the
+    body's chunks as they came."""
     answers = {}
     for streamed in (False, True):
         body = {"model": "gpt-4.1-mini", "messages": MESSAGES, "stream": streamed}
@@ -180,6 +181,12 @@ def answers_of(url: str) -> Any:
         with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, headers=headers) as response:
             chunks = list(response.iter_raw())
             answers[streamed] = (response.status_code, response.headers["content-type"], chunks)
+    return answers
+
+
+def answers_of(url: str) -> Any:
+    """A transport that answers as the fake provider at `url` answered once: whole, or streamed."""
+    answers = recorded_answers(url)
 
     def answer(request: Any) -> Any:
         status, content_type, chunks = answers[b'"stream":true' in request.content]

@@ -1,6 +1,7 @@
 """The SDK instrumentation's overhead per request in instructions, which do not depend on the machine.
 
     python bench/count_instrument.py [--requests 200] [--kinds "whole bare,whole recorded,..."]
+    python bench/count_instrument.py --kinds "streamed bare,reading ours,reading parse"
 
 `bench_instrument.py` times the overhead in CPU µs, and on this workplace's machines the same code's
 µs drift by a third within an hour with nothing else running (BENCHMARKS.md, issue 15): a change of
@@ -16,6 +17,12 @@ imports and warm-up are left out. The counts are of user space: the kernel's par
 does by the clock happens more often under callgrind, which runs the process ~50× slower: a streamed
 answer's progress events (every `PROGRESS_INTERVAL`) and the drainer's settlings (every
 `DRAIN_INTERVAL`), so a recorded streamed request's count is somewhat above its native one.
+
+Two kinds more count what reading a streamed answer costs by itself, with no SDK and no request:
+`reading ours` is the instrumentation's reading of the recorded stream's bytes, all at once (the
+decoder and the API's reader: what a streamed turn reads at the least), `reading parse` only the
+JSON of its events, each parsed by orjson (split beforehand, out of the count): what any reading
+that parses the events once more costs at the least.
 
 Reported per request: each kind's instructions, and its overhead over the bare SDK's in instructions
 and in µs at the rate the bare SDK ran at natively here, just before (its µs over its instructions:
@@ -45,11 +52,18 @@ import openai
 
 import devtool
 import devtool.instrument
-from bench.bench_instrument import KEY, answers_of, asker, bare_sdk_client
+from bench.bench_instrument import KEY, answers_of, asker, bare_sdk_client, recorded_answers
 from devtool.core.frame import CURRENT_FRAME
+from devtool.instrument.api import payloads
+from devtool.instrument.chat_completions import ChatCompletions
+from devtool.instrument.sse import SseDecoder
 from testkit.fake_provider import FakeProviderProcess
 
-KINDS = tuple(f"{form} {how}" for form in ("whole", "streamed") for how in ("bare", "unrecorded", "recorded"))
+READINGS = ("reading ours", "reading parse")
+KINDS = (
+    *(f"{form} {how}" for form in ("whole", "streamed") for how in ("bare", "unrecorded", "recorded")),
+    *READINGS,
+)
 WARMUP = 30
 BLOCK = 10  # requests between two settlings of the run's deferred work, as in bench_instrument
 TEXT = ("Lisbon: hills, trams, tiles and tarts. " * 11)[:400]
@@ -82,6 +96,38 @@ def requests(kind: str, url: str, count: int, folder: Path, marked: bool) -> flo
         if marked:
             zlib.crc32(b"end")
     client.close()
+    return took / count
+
+
+def readings(kind: str, url: str, count: int, marked: bool) -> float:
+    """Read the fake provider's streamed answer `count` times as `kind` says, after a warm-up; the CPU
+    seconds a reading took. With `marked`, `zlib.crc32` is called just before and after them."""
+    content = b"".join(recorded_answers(url)[True][2])
+    reader = ChatCompletions().reader()
+    reader.read(SseDecoder().feed(content), [])
+    if not reader.complete or reader.answer().message["content"] != TEXT:
+        raise SystemExit(f"the stream read is not the fake provider's answer: {content[:200]!r}")
+    if kind == "reading ours":
+
+        def read() -> None:
+            ChatCompletions().reader().read(SseDecoder().feed(content), [])
+
+    else:
+        datas = [data for _, data in SseDecoder().feed(content) if data != "[DONE]"]
+
+        def read() -> None:
+            payloads(datas)
+
+    for _ in range(WARMUP):
+        read()
+    if marked:
+        zlib.crc32(b"start")
+    started = time.process_time()
+    for _ in range(count):
+        read()
+    took = time.process_time() - started
+    if marked:
+        zlib.crc32(b"end")
     return took / count
 
 
@@ -119,6 +165,9 @@ def main() -> None:
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     parser.add_argument("--timed", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child in READINGS:
+        print(readings(args.child, args.url, args.requests, marked=not args.timed))
+        return
     if args.child:
         took = requests(args.child, args.url, args.requests, Path(args.folder), marked=not args.timed)
         print(took)
@@ -146,14 +195,16 @@ def main() -> None:
         f"{args.requests} requests a kind after {WARMUP}, under callgrind"
     )
     print(f"load average before {load_before[0]:.2f}, after {os.getloadavg()[0]:.2f}")
-    print(f"{'what':<20} {'instructions':>14} {'over bare':>12} {'≈ µs over bare':>16}")
+    print("extra: a request's instructions over the bare SDK's request of its form; a reading's own")
+    print(f"{'what':<20} {'instructions':>14} {'extra':>12} {'≈ µs extra':>16}")
     for kind in kinds:
-        form = kind.split()[0]
+        # A reading is a part of a streamed request: its µs are at the streamed bare SDK's rate.
+        form = "streamed" if kind in READINGS else kind.split()[0]
         bare = instructions.get(f"{form} bare")
         shown = ""
         if bare is not None:
-            over = instructions[kind] - bare
             rate = native[form] * 1e6 / bare  # µs an instruction, the bare SDK's
+            over = instructions[kind] if kind in READINGS else instructions[kind] - bare
             shown = f"{over:>12,.0f} {over * rate:>13.1f} µs"
         print(f"{kind:<20} {instructions[kind]:>14,.0f} {shown}")
     for form, seconds in native.items():
