@@ -192,15 +192,18 @@ def spread(values: list[float]) -> str:
 
 
 @contextmanager
-def serving(workdir: Path, name: str) -> Iterator[Served]:
+def serving(workdir: Path, name: str, tree: Path | None = None) -> Iterator[Served]:
     """A `devtool serve` on a fresh database `name`.duckdb under `workdir` (its log `name`.log beside
-    it), stopped on the way out."""
+    it), stopped on the way out; with `tree`, that checkout's (started in it, its code first on the
+    path)."""
     workdir.mkdir(parents=True, exist_ok=True)
     db = workdir / f"{name}.duckdb"
     for stale in store_files(db):
         stale.unlink(missing_ok=True)
     env = {**os.environ, "XDG_DATA_HOME": str(workdir / "data")}
-    with served.serving(db, log=workdir / f"{name}.log", env=env) as server:
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    with served.serving(db, log=workdir / f"{name}.log", env=env, cwd=tree) as server:
         yield server
 
 

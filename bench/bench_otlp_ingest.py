@@ -1,7 +1,7 @@
 """Benchmark of OTLP/HTTP ingest: protobuf batches into `devtool serve` at a sustained rate, watched over SSE.
 
     python bench/bench_otlp_ingest.py [--rate 10000] [--seconds 30] [--batch 512] [--connections 2]
-                                      [--clients 1] [--workdir DIR]
+                                      [--clients 1] [--workdir DIR] [--tree DIR ...] [--repeat 1]
 
 1. Starts a real `devtool serve` (its own process, a fresh DuckDB file).
 2. Opens `--clients` SSE connections to the run's stream (`/runs/<trace_id>/live`) before it starts
@@ -18,6 +18,10 @@
    longer than a batch's interval), and over every event every client received, the latency from
    export (its timestamp) to receipt over SSE: p50, p95 (target ≤ 250 ms), p99, max; and the server's
    CPU time. Target: ≥ 10,000 spans/s sustained with p95 ≤ 250 ms.
+
+Runs vary by more than a change worth making: a run that falls behind early stays behind
+(BENCHMARKS.md, issue 16). To compare checkouts (`--tree . ../wt/main`), each is served in turn,
+`--repeat` rounds, and the medians of each are printed at the end.
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ import argparse
 import http.client
 import os
 import secrets
+import statistics
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -125,6 +131,15 @@ def produce(url: str, trace_hex: str, rate: int, seconds: float, batch: int, con
     done.put({"spans": batches * batch, "took": took, "answers": answers, "late": late[0]})
 
 
+@dataclass(frozen=True, slots=True)
+class Run:
+    """What one run measured, for the medians."""
+
+    rate: float  # spans a second taken
+    p95: float  # export → SSE, ms
+    cpu_per_span: float  # µs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rate", type=int, default=10_000, help="spans a second (default 10,000)")
@@ -133,11 +148,32 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=2, help="exporters sending at once (default 2)")
     parser.add_argument("--clients", type=int, default=1, help="SSE clients watching the run (default 1)")
     parser.add_argument("--workdir", type=Path, help="where the database goes (default: a temporary folder)")
+    parser.add_argument("--tree", type=Path, nargs="+", help="checkouts to serve in turn (default: this one)")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds over the trees (default 1)")
     args = parser.parse_args()
+    trees: list[Path | None] = [tree.resolve() for tree in args.tree] if args.tree else [None]
+    runs: dict[Path | None, list[Run]] = {tree: [] for tree in trees}
+    for _ in range(args.repeat):
+        for tree in trees:
+            if tree is not None:
+                print(f"== {tree}")
+            runs[tree].append(ingest(args, tree))
+    if args.repeat > 1 or len(trees) > 1:
+        for tree, found in runs.items():
+            print(
+                f"{tree or 'this checkout'}, medians of {len(found)}: "
+                f"{statistics.median(run.rate for run in found):,.0f} spans/s "
+                f"({min(run.rate for run in found):,.0f}-{max(run.rate for run in found):,.0f}); "
+                f"export→SSE p95 {statistics.median(run.p95 for run in found):.0f} ms; "
+                f"{statistics.median(run.cpu_per_span for run in found):.0f} µs of server CPU a span"
+            )
 
+
+def ingest(args: argparse.Namespace, tree: Path | None) -> Run:
+    """One run against a fresh server (of `tree`, or this checkout), reported as it ends."""
     trace_id = secrets.token_hex(16)
     producing = (args.rate, args.seconds, args.batch, args.connections)
-    with serving(args.workdir or Path(tempfile.mkdtemp(prefix="bench-otlp-")), "otlp") as server:
+    with serving(args.workdir or Path(tempfile.mkdtemp(prefix="bench-otlp-")), "otlp", tree) as server:
         sent, results, cpu, wall, _ = watch(
             server.process.pid, server.url, trace_id, args.clients, produce, producing, args.seconds * 5 + 120
         )
@@ -158,6 +194,7 @@ def main() -> None:
         latencies.extend(result["latencies"][:-2] if result["closed"] else result["latencies"])
     print(f"Latency export→SSE receipt over {len(latencies):,} events: {spread(latencies)}")
     print(f"Server CPU: {cpu:.1f} s over {wall:.1f} s ({cpu / wall:.2f} cores), {cpu / spans * 1e6:.0f} µs per span")
+    return Run(spans / sent["took"], percentile(latencies, 0.95), cpu / spans * 1e6)
 
 
 if __name__ == "__main__":
