@@ -33,6 +33,7 @@ The target is an overhead of at most 50 µs.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import platform
 import shutil
@@ -42,6 +43,7 @@ import sys
 import tempfile
 import time
 import zlib
+from collections.abc import Callable
 from contextlib import nullcontext
 from datetime import date
 from pathlib import Path
@@ -54,7 +56,7 @@ import devtool
 import devtool.instrument
 from bench.bench_instrument import KEY, answers_of, asker, bare_sdk_client, recorded_answers
 from devtool.core.frame import CURRENT_FRAME
-from devtool.instrument.api import payloads
+from devtool.instrument.api import StreamReader, payloads
 from devtool.instrument.chat_completions import ChatCompletions
 from devtool.instrument.sse import SseDecoder
 from testkit.fake_provider import FakeProviderProcess
@@ -84,17 +86,15 @@ def requests(kind: str, url: str, count: int, folder: Path, marked: bool) -> flo
         for _ in range(WARMUP):
             ask()
         settle()
-        if marked:
-            zlib.crc32(b"start")
-        started = time.process_time()
-        for done in range(1, count + 1):
-            ask()
-            if done % BLOCK == 0:
-                settle()
-        settle()
-        took = time.process_time() - started
-        if marked:
-            zlib.crc32(b"end")
+
+        def counted_requests() -> None:
+            for done in range(1, count + 1):
+                ask()
+                if done % BLOCK == 0:
+                    settle()
+            settle()
+
+        took = _stretch(counted_requests, marked)
     client.close()
     return took / count
 
@@ -103,32 +103,38 @@ def readings(kind: str, url: str, count: int, marked: bool) -> float:
     """Read the fake provider's streamed answer `count` times as `kind` says, after a warm-up; the CPU
     seconds a reading took. With `marked`, `zlib.crc32` is called just before and after them."""
     content = b"".join(recorded_answers(url)[True][2])
-    reader = ChatCompletions().reader()
-    reader.read(SseDecoder().feed(content), [])
-    if not reader.complete or reader.answer().message["content"] != TEXT:
+
+    def ours() -> StreamReader:
+        reader = ChatCompletions().reader()
+        reader.read(SseDecoder().feed(content), [])
+        return reader
+
+    read = ours()
+    if not read.complete or read.answer().message["content"] != TEXT:
         raise SystemExit(f"the stream read is not the fake provider's answer: {content[:200]!r}")
-    if kind == "reading ours":
-
-        def read() -> None:
-            ChatCompletions().reader().read(SseDecoder().feed(content), [])
-
-    else:
-        datas = [data for _, data in SseDecoder().feed(content) if data != "[DONE]"]
-
-        def read() -> None:
-            payloads(datas)
-
+    datas = [data for _, data in SseDecoder().feed(content) if data != "[DONE]"]
+    reading = ours if kind == "reading ours" else functools.partial(payloads, datas)
     for _ in range(WARMUP):
-        read()
+        reading()
+
+    def counted_readings() -> None:
+        for _ in range(count):
+            reading()
+
+    return _stretch(counted_readings, marked) / count
+
+
+def _stretch(work: Callable[[], None], marked: bool) -> float:
+    """The CPU seconds `work()` took; with `marked`, between two calls of `zlib.crc32` (callgrind's
+    markers: `--dump-before=zlib_crc32` counts what lies between them apart)."""
     if marked:
         zlib.crc32(b"start")
     started = time.process_time()
-    for _ in range(count):
-        read()
+    work()
     took = time.process_time() - started
     if marked:
         zlib.crc32(b"end")
-    return took / count
+    return took
 
 
 def counted(kind: str, url: str, count: int, folder: Path) -> int:
