@@ -365,7 +365,7 @@ def test_a_journal_names_its_bad_lines(store: Store, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_file_of_gigabytes_with_a_broken_tail_is_named_in_bounded_memory(tmp_path: Path) -> None:
-    """4.4 GB: well past 32-bit offsets. The bad 'line' is a hole of zero bytes (a crash can leave
+    """4,400 MiB: well past 32-bit offsets. The bad 'line' is a hole of zero bytes (a crash can leave
     one), over the line limit: it is reported by number and size, and never held in memory."""
     import os
     import subprocess
