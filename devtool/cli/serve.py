@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import ipaddress
 import os
 import secrets
@@ -21,6 +22,8 @@ from devtool.cli.options import add_db_option, open_store
 from devtool.cli.server_file import announced
 
 DEFAULT_PORT = 8484
+# The collector's threshold for young objects in the server's process (CPython's default is 700).
+COLLECT_AFTER = 50_000
 
 
 def register(subparsers: Any) -> None:
@@ -155,9 +158,25 @@ def _serve(app: Any, sock: socket.socket) -> None:
     # ending with SystemExit there lets the caller's cleanup run (its server file, the database's close)
     # where the default handler would kill the process on the spot.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    quiet_collector()
 
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def quiet_collector() -> None:
+    """Freeze what the process holds so far and let the collector wait for `COLLECT_AFTER` young objects.
+
+    A batch of OTLP spans is tens of thousands of small dicts and lists (its decoded spans, their
+    events) that live until it is stored, a few hundred milliseconds. At CPython's default threshold
+    the cycle collector ran some 200 times a second under ingest at 10,000 spans/s, went over every
+    batch in flight each time, and took 3.2 s of the server's 21.4 s of CPU, all of it holding the GIL
+    the requests and the writer wait for (BENCHMARKS.md, issue 16). Reference counting frees those
+    objects; the collector is only for cycles, which the server rarely makes. Frozen, the modules,
+    templates and routes loaded at start are never gone over again.
+    """
+    gc.freeze()
+    gc.set_threshold(COLLECT_AFTER)
 
 
 def _exit_on_sigterm(signum: int, frame: Any) -> None:
