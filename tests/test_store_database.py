@@ -157,6 +157,24 @@ def test_duckdb_gives_freed_memory_back_from_a_thread_of_its_own(store: Store) -
     assert store.query("SELECT current_setting('allocator_background_threads')") == [(True,)]
 
 
+def test_commits_leave_their_wal_until_the_stores_threshold_and_a_reopened_store_has_them(tmp_path: Path) -> None:
+    # DuckDB would checkpoint at 16 MiB of WAL, inside whichever commit crossed it: under live
+    # ingest, a commit of an append every second or two.
+    store = Store(tmp_path / "s.duckdb")
+    with store.transaction(derives=False) as conn:
+        conn.execute("CREATE TABLE scratch (text VARCHAR)")
+    for _ in range(24):
+        with store.transaction(derives=False) as conn:
+            conn.execute("INSERT INTO scratch SELECT repeat('x', 1024) || i FROM range(1024) r(i)")
+    assert store.wal_bytes() > 20 * 2**20  # 24 commits of ~1 MiB, none checkpointed
+    store.close()
+    reopened = Store(tmp_path / "s.duckdb")
+    try:
+        assert reopened.query("SELECT count(*), count(DISTINCT text) FROM scratch") == [(24 * 1024, 1024)]
+    finally:
+        reopened.close()
+
+
 @pytest.mark.parametrize("rewind", [False, True], ids=["main file", "rewind file"])
 def test_a_checkpoint_writes_what_is_committed_into_its_file_and_empties_that_wal(store: Store, rewind: bool) -> None:
     table = "rewind.rewind_runs" if rewind else "runs_copy"

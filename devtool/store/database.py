@@ -16,10 +16,15 @@ A store is two DuckDB files on one connection: `<file>`, and `<file>.rewind` att
 with the snapshots and the rewind indexes (`rewind_file.py` says why, and how the two are kept a pair).
 
 Committed writes stay in memory (and in the WAL, `<file>.wal`) until a checkpoint writes them into the
-file, which DuckDB makes itself once the WAL reaches 16 MiB, inside whichever commit crosses that:
-often a live append's, which then waits for it. A writer of many rows (the rewind index) checkpoints
-its file itself when its commits have grown that file's WAL (`wal_bytes`, `checkpoint`), so what waits
-in memory stays small and a commit rarely pays for a checkpoint.
+file, which DuckDB makes itself once the WAL reaches `CHECKPOINT_THRESHOLD`, inside whichever commit
+crosses that: often a live append's, which then waits for it, as every other commit does meanwhile.
+DuckDB's own threshold, 16 MiB, is under two seconds of OTLP ingest at 10,000 spans/s: in 15 s of it,
+7 to 11 live appends took 50 to 480 ms to commit, where at 128 MiB 1 to 3 did, and the appends
+meanwhile waited less (BENCHMARKS.md, issue 16). What waits in memory stays well inside
+`memory_limit`, and a store that was not closed replays 120 MiB of WAL as it opens in half a second.
+A writer of many rows (the rewind index) checkpoints its file itself when its commits have grown that
+file's WAL (`wal_bytes`, `checkpoint`), so what waits in memory stays small and a commit rarely pays
+for a checkpoint.
 
 DuckDB may use `memory_limit` of memory (1 GiB by default; it spills what does not fit to a folder
 beside the file, `<file>.tmp`): its own default, most of the machine's memory, would let a load of
@@ -54,6 +59,8 @@ _LOCK_HOLDER = re.compile(r"\(PID (\d+)\)")
 
 
 DEFAULT_MEMORY_LIMIT = "1GiB"
+# The WAL a commit may leave before DuckDB checkpoints inside it (its own default is 16 MiB).
+CHECKPOINT_THRESHOLD = "128MiB"
 
 
 class Store:
@@ -69,6 +76,7 @@ class Store:
                     "memory_limit": memory_limit,
                     "dynamic_or_filter_threshold": PER_STATEMENT,
                     "allocator_background_threads": True,
+                    "checkpoint_threshold": CHECKPOINT_THRESHOLD,
                 },
             )
         except (OSError, duckdb.Error) as exc:
@@ -164,7 +172,7 @@ class Store:
     def checkpoint(self, *, rewind: bool = False) -> None:
         """Write what is committed into the main file (the rewind file: `rewind`) and empty its WAL;
         nothing while another transaction has writes in flight to it (DuckDB refuses it then; its own
-        checkpoint at 16 MiB of WAL remains)."""
+        checkpoint at `CHECKPOINT_THRESHOLD` of WAL remains)."""
         with closing(self._conn.cursor()) as conn, contextlib.suppress(duckdb.TransactionException):
             conn.execute(f"CHECKPOINT {rewind_file.ALIAS}" if rewind else "CHECKPOINT")
 

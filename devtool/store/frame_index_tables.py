@@ -93,8 +93,9 @@ def new_build(store: Store) -> int:
 
 # A batch is written again when a rewind stored one of its nodes between its insert and its commit.
 _TRIES = 3
-# The index checkpoints the rewind file once its commits have grown that file's WAL this much, a
-# quarter of DuckDB's own threshold (16 MiB): what it committed waits in memory only until then.
+# The index checkpoints the rewind file once its commits have grown that file's WAL this much, far
+# below the store's threshold (`database.CHECKPOINT_THRESHOLD`): what it committed waits in memory
+# only until then.
 CHECKPOINT_WAL = 4 * 2**20
 
 
