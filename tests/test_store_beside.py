@@ -91,8 +91,9 @@ def test_a_batch_that_meets_a_node_a_rewind_stored_meanwhile_is_written_again(st
 
 def test_the_index_checkpoints_its_file_once_its_batches_have_grown_the_wal_and_not_before(store: Store) -> None:
     """What the index committed waits in memory until a checkpoint: the writer makes one once the
-    rewind file's WAL holds `CHECKPOINT_WAL`, well before DuckDB would (`CHECKPOINT_THRESHOLD`). The events' file is
-    neither written nor checkpointed by it: its commits do not wait for the index's checkpoints."""
+    rewind file's WAL holds `CHECKPOINT_WAL`, well before the store's threshold would
+    (`database.CHECKPOINT_THRESHOLD`). The events' file is neither written nor checkpointed by it:
+    its commits do not wait for the index's checkpoints."""
     with store.transaction(derives=False) as conn:
         conn.execute("CREATE TABLE scratch AS SELECT 1 AS x")
     events_wal = store.wal_bytes()

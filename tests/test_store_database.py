@@ -161,13 +161,15 @@ def test_commits_leave_their_wal_until_the_stores_threshold_and_a_reopened_store
     # DuckDB would checkpoint at 16 MiB of WAL, inside whichever commit crossed it: under live
     # ingest, a commit of an append every second or two.
     store = Store(tmp_path / "s.duckdb")
-    with store.transaction(derives=False) as conn:
-        conn.execute("CREATE TABLE scratch (text VARCHAR)")
-    for _ in range(24):
+    try:
         with store.transaction(derives=False) as conn:
-            conn.execute("INSERT INTO scratch SELECT repeat('x', 1024) || i FROM range(1024) r(i)")
-    assert store.wal_bytes() > 20 * 2**20  # 24 commits of ~1 MiB, none checkpointed
-    store.close()
+            conn.execute("CREATE TABLE scratch (text VARCHAR)")
+        for _ in range(24):
+            with store.transaction(derives=False) as conn:
+                conn.execute("INSERT INTO scratch SELECT repeat('x', 1024) || i FROM range(1024) r(i)")
+        assert store.wal_bytes() > 20 * 2**20  # 24 commits of ~1 MiB, none checkpointed
+    finally:
+        store.close()
     reopened = Store(tmp_path / "s.duckdb")
     try:
         assert reopened.query("SELECT count(*), count(DISTINCT text) FROM scratch") == [(24 * 1024, 1024)]
