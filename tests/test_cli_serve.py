@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import socket
 import statistics
 import subprocess
@@ -10,7 +9,6 @@ import time
 import urllib.request
 from pathlib import Path
 
-from devtool.cli.serve import COLLECT_AFTER, quiet_collector
 from tests.conftest import DevtoolRunner, running_serve
 
 
@@ -84,27 +82,10 @@ def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> 
         assert needle in lines[0]
 
 
-def test_the_servers_collector_lets_a_batch_of_young_objects_be_and_skips_what_was_loaded() -> None:
-    # What `devtool serve` does before it serves: a batch's worth of short-lived containers (a 512-span
-    # OTLP batch makes tens of thousands) no longer sets off a collection, and what the process had
-    # loaded is frozen out of every later one.
-    threshold, frozen = gc.get_threshold(), gc.get_freeze_count()
-    try:
-        quiet_collector()
-        assert gc.get_threshold() == (COLLECT_AFTER, *threshold[1:])
-        assert gc.get_freeze_count() > frozen
-        assert len(gc.get_objects()) < gc.get_freeze_count() / 10
-        collections = gc.get_stats()[0]["collections"]
-        batch = [{"span": i, "parts": [i]} for i in range(COLLECT_AFTER // 3)]
-        assert gc.get_stats()[0]["collections"] == collections, len(batch)
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*threshold)
-
-
 def test_bad_argument_is_one_line(devtool: DevtoolRunner) -> None:
     _one_line_error(devtool("serve", "--port", "eighty"), "invalid int value", "--help")
     _one_line_error(devtool("serve", "--port", "70000"), "not a port number")
+    _one_line_error(devtool("serve", "--otlp-workers", "-1"), "--otlp-workers -1 is not from 0 to 64")
     _one_line_error(devtool("frobnicate"), "invalid choice")
 
 

@@ -1,4 +1,5 @@
-"""`POST /v1/traces` (OTLP/HTTP) against `create_app`: both encodings, gzip, partial success, refusals."""
+"""`POST /v1/traces` (OTLP/HTTP) against `create_app`: both encodings, gzip, partial success, refusals;
+read in the server's threads and in a worker process."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from devtool.store import Store
 from devtool.store.queries import get_run, run_events
 from devtool.web import create_app
 from devtool.web.settings import Settings
+from devtool.web.state import AppState
 from tests.otlp_factory import CORPUS, genai_run, log_record, logs_request, request, span
 from tests.test_formats_otlp_logs import base64_ids, chat_messages_as_logs
 from tests.test_formats_otlp_proto import protobuf
@@ -36,11 +38,17 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-async def client(store: Store) -> AsyncIterator[httpx2.AsyncClient]:
-    app = create_app(store, Settings(max_ingest_bytes=1 << 20, max_ingest_events=100))
-    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:
-        yield client
+@pytest.fixture(params=[0, 1], ids=["read-in-the-server", "read-in-a-worker"])
+async def client(store: Store, request: pytest.FixtureRequest) -> AsyncIterator[httpx2.AsyncClient]:
+    """A client of an app that reads OTLP requests in its own threads, or in a worker process (as
+    `devtool serve` does): every test here holds for both."""
+    app = create_app(store, Settings(max_ingest_bytes=1 << 20, max_ingest_events=100, otlp_workers=request.param))
+    reader = AppState.of(app).live.otlp_reader
+    try:
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:
+            yield client
+    finally:
+        reader.close()
 
 
 def protobuf_logs(document: dict[str, Any]) -> bytes:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import gc
 import ipaddress
 import os
 import secrets
@@ -22,8 +21,7 @@ from devtool.cli.options import add_db_option, open_store
 from devtool.cli.server_file import announced
 
 DEFAULT_PORT = 8484
-# The collector's threshold for young objects in the server's process (CPython's default is 700).
-COLLECT_AFTER = 50_000
+MAX_OTLP_WORKERS = 64
 
 
 def register(subparsers: Any) -> None:
@@ -44,6 +42,14 @@ def register(subparsers: Any) -> None:
         help="tail a trace file an agent is writing, streaming its events live (repeatable)",
     )
     parser.add_argument(
+        "--otlp-workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="processes that read OTLP exports (POST /v1/traces), beside the server's (default 1; 0 reads "
+        "them in the server's own threads)",
+    )
+    parser.add_argument(
         "--token",
         default=os.environ.get("DEVTOOL_TOKEN") or None,
         help="a team token every request must carry; needed to serve on any address but loopback "
@@ -55,6 +61,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise CliError(f"--port {args.port} is not a port number (0-65535)")
+    if not 0 <= args.otlp_workers <= MAX_OTLP_WORKERS:
+        raise CliError(f"--otlp-workers {args.otlp_workers} is not from 0 to {MAX_OTLP_WORKERS}")
     if args.get is None and not _is_loopback(args.host) and not args.token:
         raise CliError(
             f"refusing to serve on {args.host} without a team token (only loopback, 127.0.0.1 or ::1, is "
@@ -89,7 +97,10 @@ def run(args: argparse.Namespace) -> int:
     from devtool.web.settings import Settings
 
     local_token = secrets.token_urlsafe(32)
-    app = create_app(store, Settings(follow=tuple(args.follow), token=token, local_token=local_token))
+    # A page printed in-process (`--get`) reads no exports: it starts no worker.
+    workers = 0 if args.get is not None else args.otlp_workers
+    settings = Settings(follow=tuple(args.follow), token=token, local_token=local_token, otlp_workers=workers)
+    app = create_app(store, settings)
     try:
         if args.get is not None:
             return _print_page(app, args.get)
@@ -154,6 +165,8 @@ def _local_url(sock: socket.socket) -> str:
 def _serve(app: Any, sock: socket.socket) -> None:
     import uvicorn
 
+    from devtool.web.collector import quiet_collector
+
     # uvicorn shuts down on SIGTERM, then raises the signal again once it has, for the handler it found:
     # ending with SystemExit there lets the caller's cleanup run (its server file, the database's close)
     # where the default handler would kill the process on the spot.
@@ -162,21 +175,6 @@ def _serve(app: Any, sock: socket.socket) -> None:
 
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     uvicorn.Server(config).run(sockets=[sock])
-
-
-def quiet_collector() -> None:
-    """Freeze what the process holds so far and let the collector wait for `COLLECT_AFTER` young objects.
-
-    A batch of OTLP spans is tens of thousands of small dicts and lists (its decoded spans, their
-    events) that live until it is stored, a few hundred milliseconds. At CPython's default threshold
-    the cycle collector ran some 200 times a second under ingest at 10,000 spans/s, went over every
-    batch in flight each time, and took 3.2 s of the server's 21.4 s of CPU, all of it holding the GIL
-    the requests and the writer wait for (BENCHMARKS.md, issue 16). Reference counting frees those
-    objects; the collector is only for cycles, which the server rarely makes. Frozen, the modules,
-    templates and routes loaded at start are never gone over again.
-    """
-    gc.freeze()
-    gc.set_threshold(COLLECT_AFTER)
 
 
 def _exit_on_sigterm(signum: int, frame: Any) -> None:

@@ -194,6 +194,10 @@ class CheckedEvent(NamedTuple):
     rule fields are of the very types the rule asks for and no key is in it twice (the store then
     reads them as those types rather than checking them again: `event_sql.insert_events_sql`).
 
+    What reads `event` after the gate (the store's append, the live streams) reads only its rule
+    fields, so one checked in another process (OTLP ingest's worker: `web/live/otlp_reader.py`) comes
+    back with those alone: `type`, `timestamp` and `trace`; `text` is the whole event.
+
     A named tuple, not a frozen dataclass: one is made for every event posted (two a span under OTLP
     ingest), and a frozen dataclass takes 2.5 times as long to make."""
 

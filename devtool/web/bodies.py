@@ -23,6 +23,10 @@ class BodyError(Exception):
         super().__init__(message)
         self.status = status
 
+    def __reduce__(self) -> tuple[type[BodyError], tuple[int, str]]:
+        # As a worker process raises it (`live/otlp_reader.py`): an exception pickles its `args` only.
+        return BodyError, (self.status, str(self))
+
 
 async def read_body(request: Request, limit: int) -> bytes:
     """The request body, refused with a 413 as soon as it is known to be over `limit` bytes."""

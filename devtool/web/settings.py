@@ -15,6 +15,10 @@ class Settings:
     # Live ingest (`POST /api/v1/traces`): the biggest body and the most events in one batch.
     max_ingest_bytes: int = 32 * 1024 * 1024
     max_ingest_events: int = 10_000
+    # OTLP trace requests are read in this many worker processes (`live/otlp_reader.py`); none: in the
+    # server's threads. `devtool serve` starts one; an app made in a test or a script starts none
+    # unless asked (whether to start processes is its owner's choice).
+    otlp_workers: int = 0
     # Live streams: at most one message per `live_interval` s per client (a page's refreshes also
     # queue behind each other, so it redraws no faster than fragments render), and the spans of live
     # events derived at most that often; a client that falls `live_queue_events` behind is told to

@@ -2,9 +2,10 @@
 
 `Live` is what one app owns (`create_app` makes it, `state(request).live`): the `Broker` that wakes
 open streams, the `Appender` every live batch goes through (`POST /api/v1/traces`, `--follow`), and
-the followers of `Settings.follow` (`follow.py`), and the OTLP log records held for spans to come
-(`SpanLogs`). Its `lifespan` starts the followers, and on shutdown
-stops them, stores what is still pending and ends the streams. The streams themselves are
+the followers of `Settings.follow` (`follow.py`), the OTLP log records held for spans to come
+(`SpanLogs`) and the reader of OTLP requests (`otlp_reader.py`, with its worker processes). Its
+`lifespan` starts the followers and the reader's workers, and on shutdown stops the followers,
+stores what is still pending, ends the streams and stops the workers. The streams themselves are
 `streams.py`; their endpoints are in `devtool.web.routes`.
 """
 
@@ -15,11 +16,14 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
+
 from devtool.formats.otlp_logs import SpanLogs
 from devtool.store import Store
 from devtool.web.live.appender import Appender
 from devtool.web.live.broker import Broker, LiveEvent, Subscription
 from devtool.web.live.follow import Follower
+from devtool.web.live.otlp_reader import OtlpReader
 from devtool.web.settings import Settings
 
 __all__ = ["Appender", "Broker", "Live", "LiveEvent", "Subscription"]
@@ -32,12 +36,14 @@ class Live:
         self.broker = Broker(queue_limit=settings.live_queue_events)
         self.appender = Appender(store, self.broker, derive_interval=settings.live_interval)
         self.span_logs = SpanLogs()  # OTLP log records waiting for their span (routes/otlp.py)
+        self.otlp_reader = OtlpReader(settings.otlp_workers, self.span_logs)
         self.followers = [
             Follower(path, store, self.appender, interval=settings.follow_interval) for path in settings.follow
         ]
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Any) -> AsyncIterator[None]:
+        await self.otlp_reader.start()
         tasks = [asyncio.create_task(f.run(), name=f"devtool-follow {f.path}") for f in self.followers]
         try:
             yield
@@ -47,3 +53,4 @@ class Live:
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.appender.drain()
             self.broker.close()
+            await anyio.to_thread.run_sync(self.otlp_reader.close)

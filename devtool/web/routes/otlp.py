@@ -29,7 +29,6 @@ refused request is stored. Access is the server's rule for every route (a team t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 import orjson
 from starlette.concurrency import run_in_threadpool
@@ -37,19 +36,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from devtool.formats import Decoded, OtlpError, Rejected, decode_json_request, otlp_events
-from devtool.formats.otlp_logs import DecodedLogs, SpanLog, SpanLogs, decode_json_logs
-from devtool.formats.otlp_proto import (
-    decode_protobuf_logs,
-    decode_protobuf_request,
-    encode_logs_response,
-    encode_response,
-    encode_status,
-)
+from devtool.formats import Rejected
+from devtool.formats.otlp_logs import SpanLog
+from devtool.formats.otlp_proto import encode_logs_response, encode_response, encode_status
 from devtool.store import OTLP_STREAM, Store
-from devtool.store.event_gate import CheckedEvent, check_events
 from devtool.store.live_append import stored_spans
-from devtool.web.bodies import BodyError, gunzipped, read_body
+from devtool.web.bodies import BodyError, read_body
+from devtool.web.live.otlp_reader import Body, read_logs
+from devtool.web.settings import Settings
 from devtool.web.state import state
 
 PROTOBUF = "application/x-protobuf"
@@ -57,7 +51,6 @@ JSON = "application/json"
 SHOWN_REJECTIONS = 20
 # google.rpc.Code: what each refusal is, for exporters that read the Status's code.
 _CODES = {400: 3, 413: 8, 415: 3, 503: 14}
-_Request = TypeVar("_Request", Decoded, DecodedLogs)
 
 
 async def export_traces(request: Request) -> Response:
@@ -65,18 +58,15 @@ async def export_traces(request: Request) -> Response:
     settings = app.settings
     protobuf = _protobuf(request)
     try:
-        body, encoding = await _body(request, settings.max_ingest_bytes)
-        events, decoded = await run_in_threadpool(
-            _read, body, encoding, protobuf, settings.max_ingest_bytes, settings.max_ingest_events, app.live.span_logs
-        )
+        read = await app.live.otlp_reader.read_spans(await _body(request, settings, protobuf))
     except BodyError as exc:
         return _error(exc.status, str(exc), protobuf)
     try:
-        await app.live.appender.append(events, stream=OTLP_STREAM)
+        await app.live.appender.append(read.events, stream=OTLP_STREAM)
     except Exception as exc:  # the store's own words, whatever it raised: the exporter retries
         return _error(503, f"the store could not take the spans, nothing of them was stored: {exc}", protobuf)
-    app.live.span_logs.release(decoded.spans)
-    return _answer(_refusals(decoded.rejected, decoded.total, "spans"), protobuf, encode_response, "rejectedSpans")
+    app.live.span_logs.release(read.with_logs)
+    return _answer(_refusals(read.rejected, read.total, "spans"), protobuf, encode_response, "rejectedSpans")
 
 
 async def export_logs(request: Request) -> Response:
@@ -84,8 +74,7 @@ async def export_logs(request: Request) -> Response:
     settings = app.settings
     protobuf = _protobuf(request)
     try:
-        body, encoding = await _body(request, settings.max_ingest_bytes)
-        decoded = await run_in_threadpool(_read_logs, body, encoding, protobuf, settings.max_ingest_bytes)
+        decoded = await run_in_threadpool(read_logs, await _body(request, settings, protobuf))
     except BodyError as exc:
         return _error(exc.status, str(exc), protobuf)
     try:
@@ -111,52 +100,16 @@ def _protobuf(request: Request) -> bool:
     return _media_type(request) == PROTOBUF
 
 
-async def _body(request: Request, max_bytes: int) -> tuple[bytes, str]:
-    """The request's body and its encoding, once its content type and encoding are ones OTLP/HTTP uses."""
+async def _body(request: Request, settings: Settings, protobuf: bool) -> Body:
+    """The request's body, once its content type and encoding are ones OTLP/HTTP uses."""
     media_type = _media_type(request)
     if media_type not in (PROTOBUF, JSON):
         raise BodyError(415, f"OTLP/HTTP bodies are {PROTOBUF} or {JSON}, not {media_type or 'untyped'}")
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("identity", "gzip"):
         raise BodyError(415, f"Content-Encoding {encoding} is not one OTLP/HTTP uses (gzip, or none)")
-    return await read_body(request, max_bytes), encoding
-
-
-def _read(
-    body: bytes, encoding: str, protobuf: bool, max_bytes: int, max_events: int, logs: SpanLogs
-) -> tuple[list[CheckedEvent], Decoded]:
-    """The request's spans (with the log records held for them) as TraceEvents checked at the store's
-    gate, and what was decoded."""
-    decoded = _decoded(body, encoding, protobuf, max_bytes, decode_protobuf_request, decode_json_request)
-    if 2 * decoded.total > max_events:
-        events = 2 * decoded.total
-        raise BodyError(413, f"{decoded.total} spans are {events} events, over the limit of {max_events}: send fewer")
-    if decoded.rejected and not decoded.spans:
-        first = decoded.rejected[0]
-        raise BodyError(400, f"none of the {decoded.total} spans can be read ({first}): nothing stored")
-    return check_events(list(otlp_events(logs.attach(decoded.spans)))), decoded
-
-
-def _read_logs(body: bytes, encoding: str, protobuf: bool, max_bytes: int) -> DecodedLogs:
-    return _decoded(body, encoding, protobuf, max_bytes, decode_protobuf_logs, decode_json_logs)
-
-
-def _decoded(
-    body: bytes,
-    encoding: str,
-    protobuf: bool,
-    max_bytes: int,
-    from_protobuf: Callable[[bytes], _Request],
-    from_json: Callable[[Any], _Request],
-) -> _Request:
-    """`body`, inflated if gzipped, decoded as protobuf or JSON; one that is not such a request is a 400
-    in the decoder's words."""
-    if encoding == "gzip":
-        body = gunzipped(body, max_bytes)
-    try:
-        return from_protobuf(body) if protobuf else from_json(_json(body))
-    except OtlpError as exc:
-        raise BodyError(400, str(exc)) from None
+    data = await read_body(request, settings.max_ingest_bytes)
+    return Body(data, encoding, protobuf, settings.max_ingest_bytes, settings.max_ingest_events)
 
 
 def _stored_spans(store: Store, records: list[SpanLog]) -> set[tuple[str, str]]:
@@ -171,13 +124,6 @@ def _refusals(rejected: list[Rejected], total: int, what: str) -> tuple[int, str
     shown = "; ".join(str(r) for r in rejected[:SHOWN_REJECTIONS])
     more = f"; and {len(rejected) - SHOWN_REJECTIONS} more" if len(rejected) > SHOWN_REJECTIONS else ""
     return len(rejected), f"{len(rejected)} of {total} {what} refused: {shown}{more}"
-
-
-def _json(body: bytes) -> Any:
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise OtlpError(f"the body is not JSON: {exc}") from None
 
 
 def _answer(

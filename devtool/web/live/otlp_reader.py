@@ -1,0 +1,191 @@
+"""Where OTLP export bodies are read: inflated, decoded, mapped to TraceEvents and checked at the
+store's gate. In a worker process of the server's own when it has one, else in its threads.
+
+Reading a request of 512 spans takes ~20 ms of CPU, all of it holding the GIL. Read in the server's
+threads, that is time the thread appending to DuckDB waits for the GIL between its calls into
+DuckDB, and under ingest at 10,000 spans a second the appends fell behind (BENCHMARKS.md, issue 16).
+So `devtool serve` reads them in `Settings.otlp_workers` processes (`--otlp-workers`), which hand
+back each event's JSON text and the few fields the store and the live streams read of it: the
+events themselves would cost a third of the reading again to pickle.
+
+A request whose spans may have log records held for them (`SpanLogs`, in the server) is read in the
+server's threads, where the records are: they are rare (the older GenAI conventions' messages), and
+sending every held record with every request would cost more than reading it here.
+
+A worker that dies (killed, out of memory) costs the request it was reading a 503, which the
+exporter retries, and is replaced by a new one; nothing of that request was stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import signal
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any, NamedTuple, TypeVar
+
+import orjson
+from starlette.concurrency import run_in_threadpool
+
+from devtool.formats import Decoded, OtlpError, OtlpSpan, Rejected, decode_json_request, otlp_events
+from devtool.formats.otlp_logs import DecodedLogs, SpanLogs, decode_json_logs
+from devtool.formats.otlp_proto import decode_protobuf_logs, decode_protobuf_request
+from devtool.store.event_gate import CheckedEvent, check_events
+from devtool.web.bodies import BodyError, gunzipped
+from devtool.web.collector import quiet_collector
+
+_Request = TypeVar("_Request", Decoded, DecodedLogs)
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    """An OTLP/HTTP body as it came, and the limits it is read within."""
+
+    data: bytes
+    encoding: str  # "gzip" or "identity"
+    protobuf: bool  # else JSON
+    max_bytes: int  # inflated
+    max_events: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSpans:
+    """A trace request's spans as TraceEvents checked at the gate; those refused; how many it held."""
+
+    events: list[CheckedEvent]
+    rejected: list[Rejected]
+    total: int
+    # The spans that took held log records, to release once stored (`SpanLogs.release`).
+    with_logs: list[OtlpSpan]
+
+
+class _Sent(NamedTuple):
+    """What a worker hands back of a request: the checked events by column, and the refusals."""
+
+    texts: list[str]
+    trace_ids: list[str]
+    span_ids: list[str]
+    parents: list[str | None]
+    types: list[str]
+    timestamps: list[float]
+    written: list[bool]
+    rejected: list[Rejected]
+    total: int
+
+
+class OtlpReader:
+    """Reads trace requests in `workers` processes (none: in the server's threads)."""
+
+    def __init__(self, workers: int, logs: SpanLogs) -> None:
+        self.workers = workers
+        self.logs = logs
+        self._pool: ProcessPoolExecutor | None = None
+
+    async def start(self) -> None:
+        """Start the workers and wait until each is ready, so that no export waits for one to start."""
+        if self.workers:
+            loop = asyncio.get_running_loop()
+            pool = self._running()
+            await asyncio.gather(*(loop.run_in_executor(pool, _ready) for _ in range(self.workers)))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    async def read_spans(self, body: Body) -> ReadSpans:
+        """`body`'s spans as checked TraceEvents; `BodyError` for a body refused as a whole."""
+        if not self.workers or len(self.logs):
+            return await run_in_threadpool(read_spans, body, self.logs)
+        pool = self._running()
+        try:
+            sent = await asyncio.get_running_loop().run_in_executor(pool, _read_for_server, body)
+        except BrokenProcessPool:
+            if self._pool is pool:
+                self._pool = None
+            message = "the process reading OTLP requests ended while reading this one: send it again"
+            raise BodyError(503, message) from None
+        return ReadSpans(_checked(sent), sent.rejected, sent.total, [])
+
+    def _running(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            # Spawned, not forked: the server's DuckDB and uvicorn threads must not be copied mid-flight.
+            context = multiprocessing.get_context("spawn")
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_worker)
+        return self._pool
+
+
+def read_spans(body: Body, logs: SpanLogs) -> ReadSpans:
+    """`body`'s spans (with the log records `logs` holds for them) as TraceEvents checked at the gate."""
+    decoded = _decoded(body, decode_protobuf_request, decode_json_request)
+    if 2 * decoded.total > body.max_events:
+        events, limit = 2 * decoded.total, body.max_events
+        raise BodyError(413, f"{decoded.total} spans are {events} events, over the limit of {limit}: send fewer")
+    if decoded.rejected and not decoded.spans:
+        first = decoded.rejected[0]
+        raise BodyError(400, f"none of the {decoded.total} spans can be read ({first}): nothing stored")
+    spans = logs.attach(decoded.spans)
+    with_logs = [span for span, sent in zip(spans, decoded.spans, strict=True) if span is not sent]
+    return ReadSpans(check_events(list(otlp_events(spans))), decoded.rejected, decoded.total, with_logs)
+
+
+def read_logs(body: Body) -> DecodedLogs:
+    return _decoded(body, decode_protobuf_logs, decode_json_logs)
+
+
+def _read_for_server(body: Body) -> _Sent:
+    """In a worker: `read_spans` of `body`, by column (no log records are held here)."""
+    read = read_spans(body, SpanLogs())
+    events = [checked.event for checked in read.events]
+    traces = [event["trace"] for event in events]
+    return _Sent(
+        [checked.text for checked in read.events],
+        [trace["traceId"] for trace in traces],
+        [trace["spanId"] for trace in traces],
+        [trace.get("parentSpanId") for trace in traces],
+        [event["type"] for event in events],
+        [event["timestamp"] for event in events],
+        [checked.written for checked in read.events],
+        read.rejected,
+        read.total,
+    )
+
+
+def _checked(sent: _Sent) -> list[CheckedEvent]:
+    """The worker's events again, each its text and its rule fields (what the store and the streams read)."""
+    columns = (sent.texts, sent.trace_ids, sent.span_ids, sent.parents, sent.types, sent.timestamps, sent.written)
+    return [
+        CheckedEvent({"type": kind, "timestamp": at, "trace": {"traceId": t, "spanId": s, "parentSpanId": p}}, text, w)
+        for text, t, s, p, kind, at, w in zip(*columns, strict=True)
+    ]
+
+
+def _decoded(body: Body, from_protobuf: Callable[[bytes], _Request], from_json: Callable[[Any], _Request]) -> _Request:
+    """`body`, inflated if gzipped, decoded as protobuf or JSON; one that is not such a request is a 400
+    in the decoder's words."""
+    data = gunzipped(body.data, body.max_bytes) if body.encoding == "gzip" else body.data
+    try:
+        return from_protobuf(data) if body.protobuf else from_json(_json(data))
+    except OtlpError as exc:
+        raise BodyError(400, str(exc)) from None
+
+
+def _json(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise OtlpError(f"the body is not JSON: {exc}") from None
+
+
+def _ready() -> None:
+    """A worker's first task: it has imported what reading takes by the time it answers."""
+
+
+def _start_worker() -> None:
+    """A worker leaves Ctrl-C to the server, which shuts it down (else each would print a traceback),
+    and collects cycles as the server does: what it reads lives for a request, and makes few."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    quiet_collector()

@@ -1,0 +1,116 @@
+"""The OTLP reader's worker process: what it hands back, what it refuses, and a worker that dies."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from collections.abc import AsyncIterator
+
+import orjson
+import pytest
+
+from devtool.formats.otlp_logs import SpanLogs, decode_json_logs
+from devtool.web.bodies import BodyError
+from devtool.web.live import LiveEvent
+from devtool.web.live.otlp_reader import Body, OtlpReader, read_spans
+from tests.otlp_factory import CORPUS, request, span
+from tests.test_formats_otlp_logs import chat_messages_as_logs
+from tests.test_formats_otlp_proto import protobuf
+
+LIMIT = 1 << 20
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def reader() -> AsyncIterator[OtlpReader]:
+    found = OtlpReader(1, SpanLogs())
+    await found.start()
+    try:
+        yield found
+    finally:
+        found.close()
+
+
+def body(data: bytes, *, protobuf: bool = True, max_events: int = 1_000) -> Body:
+    return Body(data, "identity", protobuf, LIMIT, max_events)
+
+
+def workers() -> list[multiprocessing.Process]:
+    return [child for child in multiprocessing.active_children() if "resource_tracker" not in child.name]
+
+
+@pytest.mark.anyio
+async def test_a_worker_hands_back_each_events_text_and_what_the_store_and_streams_read_of_it(
+    reader: OtlpReader,
+) -> None:
+    assert len(workers()) == 1  # started before the first request, not by it
+    sent = body(protobuf(CORPUS[1]))
+    here = read_spans(sent, SpanLogs())
+    there = await reader.read_spans(sent)
+    assert [e.text for e in there.events] == [e.text for e in here.events]
+    assert [e.written for e in there.events] == [e.written for e in here.events]
+    assert [LiveEvent.of(1, e.event) for e in there.events] == [LiveEvent.of(1, e.event) for e in here.events]
+    # Only the rule fields came back as values: the event itself is its text.
+    assert {key for e in there.events for key in e.event} == {"type", "timestamp", "trace"}
+    assert [orjson.loads(e.text) for e in there.events] == [e.event for e in here.events]
+    assert (there.total, there.rejected) == (here.total, here.rejected) == (4, [])
+
+
+@pytest.mark.anyio
+async def test_a_worker_refuses_what_the_server_refuses_in_the_same_words(reader: OtlpReader) -> None:
+    good, bad = span("good"), span("bad", trace="0" * 32)
+    partial = await reader.read_spans(body(orjson.dumps(request(good, bad)), protobuf=False))
+    assert (partial.total, len(partial.events)) == (2, 2)
+    assert "trace" in str(partial.rejected[0])
+    six = orjson.dumps(request(*[span(f"s{i}") for i in range(6)]))
+    for sent, status, words in [
+        (body(protobuf(CORPUS[1])[:-3]), 400, "protobuf"),
+        (body(six, protobuf=False, max_events=10), 413, "6 spans are 12 events"),
+        (body(orjson.dumps(request(bad)), protobuf=False), 400, "none of the 1 spans can be read"),
+    ]:
+        with pytest.raises(BodyError) as there:
+            await reader.read_spans(sent)
+        with pytest.raises(BodyError) as here:
+            read_spans(sent, SpanLogs())
+        assert (there.value.status, str(there.value)) == (here.value.status, str(here.value))
+        assert there.value.status == status
+        assert words in str(there.value)
+
+
+@pytest.mark.anyio
+async def test_a_worker_that_dies_costs_one_request_a_503_and_the_next_is_read_by_a_new_one(
+    reader: OtlpReader,
+) -> None:
+    (worker,) = workers()
+    os.kill(worker.pid or 0, signal.SIGKILL)
+    worker.join(timeout=10)
+    sent = body(protobuf(CORPUS[1]))
+    with pytest.raises(BodyError) as refused:
+        await reader.read_spans(sent)
+    assert refused.value.status == 503
+    assert "send it again" in str(refused.value)
+    again = await reader.read_spans(sent)
+    assert len(again.events) == 8
+    (replacement,) = workers()
+    assert replacement.pid != worker.pid
+
+
+@pytest.mark.anyio
+async def test_spans_with_log_records_held_for_them_are_read_where_the_records_are() -> None:
+    logs = SpanLogs()
+    reader = OtlpReader(1, logs)
+    try:
+        chat = span("chat gpt-4o-mini", {"gen_ai.operation.name": "chat"}, sid="b" * 16)
+        logs.hold(decode_json_logs(chat_messages_as_logs("b" * 16)).records)
+        read = await reader.read_spans(body(orjson.dumps(request(chat)), protobuf=False))
+        start = orjson.loads(read.events[0].text)
+        assert [m["role"] for m in start["messages"]] == ["system", "user"]
+        assert [s.span_id for s in read.with_logs] == ["b" * 16]
+        assert workers() == []  # no worker was started for it
+    finally:
+        reader.close()
