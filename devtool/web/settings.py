@@ -17,7 +17,8 @@ class Settings:
     max_ingest_events: int = 10_000
     # OTLP trace requests are read in this many worker processes (`live/otlp_reader.py`); none: in the
     # server's threads. `devtool serve` starts one; an app made in a test or a script starts none
-    # unless asked (whether to start processes is its owner's choice).
+    # unless asked (whether to start processes is its owner's choice). The workers are spawned, so
+    # they import the main module again: a script that asks serves under `if __name__ == "__main__":`.
     otlp_workers: int = 0
     # Live streams: at most one message per `live_interval` s per client (a page's refreshes also
     # queue behind each other, so it redraws no faster than fragments render), and the spans of live
