@@ -10,6 +10,8 @@ import urllib.request
 from pathlib import Path
 
 from tests.conftest import DevtoolRunner, running_serve
+from tests.otlp_factory import request, span
+from tests.test_formats_otlp_proto import protobuf
 
 
 def test_get_prints_the_empty_runs_page_without_a_socket(devtool: DevtoolRunner, tmp_path: Path) -> None:
@@ -80,6 +82,43 @@ def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> 
     assert "Traceback" not in result.stderr
     for needle in needles:
         assert needle in lines[0]
+
+
+def test_a_server_killed_outright_takes_its_otlp_worker_with_it(tmp_path: Path) -> None:
+    with running_serve(tmp_path / "s.duckdb") as server:
+        (worker,) = _workers(server.process.pid)  # started before the server said it was up
+        exported = protobuf(request(span("chat", {"gen_ai.operation.name": "chat"})))
+        answer = urllib.request.urlopen(
+            urllib.request.Request(
+                f"{server.url}v1/traces", data=exported, headers={"Content-Type": "application/x-protobuf"}
+            ),
+            timeout=10,
+        )
+        assert answer.status == 200
+        server.kill()
+        deadline = time.monotonic() + 10
+        while _running(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(worker)
+
+
+def test_no_otlp_worker_when_asked_for_none(tmp_path: Path) -> None:
+    with running_serve(tmp_path / "s.duckdb", "--otlp-workers", "0") as server:
+        assert _workers(server.process.pid) == []
+
+
+def _workers(pid: int) -> list[int]:
+    """The OTLP reader's worker processes of server `pid` (not multiprocessing's resource tracker)."""
+    children = [int(c) for task in Path(f"/proc/{pid}/task").iterdir() for c in (task / "children").read_text().split()]
+    return [c for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie whose parent died and that nobody has reaped yet has ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_bad_argument_is_one_line(devtool: DevtoolRunner) -> None:

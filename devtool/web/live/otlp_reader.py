@@ -13,14 +13,18 @@ server's threads, where the records are: they are rare (the older GenAI conventi
 sending every held record with every request would cost more than reading it here.
 
 A worker that dies (killed, out of memory) costs the request it was reading a 503, which the
-exporter retries, and is replaced by a new one; nothing of that request was stored.
+exporter retries, and is replaced by a new one; nothing of that request was stored. A server that
+dies takes its workers with it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import multiprocessing.connection
+import os
 import signal
+import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -186,6 +190,18 @@ def _ready() -> None:
 
 def _start_worker() -> None:
     """A worker leaves Ctrl-C to the server, which shuts it down (else each would print a traceback),
-    and collects cycles as the server does: what it reads lives for a request, and makes few."""
+    ends when the server does, however the server ended, and collects cycles as the server does: what
+    it reads lives for a request, and makes few."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    server = multiprocessing.parent_process()
+    if server is not None:
+        threading.Thread(target=_end_with, args=(server.sentinel,), name="devtool-otlp-server", daemon=True).start()
     quiet_collector()
+
+
+def _end_with(server: int) -> None:
+    """End this worker once the server's sentinel says it ended: a server killed outright (SIGKILL, out
+    of memory) never shuts its pool down, and a worker waiting for its next request would wait forever
+    (it holds its own queue's writing end, so it never reads the end of it)."""
+    multiprocessing.connection.wait([server])
+    os._exit(0)
