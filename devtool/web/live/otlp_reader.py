@@ -108,8 +108,9 @@ class OtlpReader:
         try:
             sent = await asyncio.get_running_loop().run_in_executor(pool, _read_for_server, body)
         except BrokenProcessPool:
-            if self._pool is pool:
+            if self._pool is pool:  # the next request starts a new one; this one's threads are let go
                 self._pool = None
+                pool.shutdown(wait=False, cancel_futures=True)
             message = "the process reading OTLP requests ended while reading this one: send it again"
             raise BodyError(503, message) from None
         return ReadSpans(_checked(sent), sent.rejected, sent.total, [])
