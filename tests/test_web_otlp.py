@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import copy
 import gzip
+import multiprocessing
+import os
+import signal
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -144,6 +147,27 @@ async def test_a_bad_request_gets_the_otlp_error_answer_and_stores_nothing(
         message = answer.json()["message"]
     assert words in message
     assert count(store) == 0
+
+
+@pytest.mark.anyio
+async def test_an_export_whose_worker_died_is_a_retryable_otlp_error_and_the_next_is_stored(store: Store) -> None:
+    app = create_app(store, Settings(otlp_workers=1))
+    reader = AppState.of(app).live.otlp_reader
+    await reader.start()
+    try:
+        (worker,) = multiprocessing.active_children()
+        os.kill(worker.pid or 0, signal.SIGKILL)
+        worker.join(timeout=10)
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:
+            refused = await client.post(URL, content=protobuf(CORPUS[1]), headers=PROTOBUF)
+            assert refused.status_code == 503  # OTLP/HTTP: the exporter sends it again
+            assert Status.FromString(refused.content).code == 14  # UNAVAILABLE
+            assert count(store) == 0
+            again = await client.post(URL, content=protobuf(CORPUS[1]), headers=PROTOBUF)
+            assert again.status_code == 200
+        assert count(store) == 8
+    finally:
+        reader.close()
 
 
 @pytest.mark.anyio

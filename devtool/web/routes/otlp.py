@@ -8,7 +8,9 @@ OTLP specification has it: the body is an `ExportTraceServiceRequest`, in protob
 Each span becomes a start and an end TraceEvent (`devtool.formats.otlp_map`), which go through the
 store's event gate and the live appender like any posted batch, so the run shows up live on its page
 and in the runs list (OTLP exporters send spans as they end: a span appears when it ends, and its
-children before it). The run is marked as from OpenTelemetry (its events' stream is `otlp`).
+children before it). The run is marked as from OpenTelemetry (its events' stream is `otlp`). The
+body is read (inflated, decoded, mapped, checked) by `live/otlp_reader.py`, in a worker process
+under `devtool serve`; this module owns the HTTP: content types, limits, answers.
 
 Answers:
 - 200 with an empty response: every span stored;
@@ -16,7 +18,8 @@ Answers:
   times, values) are named and left out, the others stored; the exporter must not send them again;
 - 400 a body that is not such a request, or a request none of whose spans can be read; 413 a body
   (or what it inflates to) over `max_ingest_bytes`, or more spans than `max_ingest_events / 2`;
-  415 another content type or encoding; 503 the store could not take it (nothing stored; retry).
+  415 another content type or encoding; 503 the store could not take it, or the worker reading it
+  ended (nothing stored; retry).
 `POST /v1/logs` takes log records written inside a span (the GenAI conventions' per-message events,
 as the SDK sends them: `devtool.formats.otlp_logs`) and holds them until their span comes, when they
 join its events; a record outside any span, or one whose span is stored already, is refused by a
