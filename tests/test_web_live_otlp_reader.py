@@ -1,12 +1,17 @@
-"""The OTLP reader's worker process: what it hands back, what it refuses, and a worker that dies."""
+"""The OTLP reader's worker process: what it hands back, what it refuses, a worker that dies, and one
+that cannot start."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 from collections.abc import AsyncIterator
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 
 import orjson
 import pytest
@@ -116,3 +121,26 @@ async def test_spans_with_log_records_held_for_them_are_read_where_the_records_a
         assert workers() == []  # no worker was started for it
     finally:
         reader.close()
+
+
+def test_a_worker_that_cannot_start_says_why_and_what_to_do(tmp_path: Path) -> None:
+    # The mistake a script makes: workers asked for at the top of the module, with no `__main__` guard,
+    # so each spawned worker, importing the script again, tries to start workers of its own and dies.
+    script = tmp_path / "serve_here.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import asyncio
+            from devtool.formats.otlp_logs import SpanLogs
+            from devtool.web.live.otlp_reader import OtlpReader
+
+            asyncio.run(OtlpReader(1, SpanLogs()).start())
+            """
+        )
+    )
+    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert ran.returncode == 1
+    last = ran.stderr.strip().splitlines()[-1]
+    assert last.startswith("devtool.web.live.otlp_reader.WorkerStartError: the process that reads OTLP exports")
+    assert 'if __name__ == "__main__":' in last
+    assert "--otlp-workers 0" in last

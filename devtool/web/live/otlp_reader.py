@@ -14,7 +14,8 @@ sending every held record with every request would cost more than reading it her
 
 A worker that dies (killed, out of memory) costs the request it was reading a 503, which the
 exporter retries, and is replaced by a new one; nothing of that request was stored. A server that
-dies takes its workers with it.
+dies takes its workers with it. One that cannot start them does not start (`WorkerStartError` says
+why, and what to do).
 """
 
 from __future__ import annotations
@@ -80,6 +81,18 @@ class _Sent(NamedTuple):
     total: int
 
 
+class WorkerStartError(RuntimeError):
+    """A worker process ended before it could read anything (its own error is printed above)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the process that reads OTLP exports could not start; its error is above. A script that "
+            'starts workers must serve under `if __name__ == "__main__":` (they are spawned, and import '
+            "the main module again); no workers (`--otlp-workers 0`, `Settings(otlp_workers=0)`) read "
+            "exports in the server's own threads"
+        )
+
+
 class OtlpReader:
     """Reads trace requests in `workers` processes (none: in the server's threads)."""
 
@@ -89,11 +102,16 @@ class OtlpReader:
         self._pool: ProcessPoolExecutor | None = None
 
     async def start(self) -> None:
-        """Start the workers and wait until each is ready, so that no export waits for one to start."""
+        """Start the workers and wait until each is ready, so that no export waits for one to start;
+        `WorkerStartError` when one cannot start."""
         if self.workers:
             loop = asyncio.get_running_loop()
             pool = self._running()
-            await asyncio.gather(*(loop.run_in_executor(pool, _ready) for _ in range(self.workers)))
+            try:
+                await asyncio.gather(*(loop.run_in_executor(pool, _ready) for _ in range(self.workers)))
+            except BrokenProcessPool:
+                self.close()
+                raise WorkerStartError() from None
 
     def close(self) -> None:
         if self._pool is not None:
