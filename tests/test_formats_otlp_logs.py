@@ -51,7 +51,7 @@ def test_the_held_messages_become_the_turns_when_its_span_comes() -> None:
     spans = logs.attach(sent)
     assert len(logs) == 3  # held until the spans are stored: a retry of the spans gets them again
     assert logs.attach(sent) == spans
-    logs.release(spans)
+    logs.release((s.trace_id, s.span_id) for s in spans)
     assert len(logs) == 0
     start, end, other_start, _ = otlp_events(spans)
     assert start["messages"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1 + 1?"}]
@@ -71,7 +71,7 @@ def test_records_beyond_the_limit_drop_the_spans_waiting_longest() -> None:
     assert len(logs) == 2
     spans = decode_json_request(request(*(span("chat", sid=sid * 16) for sid in "123"))).spans
     assert [len(s.events) for s in logs.attach(spans)] == [0, 1, 1]
-    logs.release(spans)
+    logs.release((s.trace_id, s.span_id) for s in spans)
     assert len(logs) == 0
 
 

@@ -240,6 +240,21 @@ async def test_log_records_sent_before_their_span_give_the_turn_its_messages(
 
 
 @pytest.mark.anyio
+async def test_held_log_records_are_let_go_once_their_span_is_stored(store: Store) -> None:
+    app = create_app(store, Settings(otlp_workers=1))
+    held = AppState.of(app).live.span_logs
+    try:
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:
+            await client.post(LOGS, content=orjson.dumps(chat_messages_as_logs("b" * 16)), headers=JSON)
+            assert len(held) == 3
+            chat = span("chat gpt-4o-mini", {"gen_ai.operation.name": "chat"}, sid="b" * 16)
+            assert (await client.post(URL, content=orjson.dumps(request(chat)), headers=JSON)).status_code == 200
+        assert len(held) == 0
+    finally:
+        AppState.of(app).live.otlp_reader.close()
+
+
+@pytest.mark.anyio
 async def test_a_log_record_outside_a_span_is_refused_and_a_bad_logs_body_is_an_otlp_error(
     client: httpx2.AsyncClient,
 ) -> None:

@@ -191,12 +191,12 @@ class SpanLogs:
                 found.append(replace(span, events=tuple(merged), attributes=_with_details(span.attributes, events)))
             return found
 
-    def release(self, spans: Iterable[OtlpSpan]) -> None:
-        """Let go of the records of `spans`, now stored with them."""
+    def release(self, spans: Iterable[tuple[str, str]]) -> None:
+        """Let go of the records of `spans` (trace id, span id), now stored with them."""
         if not self._count:
             return
         with self._lock:
-            for span in spans:
-                events = self._held.pop((span.trace_id, span.span_id), None)
+            for key in spans:
+                events = self._held.pop(key, None)
                 if events is not None:
                     self._count -= len(events)

@@ -26,7 +26,7 @@ import multiprocessing.connection
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -35,7 +35,7 @@ from typing import Any, NamedTuple, TypeVar
 import orjson
 from starlette.concurrency import run_in_threadpool
 
-from devtool.formats import Decoded, OtlpError, OtlpSpan, Rejected, decode_json_request, otlp_events
+from devtool.formats import Decoded, OtlpError, Rejected, decode_json_request, otlp_events
 from devtool.formats.otlp_logs import DecodedLogs, SpanLogs, decode_json_logs
 from devtool.formats.otlp_proto import decode_protobuf_logs, decode_protobuf_request
 from devtool.store.event_gate import CheckedEvent, check_events
@@ -63,8 +63,12 @@ class ReadSpans:
     events: list[CheckedEvent]
     rejected: list[Rejected]
     total: int
-    # The spans that took held log records, to release once stored (`SpanLogs.release`).
-    with_logs: list[OtlpSpan]
+
+    def spans(self) -> Iterator[tuple[str, str]]:
+        """The (trace id, span id) of each event's span, as `SpanLogs.release` takes them."""
+        for checked in self.events:
+            trace = checked.event["trace"]
+            yield trace["traceId"], trace["spanId"]
 
 
 class _Sent(NamedTuple):
@@ -131,7 +135,7 @@ class OtlpReader:
                 pool.shutdown(wait=False, cancel_futures=True)
             message = "the process reading OTLP requests ended while reading this one: send it again"
             raise BodyError(503, message) from None
-        return ReadSpans(_checked(sent), sent.rejected, sent.total, [])
+        return ReadSpans(_checked(sent), sent.rejected, sent.total)
 
     def _running(self) -> ProcessPoolExecutor:
         if self._pool is None:
@@ -150,9 +154,8 @@ def read_spans(body: Body, logs: SpanLogs) -> ReadSpans:
     if decoded.rejected and not decoded.spans:
         first = decoded.rejected[0]
         raise BodyError(400, f"none of the {decoded.total} spans can be read ({first}): nothing stored")
-    spans = logs.attach(decoded.spans)
-    with_logs = [span for span, sent in zip(spans, decoded.spans, strict=True) if span is not sent]
-    return ReadSpans(check_events(list(otlp_events(spans))), decoded.rejected, decoded.total, with_logs)
+    checked = check_events(list(otlp_events(logs.attach(decoded.spans))))
+    return ReadSpans(checked, decoded.rejected, decoded.total)
 
 
 def read_logs(body: Body) -> DecodedLogs:

@@ -68,7 +68,7 @@ async def export_traces(request: Request) -> Response:
         await app.live.appender.append(read.events, stream=OTLP_STREAM)
     except Exception as exc:  # the store's own words, whatever it raised: the exporter retries
         return _error(503, f"the store could not take the spans, nothing of them was stored: {exc}", protobuf)
-    app.live.span_logs.release(read.with_logs)
+    app.live.span_logs.release(read.spans())
     return _answer(_refusals(read.rejected, read.total, "spans"), protobuf, encode_response, "rejectedSpans")
 
 
