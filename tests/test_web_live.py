@@ -21,7 +21,7 @@ from devtool.store.event_gate import check_events
 from devtool.store.queries import last_event_id
 from devtool.web import create_app
 from devtool.web.live import Appender, Broker, LiveEvent
-from devtool.web.live.streams import RunFeed, RunsFeed, messages
+from devtool.web.live.streams import PAGE, RunFeed, RunsFeed, messages
 from testkit.sse import Message, parse
 from tests.conftest import Trace, running_run
 from tests.web_runs import html, one
@@ -131,6 +131,32 @@ async def test_bursts_are_coalesced_to_one_message_per_interval(store: Store) ->
     assert len(sent) <= elapsed / interval + 2
     assert len(sent) < 61 / 4
     assert all(later - earlier >= interval * 0.9 for earlier, later in itertools.pairwise(sent))
+
+
+@pytest.mark.anyio
+async def test_a_message_of_a_page_of_events_is_not_held_back_for_the_interval(store: Store) -> None:
+    broker = Broker()
+    t, root = running_run(0)
+    append_events(store, t.events)
+    interval = 5.0
+    with broker.subscription(t.trace_id) as subscription:
+        collector = Collector(messages(RunFeed(store, t.trace_id, interval), subscription, 1))
+        await asyncio.sleep(0.05)  # it has read the store and follows the broker
+        for _ in range(3 * PAGE):
+            t.point("sys:log", root, message="tick")
+        t.end(root)
+        published = list(zip(append_events(store, t.events[1:]), t.events[1:], strict=True))
+        started = time.monotonic()
+        # Three big appends 20 ms apart, as OTLP exports of a thousand events each would be, then the end.
+        for group in (published[:PAGE], published[PAGE : 2 * PAGE], published[2 * PAGE :]):
+            broker.publish([LiveEvent.of(event_id, event) for event_id, event in group])
+            await asyncio.sleep(0.02)
+        await collector.finish()
+        elapsed = time.monotonic() - started
+    sizes = [len(message.json()["events"]) for message in collector.messages if message.event == "events"]
+    assert collector.event_ids() == list(range(2, len(t.events) + 1))
+    assert sizes[:2] == [PAGE, PAGE]  # the first went at once (a quiet spell), the second did not wait
+    assert elapsed < interval / 2  # no message waited for the interval
 
 
 @pytest.mark.anyio

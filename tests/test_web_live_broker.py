@@ -78,6 +78,30 @@ async def test_waiting_times_out_when_nothing_is_published() -> None:
         assert await subscription.wait(0.01) is False
 
 
+@pytest.mark.anyio
+async def test_filling_waits_for_enough_events_else_for_the_timeout() -> None:
+    broker = Broker(queue_limit=100)
+    with broker.subscription("a") as subscription:
+        filling = asyncio.create_task(subscription.fills(10, timeout=5))
+        broker.publish(live_events("a", 1, 4))
+        await asyncio.sleep(0.01)
+        assert not filling.done()  # 4 of 10
+        broker.publish(live_events("a", 5, 6))
+        await asyncio.wait_for(filling, 1)
+        began = asyncio.get_running_loop().time()
+        await subscription.fills(20, timeout=0.05)  # 10 of 20, and nothing more comes
+        assert asyncio.get_running_loop().time() - began >= 0.04
+        overflowing = asyncio.create_task(subscription.fills(200, timeout=5))
+        await asyncio.sleep(0)
+        broker.publish(live_events("a", 11, 95))  # past the queue's limit: dropped, resync
+        await asyncio.wait_for(overflowing, 1)
+        assert subscription.overflowed
+        ending = asyncio.create_task(subscription.fills(200, timeout=5))
+        await asyncio.sleep(0)
+        broker.close()
+        await asyncio.wait_for(ending, 1)
+
+
 def test_an_events_message_is_written_as_sse_starlette_writes_one() -> None:
     data = '{"events":[{"id":7,"type":"turn:end","note":"a \\\\n b"}]}'
     fields = {"data": data, "event": "events", "id": "7"}

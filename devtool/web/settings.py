@@ -20,10 +20,11 @@ class Settings:
     # unless asked (whether to start processes is its owner's choice). The workers are spawned, so
     # they import the main module again: a script that asks serves under `if __name__ == "__main__":`.
     otlp_workers: int = 0
-    # Live streams: at most one message per `live_interval` s per client (a page's refreshes also
-    # queue behind each other, so it redraws no faster than fragments render), and the spans of live
-    # events derived at most that often; a client that falls `live_queue_events` behind is told to
-    # resync; a heartbeat every `live_heartbeat` s.
+    # Live streams: at most one message per `live_interval` s per client, but for messages of a
+    # thousand events, which go at once (a page's refreshes also queue behind each other, so it
+    # redraws no faster than fragments render), and the spans of live events derived at most that
+    # often; a client that falls `live_queue_events` behind is told to resync; a heartbeat every
+    # `live_heartbeat` s.
     live_interval: float = 0.1
     live_queue_events: int = 10_000
     live_heartbeat: float = 15.0

@@ -90,6 +90,9 @@ class Subscription:
         self._overflowed = False
         self._closed = False
         self._wake = asyncio.Event()
+        # Set when `fill_at` events are queued (or on an overflow, or the end): what `fills` waits for.
+        self._filled = asyncio.Event()
+        self._fill_at: int | None = None
 
     @property
     def overflowed(self) -> bool:
@@ -109,6 +112,8 @@ class Subscription:
         else:
             self._events.extend(events)
         self._wake.set()
+        if self._fill_at is not None and (self._overflowed or len(self._events) >= self._fill_at):
+            self._filled.set()
 
     def offer_derived(self, through: int, traces: Sequence[str]) -> None:
         """The store's spans and run summaries now cover every event up to `through` (of `traces`)."""
@@ -146,9 +151,23 @@ class Subscription:
             return False
         return True
 
+    async def fills(self, size: int, timeout: float) -> None:
+        """Wait until `size` events are queued, an overflow, or the end, for at most `timeout` seconds."""
+        if timeout <= 0 or self._overflowed or self._closed or len(self._events) >= size:
+            return
+        self._fill_at = size
+        self._filled.clear()
+        try:
+            await asyncio.wait_for(self._filled.wait(), timeout)
+        except TimeoutError:
+            pass
+        finally:
+            self._fill_at = None
+
     def close(self) -> None:
         self._closed = True
         self._wake.set()
+        self._filled.set()
 
 
 class Broker:

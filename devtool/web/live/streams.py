@@ -24,9 +24,14 @@ Messages, JSON in `data`:
   `sse-close="close"` then stops the browser from reconnecting.
 
 Bursts are coalesced: a stream sends at most one message per `live_interval` seconds (the first
-event after a quiet spell goes out at once), whatever the event rate; a page refreshes its fragments
-on a message, and htmx queues a refresh behind the one in flight, so it redraws no faster than the
-server renders. Heartbeats are SSE comments every `live_heartbeat` seconds.
+event after a quiet spell goes out at once), whatever the event rate, except that a message holding
+`PAGE` events goes out at once. Coalescing is for many small appends: a thousand events a second
+posted one by one would otherwise be a thousand messages. A message of a thousand events is as big
+as those read back from the store, and what it costs a client is its events more than its framing:
+holding it back to merge with the next one saved little, and made every event of a big export (an
+OTLP batch of 512 spans is 1,024 events) up to an interval later. A page refreshes its
+fragments on a message, and htmx queues a refresh behind the one in flight, so it redraws no faster
+than the server renders. Heartbeats are SSE comments every `live_heartbeat` seconds.
 """
 
 from __future__ import annotations
@@ -48,7 +53,8 @@ from devtool.store.queries.live import derived_through, runs_changed_after
 from devtool.web.live.broker import LiveEvent, Subscription
 from devtool.web.state import state
 
-# The most events a message read back from the store carries; a bigger gap is several messages.
+# The most events a message read back from the store carries (a bigger gap is several messages), and
+# as many as a live message waits to coalesce: one that holds them goes out at once.
 PAGE = 1000
 # How soon (ms) a browser reconnects after the connection drops.
 RETRY_MS = 1000
@@ -212,8 +218,9 @@ async def messages(
             await _wait(subscription, stopping)
             if subscription.closed or stopping.is_set():
                 return
-            # Coalesce: whatever else arrives before the interval is up goes out in the same message.
-            await anyio.sleep(max(0.0, sent_at + feed.interval - time.monotonic()))
+            # Coalesce: whatever else arrives before the interval is up goes out in the same message,
+            # unless it makes a page's worth of events already (waiting would only make it bigger).
+            await subscription.fills(PAGE, sent_at + feed.interval - time.monotonic())
             if subscription.overflowed:
                 break
             fresh = [event for event in subscription.take() if event.event_id > last]
