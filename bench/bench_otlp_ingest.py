@@ -14,10 +14,12 @@
    encoded, so an event's timestamp is its export time. The producer builds bodies with
    `opentelemetry-proto`, not the SDK's span objects: the SDK's own encoder costs ~40 µs a span, and
    the producer must keep up to measure the server.
-4. Reports the spans a second the server took (sustained: the producer never waited on an answer
-   longer than a batch's interval), and over every event every client received, the latency from
-   export (its timestamp) to receipt over SSE: p50, p95 (target ≤ 250 ms), p99, max; the server's
-   CPU time (with its OTLP reader's), and the producer's, which shares the machine with it.
+4. Reports the spans a second the server took: the spans over the time their sends took, the last
+   batch's interval included (sustained: an exporter sends its next batch only once the last is
+   answered, so a server that falls behind delays the sends); over every event every client
+   received, the latency from export (its timestamp) to receipt over SSE: p50, p95 (target
+   ≤ 250 ms), p99, max; the server's CPU time (with its OTLP reader's), and the producer's, which
+   shares the machine with it.
    Target: ≥ 10,000 spans/s sustained with p95 ≤ 250 ms.
 
 Runs vary by more than a change worth making: a run that falls behind early stays behind
@@ -101,6 +103,7 @@ def produce(url: str, trace_hex: str, rate: int, seconds: float, batch: int, con
     began_ns = time.time_ns()
     began = time.monotonic()
     answers: list[float] = []
+    sends: list[float] = []
     late = [0]
 
     def exporter(first: int) -> None:
@@ -112,6 +115,7 @@ def produce(url: str, trace_hex: str, rate: int, seconds: float, batch: int, con
             elif -delay > interval:
                 late[0] += 1
             sent = time.monotonic()
+            sends.append(sent)
             payload = body(trace_id, root, batch, time.time_ns())
             connection.request("POST", "/v1/traces", payload, {"Content-Type": "application/x-protobuf"})
             answer = connection.getresponse()
@@ -125,7 +129,9 @@ def produce(url: str, trace_hex: str, rate: int, seconds: float, batch: int, con
         thread.start()
     for thread in threads:
         thread.join()
-    took = time.monotonic() - began
+    # The batches went out over their sends and the last one's interval. The last answer's wait is
+    # latency (reported apart), and counting it here read 9,967 spans/s for a server on time at 10,000.
+    took = max(sends) - began + interval
     connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=120)
     payload = root_body(trace_id, root, began_ns)
     connection.request("POST", "/v1/traces", payload, {"Content-Type": "application/x-protobuf"})
