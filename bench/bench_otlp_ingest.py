@@ -15,8 +15,9 @@
    `opentelemetry-proto`, not the SDK's span objects: the SDK's own encoder costs ~40 µs a span, and
    the producer must keep up to measure the server.
 4. Reports the spans a second the server took: the spans over the time their sends took, the last
-   batch's interval included (sustained: an exporter sends its next batch only once the last is
-   answered, so a server that falls behind delays the sends); over every event every client
+   batch's interval included (an exporter sends its next batch only once the last is answered, so a
+   server that falls behind delays the sends), and how late the sends went in each half of the run
+   (sustained: the second half is no later than the first); over every event every client
    received, the latency from export (its timestamp) to receipt over SSE: p50, p95 (target
    ≤ 250 ms), p99, max; the server's CPU time (with its OTLP reader's), and the producer's, which
    shares the machine with it.
@@ -104,6 +105,7 @@ def produce(url: str, trace_hex: str, rate: int, seconds: float, batch: int, con
     began = time.monotonic()
     answers: list[float] = []
     sends: list[float] = []
+    lateness: list[tuple[int, float]] = []  # (batch, ms after its time that it was sent)
     late = [0]
 
     def exporter(first: int) -> None:
@@ -116,6 +118,7 @@ def produce(url: str, trace_hex: str, rate: int, seconds: float, batch: int, con
                 late[0] += 1
             sent = time.monotonic()
             sends.append(sent)
+            lateness.append((n, max(0.0, -delay) * 1000))
             payload = body(trace_id, root, batch, time.time_ns())
             connection.request("POST", "/v1/traces", payload, {"Content-Type": "application/x-protobuf"})
             answer = connection.getresponse()
@@ -137,7 +140,17 @@ def produce(url: str, trace_hex: str, rate: int, seconds: float, batch: int, con
     connection.request("POST", "/v1/traces", payload, {"Content-Type": "application/x-protobuf"})
     connection.getresponse().read()
     cpu = time.process_time() - cpu
-    done.put({"spans": batches * batch, "took": took, "answers": answers, "late": late[0], "cpu": cpu})
+    lateness.sort()
+    done.put(
+        {
+            "spans": batches * batch,
+            "took": took,
+            "answers": answers,
+            "late": late[0],
+            "lateness": [ms for _, ms in lateness],
+            "cpu": cpu,
+        }
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +208,15 @@ def ingest(args: argparse.Namespace, tree: Path | None) -> Run:
         f"p95 {percentile(sent['answers'], 0.95):.0f} ms, max {max(sent['answers']):.0f} ms; "
         f"{sent['late']} batches sent more than an interval late; its CPU {sent['cpu']:.1f} s "
         f"({sent['cpu'] / sent['took']:.2f} cores, on the same machine)"
+    )
+    # A server that keeps up holds the sends' lateness to about an answer's time; one that cannot
+    # take the rate falls further behind as the run goes on.
+    lateness = sent["lateness"]
+    half = len(lateness) // 2
+    print(
+        f"Sends late by: first half p50 {percentile(lateness[:half], 0.5):.0f} ms, max {max(lateness[:half]):.0f} ms; "
+        f"second half p50 {percentile(lateness[half:], 0.5):.0f} ms, max {max(lateness[half:]):.0f} ms; "
+        f"the last batch {lateness[-1]:.0f} ms"
     )
     latencies: list[float] = []
     for index, result in enumerate(results):
