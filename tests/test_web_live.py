@@ -106,28 +106,35 @@ async def test_events_stored_while_a_stream_catches_up_are_neither_lost_nor_doub
     assert collector.event_ids() == list(range(1, len(t.events) + 1))
 
 
-@pytest.mark.anyio
-async def test_bursts_are_coalesced_to_one_message_per_interval(store: Store) -> None:
+async def stream_ticks(store: Store, interval: float, ticks: int, group: int, pause: float) -> tuple[Collector, float]:
+    """A running run's stream at `interval` while `ticks` log lines and the run's end are stored and
+    published `group` at a time, `pause` s apart, as appends of that size would be: what the stream
+    sent, and how long publishing and streaming took."""
     broker = Broker()
     t, root = running_run(0)
     append_events(store, t.events)
-    interval = 0.2
     with broker.subscription(t.trace_id) as subscription:
         collector = Collector(messages(RunFeed(store, t.trace_id, interval), subscription, 1))
         await asyncio.sleep(0.05)  # it has read the store and follows the broker
-        for _ in range(60):
+        for _ in range(ticks):
             t.point("sys:log", root, message="tick")
         t.end(root)
-        ids = append_events(store, t.events[1:])
+        published = list(zip(append_events(store, t.events[1:]), t.events[1:], strict=True))
         started = time.monotonic()
-        # 61 events published one at a time, 5 ms apart, as 61 small appends would be.
-        for event_id, event in zip(ids, t.events[1:], strict=True):
-            broker.publish([LiveEvent.of(event_id, event)])
-            await asyncio.sleep(0.005)
+        for first in range(0, len(published), group):
+            broker.publish([LiveEvent.of(event_id, event) for event_id, event in published[first : first + group]])
+            await asyncio.sleep(pause)
         await collector.finish()
-        elapsed = time.monotonic() - started
+        return collector, time.monotonic() - started
+
+
+@pytest.mark.anyio
+async def test_bursts_are_coalesced_to_one_message_per_interval(store: Store) -> None:
+    interval = 0.2
+    # 61 events published one at a time, 5 ms apart, as 61 small appends would be.
+    collector, elapsed = await stream_ticks(store, interval, ticks=60, group=1, pause=0.005)
     sent = [at for at, message in collector.received if message.event == "events"]
-    assert collector.event_ids() == list(range(2, len(t.events) + 1))
+    assert collector.event_ids() == list(range(2, 63))
     assert len(sent) <= elapsed / interval + 2
     assert len(sent) < 61 / 4
     assert all(later - earlier >= interval * 0.9 for earlier, later in itertools.pairwise(sent))
@@ -135,28 +142,13 @@ async def test_bursts_are_coalesced_to_one_message_per_interval(store: Store) ->
 
 @pytest.mark.anyio
 async def test_a_message_of_a_page_of_events_is_not_held_back_for_the_interval(store: Store) -> None:
-    broker = Broker()
-    t, root = running_run(0)
-    append_events(store, t.events)
     interval = 5.0
-    with broker.subscription(t.trace_id) as subscription:
-        collector = Collector(messages(RunFeed(store, t.trace_id, interval), subscription, 1))
-        await asyncio.sleep(0.05)  # it has read the store and follows the broker
-        for _ in range(3 * PAGE):
-            t.point("sys:log", root, message="tick")
-        t.end(root)
-        published = list(zip(append_events(store, t.events[1:]), t.events[1:], strict=True))
-        started = time.monotonic()
-        # Three big appends 20 ms apart, as OTLP exports of a thousand events each would be, then the end.
-        for group in (published[:PAGE], published[PAGE : 2 * PAGE], published[2 * PAGE :]):
-            broker.publish([LiveEvent.of(event_id, event) for event_id, event in group])
-            await asyncio.sleep(0.02)
-        await collector.finish()
-        elapsed = time.monotonic() - started
+    # Three big appends 20 ms apart, as OTLP exports of a thousand events each would be (the last ends the run).
+    collector, elapsed = await stream_ticks(store, interval, ticks=3 * PAGE - 1, group=PAGE, pause=0.02)
     sizes = [len(message.json()["events"]) for message in collector.messages if message.event == "events"]
-    assert collector.event_ids() == list(range(2, len(t.events) + 1))
-    assert sizes[:2] == [PAGE, PAGE]  # the first went at once (a quiet spell), the second did not wait
-    assert elapsed < interval / 2  # no message waited for the interval
+    assert collector.event_ids() == list(range(2, 3 * PAGE + 2))
+    assert sizes == [PAGE, PAGE, PAGE]  # the first went at once (a quiet spell), the others did not wait
+    assert elapsed < interval / 2
 
 
 @pytest.mark.anyio
