@@ -11,7 +11,7 @@ import pytest
 from devtool.store import LoadError, Store, append_events, database, load_file, schema_words_7
 from devtool.store.queries import get_run, list_runs
 from devtool.store.schema import MIGRATIONS
-from devtool.store.search import LONGEST, words
+from devtool.store.search import LONGEST, index_source, words
 from tests.conftest import Trace
 
 
@@ -99,6 +99,20 @@ def test_a_file_load_indexes_its_words_with_its_events_or_not_at_all(store: Stor
         load_file(store, path)
     assert store.query("SELECT count(*) FROM search_terms WHERE term = 'unfindable'") == [(0,)]
     assert list_runs(store, search="unfindable") == []
+
+
+def test_a_file_indexed_a_few_events_at_a_time_has_the_words_of_one_statement(store: Store, tmp_path: Path) -> None:
+    first, second = talking_run(), talking_run()
+    path = tmp_path / "two.jsonl"
+    path.write_bytes(first.write(tmp_path / "a.jsonl").read_bytes() + second.write(tmp_path / "b.jsonl").read_bytes())
+    loaded = load_file(store, path)
+    whole = store.query("SELECT trace_id, term FROM search_terms ORDER BY ALL")
+    with store.transaction() as conn:
+        conn.execute("DELETE FROM search_terms")
+        index_source(conn, loaded.source_id, chunk=7)  # 7 does not divide the file's events
+    assert loaded.events % 7 != 0
+    assert store.query("SELECT trace_id, term FROM search_terms ORDER BY ALL") == whole
+    assert {trace for trace, _ in whole} == {first.trace_id, second.trace_id}
 
 
 def test_a_store_of_schema_6_upgrades_with_its_costs_counts_and_words(
