@@ -79,11 +79,36 @@ _SPANS = f"""
     LEFT JOIN (SELECT * EXCLUDE (body) FROM events WHERE event_id BETWEEN $lo AND $hi) e ON e.event_id = g.end_id
 """
 
-# 2. Parents of new spans that are neither new nor open: emitted in an earlier chunk (or missing).
-_UNPLACED = """
-    SELECT count(*) FROM derived d
-    WHERE d.new AND d.parent_span_id IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM derived p WHERE p.trace_id = d.trace_id AND p.span_id = d.parent_span_id)
+# 2. New spans placed by a walk down from their parents, which are new, open, or emitted before (in
+# `stream_lookup`, made only when the walk finds a new span whose parent is neither new nor open: an
+# `orphan`, which few chunks have). A span is keyed by its first event's id from here on: one number
+# to join on, rather than two strings that are not short enough for DuckDB to compare inline.
+_PLACE = f"""
+    CREATE OR REPLACE TEMP TABLE placed AS
+    WITH RECURSIVE
+    fresh AS MATERIALIZED (
+        SELECT d.trace_id, d.span_id, d.parent_span_id, d.first_id, {_SHOWN_D} AS shown, q.first_id AS parent_first
+        FROM derived d LEFT JOIN derived q ON q.new AND q.trace_id = d.trace_id AND q.span_id = d.parent_span_id
+        WHERE d.new
+    ),
+    known AS (
+        SELECT trace_id, span_id, depth, frame_parent_id, shown FROM stream_open
+        UNION ALL SELECT trace_id, span_id, depth, frame_parent_id, shown FROM stream_lookup
+    ),
+    walk(trace_id, first_id, span_id, depth, frame_parent_id, shown, orphan) AS (
+        SELECT d.trace_id, d.first_id, d.span_id, coalesce(p.depth + 1, 0),
+               CASE WHEN p.span_id IS NULL THEN NULL WHEN p.shown THEN p.span_id ELSE p.frame_parent_id END,
+               d.shown, p.span_id IS NULL AND d.parent_span_id IS NOT NULL
+        FROM fresh d
+        LEFT JOIN known p ON p.trace_id = d.trace_id AND p.span_id = d.parent_span_id
+        WHERE d.parent_first IS NULL
+        UNION ALL
+        SELECT c.trace_id, c.first_id, c.span_id, w.depth + 1,
+               CASE WHEN w.shown THEN w.span_id ELSE w.frame_parent_id END, c.shown, false
+        FROM walk w JOIN fresh c ON c.parent_first = w.first_id
+        WHERE w.depth < 100000
+    )
+    SELECT trace_id, first_id, depth, frame_parent_id, shown, orphan FROM walk
 """
 
 _LOOKUP = f"""
@@ -92,7 +117,9 @@ _LOOKUP = f"""
            any_value({SHOWN}) AS shown
     FROM spans
     WHERE trace_id IN (SELECT trace_id FROM touched_traces)
-      AND (trace_id, span_id) IN (SELECT (trace_id, parent_span_id) FROM derived WHERE new)
+      AND (trace_id, span_id) IN (
+          SELECT (d.trace_id, d.parent_span_id) FROM placed p JOIN derived d USING (first_id) WHERE p.orphan
+      )
     GROUP BY trace_id, span_id
 """
 
@@ -101,36 +128,11 @@ _NO_LOOKUP = """
     SELECT trace_id, span_id, depth, frame_parent_id, shown FROM stream_open WHERE false
 """
 
-_PLACE = f"""
-    CREATE OR REPLACE TEMP TABLE placed AS
-    WITH RECURSIVE
-    fresh AS (SELECT trace_id, span_id, parent_span_id, {SHOWN} AS shown FROM derived WHERE new),
-    known AS (
-        SELECT trace_id, span_id, depth, frame_parent_id, shown FROM stream_open
-        UNION ALL SELECT trace_id, span_id, depth, frame_parent_id, shown FROM stream_lookup
-    ),
-    walk(trace_id, span_id, depth, frame_parent_id, shown) AS (
-        SELECT d.trace_id, d.span_id, coalesce(p.depth + 1, 0),
-               CASE WHEN p.span_id IS NULL THEN NULL WHEN p.shown THEN p.span_id ELSE p.frame_parent_id END,
-               d.shown
-        FROM fresh d
-        ANTI JOIN fresh q ON q.trace_id = d.trace_id AND q.span_id = d.parent_span_id
-        LEFT JOIN known p ON p.trace_id = d.trace_id AND p.span_id = d.parent_span_id
-        UNION ALL
-        SELECT c.trace_id, c.span_id, w.depth + 1,
-               CASE WHEN w.shown THEN w.span_id ELSE w.frame_parent_id END, c.shown
-        FROM walk w JOIN fresh c ON c.trace_id = w.trace_id AND c.parent_span_id = w.span_id
-        WHERE w.depth < 100000
-    )
-    SELECT trace_id, span_id, depth, frame_parent_id FROM walk
-"""
-
 # 4. New shown spans counted under their frame parents; those emitted before get theirs at the end.
-_KIDS = f"""
+_KIDS = """
     CREATE OR REPLACE TEMP TABLE stream_kids AS
-    SELECT p.trace_id, p.frame_parent_id AS span_id, count(*) AS n
-    FROM placed p JOIN derived d USING (trace_id, span_id)
-    WHERE {_SHOWN_D} AND p.frame_parent_id IS NOT NULL
+    SELECT trace_id, frame_parent_id AS span_id, count(*) AS n
+    FROM placed WHERE shown AND frame_parent_id IS NOT NULL
     GROUP BY ALL;
     INSERT INTO stream_late
     SELECT k.trace_id, k.span_id, k.n FROM stream_kids k
@@ -140,8 +142,8 @@ _KIDS = f"""
 # A span's place and children: placed now (new) or carried (open).
 _STATE = """
     FROM derived d
-    LEFT JOIN placed p ON p.trace_id = d.trace_id AND p.span_id = d.span_id
-    LEFT JOIN stream_open o ON o.trace_id = d.trace_id AND o.span_id = d.span_id
+    LEFT JOIN placed p ON p.first_id = d.first_id
+    LEFT JOIN stream_open o ON o.first_id = d.first_id
     LEFT JOIN stream_kids k ON k.trace_id = d.trace_id AND k.span_id = d.span_id
 """
 _DEPTH = "coalesce(p.depth, o.depth, 0)"
@@ -288,9 +290,11 @@ def _chunk(conn: duckdb.DuckDBPyConnection, lo: int, hi: int, *, last: bool) -> 
     conn.execute(_FIRSTS, bounds)
     conn.execute(_SPANS, bounds)
     conn.execute(LOG_NAMES.format(where="ev.event_id BETWEEN $lo AND $hi"), bounds)
-    unplaced = conn.execute(_UNPLACED).fetchall()[0][0]
-    conn.execute(_LOOKUP if unplaced else _NO_LOOKUP)
+    conn.execute(_NO_LOOKUP)
     conn.execute(_PLACE)
+    if conn.execute("SELECT count(*) FROM placed WHERE orphan").fetchall()[0][0]:
+        conn.execute(_LOOKUP)
+        conn.execute(_PLACE)
     conn.execute(_KIDS)
     conn.execute(_EMIT, {"last": last})
     conn.execute(_CARRY)
