@@ -113,6 +113,21 @@ def test_what_a_chunk_boundary_can_split_at_every_chunk_size(tmp_path: Path) -> 
     assert_same_at_every_chunk(tmp_path, "awkward", events, [1, 2, 3, 4, 5, 7, 11, len(events) - 1])
 
 
+def test_a_loop_that_outlives_its_agent_at_every_chunk_size(tmp_path: Path) -> None:
+    """Ends out of order: a turn after its agent's end is still the agent's child in the frame tree,
+    counted under it though the agent was stored a chunk before."""
+    t = Trace()
+    run = t.start("runWith")
+    agent = t.start("agent", run, agentId="ends early")
+    loop = t.start("promptAgent", agent)
+    t.end(agent, success=True)
+    for step in range(3):
+        t.end(t.start("turn", loop, step=step))
+    t.end(loop, success=True)
+    t.end(run, success=True)
+    assert_same_at_every_chunk(tmp_path, "outlived", t.events, [1, 2, 3, 4, 5, len(t.events) - 1])
+
+
 def test_the_benchmark_trace_with_agents_running_across_chunks(tmp_path: Path) -> None:
     generated = generate(tmp_path / "gen.jsonl", events=3000, seed=11)
     events = [orjson.loads(line) for line in generated.path.read_bytes().splitlines()]

@@ -4,24 +4,28 @@ Deriving a load's spans at once (`derive.refresh`) holds every span of the file 
 one recursive walk: for ten million events, millions of rows at a time. `derive_new` does the same
 work `CHUNK` events at a time, in event id order (a file's order), and carries from one chunk to the
 next only the spans still *open*: started and not ended (the root, the agents running at the chunk's
-end, their loops and turns; a few hundred whatever the file). A chunk:
+end, their loops and turns; a few hundred whatever the file), held as the rows `spans` would store
+for them now. A chunk is one statement (`_CHUNK`), so that what it holds is freed when it ends:
+temporary tables made in the load's transaction keep their rows until it ends, whatever is dropped.
+It:
 
-1. groups its events by span and merges them into the open spans (a start is the first event of
+1. groups its events by span and merges them with the open spans (a start is the first event of
    its span, so an open span's first event, and with it its kind, name and parent, never changes);
 2. places the spans it sees first (depth, frame parent) by a recursive walk down from their parents,
-   which are among them, open, or emitted before (then looked up, which few chunks need);
-3. emits the spans that are done (ended, or never started: an end without its start, an instant) to
-   `spans`, in time order, each with its frame children counted so far;
-4. counts the new shown spans under their frame parents: an open parent carries its count, one
-   emitted before gets it added at the end (`stream_late`).
+   which are among them or open;
+3. counts the new shown spans under their frame parents (an open parent adds them to its count);
+4. stores every span it made or merged in `spans`, in time order; the open ones are then taken out
+   again into `stream_open` (`_HOLD`).
 
 What a whole derive would make differently is found and mended afterwards, so the spans are exactly
-those of `derive.refresh`: a span id seen again after its span was emitted (a log line before its
+those of `derive.refresh`: a span id seen again after its span was stored (a log line before its
 span's start, a duplicated event) leaves two rows, which `derive.rederive` makes one
-(`find_duplicates`); a span first seen before its parent (out of time order) was placed as a root,
-and so was a span caught in a parent cycle: `fix_places` walks their runs again. Both are rare: a
-run's events in time order need neither. tests/test_store_derive_stream.py compares the two derives
-at every chunk size on traces made to hit each case.
+(`find_duplicates`); a span seen after its parent was stored, or before its parent (out of time
+order), was placed as a root, and so was a span caught in a parent cycle: `fix_places` walks their
+runs again; a span that stays open after its frame parent ended has its later children counted under
+a span stored already, so its run's children are counted again at the end (`stream_detached`). All
+are rare: a run's events in time order need none. tests/test_store_derive_stream.py compares the two
+derives at every chunk size on traces made to hit each case.
 """
 
 from __future__ import annotations
@@ -30,156 +34,124 @@ from dataclasses import dataclass
 
 import duckdb
 
-from devtool.store.span_sql import GROUPED, LOG_NAMES, RECOUNT, REWALK, SHOWN, shown, span_projection
+from devtool.store.span_sql import GROUPED, RECOUNT, REWALK, SHOWN, shown, span_projection
 
 CHUNK = 1_000_000
 
-# The first event's columns an open span keeps, so a later chunk need not read the event again.
-_FIRST_COLUMNS: tuple[str, ...] = ("type", "parent_span_id", "label", "agent_id", "call_id", "ts", "success")
-_FIRST_COLUMNS += ("error", "content_hash", "cache")
-_FIRST = ", ".join(_FIRST_COLUMNS)
-_SHOWN_D = shown("d")
+# An open span is held as the row `spans` would store for it now (running), in `stream_open`; this is
+# the first event a chunk's projection reads for it (a start: its kind is its type less `:start`).
+_OPEN_FIRST = """
+    SELECT start_event_id AS event_id, parent_span_id, kind || ':start' AS type, name AS label, agent_id, call_id,
+           start_ts AS ts, NULL::BOOLEAN AS success, error, content_hash, cache
+    FROM stream_open
+"""
 
 _SETUP = """
-    CREATE OR REPLACE TEMP TABLE stream_open (
-        trace_id VARCHAR, span_id VARCHAR, first_id BIGINT, start_id BIGINT, min_ts DOUBLE, max_ts DOUBLE,
-        n BIGINT, type VARCHAR, parent_span_id VARCHAR, label VARCHAR, agent_id VARCHAR, call_id VARCHAR,
-        ts DOUBLE, success BOOLEAN, error VARCHAR, content_hash VARCHAR, cache BOOLEAN,
-        depth INTEGER, frame_parent_id VARCHAR, shown BOOLEAN, children BIGINT
-    );
-    CREATE OR REPLACE TEMP TABLE stream_late (trace_id VARCHAR, span_id VARCHAR, n BIGINT);
+    CREATE OR REPLACE TEMP TABLE stream_open AS SELECT * FROM spans WHERE false;
+    CREATE OR REPLACE TEMP TABLE stream_detached (trace_id VARCHAR);
 """
 
-# 1. This chunk's events by span, merged into the open spans (an open span has started: its start,
-# earlier than any event of this chunk, stays its first event).
-_MERGE = f"""
-    CREATE OR REPLACE TEMP TABLE stream_groups AS
-    WITH c AS ({GROUPED} FROM events WHERE event_id BETWEEN $lo AND $hi GROUP BY trace_id, span_id)
-    SELECT coalesce(o.trace_id, c.trace_id) AS trace_id, coalesce(o.span_id, c.span_id) AS span_id,
-           coalesce(o.first_id, c.first_id) AS first_id, coalesce(o.start_id, c.start_id) AS start_id,
-           c.end_id, least(o.min_ts, c.min_ts) AS min_ts, greatest(o.max_ts, c.max_ts) AS max_ts,
-           coalesce(o.n, 0) + coalesce(c.n, 0) AS n, o.span_id IS NULL AS new
-    FROM c FULL JOIN stream_open o ON o.trace_id = c.trace_id AND o.span_id = c.span_id
-"""
-
-_FIRSTS = f"""
-    CREATE OR REPLACE TEMP TABLE stream_firsts AS
-    SELECT event_id, {_FIRST} FROM events
-    WHERE event_id BETWEEN $lo AND $hi AND event_id IN (SELECT first_id FROM stream_groups WHERE new)
-    UNION ALL
-    SELECT first_id, {_FIRST} FROM stream_open
-"""
-
-_SPANS = f"""
-    CREATE OR REPLACE TEMP TABLE derived AS
-    SELECT {span_projection("g", "f", "e")}, g.new,
-           g.start_id IS NULL OR g.end_id IS NOT NULL AS done
-    FROM stream_groups g
-    JOIN stream_firsts f ON f.event_id = g.first_id
-    LEFT JOIN (SELECT * EXCLUDE (body) FROM events WHERE event_id BETWEEN $lo AND $hi) e ON e.event_id = g.end_id
-"""
-
-# 2. New spans placed by a walk down from their parents, which are new, open, or emitted before (in
-# `stream_lookup`, made only when the walk finds a new span whose parent is neither new nor open: an
-# `orphan`, which few chunks have). A span is keyed by its first event's id from here on: one number
-# to join on, rather than two strings that are not short enough for DuckDB to compare inline.
-_PLACE = f"""
-    CREATE OR REPLACE TEMP TABLE placed AS
+# A chunk, in one statement: what DuckDB holds for its CTEs it frees when the statement ends. (Temporary
+# tables made or emptied in the load's transaction keep their rows until it ends, for a rollback: a
+# chunk's tables, made again at every chunk, held ~170 MB a million events, and spilled to disk.)
+# 1. The chunk's events by span, merged with every open span (an open span has started: its start,
+#    earlier than any event of this chunk, stays its first event).
+# 2. Each span's columns, from its first event and its end.
+# 3. The new spans placed by a walk down from their parents, new or open. A span is keyed by its first
+#    event's id: one number to join on, rather than two strings too long for DuckDB to compare inline.
+#    A new span whose parent is neither (stored by an earlier chunk, or seen later) is placed as a
+#    root, and `fix_places` walks its run again.
+# 4. The new shown spans counted under their frame parents, and every span of the chunk stored, in
+#    time order: the open ones too, as running, which `_HOLD` takes out again.
+_CHUNK = f"""
+    INSERT INTO spans
     WITH RECURSIVE
+    c AS ({GROUPED} FROM events WHERE event_id BETWEEN $lo AND $hi GROUP BY trace_id, span_id),
+    g AS MATERIALIZED (
+        SELECT coalesce(o.trace_id, c.trace_id) AS trace_id, coalesce(o.span_id, c.span_id) AS span_id,
+               coalesce(o.start_event_id, c.first_id) AS first_id, coalesce(o.start_event_id, c.start_id) AS start_id,
+               c.end_id, c.min_ts, c.max_ts, coalesce(o.events, 0) + coalesce(c.n, 0) AS n, o.span_id IS NULL AS new
+        FROM c FULL JOIN stream_open o ON o.trace_id = c.trace_id AND o.span_id = c.span_id
+    ),
+    f AS (
+        SELECT event_id, parent_span_id, type, label, agent_id, call_id, ts, success, error, content_hash, cache
+        FROM events
+        WHERE event_id BETWEEN $lo AND $hi AND event_id IN (SELECT first_id FROM g WHERE new)
+        UNION ALL {_OPEN_FIRST}
+    ),
+    e AS (SELECT * EXCLUDE (body) FROM events WHERE event_id BETWEEN $lo AND $hi),
+    d AS MATERIALIZED (
+        SELECT {span_projection("g", "f", "e")}, g.new, {shown("")} AS shown_
+        FROM g JOIN f ON f.event_id = g.first_id LEFT JOIN e ON e.event_id = g.end_id
+    ),
     fresh AS MATERIALIZED (
-        SELECT d.trace_id, d.span_id, d.parent_span_id, d.first_id, {_SHOWN_D} AS shown, q.first_id AS parent_first
-        FROM derived d LEFT JOIN derived q ON q.new AND q.trace_id = d.trace_id AND q.span_id = d.parent_span_id
-        WHERE d.new
+        SELECT a.trace_id, a.span_id, a.parent_span_id, a.first_id, a.shown_ AS shown, q.first_id AS parent_first
+        FROM d a LEFT JOIN d q ON q.new AND q.trace_id = a.trace_id AND q.span_id = a.parent_span_id
+        WHERE a.new
     ),
-    known AS (
-        SELECT trace_id, span_id, depth, frame_parent_id, shown FROM stream_open
-        UNION ALL SELECT trace_id, span_id, depth, frame_parent_id, shown FROM stream_lookup
-    ),
-    walk(trace_id, first_id, span_id, depth, frame_parent_id, shown, orphan) AS (
-        SELECT d.trace_id, d.first_id, d.span_id, coalesce(p.depth + 1, 0),
+    known AS (SELECT trace_id, span_id, depth, frame_parent_id, {SHOWN} AS shown FROM stream_open),
+    walk(trace_id, first_id, span_id, depth, frame_parent_id, shown) AS (
+        SELECT w.trace_id, w.first_id, w.span_id, coalesce(p.depth + 1, 0),
                CASE WHEN p.span_id IS NULL THEN NULL WHEN p.shown THEN p.span_id ELSE p.frame_parent_id END,
-               d.shown, p.span_id IS NULL AND d.parent_span_id IS NOT NULL
-        FROM fresh d
-        LEFT JOIN known p ON p.trace_id = d.trace_id AND p.span_id = d.parent_span_id
-        WHERE d.parent_first IS NULL
+               w.shown
+        FROM fresh w
+        LEFT JOIN known p ON p.trace_id = w.trace_id AND p.span_id = w.parent_span_id
+        WHERE w.parent_first IS NULL
         UNION ALL
         SELECT c.trace_id, c.first_id, c.span_id, w.depth + 1,
-               CASE WHEN w.shown THEN w.span_id ELSE w.frame_parent_id END, c.shown, false
+               CASE WHEN w.shown THEN w.span_id ELSE w.frame_parent_id END, c.shown
         FROM walk w JOIN fresh c ON c.parent_first = w.first_id
         WHERE w.depth < 100000
+    ),
+    placed AS MATERIALIZED (SELECT trace_id, first_id, depth, frame_parent_id, shown FROM walk),
+    kids AS (
+        SELECT trace_id, frame_parent_id AS span_id, count(*) AS n
+        FROM placed WHERE shown AND frame_parent_id IS NOT NULL
+        GROUP BY ALL
     )
-    SELECT trace_id, first_id, depth, frame_parent_id, shown, orphan FROM walk
-"""
-
-_LOOKUP = f"""
-    CREATE OR REPLACE TEMP TABLE stream_lookup AS
-    SELECT trace_id, span_id, any_value(depth) AS depth, any_value(frame_parent_id) AS frame_parent_id,
-           any_value({SHOWN}) AS shown
-    FROM spans
-    WHERE trace_id IN (SELECT trace_id FROM touched_traces)
-      AND (trace_id, span_id) IN (
-          SELECT (d.trace_id, d.parent_span_id) FROM placed p JOIN derived d USING (first_id) WHERE p.orphan
-      )
-    GROUP BY trace_id, span_id
-"""
-
-_NO_LOOKUP = """
-    CREATE OR REPLACE TEMP TABLE stream_lookup AS
-    SELECT trace_id, span_id, depth, frame_parent_id, shown FROM stream_open WHERE false
-"""
-
-# 4. New shown spans counted under their frame parents; those emitted before get theirs at the end.
-_KIDS = """
-    CREATE OR REPLACE TEMP TABLE stream_kids AS
-    SELECT trace_id, frame_parent_id AS span_id, count(*) AS n
-    FROM placed WHERE shown AND frame_parent_id IS NOT NULL
-    GROUP BY ALL;
-    INSERT INTO stream_late
-    SELECT k.trace_id, k.span_id, k.n FROM stream_kids k
-    ANTI JOIN derived d ON d.trace_id = k.trace_id AND d.span_id = k.span_id;
-"""
-
-# A span's place and children: placed now (new) or carried (open).
-_STATE = """
-    FROM derived d
-    LEFT JOIN placed p ON p.first_id = d.first_id
-    LEFT JOIN stream_open o ON o.first_id = d.first_id
-    LEFT JOIN stream_kids k ON k.trace_id = d.trace_id AND k.span_id = d.span_id
-"""
-_DEPTH = "coalesce(p.depth, o.depth, 0)"
-_FRAME_PARENT = "CASE WHEN d.new THEN p.frame_parent_id ELSE o.frame_parent_id END"
-_CHILDREN = "coalesce(o.children, 0) + coalesce(k.n, 0)"
-
-# 3. The spans that are done, in time order (all of them at the end: what is still open is running).
-_EMIT = f"""
-    INSERT INTO spans
     SELECT d.trace_id, d.span_id, d.parent_span_id, d.kind, d.instant, d.name, d.agent_id, d.call_id,
            d.start_ts, d.end_ts, d.status, d.error, d.content_hash, d.cache,
            CASE WHEN d.instant THEN d.first_id ELSE d.start_id END, d.end_id, d.events,
-           {_DEPTH}, {_FRAME_PARENT}, {_CHILDREN}
-    {_STATE}
+           coalesce(p.depth, o.depth, 0), CASE WHEN d.new THEN p.frame_parent_id ELSE o.frame_parent_id END,
+           coalesce(o.frame_children, 0) + coalesce(k.n, 0)
+    FROM d
     JOIN touched_traces t ON t.trace_id = d.trace_id
-    WHERE d.done OR $last
+    LEFT JOIN placed p ON p.first_id = d.first_id
+    LEFT JOIN stream_open o ON o.start_event_id = d.first_id
+    LEFT JOIN kids k ON k.trace_id = d.trace_id AND k.span_id = d.span_id
     ORDER BY t.trace_no, d.start_ts
 """
 
-_CARRY = f"""
-    CREATE OR REPLACE TEMP TABLE stream_next AS
-    SELECT d.trace_id, d.span_id, d.first_id, d.start_id, g.min_ts, g.max_ts, g.n,
-           {", ".join(f"f.{column}" for column in _FIRST_COLUMNS)},
-           {_DEPTH} AS depth, {_FRAME_PARENT} AS frame_parent_id, {_SHOWN_D} AS shown, {_CHILDREN} AS children
-    {_STATE}
-    JOIN stream_groups g ON g.trace_id = d.trace_id AND g.span_id = d.span_id
-    JOIN stream_firsts f ON f.event_id = d.first_id
-    WHERE NOT d.done;
-    DROP TABLE stream_open;
-    ALTER TABLE stream_next RENAME TO stream_open;
+# A log line's instant, called by its message (`span_sql.LOG_NAMES`), among the spans a chunk stored. Not
+# in `_CHUNK`: there DuckDB joins the chunk's instants to its events by building on the events, every
+# body read (1.6 s of a chunk of a million, against 0.06 s for this).
+_LOG_NAMES = """
+    UPDATE spans SET name = CASE WHEN json_type(ev.body, 'message') = 'VARCHAR'
+                                 THEN left(ev.body->>'message', 200) ELSE spans.name END
+    FROM events ev
+    WHERE spans.trace_id IN (SELECT trace_id FROM touched_traces) AND spans.instant AND spans.kind <> 'budget:update'
+      AND spans.start_event_id BETWEEN $lo AND $hi AND ev.event_id = spans.start_event_id
+      AND ev.event_id BETWEEN $lo AND $hi
 """
 
-_LATE = """
-    UPDATE spans SET frame_children = spans.frame_children + late.n
-    FROM (SELECT trace_id, span_id, sum(n) AS n FROM stream_late GROUP BY ALL) late
-    WHERE spans.trace_id = late.trace_id AND spans.span_id = late.span_id
+# The spans still open after a chunk, taken out of `spans` into `stream_open` (a few hundred, whatever the
+# file; these are the only running spans of the new runs). One whose frame parent is not open has ended
+# before it (out of order): the children it has later are counted under a span stored already, which
+# `derive_new` recounts at the end (`stream_detached`).
+_HOLD = """
+    DELETE FROM stream_open;
+    INSERT INTO stream_open
+    SELECT * FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND status = 'running';
+    DELETE FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND status = 'running';
+    INSERT INTO stream_detached
+    SELECT DISTINCT o.trace_id FROM stream_open o
+    WHERE o.frame_parent_id IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM stream_open p WHERE p.trace_id = o.trace_id AND p.span_id = o.frame_parent_id);
+"""
+
+_RELEASE = """
+    INSERT INTO spans
+    SELECT o.* FROM stream_open o JOIN touched_traces t USING (trace_id) ORDER BY t.trace_no, o.start_ts
 """
 
 # Counted by a hash of the key (a number groups faster than two strings); a collision only has two
@@ -228,16 +200,16 @@ def derive_new(
     chunks = most_open = 0
     while lo <= last_event_id:
         hi = _chunk_end(conn, lo, last_event_id, size)
-        _chunk(conn, lo, hi, last=False)
+        conn.execute(_CHUNK, {"lo": lo, "hi": hi})
+        conn.execute(_LOG_NAMES, {"lo": lo, "hi": hi})
+        conn.execute(_HOLD)
         chunks += 1
         most_open = max(most_open, int(conn.execute("SELECT count(*) FROM stream_open").fetchall()[0][0]))
         lo = hi + 1
-    _chunk(conn, 1, 0, last=True)  # no events: emits the spans still open, running
-    conn.execute(_LATE)
-    conn.execute(
-        "DROP TABLE stream_open; DROP TABLE stream_late; DROP TABLE stream_groups; DROP TABLE stream_firsts; "
-        "DROP TABLE stream_lookup; DROP TABLE stream_kids; DROP TABLE derived; DROP TABLE placed"
-    )
+    conn.execute(_RELEASE)
+    conn.execute("CREATE OR REPLACE TEMP TABLE detached AS SELECT DISTINCT trace_id FROM stream_detached")
+    _recount(conn, "detached")
+    conn.execute("DROP TABLE stream_open; DROP TABLE stream_detached; DROP TABLE detached")
     count = conn.execute(
         f"SELECT count(*) FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND {SHOWN}"
     )
@@ -275,26 +247,16 @@ def fix_places(conn: duckdb.DuckDBPyConnection) -> None:
     conn.execute(_MISPLACED)
     if conn.execute("SELECT count(*) FROM misplaced").fetchall()[0][0]:
         conn.execute(REWALK.format(traces="misplaced"))
-        conn.execute(
-            "CREATE OR REPLACE TEMP TABLE recount AS "
-            "SELECT trace_id, span_id FROM spans WHERE trace_id IN (SELECT trace_id FROM misplaced)"
-        )
-        conn.execute(RECOUNT.replace("touched_traces", "misplaced"))
-        conn.execute("DROP TABLE recount")
+        _recount(conn, "misplaced")
     conn.execute("DROP TABLE misplaced")
 
 
-def _chunk(conn: duckdb.DuckDBPyConnection, lo: int, hi: int, *, last: bool) -> None:
-    bounds = {"lo": lo, "hi": hi}
-    conn.execute(_MERGE, bounds)
-    conn.execute(_FIRSTS, bounds)
-    conn.execute(_SPANS, bounds)
-    conn.execute(LOG_NAMES.format(where="ev.event_id BETWEEN $lo AND $hi"), bounds)
-    conn.execute(_NO_LOOKUP)
-    conn.execute(_PLACE)
-    if conn.execute("SELECT count(*) FROM placed WHERE orphan").fetchall()[0][0]:
-        conn.execute(_LOOKUP)
-        conn.execute(_PLACE)
-    conn.execute(_KIDS)
-    conn.execute(_EMIT, {"last": last})
-    conn.execute(_CARRY)
+def _recount(conn: duckdb.DuckDBPyConnection, runs: str) -> None:
+    """Count the frame-tree children of every span of the runs in table `runs` again."""
+    if conn.execute(f"SELECT count(*) FROM {runs}").fetchall()[0][0]:
+        conn.execute(
+            "CREATE OR REPLACE TEMP TABLE recount AS "
+            f"SELECT trace_id, span_id FROM spans WHERE trace_id IN (SELECT trace_id FROM {runs})"
+        )
+        conn.execute(RECOUNT.replace("touched_traces", runs))
+        conn.execute("DROP TABLE recount")
