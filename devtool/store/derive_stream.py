@@ -5,17 +5,20 @@ one recursive walk: for ten million events, millions of rows at a time. `derive_
 work `CHUNK` events at a time, in event id order (a file's order), and carries from one chunk to the
 next only the spans still *open*: started and not ended (the root, the agents running at the chunk's
 end, their loops and turns; a few hundred whatever the file), held as the rows `spans` would store
-for them now. A chunk is one statement (`_CHUNK`), so that what it holds is freed when it ends:
-temporary tables made in the load's transaction keep their rows until it ends, whatever is dropped.
-It:
+for them now (`stream_open`). A chunk is two statements, so that what they hold is freed when each
+ends (temporary tables made in the load's transaction keep their rows until it ends, whatever is
+dropped), and neither changes a row of `spans` once stored (DuckDB would write the load's every span
+again at its commit). `_CHUNK`:
 
 1. groups its events by span and merges them with the open spans (a start is the first event of
    its span, so an open span's first event, and with it its kind, name and parent, never changes);
 2. places the spans it sees first (depth, frame parent) by a recursive walk down from their parents,
    which are among them or open;
 3. counts the new shown spans under their frame parents (an open parent adds them to its count);
-4. stores every span it made or merged in `spans`, in time order; the open ones are then taken out
-   again into `stream_open` (`_HOLD`).
+4. stores the spans it made or merged that are done (ended, or never started: an end without its
+   start, an instant) in `spans`, in time order.
+
+`_OPEN` then makes the open spans' rows again, from the few events that start and end them.
 
 What a whole derive would make differently is found and mended afterwards, so the spans are exactly
 those of `derive.refresh`: a span id seen again after its span was stored (a log line before its
@@ -48,6 +51,7 @@ _OPEN_FIRST = """
 
 _SETUP = """
     CREATE OR REPLACE TEMP TABLE stream_open AS SELECT * FROM spans WHERE false;
+    CREATE OR REPLACE TEMP TABLE stream_next AS SELECT * FROM spans WHERE false;
     CREATE OR REPLACE TEMP TABLE stream_detached (trace_id VARCHAR);
 """
 
@@ -61,8 +65,8 @@ _SETUP = """
 #    event's id: one number to join on, rather than two strings too long for DuckDB to compare inline.
 #    A new span whose parent is neither (stored by an earlier chunk, or seen later) is placed as a
 #    root, and `fix_places` walks its run again.
-# 4. The new shown spans counted under their frame parents, and every span of the chunk stored, in
-#    time order: the open ones too, as running, which `_HOLD` takes out again.
+# 4. The new shown spans counted under their frame parents, and the spans that are done stored, in
+#    time order (the open ones are `_OPEN`'s).
 _CHUNK = f"""
     INSERT INTO spans
     WITH RECURSIVE
@@ -83,6 +87,13 @@ _CHUNK = f"""
     d AS MATERIALIZED (
         SELECT {span_projection("g", "f", "e")}, g.new, {shown("")} AS shown_
         FROM g JOIN f ON f.event_id = g.first_id LEFT JOIN e ON e.event_id = g.end_id
+    ),
+    logs AS (
+        SELECT event_id, CASE WHEN json_type(body, 'message') = 'VARCHAR' THEN left(body->>'message', 200) END
+            AS message
+        FROM events
+        WHERE event_id BETWEEN $lo AND $hi
+          AND type NOT LIKE '%:start' AND type NOT LIKE '%:end' AND type <> 'budget:update'
     ),
     fresh AS MATERIALIZED (
         SELECT a.trace_id, a.span_id, a.parent_span_id, a.first_id, a.shown_ AS shown, q.first_id AS parent_first
@@ -109,8 +120,9 @@ _CHUNK = f"""
         FROM placed WHERE shown AND frame_parent_id IS NOT NULL
         GROUP BY ALL
     )
-    SELECT d.trace_id, d.span_id, d.parent_span_id, d.kind, d.instant, d.name, d.agent_id, d.call_id,
-           d.start_ts, d.end_ts, d.status, d.error, d.content_hash, d.cache,
+    SELECT d.trace_id, d.span_id, d.parent_span_id, d.kind, d.instant,
+           CASE WHEN d.instant THEN coalesce(l.message, d.name) ELSE d.name END, d.agent_id, d.call_id, d.start_ts,
+           d.end_ts, d.status, d.error, d.content_hash, d.cache,
            CASE WHEN d.instant THEN d.first_id ELSE d.start_id END, d.end_id, d.events,
            coalesce(p.depth, o.depth, 0), CASE WHEN d.new THEN p.frame_parent_id ELSE o.frame_parent_id END,
            coalesce(o.frame_children, 0) + coalesce(k.n, 0)
@@ -119,34 +131,104 @@ _CHUNK = f"""
     LEFT JOIN placed p ON p.first_id = d.first_id
     LEFT JOIN stream_open o ON o.start_event_id = d.first_id
     LEFT JOIN kids k ON k.trace_id = d.trace_id AND k.span_id = d.span_id
+    LEFT JOIN logs l ON l.event_id = d.first_id
+    WHERE d.status <> 'running'
     ORDER BY t.trace_no, d.start_ts
 """
 
-# A log line's instant, called by its message (`span_sql.LOG_NAMES`), among the spans a chunk stored. Not
-# in `_CHUNK`: there DuckDB joins the chunk's instants to its events by building on the events, every
-# body read (1.6 s of a chunk of a million, against 0.06 s for this).
-_LOG_NAMES = """
-    UPDATE spans SET name = CASE WHEN json_type(ev.body, 'message') = 'VARCHAR'
-                                 THEN left(ev.body->>'message', 200) ELSE spans.name END
-    FROM events ev
-    WHERE spans.trace_id IN (SELECT trace_id FROM touched_traces) AND spans.instant AND spans.kind <> 'budget:update'
-      AND spans.start_event_id BETWEEN $lo AND $hi AND ev.event_id = spans.start_event_id
-      AND ev.event_id BETWEEN $lo AND $hi
+# The spans open after a chunk, as `spans` would store them now, made apart from `_CHUNK` (which stores
+# the others): rows of `spans` deleted or updated in the load's transaction have DuckDB write every
+# span of the load again at its commit (4.9 s at 3M events). They are the open spans the chunk did not
+# end, and those it started and did not end, placed by a walk from their parents, which are open (one
+# whose parent is not is placed as a root, as in `_CHUNK`), their children counted from the spans the
+# chunk stored and from each other. One whose frame parent is not open has ended before it (out of
+# order): the children it has later are counted under a span stored already, which `derive_new`
+# recounts at the end (`stream_detached`).
+_OPEN = f"""
+    INSERT INTO stream_next
+    WITH RECURSIVE
+    ended AS (SELECT DISTINCT trace_id, span_id FROM events WHERE event_id BETWEEN $lo AND $hi AND type LIKE '%:end'),
+    started AS (
+        SELECT trace_id, span_id, min(event_id) AS start_id FROM events
+        WHERE event_id BETWEEN $lo AND $hi AND type LIKE '%:start'
+        GROUP BY ALL
+    ),
+    begun AS (
+        SELECT s.* FROM started s
+        ANTI JOIN ended x ON x.trace_id = s.trace_id AND x.span_id = s.span_id
+        ANTI JOIN stream_open o ON o.trace_id = s.trace_id AND o.span_id = s.span_id
+    ),
+    counts AS (
+        SELECT trace_id, span_id, count(*) AS n FROM events
+        WHERE event_id BETWEEN $lo AND $hi
+          AND (trace_id, span_id) IN (
+              SELECT (trace_id, span_id) FROM begun UNION ALL SELECT (trace_id, span_id) FROM stream_open
+          )
+        GROUP BY ALL
+    ),
+    g AS (
+        SELECT b.trace_id, b.span_id, b.start_id AS first_id, b.start_id, NULL::BIGINT AS end_id,
+               NULL::DOUBLE AS min_ts, NULL::DOUBLE AS max_ts, c.n
+        FROM begun b JOIN counts c ON c.trace_id = b.trace_id AND c.span_id = b.span_id
+    ),
+    f AS (
+        SELECT * EXCLUDE (body) FROM events
+        WHERE event_id BETWEEN $lo AND $hi AND event_id IN (SELECT start_id FROM begun)
+    ),
+    d AS MATERIALIZED (
+        SELECT {span_projection("g", "f", "e")}, {shown("")} AS shown_
+        FROM g JOIN f ON f.event_id = g.first_id LEFT JOIN f e ON false
+    ),
+    walk(trace_id, span_id, depth, frame_parent_id, shown) AS (
+        SELECT a.trace_id, a.span_id, coalesce(p.depth + 1, 0),
+               CASE WHEN p.span_id IS NULL THEN NULL WHEN {shown("p")} THEN p.span_id ELSE p.frame_parent_id END,
+               a.shown_
+        FROM d a
+        LEFT JOIN stream_open p ON p.trace_id = a.trace_id AND p.span_id = a.parent_span_id
+        WHERE NOT EXISTS (SELECT 1 FROM d q WHERE q.trace_id = a.trace_id AND q.span_id = a.parent_span_id)
+        UNION ALL
+        SELECT c.trace_id, c.span_id, w.depth + 1, CASE WHEN w.shown THEN w.span_id ELSE w.frame_parent_id END,
+               c.shown_
+        FROM walk w JOIN d c ON c.trace_id = w.trace_id AND c.parent_span_id = w.span_id
+        WHERE w.depth < 100000
+    ),
+    still AS (
+        SELECT d.trace_id, d.span_id, d.parent_span_id, d.kind, d.instant, d.name, d.agent_id, d.call_id,
+               d.start_ts, d.end_ts, d.status, d.error, d.content_hash, d.cache, d.start_id, d.end_id, d.events,
+               coalesce(w.depth, 0) AS depth, w.frame_parent_id, 0 AS frame_children
+        FROM d LEFT JOIN walk w ON w.trace_id = d.trace_id AND w.span_id = d.span_id
+        UNION ALL
+        SELECT o.* REPLACE (o.events + coalesce(c.n, 0) AS events) FROM stream_open o
+        ANTI JOIN ended x ON x.trace_id = o.trace_id AND x.span_id = o.span_id
+        LEFT JOIN counts c ON c.trace_id = o.trace_id AND c.span_id = o.span_id
+    ),
+    stored_kids AS (
+        SELECT trace_id, frame_parent_id AS span_id, count(*) AS n FROM spans
+        WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND {SHOWN}
+          AND (start_event_id BETWEEN $lo AND $hi OR (start_event_id IS NULL AND end_event_id BETWEEN $lo AND $hi))
+          AND frame_parent_id IN (SELECT span_id FROM still)
+        GROUP BY ALL
+    ),
+    open_kids AS (
+        SELECT s.trace_id, s.frame_parent_id AS span_id, count(*) AS n FROM still s
+        JOIN begun b ON b.trace_id = s.trace_id AND b.span_id = s.span_id
+        WHERE {shown("s")} AND s.frame_parent_id IS NOT NULL
+        GROUP BY ALL
+    )
+    SELECT s.* REPLACE (s.frame_children + coalesce(k.n, 0) + coalesce(j.n, 0) AS frame_children)
+    FROM still s
+    LEFT JOIN stored_kids k ON k.trace_id = s.trace_id AND k.span_id = s.span_id
+    LEFT JOIN open_kids j ON j.trace_id = s.trace_id AND j.span_id = s.span_id
 """
 
-# The spans still open after a chunk, taken out of `spans` into `stream_open` (a few hundred, whatever the
-# file; these are the only running spans of the new runs). One whose frame parent is not open has ended
-# before it (out of order): the children it has later are counted under a span stored already, which
-# `derive_new` recounts at the end (`stream_detached`).
-_HOLD = """
-    DELETE FROM stream_open;
-    INSERT INTO stream_open
-    SELECT * FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND status = 'running';
-    DELETE FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND status = 'running';
+_NEXT = """
     INSERT INTO stream_detached
-    SELECT DISTINCT o.trace_id FROM stream_open o
+    SELECT DISTINCT o.trace_id FROM stream_next o
     WHERE o.frame_parent_id IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM stream_open p WHERE p.trace_id = o.trace_id AND p.span_id = o.frame_parent_id);
+      AND NOT EXISTS (SELECT 1 FROM stream_next p WHERE p.trace_id = o.trace_id AND p.span_id = o.frame_parent_id);
+    DELETE FROM stream_open;
+    INSERT INTO stream_open SELECT * FROM stream_next;
+    DELETE FROM stream_next;
 """
 
 _RELEASE = """
@@ -201,15 +283,15 @@ def derive_new(
     while lo <= last_event_id:
         hi = _chunk_end(conn, lo, last_event_id, size)
         conn.execute(_CHUNK, {"lo": lo, "hi": hi})
-        conn.execute(_LOG_NAMES, {"lo": lo, "hi": hi})
-        conn.execute(_HOLD)
+        conn.execute(_OPEN, {"lo": lo, "hi": hi})
+        conn.execute(_NEXT)
         chunks += 1
         most_open = max(most_open, int(conn.execute("SELECT count(*) FROM stream_open").fetchall()[0][0]))
         lo = hi + 1
     conn.execute(_RELEASE)
     conn.execute("CREATE OR REPLACE TEMP TABLE detached AS SELECT DISTINCT trace_id FROM stream_detached")
     _recount(conn, "detached")
-    conn.execute("DROP TABLE stream_open; DROP TABLE stream_detached; DROP TABLE detached")
+    conn.execute("DROP TABLE stream_open; DROP TABLE stream_next; DROP TABLE stream_detached; DROP TABLE detached")
     count = conn.execute(
         f"SELECT count(*) FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND {SHOWN}"
     )
