@@ -152,3 +152,24 @@ def test_the_memory_limit_option_reaches_duckdb(devtool: DevtoolRunner, tmp_path
     refused = devtool("load", "--db", str(db), "--memory-limit", "much", str(tmp_path / "t.jsonl"))
     assert refused.returncode != 0
     assert "Memory must have a number" in refused.stderr
+
+
+def test_a_file_too_big_for_the_memory_limit_says_so_and_keeps_what_was_stored(
+    devtool: DevtoolRunner, tmp_path: Path
+) -> None:
+    db = tmp_path / "s.duckdb"
+    assert devtool("load", "--db", str(db), str(NESTED)).returncode == 0
+    t = Trace()
+    root = t.start("runWith")
+    for n in range(300):
+        t.end(t.start("agent", root, agentId=f"worker-{n}", props={"brief": "x" * 200}), success=True)
+    t.end(root, success=True)
+    big = t.write(tmp_path / "big.jsonl")
+    result = devtool("load", "--db", str(db), "--memory-limit", "4MiB", str(big))
+    assert result.returncode == 2
+    (error,) = result.stderr.splitlines()
+    # Its lines are fine: it is not called unreadable, and none of them is named as bad.
+    assert error.startswith(f"devtool load: error: {big}: DuckDB ran out of memory loading it, so nothing of it")
+    assert error.endswith("let it use more with --memory-limit (say 2GiB), or load it on a machine with more memory")
+    assert "4.0 MiB used" in error
+    assert stored(db, "SELECT count(*) FROM events") == [(82,)]

@@ -187,7 +187,7 @@ def _insert(
     # its refusal sends load_file to wait for the digest and try again.
     object_size = min(max(DEFAULT_OBJECT_SIZE, source.longest_line + 1024), MAX_LINE + 1024)
     reading = Reading(jsonl, object_size)
-    with _watch(store, source, progress), store.transaction() as conn:
+    with _watch(store, source, progress), _memory_refused(source), store.transaction() as conn:
         source_id = int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0])
         inserted = loader.insert(conn, reader_path, source_id, reading)
         span_keys.key_runs(conn, inserted.traces, min_events=span_keys.LOAD_KEYED_EVENTS)
@@ -243,6 +243,21 @@ def _insert(
         problems=tuple(scan.problems) if scan else (),
         bad_lines=scan.bad if scan else 0,
     )
+
+
+@contextmanager
+def _memory_refused(source: SourceFile) -> Iterator[None]:
+    """A load that DuckDB could not fit in its memory limit is refused as that, at once (after the
+    transaction's rollback): it says nothing of the file, whose lines would otherwise be scanned one
+    by one for a fault they do not have, and then reported as unreadable."""
+    try:
+        yield
+    except duckdb.OutOfMemoryException as exc:
+        raise LoadError(
+            source.path,
+            f"DuckDB ran out of memory loading it, so nothing of it was stored ({_first_line(exc)}): "
+            "let it use more with --memory-limit (say 2GiB), or load it on a machine with more memory",
+        ) from exc
 
 
 @contextmanager
