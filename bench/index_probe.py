@@ -2,6 +2,7 @@
 
     python bench/index_probe.py DB TRACE_ID [--before 10] [--no-pages]   # the app, serving
     python bench/index_probe.py DB TRACE_ID --alone                        # the build alone
+    ... [--memory-limit 640MiB]                                            # DuckDB's, as `devtool serve` takes it
 
 Serving (what `bench_scale.py` runs on a copy of a loaded store): the app `devtool serve` runs, in
 this process through Starlette's TestClient, with its background indexer; every 100 ms a live batch
@@ -35,6 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_rewind import server_ms
+from devtool.store.database import DEFAULT_MEMORY_LIMIT
 
 PHASES = ("before", "keys", "index", "after")
 
@@ -111,11 +113,11 @@ def _rss(pid: int) -> float:
         return 0.0
 
 
-def alone(db: Path, trace_id: str) -> dict[str, Any]:
+def alone(db: Path, trace_id: str, memory_limit: str) -> dict[str, Any]:
     from devtool.actions.frame_indexer import build_index
     from devtool.store import Store
 
-    store = Store(db)
+    store = Store(db, memory_limit=memory_limit)
     memory = Memory(store)
     state = build_index(store, trace_id)
     found = {"index seconds": state.seconds, "indexed": state.indexed, "frames": state.frames, **memory.report()}
@@ -123,7 +125,7 @@ def alone(db: Path, trace_id: str) -> dict[str, Any]:
     return found
 
 
-def serving(db: Path, trace_id: str, before: float, pages: bool) -> dict[str, Any]:
+def serving(db: Path, trace_id: str, before: float, pages: bool, memory_limit: str) -> dict[str, Any]:
     from starlette.testclient import TestClient
 
     from devtool.store import Store
@@ -131,7 +133,7 @@ def serving(db: Path, trace_id: str, before: float, pages: bool) -> dict[str, An
     from devtool.web.app import create_app
     from devtool.web.settings import Settings
 
-    store = Store(db)
+    store = Store(db, memory_limit=memory_limit)
     span = store.query(
         "SELECT span_id FROM spans WHERE trace_id = ? AND kind = 'agent' ORDER BY start_ts LIMIT 1 OFFSET 1000",
         [trace_id],
@@ -200,9 +202,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", type=float, default=10.0, help="seconds served before the indexer starts")
     parser.add_argument("--no-pages", dest="pages", action="store_false", help="live appends only")
     parser.add_argument("--alone", action="store_true", help="build the index with nothing else running")
+    parser.add_argument(
+        "--memory-limit", default=DEFAULT_MEMORY_LIMIT, help="the store's, as `devtool serve --memory-limit` sets it"
+    )
     args = parser.parse_args(argv)
     average = load_average()
-    found = alone(args.db, args.trace_id) if args.alone else serving(args.db, args.trace_id, args.before, args.pages)
+    if args.alone:
+        found = alone(args.db, args.trace_id, args.memory_limit)
+    else:
+        found = serving(args.db, args.trace_id, args.before, args.pages, args.memory_limit)
     print(json.dumps({**found, "load average": f"{average} → {load_average()}"}))
     return 0
 
