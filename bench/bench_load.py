@@ -5,9 +5,10 @@
 
 Each round runs, as child processes started from scratch and one after the other: DuckDB's bare
 read of the file (`bench_store.BASELINE`), then for each tree (a checkout of the DevTool: `.` and,
-say, a worktree of main) `devtool load` of the file into a new database, and the same load with the
-search index left out (`bench_scale.WITHOUT_INDEX`): the index's cost is the difference. A child
-runs a tree's code by starting in it. Every figure is wall time (what a user waits), CPU time (user
+say, a worktree of main; the trees take turns going first, round by round) `devtool load` of the
+file into a new database, and the same load with the search index left out
+(`bench_scale.WITHOUT_INDEX`): the index's cost is the difference. A child runs a tree's code by
+starting in it. Every figure is wall time (what a user waits), CPU time (user
 + system of all threads: what the work costs whatever else runs on the machine) and peak memory
 (max RSS), with the load average beside each round; ratios are to the bare read of the same round.
 
@@ -64,7 +65,10 @@ def compare(trace: Path, trees: list[Path], repeat: int, workdir: Path) -> None:
         averages.append(load_average())
         print(f"round {round_ + 1}/{repeat}, load average {averages[-1]}", file=sys.stderr)
         runs["bare"].append(spawn([sys.executable, "-c", BASELINE, str(fresh(db)), str(trace)]))
-        for tree in trees:
+        # The trees take turns going first: whichever loaded first in a round took 4-5 s more for the
+        # same insert at 10M (BENCHMARKS, issue 21), more than the changes compared.
+        turn = round_ % len(trees)
+        for tree in trees[turn:] + trees[:turn]:
             for name, command in (("load", ["-m", "devtool", "load"]), ("without index", ["-c", WITHOUT_INDEX])):
                 found = spawn([sys.executable, *command, "--db", str(fresh(db)), str(trace)], tree)
                 runs.setdefault(f"{tree.name} {name}", []).append(found)
