@@ -177,7 +177,7 @@ _OPEN = f"""
     ),
     d AS MATERIALIZED (
         SELECT {span_projection("g", "f", "e")}, {shown("")} AS shown_
-        FROM g JOIN f ON f.event_id = g.first_id LEFT JOIN f e ON false
+        FROM g JOIN f ON f.event_id = g.first_id LEFT JOIN f e ON false  -- begun, not ended: no end event
     ),
     walk(trace_id, span_id, depth, frame_parent_id, shown) AS (
         SELECT a.trace_id, a.span_id, coalesce(p.depth + 1, 0),
