@@ -128,6 +128,33 @@ def test_a_loop_that_outlives_its_agent_at_every_chunk_size(tmp_path: Path) -> N
     assert_same_at_every_chunk(tmp_path, "outlived", t.events, [1, 2, 3, 4, 5, len(t.events) - 1])
 
 
+def test_a_loop_that_outlives_its_agent_is_placed_by_the_stream_not_walked_again(tmp_path: Path) -> None:
+    """At whatever chunk its agent starts and ends in while the loop stays open, the loop is placed under
+    the agent the chunk stored: its run is not left for `fix_places` to walk again (a whole run)."""
+    t = Trace()
+    run = t.start("runWith")
+    agent = t.start("agent", run, agentId="ends early")
+    loop = t.start("promptAgent", agent)
+    t.end(agent, success=True)
+    for step in range(3):
+        t.end(t.start("turn", loop, step=step))
+    t.end(loop, success=True)
+    t.end(run, success=True)
+    texts = [orjson.dumps(event).decode() for event in t.events]
+    for size in range(2, len(texts)):
+        store = Store(tmp_path / f"outlived-{size}.duckdb")
+        try:
+            with store.transaction() as conn:
+                relation = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
+                insert_events(conn, relation, 1, {"events": texts}, derive_spans=False)
+                _touch_every_trace(conn)
+                derive_stream.derive_new(conn, 0, len(texts), size=size)
+                placed = conn.execute("SELECT depth FROM spans WHERE span_id = ?", [loop]).fetchall()
+        finally:
+            store.close()
+        assert placed == [(2,)], f"chunks of {size}"
+
+
 def test_the_benchmark_trace_with_agents_running_across_chunks(tmp_path: Path) -> None:
     generated = generate(tmp_path / "gen.jsonl", events=3000, seed=11)
     events = [orjson.loads(line) for line in generated.path.read_bytes().splitlines()]

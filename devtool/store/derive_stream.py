@@ -139,9 +139,10 @@ _CHUNK = f"""
 # The spans open after a chunk, as `spans` would store them now, made apart from `_CHUNK` (which stores
 # the others): rows of `spans` deleted or updated in the load's transaction have DuckDB write every
 # span of the load again at its commit (4.9 s at 3M events). They are the open spans the chunk did not
-# end, and those it started and did not end, placed by a walk from their parents, which are open (one
-# whose parent is not is placed as a root, as in `_CHUNK`), their children counted from the spans the
-# chunk stored and from each other. One whose frame parent is not open has ended before it (out of
+# end, and those it started and did not end, placed by a walk from their parents, which are open or
+# were started and stored by the chunk (a loop that outlives its agent; one whose parent is neither
+# is placed as a root, as in `_CHUNK`), their children counted from the spans the chunk stored and
+# from each other. One whose frame parent is not open has ended before it (out of
 # order): the children it has later are counted under a span stored already, which `derive_new`
 # recounts at the end (`stream_detached`).
 _OPEN = f"""
@@ -179,12 +180,18 @@ _OPEN = f"""
         SELECT {span_projection("g", "f", "e")}, {shown("")} AS shown_
         FROM g JOIN f ON f.event_id = g.first_id LEFT JOIN f e ON false  -- begun, not ended: no end event
     ),
+    placed AS (
+        SELECT trace_id, span_id, depth, frame_parent_id, instant, kind FROM stream_open
+        UNION ALL
+        SELECT trace_id, span_id, depth, frame_parent_id, instant, kind FROM spans
+        WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND start_event_id BETWEEN $lo AND $hi
+    ),
     walk(trace_id, span_id, depth, frame_parent_id, shown) AS (
         SELECT a.trace_id, a.span_id, coalesce(p.depth + 1, 0),
                CASE WHEN p.span_id IS NULL THEN NULL WHEN {shown("p")} THEN p.span_id ELSE p.frame_parent_id END,
                a.shown_
         FROM d a
-        LEFT JOIN stream_open p ON p.trace_id = a.trace_id AND p.span_id = a.parent_span_id
+        LEFT JOIN placed p ON p.trace_id = a.trace_id AND p.span_id = a.parent_span_id
         WHERE NOT EXISTS (SELECT 1 FROM d q WHERE q.trace_id = a.trace_id AND q.span_id = a.parent_span_id)
         UNION ALL
         SELECT c.trace_id, c.span_id, w.depth + 1, CASE WHEN w.shown THEN w.span_id ELSE w.frame_parent_id END,
