@@ -28,14 +28,18 @@ _SPAN_COLUMNS = (
 )
 
 
+def stage(conn: duckdb.DuckDBPyConnection, events: list[dict[str, Any]]) -> None:
+    """Store `events` (numbered from 1) without deriving their spans."""
+    relation = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
+    insert_events(conn, relation, 1, {"events": [orjson.dumps(event).decode() for event in events]}, derive_spans=False)
+
+
 def derived(tmp_path: Path, name: str, events: list[dict[str, Any]], chunk: int) -> tuple[list[Any], list[Any]]:
     """The spans and runs of `events` derived with `chunk` (bigger than the load: all at once)."""
     store = Store(tmp_path / f"{name}-{chunk}.duckdb")
     try:
         with store.transaction() as conn:
-            relation = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
-            texts = [orjson.dumps(event).decode() for event in events]
-            insert_events(conn, relation, 1, {"events": texts}, derive_spans=False)
+            stage(conn, events)
             derive.refresh(conn, 0, chunk=chunk)
         spans = store.query(f"SELECT {_SPAN_COLUMNS} FROM spans ORDER BY trace_id, span_id")
         runs = store.query("SELECT * FROM runs ORDER BY trace_id")
@@ -113,9 +117,8 @@ def test_what_a_chunk_boundary_can_split_at_every_chunk_size(tmp_path: Path) -> 
     assert_same_at_every_chunk(tmp_path, "awkward", events, [1, 2, 3, 4, 5, 7, 11, len(events) - 1])
 
 
-def test_a_loop_that_outlives_its_agent_at_every_chunk_size(tmp_path: Path) -> None:
-    """Ends out of order: a turn after its agent's end is still the agent's child in the frame tree,
-    counted under it though the agent was stored a chunk before."""
+def outlived() -> tuple[Trace, str]:
+    """A run whose agent ends while its prompt loop goes on; and the loop's span id."""
     t = Trace()
     run = t.start("runWith")
     agent = t.start("agent", run, agentId="ends early")
@@ -125,30 +128,27 @@ def test_a_loop_that_outlives_its_agent_at_every_chunk_size(tmp_path: Path) -> N
         t.end(t.start("turn", loop, step=step))
     t.end(loop, success=True)
     t.end(run, success=True)
+    return t, loop
+
+
+def test_a_loop_that_outlives_its_agent_at_every_chunk_size(tmp_path: Path) -> None:
+    """Ends out of order: a turn after its agent's end is still the agent's child in the frame tree,
+    counted under it though the agent was stored a chunk before."""
+    t, _ = outlived()
     assert_same_at_every_chunk(tmp_path, "outlived", t.events, [1, 2, 3, 4, 5, len(t.events) - 1])
 
 
 def test_a_loop_that_outlives_its_agent_is_placed_by_the_stream_not_walked_again(tmp_path: Path) -> None:
     """At whatever chunk its agent starts and ends in while the loop stays open, the loop is placed under
     the agent the chunk stored: its run is not left for `fix_places` to walk again (a whole run)."""
-    t = Trace()
-    run = t.start("runWith")
-    agent = t.start("agent", run, agentId="ends early")
-    loop = t.start("promptAgent", agent)
-    t.end(agent, success=True)
-    for step in range(3):
-        t.end(t.start("turn", loop, step=step))
-    t.end(loop, success=True)
-    t.end(run, success=True)
-    texts = [orjson.dumps(event).decode() for event in t.events]
-    for size in range(2, len(texts)):
+    t, loop = outlived()
+    for size in range(2, len(t.events)):
         store = Store(tmp_path / f"outlived-{size}.duckdb")
         try:
             with store.transaction() as conn:
-                relation = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
-                insert_events(conn, relation, 1, {"events": texts}, derive_spans=False)
+                stage(conn, t.events)
                 _touch_every_trace(conn)
-                derive_stream.derive_new(conn, 0, len(texts), size=size)
+                derive_stream.derive_new(conn, 0, len(t.events), size=size)
                 placed = conn.execute("SELECT depth FROM spans WHERE span_id = ?", [loop]).fetchall()
         finally:
             store.close()
@@ -190,9 +190,7 @@ def test_a_chunk_carries_the_spans_open_at_its_end_not_the_spans_made(tmp_path: 
     store = Store(tmp_path / "carry.duckdb")
     try:
         with store.transaction() as conn:
-            relation = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
-            texts = [orjson.dumps(event).decode() for event in events]
-            insert_events(conn, relation, 1, {"events": texts}, derive_spans=False)
+            stage(conn, events)
             _touch_every_trace(conn)
             streamed = derive_stream.derive_new(conn, 0, len(events), size=200)
             conn.execute("DROP TABLE touched_traces")
