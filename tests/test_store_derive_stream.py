@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from bench.gen_trace import generate
-from devtool.store import Store, derive, derive_stream
+from devtool.store import Store, derive, derive_stream, load_file
 from devtool.store.event_sql import insert_events
 from devtool.store.span_sql import SHOWN
 from tests.conftest import CORPUS, Trace
@@ -153,6 +153,26 @@ def test_a_loop_that_outlives_its_agent_is_placed_by_the_stream_not_walked_again
         finally:
             store.close()
         assert placed == [(2,)], f"chunks of {size}"
+
+
+def test_a_load_over_the_chunk_fits_a_small_memory_limit_in_chunks_sized_to_it(tmp_path: Path) -> None:
+    """1.1M events at 320MiB: in chunks of a million DuckDB ran out of memory; in chunks of 312,500
+    (a million a GiB) the load fits, its frame tree whole."""
+    generated = generate(tmp_path / "big.jsonl", events=1_100_000, seed=3)
+    store = Store(tmp_path / "small.duckdb", memory_limit="320MiB")
+    try:
+        with store.writer() as conn:
+            assert derive_stream.chunk_for(conn) == 312_500
+        loaded = load_file(store, generated.path)
+        assert loaded.events == 1_100_000
+        tree = store.query(
+            "SELECT count(*) FILTER (WHERE kind = 'agent'), count(*) FILTER (WHERE depth = 0), "
+            "count(*) FILTER (WHERE status = 'running') FROM spans"
+        )
+    finally:
+        store.close()
+    # Every worker's agent and the orchestrator, under the one root; nothing left open.
+    assert tree == [(generated.workers + 1, 1, 0)]
 
 
 def test_the_benchmark_trace_with_agents_running_across_chunks(tmp_path: Path) -> None:

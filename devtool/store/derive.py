@@ -107,11 +107,12 @@ def refresh(
     after_event_id: int,
     *,
     traces: tuple[str, ...] | None = None,
-    chunk: int = derive_stream.CHUNK,
+    chunk: int | None = None,
 ) -> tuple[int, tuple[str, ...]]:
     """Derive spans and run summaries for the events with ids above `after_event_id` (of `traces` only,
     when given: the derive of a live backlog, whose range may hold a load's events, derived already).
-    More than `chunk` events of new runs are derived `chunk` at a time (`derive_stream`).
+    More than `chunk` events of new runs (by default as many as DuckDB's memory limit fits,
+    `derive_stream.chunk_for`) are derived `chunk` at a time (`derive_stream`).
 
     Returns how many spans were (re)derived (of those the pages show and count: not instants, not
     `HIDDEN_KINDS`) and the ids of the traces they belong to.
@@ -132,6 +133,7 @@ def refresh(
     all_new = stored.fetchall()[0][0] == 0
     last = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
     incremental = False
+    chunk = derive_stream.chunk_for(conn) if chunk is None else chunk
     if all_new and traces is None and last - after_event_id > chunk:
         # A big load of new runs: a chunk of events at a time, so memory does not grow with the file.
         derived = derive_stream.derive_new(conn, after_event_id, last, size=chunk).spans

@@ -33,13 +33,20 @@ derives at every chunk size on traces made to hit each case.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import duckdb
 
 from devtool.store.span_sql import GROUPED, RECOUNT, REWALK, SHOWN, shown, span_projection
 
+# A chunk's statement holds its events' spans at once: a million events a chunk fit in a GiB of
+# DuckDB's memory (`chunk_for` gives a smaller limit smaller chunks, in proportion; a 3M load at
+# 640MiB ran out of memory in its first chunk of a million, and a 10M load fits in chunks of 625,000).
 CHUNK = 1_000_000
+_UNITS = {"bytes": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_UNITS |= {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+_LIMIT = re.compile(r"([0-9.]+) ?(bytes|[KMGT]i?B)")
 
 # An open span is held as the row `spans` would store for it now (running), in `stream_open`; this is
 # the first event a chunk's projection reads for it (a start: its kind is its type less `:start`).
@@ -303,6 +310,16 @@ def derive_new(
         f"SELECT count(*) FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND {SHOWN}"
     )
     return Streamed(int(count.fetchall()[0][0]), chunks, most_open)
+
+
+def chunk_for(conn: duckdb.DuckDBPyConnection) -> int:
+    """How many events a chunk holds under the connection's memory limit: `CHUNK` a GiB, at most `CHUNK`."""
+    shown_limit = str(conn.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+    found = _LIMIT.fullmatch(shown_limit.strip())
+    if found is None:  # a limit DuckDB shows otherwise: its own default is most of the machine
+        return CHUNK
+    limit = float(found.group(1)) * _UNITS[found.group(2)]
+    return max(1, min(CHUNK, int(CHUNK * limit / (1 << 30))))
 
 
 def _chunk_end(conn: duckdb.DuckDBPyConnection, lo: int, last: int, size: int) -> int:
