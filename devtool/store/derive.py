@@ -133,10 +133,12 @@ def refresh(
     all_new = stored.fetchall()[0][0] == 0
     last = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
     incremental = False
-    chunk = derive_stream.chunk_for(conn) if chunk is None else chunk
-    if all_new and traces is None and last - after_event_id > chunk:
+    # Only a load of new runs may be streamed: a live derive (`traces`) does not ask DuckDB its limit.
+    streamable = all_new and traces is None
+    size = (derive_stream.chunk_for(conn) if chunk is None else chunk) if streamable else 0
+    if streamable and last - after_event_id > size:
         # A big load of new runs: a chunk of events at a time, so memory does not grow with the file.
-        derived = derive_stream.derive_new(conn, after_event_id, last, size=chunk).spans
+        derived = derive_stream.derive_new(conn, after_event_id, last, size=size).spans
         if derive_stream.find_duplicates(conn):
             rederive(conn, None)
             conn.execute("DROP TABLE derived; DROP TABLE placed; DROP TABLE replaced")
