@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from devtool.store.span_sql import GROUPED, RECOUNT, REWALK, SHOWN, shown, span_projection
+from devtool.store.span_sql import GROUPED, RECOUNT, REWALK, SHOWN, log_name, shown, span_projection
 
 # A chunk's statement holds its events' spans at once: a million events a chunk fit in a GiB of
 # DuckDB's memory (`chunk_for` gives a smaller limit smaller chunks, in proportion; a 3M load at
@@ -96,8 +96,7 @@ _CHUNK = f"""
         FROM g JOIN f ON f.event_id = g.first_id LEFT JOIN e ON e.event_id = g.end_id
     ),
     logs AS (
-        SELECT event_id, CASE WHEN json_type(body, 'message') = 'VARCHAR' THEN left(body->>'message', 200) END
-            AS message
+        SELECT event_id, {log_name("body")} AS message
         FROM events
         WHERE event_id BETWEEN $lo AND $hi
           AND type NOT LIKE '%:start' AND type NOT LIKE '%:end' AND type <> 'budget:update'

@@ -76,15 +76,20 @@ GROUPED = f"""
            min(ts) AS min_ts, max(ts) AS max_ts, count(*) AS n
 """
 
+
+def log_name(body: str) -> str:
+    """A log line's name: the message of its event's JSON `body` (NULL when it has no text message)."""
+    return f"CASE WHEN json_type({body}, 'message') = 'VARCHAR' THEN left({body}->>'message', 200) END"
+
+
 # A log line's instant span is called by its message (not a column: it is rare, and costly to read).
 # The message test is in SET, not WHERE: as a WHERE term DuckDB pushes it into the scan of `events`,
 # which then parses every stored body before the join picks the few it needs (an append to a store of
 # a million events paid ~250 ms for it).
-LOG_NAMES = """
-    UPDATE derived SET name = CASE WHEN json_type(ev.body, 'message') = 'VARCHAR'
-                                   THEN left(ev.body->>'message', 200) ELSE derived.name END
+LOG_NAMES = f"""
+    UPDATE derived SET name = coalesce({log_name("ev.body")}, derived.name)
     FROM events ev
-    WHERE derived.instant AND derived.kind <> 'budget:update' AND ev.event_id = derived.first_id AND {where}
+    WHERE derived.instant AND derived.kind <> 'budget:update' AND ev.event_id = derived.first_id AND {{where}}
 """
 
 # Frame-tree child counts of the stored spans in `recount`, from what is stored now.
