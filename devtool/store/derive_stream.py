@@ -2,7 +2,8 @@
 
 Deriving a load's spans at once (`derive.refresh`) holds every span of the file in one aggregate and
 one recursive walk: for ten million events, millions of rows at a time. `derive_new` does the same
-work `CHUNK` events at a time, in event id order (a file's order), and carries from one chunk to the
+work a chunk of events at a time (as many as DuckDB's memory limit fits, `chunk_for`: at most
+`CHUNK`), in event id order (a file's order), and carries from one chunk to the
 next only the spans still *open*: started and not ended (the root, the agents running at the chunk's
 end, their loops and turns; a few hundred whatever the file), held as the rows `spans` would store
 for them now (`stream_open`). A chunk is two statements, so that what they hold is freed when each
