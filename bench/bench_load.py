@@ -8,9 +8,9 @@ read of the file (`bench_store.BASELINE`), then for each tree (a checkout of the
 say, a worktree of main; the trees take turns going first, round by round) `devtool load` of the
 file into a new database, and the same load with the search index left out
 (`bench_scale.WITHOUT_INDEX`): the index's cost is the difference. A child runs a tree's code by
-starting in it. Every figure is wall time (what a user waits), CPU time (user
-+ system of all threads: what the work costs whatever else runs on the machine) and peak memory
-(max RSS), with the load average beside each round; ratios are to the bare read of the same round.
+starting in it. Every figure is wall time (what a user waits), CPU time (user + system of all
+threads: what the work costs whatever else runs on the machine) and peak memory (max RSS), with the
+load average beside each round; ratios are to the bare read of the same round.
 
 `--parts` loads the file once in this process, through the same loader `devtool load` uses, on a
 connection that times each statement (wall, and CPU of the process: every statement runs alone, so
