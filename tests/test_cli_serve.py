@@ -9,6 +9,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
+from devtool.cli import build_parser
+from devtool.cli.options import open_store
 from tests.conftest import DevtoolRunner, running_serve
 from tests.otlp_factory import request, span
 from tests.test_formats_otlp_proto import protobuf
@@ -32,6 +36,23 @@ def test_get_of_a_missing_page_exits_non_zero(devtool: DevtoolRunner, tmp_path: 
     result = devtool("serve", "--db", str(tmp_path / "s.duckdb"), "--get", "/no-such-page")
     assert result.returncode == 1
     assert "answered 404" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "limit"),
+    [
+        (["serve"], "640.0 MiB"),
+        (["serve", "--memory-limit", "2GiB"], "2.0 GiB"),
+        (["load", "t.jsonl"], "1.0 GiB"),
+    ],
+)
+def test_a_server_holds_duckdb_to_less_memory_than_a_load(argv: list[str], limit: str, tmp_path: Path) -> None:
+    """A server stays up beside the user's programs (and DuckDB's cache grows to its limit), a load ends."""
+    store = open_store(build_parser().parse_args([*argv, "--db", str(tmp_path / "s.duckdb")]))
+    try:
+        assert store.query("SELECT current_setting('memory_limit')") == [(limit,)]
+    finally:
+        store.close()
 
 
 def test_serve_prints_its_url_and_answers_http(tmp_path: Path) -> None:

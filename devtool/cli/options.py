@@ -25,7 +25,8 @@ def default_db_path() -> Path:
     return data_home() / "devtool.duckdb"
 
 
-def add_db_option(parser: argparse.ArgumentParser) -> None:
+def add_db_option(parser: argparse.ArgumentParser, *, memory_limit: str | None = None) -> None:
+    """`--db` and `--memory-limit`, whose default is `memory_limit` if given, else the store's."""
     parser.add_argument(
         "--db",
         type=Path,
@@ -35,9 +36,10 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--memory-limit",
-        default=None,
+        default=memory_limit,
         metavar="SIZE",
-        help="the most memory DuckDB may use, beyond which it spills to <db>.tmp (default 1GiB; e.g. 512MiB, 4GiB)",
+        help=f"the most memory DuckDB may use, beyond which it spills to <db>.tmp (default {memory_limit or '1GiB'}; "
+        "e.g. 512MiB, 4GiB)",
     )
 
 

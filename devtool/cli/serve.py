@@ -21,13 +21,18 @@ from devtool.cli.options import add_db_option, open_store
 from devtool.cli.server_file import announced
 
 DEFAULT_PORT = 8484
+# A server stays up for hours beside the user's other programs, and DuckDB's cache grows to whatever
+# limit it has. At 640 MiB a server building a ten-million-event run's rewind index peaks under 1 GiB
+# with its children (~1.35 GiB at a load's 1 GiB), its pages and live appends as fast; what it costs
+# is a few percent more time for a big load through it (BENCHMARKS.md, issue 21).
+MEMORY_LIMIT = "640MiB"
 MAX_OTLP_WORKERS = 64
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("serve", help="start the DevTool web app")
     parser.add_argument("files", nargs="*", type=Path, metavar="FILES", help="trace or journal files to load first")
-    add_db_option(parser)
+    add_db_option(parser, memory_limit=MEMORY_LIMIT)
     add_load_options(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks one)")
