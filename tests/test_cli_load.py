@@ -101,11 +101,13 @@ def test_load_beside_a_running_devtool_loads_through_it(devtool: DevtoolRunner, 
         url = server.url
         # A relative path, as a user types it: the server reads it where the command stands.
         result = devtool("load", "--db", str(db), "nested.jsonl")
-        again = devtool("load", "--db", str(db), "nested.jsonl", "bad.jsonl")
+        again = devtool("load", "--db", str(db), "--memory-limit", "2GiB", "nested.jsonl", "bad.jsonl")
         page = urllib.request.urlopen(url).read().decode()
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].startswith("nested.jsonl: 82 events, 21 spans, trace dfc19ffa56c7")
     assert f"the DevTool at {url} has this database open: loading through it" in result.stderr
+    assert "--memory-limit" not in result.stderr
+    assert "--memory-limit 2GiB is not used: the server loads within its own limit" in again.stderr
     assert 'data-trace-id="dfc19ffa56c7ceafc8c61ea1cd2faea9"' in page  # the server shows it at once
     assert again.returncode == 2
     assert again.stdout.splitlines()[0] == "nested.jsonl: already loaded (82 events), nothing added"

@@ -62,6 +62,12 @@ def run(args: argparse.Namespace) -> int:
     server = running_server(args.db or default_db_path())
     if server is not None:
         print(f"devtool load: the DevTool at {server.url} has this database open: loading through it", file=sys.stderr)
+        if args.memory_limit:
+            print(
+                f"devtool load: --memory-limit {args.memory_limit} is not used: the server loads within its own "
+                "limit (devtool serve --memory-limit)",
+                file=sys.stderr,
+            )
         totals = load_through(server, args.files, bad_lines=args.bad_lines, out=sys.stdout)
     else:
         store = open_store(args)
