@@ -79,9 +79,9 @@ def middle_spans(db: Path, trace_id: str, count: int) -> list[str]:
 
 
 class Server:
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path, *options: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "devtool", "serve", "--port", "0", "--db", str(db)],
+            [sys.executable, "-m", "devtool", "serve", "--port", "0", "--db", str(db), *options],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

@@ -2,7 +2,7 @@
 
     python bench/bench_scale.py [--sizes 1000000 3000000 10000000] [--repeat 2] [--workdir DIR] 2> LOG
     python bench/bench_scale.py --report LOG [LOG ...]   # the table again, from runs' logs
-    python bench/bench_scale.py --ask DB TRACE_ID [--repeat 2]   # step 3 alone, on a store loaded and indexed
+    python bench/bench_scale.py --ask DB TRACE_ID [--repeat 2] [--memory-limit SIZE]   # step 3 alone, indexed store
 
 For each size, on a trace of `bench/gen_trace.py` (seed 7), generated once into `--workdir` and reused:
 
@@ -134,8 +134,8 @@ def serving_phase(db: Path, trace_id: str) -> dict[str, Any]:
     return report
 
 
-def asking_phase(db: Path, trace_id: str, repeat: int) -> dict[str, Any]:
-    process, url, _ = serve(db, [])
+def asking_phase(db: Path, trace_id: str, repeat: int, *options: str) -> dict[str, Any]:
+    process, url, _ = serve(db, [], *options)
     run = f"{url}runs/{trace_id}"
     found: dict[str, Any] = {}
     try:
@@ -164,11 +164,11 @@ def asking_phase(db: Path, trace_id: str, repeat: int) -> dict[str, Any]:
     finally:
         process.terminate()
         process.wait(timeout=60)
-    found["rewinds"] = rewinds(db, trace_id)
+    found["rewinds"] = rewinds(db, trace_id, *options)
     return found
 
 
-def rewinds(db: Path, trace_id: str) -> dict[str, Any]:
+def rewinds(db: Path, trace_id: str, *options: str) -> dict[str, Any]:
     from devtool.store import Store
 
     store = Store(db)
@@ -181,7 +181,7 @@ def rewinds(db: Path, trace_id: str) -> dict[str, Any]:
     finally:
         store.close()
     cuts = [(share, workers[int(len(workers) * share)][0]) for share in (0.1, 0.5, 0.9)]
-    server = Server(db)
+    server = Server(db, *options)
     rows = []
     try:
         for share, span in cuts:
@@ -303,12 +303,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ask", nargs=2, metavar=("DB", "TRACE_ID"), help="only the pages, searches and rewinds, on this store"
     )
+    parser.add_argument("--memory-limit", metavar="SIZE", help="--ask: the server's (default: devtool serve's)")
     args = parser.parse_args(argv)
     if args.report:
         report(_logged(args.report))
         return 0
     if args.ask:
-        asked = asking_phase(Path(args.ask[0]), args.ask[1], args.repeat)
+        options = ["--memory-limit", args.memory_limit] if args.memory_limit else []
+        asked = asking_phase(Path(args.ask[0]), args.ask[1], args.repeat, *options)
         print(f"\nmachine: {machine()}; {time.strftime('%Y-%m-%d %H:%M')}; repeat {args.repeat}\n")
         print("| measure | median | worst | load average |\n|---|---|---|---|")
         for name, (median, worst, load) in ((k, v) for k, v in asked.items() if k != "rewinds"):

@@ -2,7 +2,7 @@
 
     python bench/index_probe.py DB TRACE_ID [--before 10] [--no-pages]   # the app, serving
     python bench/index_probe.py DB TRACE_ID --alone                        # the build alone
-    ... [--memory-limit 640MiB]                                            # DuckDB's, as `devtool serve` takes it
+    ... [--memory-limit 1GiB]                                              # DuckDB's, as `devtool serve` takes it
 
 Serving (what `bench_scale.py` runs on a copy of a loaded store): the app `devtool serve` runs, in
 this process through Starlette's TestClient, with its background indexer; every 100 ms a live batch
@@ -36,7 +36,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_rewind import server_ms
-from devtool.store.database import DEFAULT_MEMORY_LIMIT
+from devtool.cli.serve import MEMORY_LIMIT
 
 PHASES = ("before", "keys", "index", "after")
 
@@ -203,7 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-pages", dest="pages", action="store_false", help="live appends only")
     parser.add_argument("--alone", action="store_true", help="build the index with nothing else running")
     parser.add_argument(
-        "--memory-limit", default=DEFAULT_MEMORY_LIMIT, help="the store's, as `devtool serve --memory-limit` sets it"
+        "--memory-limit",
+        default=MEMORY_LIMIT,
+        help=f"the store's, as `devtool serve --memory-limit` sets it (default {MEMORY_LIMIT}, as the server's)",
     )
     args = parser.parse_args(argv)
     average = load_average()

@@ -10,11 +10,11 @@ import urllib.request
 from pathlib import Path
 
 
-def serve(db: Path, files: list[Path]) -> tuple[subprocess.Popen[str], str, float]:
-    """Start `devtool serve --db DB FILES` (it loads them first); its URL and how long it took."""
+def serve(db: Path, files: list[Path], *options: str) -> tuple[subprocess.Popen[str], str, float]:
+    """Start `devtool serve --db DB OPTIONS FILES` (it loads them first); its URL and how long it took."""
     began = time.perf_counter()
     process = subprocess.Popen(
-        [sys.executable, "-m", "devtool", "serve", "--port", "0", "--db", str(db), *map(str, files)],
+        [sys.executable, "-m", "devtool", "serve", "--port", "0", "--db", str(db), *options, *map(str, files)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
