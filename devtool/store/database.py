@@ -26,9 +26,10 @@ A writer of many rows (the rewind index) checkpoints its file itself when its co
 file's WAL (`wal_bytes`, `checkpoint`), so what waits in memory stays small and a commit rarely pays
 for a checkpoint.
 
-DuckDB may use `memory_limit` of memory (1 GiB by default; it spills what does not fit to a folder
-beside the file, `<file>.tmp`): its own default, most of the machine's memory, would let a load of
-ten million events or a server's cache grow to gigabytes beside the other programs on the machine.
+DuckDB may use `memory_limit` of memory (1 GiB by default, and less in `devtool serve`; it spills
+what does not fit to a folder beside the file, `<file>.tmp`): its own default, most of the machine's
+memory, would let a load of ten million events or a server's cache grow to gigabytes beside the
+other programs on the machine.
 The connection also lets DuckDB push a join's keys into a table scan up to `id_lists.PER_STATEMENT`
 of them (its default is 50), so that rows read by a list of ids read only those. Its allocator
 (jemalloc) gives freed pages back to the system from a background thread: without it, pages freed by
