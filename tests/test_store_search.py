@@ -12,7 +12,9 @@ from devtool.store import LoadError, Store, append_events, database, load_file, 
 from devtool.store.queries import get_run, list_runs
 from devtool.store.schema import MIGRATIONS
 from devtool.store.search import LONGEST, index_source, words
+from devtool.store.otlp_sql import LINE_STRIDE
 from tests.conftest import Trace
+from tests.otlp_factory import genai_run, legacy_run, openinference_run, write_jsonl
 
 
 def terms(store: Store, trace_id: str) -> list[str]:
@@ -109,10 +111,31 @@ def test_a_file_indexed_a_few_events_at_a_time_has_the_words_of_one_statement(st
     whole = store.query("SELECT trace_id, term FROM search_terms ORDER BY ALL")
     with store.transaction() as conn:
         conn.execute("DELETE FROM search_terms")
-        index_source(conn, loaded.source_id, chunk=7)  # 7 does not divide the file's events
+        chunks = index_source(conn, loaded.source_id, chunk=7)  # 7 does not divide the file's events
     assert loaded.events % 7 != 0
+    assert chunks == loaded.events // 7 + 1
     assert store.query("SELECT trace_id, term FROM search_terms ORDER BY ALL") == whole
     assert {trace for trace, _ in whole} == {first.trace_id, second.trace_id}
+
+
+def test_an_otlp_files_lines_millions_of_ids_apart_are_indexed_in_chunks_of_events(
+    store: Store, tmp_path: Path
+) -> None:
+    """An OTLP file's lines are numbered `LINE_STRIDE` ids apart: a chunk of a million ids held one line,
+    and a file of 100,000 spans was indexed in 818 statements (18 s of a 28 s load)."""
+    path = write_jsonl(
+        tmp_path / "otlp.jsonl", [genai_run("1" * 32), openinference_run("2" * 32), legacy_run("3" * 32)]
+    )
+    loaded = load_file(store, path)
+    whole = store.query("SELECT trace_id, term FROM search_terms ORDER BY ALL")
+    first, last = store.query("SELECT min(event_id), max(event_id) FROM events")[0]
+    with store.transaction() as conn:
+        conn.execute("DELETE FROM search_terms")
+        chunks = index_source(conn, loaded.source_id)
+    assert last - first > 2 * LINE_STRIDE  # three lines: chunks of ids would be at least three
+    assert chunks == 1
+    assert store.query("SELECT trace_id, term FROM search_terms ORDER BY ALL") == whole
+    assert {trace for trace, _ in whole} == {"1" * 32, "2" * 32, "3" * 32}
 
 
 def test_a_store_of_schema_6_upgrades_with_its_costs_counts_and_words(

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from devtool.store.event_chunks import event_chunks
 from devtool.store.span_sql import GROUPED, RECOUNT, REWALK, SHOWN, log_name, shown, span_projection
 
 # A chunk's statement holds its events' spans at once: a million events a chunk fit in a GiB of
@@ -292,16 +293,13 @@ def derive_new(
     Leaves what `find_duplicates` and `fix_places` mend. The caller holds the write lock, in a transaction.
     """
     conn.execute(_SETUP)
-    lo = after_event_id + 1
     chunks = most_open = 0
-    while lo <= last_event_id:
-        hi = _chunk_end(conn, lo, last_event_id, size)
+    for lo, hi in event_chunks(conn, after_event_id + 1, last_event_id, size):
         conn.execute(_CHUNK, {"lo": lo, "hi": hi})
         conn.execute(_OPEN, {"lo": lo, "hi": hi})
         conn.execute(_NEXT)
         chunks += 1
         most_open = max(most_open, int(conn.execute("SELECT count(*) FROM stream_open").fetchall()[0][0]))
-        lo = hi + 1
     conn.execute(_RELEASE)
     conn.execute("CREATE OR REPLACE TEMP TABLE detached AS SELECT DISTINCT trace_id FROM stream_detached")
     _recount(conn, "detached")
@@ -320,22 +318,6 @@ def chunk_for(conn: duckdb.DuckDBPyConnection) -> int:
         return CHUNK
     limit = float(found.group(1)) * _UNITS[found.group(2)]
     return max(1, min(CHUNK, int(CHUNK * limit / (1 << 30))))
-
-
-def _chunk_end(conn: duckdb.DuckDBPyConnection, lo: int, last: int, size: int) -> int:
-    """The id ending a chunk of `size` events from `lo`. Ids may leave gaps (an OTLP file's lines are
-    numbered `otlp_sql.LINE_STRIDE` apart, 4 million ids a line of 512 spans): a chunk of `size` ids
-    would then hold one line, and each chunk's statements would run for a thousand events."""
-    hi = min(lo + size - 1, last)
-    held = conn.execute("SELECT count(*) FROM events WHERE event_id BETWEEN $lo AND $hi", {"lo": lo, "hi": hi})
-    if 2 * int(held.fetchall()[0][0]) >= hi - lo + 1:
-        return hi  # ids dense enough: the range is the chunk
-    found = conn.execute(
-        "SELECT max(event_id) FROM (SELECT event_id FROM events WHERE event_id BETWEEN $lo AND $last "
-        "ORDER BY event_id LIMIT $size)",
-        {"lo": lo, "last": last, "size": size},
-    ).fetchall()[0][0]
-    return last if found is None else int(found)
 
 
 def find_duplicates(conn: duckdb.DuckDBPyConnection) -> bool:

@@ -30,6 +30,8 @@ from typing import Final
 
 import duckdb
 
+from devtool.store.event_chunks import event_chunks
+
 LONGEST: Final = 64
 # A load's events are indexed this many at a time. One statement over a whole file holds all its
 # texts and pieces in its DISTINCTs at once: at 10M events it was a third of the load (38-40 s of
@@ -114,20 +116,23 @@ def words(query: str) -> list[str]:
     return [word for word in _WORD_BREAK.split(query.lower()) if word][:MAX_QUERY_WORDS]
 
 
-def index_source(conn: duckdb.DuckDBPyConnection, source_id: int, *, chunk: int = CHUNK) -> None:
+def index_source(conn: duckdb.DuckDBPyConnection, source_id: int, *, chunk: int = CHUNK) -> int:
     """Add the words of the events a load stored from source `source_id`, in the load's transaction,
-    `chunk` events at a time (by id: a source's ids are one range)."""
+    `chunk` events at a time (`event_chunks`: a source's ids are one range, which the load's write
+    lock keeps to it, with gaps). Returns the number of chunks."""
     first, last = conn.execute(
         "SELECT min(event_id), max(event_id) FROM events WHERE source_id = ?", [source_id]
     ).fetchall()[0]
     if first is None:
-        return
-    for low in range(int(first), int(last) + 1, chunk):
+        return 0
+    chunks = 0
+    for low, high in event_chunks(conn, int(first), int(last), chunk):
         relation = (
-            f"(SELECT {_COLUMNS} FROM events WHERE source_id = {int(source_id)} "
-            f"AND event_id BETWEEN {low} AND {low + chunk - 1})"
+            f"(SELECT {_COLUMNS} FROM events WHERE source_id = {int(source_id)} AND event_id BETWEEN {low} AND {high})"
         )
         conn.execute(_ADD.format(terms=terms_sql(relation)))
+        chunks += 1
+    return chunks
 
 
 def index_events(conn: duckdb.DuckDBPyConnection, after_event_id: int, traces: tuple[str, ...]) -> None:
