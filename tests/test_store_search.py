@@ -9,10 +9,10 @@ import duckdb
 import pytest
 
 from devtool.store import LoadError, Store, append_events, database, load_file, schema_words_7
+from devtool.store.otlp_sql import LINE_STRIDE
 from devtool.store.queries import get_run, list_runs
 from devtool.store.schema import MIGRATIONS
 from devtool.store.search import LONGEST, index_source, words
-from devtool.store.otlp_sql import LINE_STRIDE
 from tests.conftest import Trace
 from tests.otlp_factory import genai_run, legacy_run, openinference_run, write_jsonl
 
