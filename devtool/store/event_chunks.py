@@ -2,10 +2,10 @@
 
 A load's statements that would hold a whole file at once (the spans' derive, the search words) run
 over its events a range of ids at a time. Ids only grow, but may leave gaps: an OTLP file's lines are
-numbered `otlp_sql.LINE_STRIDE` apart (4 million ids a line of 512 spans), so ranges of a fixed
-number of ids would hold one line each, and a million-span file would be hundreds of statements for
-a thousand events each (its words took 17.8 s of a 28 s load of 100,000 spans, in 818 statements).
-A range here is as many ids as hold `size` events.
+numbered `otlp_sql.LINE_STRIDE` apart (4 million ids a line of 512 spans), so ranges of a million
+ids would hold a quarter of a line or none, and a million-span file would take some 8,200 statements
+(its words took 17.8 s of a 28 s load of 100,000 spans, in 818 statements). A range here is as many
+ids as hold `size` events.
 """
 
 from __future__ import annotations
