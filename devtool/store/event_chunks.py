@@ -26,7 +26,9 @@ def event_chunks(conn: duckdb.DuckDBPyConnection, first: int, last: int, size: i
 
 
 def _end(conn: duckdb.DuckDBPyConnection, lo: int, last: int, size: int) -> int:
-    hi = min(lo + size - 1, last)
+    hi = lo + size - 1
+    if hi >= last:
+        return last  # the rest of the ids: no more events than ids
     held = conn.execute("SELECT count(*) FROM events WHERE event_id BETWEEN $lo AND $hi", {"lo": lo, "hi": hi})
     if 2 * int(held.fetchall()[0][0]) >= hi - lo + 1:
         return hi  # ids dense enough: the range is the chunk
