@@ -5,13 +5,12 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-import orjson
 import pytest
 
 from devtool.store import Store
 from devtool.store.event_chunks import event_chunks
-from devtool.store.event_sql import insert_events
 from tests.conftest import Trace
+from tests.test_store_derive_stream import stage
 
 
 def stored(tmp_path: Path, events: int, gap: int) -> tuple[Store, list[int]]:
@@ -21,11 +20,9 @@ def stored(tmp_path: Path, events: int, gap: int) -> tuple[Store, list[int]]:
     for n in range(events - 2):
         t.point("sys:log", root, message=f"line {n}")
     t.end(root, success=True)
-    texts = [orjson.dumps(event).decode() for event in t.events]
-    spaced = f"(SELECT body::JSON AS body, {gap} * n AS n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
     store = Store(tmp_path / "chunks.duckdb")
     with store.transaction() as conn:
-        insert_events(conn, spaced, 1, {"events": texts}, derive_spans=False)
+        stage(conn, t.events, gap=gap)
     return store, [row[0] for row in store.query("SELECT event_id FROM events ORDER BY event_id")]
 
 
