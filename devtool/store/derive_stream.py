@@ -217,10 +217,17 @@ _OPEN = f"""
         ANTI JOIN ended x ON x.trace_id = o.trace_id AND x.span_id = o.span_id
         LEFT JOIN counts c ON c.trace_id = o.trace_id AND c.span_id = o.span_id
     ),
+    -- The spans the chunk stored, each way apart: as one OR, the ids' bounds did not skip the row
+    -- groups of earlier chunks, and every chunk read every span stored before it.
+    stored AS (
+        SELECT trace_id, frame_parent_id, kind, instant FROM spans WHERE start_event_id BETWEEN $lo AND $hi
+        UNION ALL
+        SELECT trace_id, frame_parent_id, kind, instant FROM spans
+        WHERE end_event_id BETWEEN $lo AND $hi AND start_event_id IS NULL
+    ),
     stored_kids AS (
-        SELECT trace_id, frame_parent_id AS span_id, count(*) AS n FROM spans
+        SELECT trace_id, frame_parent_id AS span_id, count(*) AS n FROM stored
         WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND {SHOWN}
-          AND (start_event_id BETWEEN $lo AND $hi OR (start_event_id IS NULL AND end_event_id BETWEEN $lo AND $hi))
           AND frame_parent_id IN (SELECT span_id FROM still)
         GROUP BY ALL
     ),
