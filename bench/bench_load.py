@@ -14,8 +14,9 @@ load average beside each round; ratios are to the bare read of the same round.
 
 `--parts` loads the file once in this process, through the same loader `devtool load` uses, on a
 connection that times each statement (wall, and CPU of the process: every statement runs alone, so
-its CPU is its own). It prints the steps (insert, spans, run summaries, search index, commit) and the
-costliest statements.
+its CPU is its own), with what `load_file` does beside the loader: the file's SHA-256 on a thread of
+its own meanwhile, and the big run's span keys. It prints the steps (insert, spans, run summaries,
+search index, span keys, commit) and the costliest statements.
 """
 
 from __future__ import annotations
@@ -123,13 +124,16 @@ def _step(sql: str) -> str:
         return "run summaries"
     if "search_terms" in sql or sql.startswith("COPY"):
         return "search index"
+    if "keyed_now" in sql or "keyed_runs" in sql:
+        return "span keys"
     if sql == "COMMIT":
         return "commit"
     return "spans (derive)"
 
 
 def parts(trace: Path, workdir: Path) -> None:
-    from devtool.store import Store
+    from devtool.store import Store, span_keys
+    from devtool.store.files import SourceFile
     from devtool.store.load import DEFAULT_OBJECT_SIZE
     from devtool.store.loaders import Reading
     from devtool.store.loaders.traces import TraceJsonl
@@ -140,9 +144,10 @@ def parts(trace: Path, workdir: Path) -> None:
     log: list[tuple[str, float, float]] = []
     average = load_average()
     began, cpu = time.perf_counter(), _cpu()
-    with store.transaction() as conn:
+    with SourceFile(trace) as source, store.transaction() as conn:
+        source.start_digest()  # as `load_file` does: it takes a core from the insert
         timed = _Timed(conn, log)
-        loader.insert(timed, str(trace), 1, reading)  # type: ignore[arg-type]
+        inserted = loader.insert(timed, str(trace), 1, reading)  # type: ignore[arg-type]
         bodies = getattr(loader, "bodies", None)  # main before issue 21's load: the index read the file again
         if bodies is not None:
             from devtool.store import search
@@ -153,6 +158,10 @@ def parts(trace: Path, workdir: Path) -> None:
                 _Timed(cursor, log).execute(copy, {"path": str(trace)})
             timed.execute("INSERT INTO search_terms SELECT * FROM read_parquet($terms)", {"terms": str(terms)})
             terms.unlink()
+        span_keys.key_runs(timed, inserted.traces, min_events=span_keys.LOAD_KEYED_EVENTS)  # type: ignore[arg-type]
+        waited = time.perf_counter()
+        source.wait_digest()
+        waited = time.perf_counter() - waited
         commit_wall, commit_cpu = time.perf_counter(), _cpu()
     log.append(("COMMIT", time.perf_counter() - commit_wall, _cpu() - commit_cpu))
     total_wall, total_cpu = time.perf_counter() - began, _cpu() - cpu
@@ -169,6 +178,7 @@ def parts(trace: Path, workdir: Path) -> None:
     for name, (wall, spent) in steps.items():
         print(f"| {name} | {wall:.1f} s | {spent:.1f} s | {spent / total_cpu:.0%} |")
     print(f"| whole | {total_wall:.1f} s | {total_cpu:.1f} s | peak RSS {_peak() / 2**30:.2f} GiB |")
+    print(f"\nThe file's digest (beside the statements, in the CPU above) was waited for {waited:.1f} s at the end.")
     statements: dict[str, list[float]] = {}
     for sql, wall, spent in log:
         row = statements.setdefault(sql[:70], [0, 0.0, 0.0])
