@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from devtool.cli.errors import CliError
+from devtool.store.database import DEFAULT_MEMORY_LIMIT
 
 if TYPE_CHECKING:
     from devtool.store import Store
@@ -38,8 +39,8 @@ def add_db_option(parser: argparse.ArgumentParser, *, memory_limit: str | None =
         "--memory-limit",
         default=memory_limit,
         metavar="SIZE",
-        help=f"the most memory DuckDB may use, beyond which it spills to <db>.tmp (default {memory_limit or '1GiB'}; "
-        "e.g. 512MiB, 4GiB)",
+        help="the most memory DuckDB may use, beyond which it spills to <db>.tmp "
+        f"(default {memory_limit or DEFAULT_MEMORY_LIMIT}; e.g. 512MiB, 4GiB)",
     )
 
 
