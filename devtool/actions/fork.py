@@ -1,9 +1,11 @@
-"""Forks: a new snapshot made from another by editing frames' memory or dropping journal entries.
+"""Forks: a new snapshot made from another by editing frames' memory, calls' outputs or a turn's input
+messages, or dropping journal entries.
 
-Editing memory asks "what if the agent had known this"; dropping an entry makes that call run live
-again on a replay. The original is never changed: the fork is a new document (so it has its own
-id), records its parent in the store, and says in `metadata.fork` what was changed, so a teammate
-who only has the JSON file can tell.
+Editing memory asks "what if the agent had known this"; editing what a call returned, "what if the tool
+had said that" (`devtool.core.counterfactual.fork_snapshot` does both, for the web as for Python);
+dropping an entry makes that call run live again on a replay. The original is never changed: the fork
+is a new document (so it has its own id), records its parent in the store, and says in `metadata.fork`
+what was changed, so a teammate who only has the JSON file can tell.
 """
 
 from __future__ import annotations
@@ -13,34 +15,43 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from devtool.core.counterfactual import ForkError, fork_snapshot
+
 KINDS = ("prompt", "tool")
 
 
-class ForkError(ValueError):
-    """An edit that cannot make a fork; the message names the frame and what is wrong."""
+__all__ = ["Edits", "ForkError", "fork", "parse_json", "parse_memory"]
 
 
 @dataclass(frozen=True)
 class Edits:
-    """What a fork changes: new memory by callId, and journal entries to drop (callId, kind, hash)."""
+    """What a fork changes: new memory by frame callId, calls' outputs and turns' input messages by call
+    path, and journal entries to drop (frame callId, kind, hash)."""
 
     memory: dict[str, dict[str, Any]] = field(default_factory=dict)
     drop: frozenset[tuple[str, str, str]] = frozenset()
+    outputs: dict[str, Any] = field(default_factory=dict)
+    messages: dict[str, Any] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.memory or self.drop)
+        return bool(self.memory or self.drop or self.outputs or self.messages)
+
+
+def parse_json(text: str, where: str) -> Any:
+    """A JSON value from an editor's text, else `ForkError` saying where it breaks."""
+
+    def refuse_constant(name: str) -> Any:
+        raise ForkError(f"{where}: {name} is not JSON")
+
+    try:
+        return json.loads(text, parse_constant=refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise ForkError(f"{where}: line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
 
 
 def parse_memory(text: str, call_id: str) -> dict[str, Any]:
     """A frame's memory from the editor's text: a JSON object, else `ForkError` saying where it breaks."""
-
-    def refuse_constant(name: str) -> Any:
-        raise ForkError(f"memory of {call_id}: {name} is not JSON")
-
-    try:
-        value = json.loads(text, parse_constant=refuse_constant)
-    except json.JSONDecodeError as exc:
-        raise ForkError(f"memory of {call_id}: line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    value = parse_json(text, f"memory of {call_id}")
     if not isinstance(value, dict):
         raise ForkError(f"memory of {call_id}: must be a JSON object ({{...}}), not {type(value).__name__}")
     return value
@@ -48,17 +59,11 @@ def parse_memory(text: str, call_id: str) -> dict[str, Any]:
 
 def fork(snapshot: dict[str, Any], edits: Edits, *, parent_id: str) -> dict[str, Any]:
     """A copy of `snapshot` with `edits` applied and recorded; `ForkError` for an edit that names a
-    frame or entry the snapshot does not have, or for no change at all."""
+    frame, call or entry the snapshot does not have, or for no change at all."""
     if not edits:
-        raise ForkError("nothing to fork: edit a frame's memory or drop a journal entry first")
-    forked = copy.deepcopy(snapshot)
-    frames = _frames_by_call_id(forked)
-    changed: list[str] = []
-    for call_id, memory in edits.memory.items():
-        frame = _frame(frames, call_id)
-        if frame["memory"] != memory:
-            frame["memory"] = memory
-            changed.append(call_id)
+        raise ForkError("nothing to fork: edit a frame's memory or a call's output, or drop a journal entry first")
+    pruned = copy.deepcopy(snapshot)
+    frames = _frames_by_call_id(pruned)
     dropped = []
     for call_id, kind, digest in sorted(edits.drop):
         journal = _frame(frames, call_id)["journal"]
@@ -66,11 +71,20 @@ def fork(snapshot: dict[str, Any], edits: Edits, *, parent_id: str) -> dict[str,
             raise ForkError(f"{call_id} has no {kind} journal entry {digest[:16]}… to drop")
         del journal[kind][digest]
         dropped.append({"callId": call_id, "kind": kind, "contentHash": digest})
-    if not changed and not dropped:
-        raise ForkError("nothing to fork: the memory is unchanged and no journal entry is dropped")
-    metadata = dict(forked.get("metadata") or {})
-    metadata["fork"] = {"parent": parent_id, "memory": changed, "dropped": dropped}
-    forked["metadata"] = metadata
+    memory = {
+        call_id: values for call_id, values in edits.memory.items() if _frame(frames, call_id)["memory"] != values
+    }
+    if not (memory or edits.outputs or edits.messages):
+        if not dropped:
+            raise ForkError("nothing to fork: the memory is unchanged and no journal entry is dropped")
+        metadata = dict(pruned.get("metadata") or {})
+        metadata["fork"] = {"parent": parent_id, "memory": [], "dropped": dropped}
+        pruned["metadata"] = metadata
+        return pruned
+    forked: dict[str, Any] = dict(
+        fork_snapshot(pruned, outputs=edits.outputs, messages=edits.messages, memory=memory, parent=parent_id)
+    )
+    forked["metadata"]["fork"]["dropped"] = dropped
     return forked
 
 

@@ -1,7 +1,9 @@
-"""The debugger's names: `dump_snapshot` (capture the live run) and `restore_snapshot` (from a trace)."""
+"""The debugger's names: `dump_snapshot` (capture the live run), `restore_snapshot` (from a trace) and
+`fork_snapshot` (a counterfactual: edited calls' outputs and inputs, `counterfactual.py`)."""
 
 from __future__ import annotations
 
+from devtool.core.counterfactual import fork_snapshot
 from devtool.core.errors import SnapshotDisabledError
 from devtool.core.events import EVENTS, now_ms, trace_event
 from devtool.core.frame import current_frame
@@ -11,7 +13,7 @@ from devtool.core.restore import restore_snapshot
 from devtool.core.snapshot import SNAPSHOT_VERSION, AgentSnapshot
 from devtool.core.snapshot_tree import snapshot_id
 
-__all__ = ["dump_snapshot", "restore_snapshot"]
+__all__ = ["dump_snapshot", "fork_snapshot", "restore_snapshot"]
 
 
 def dump_snapshot(*, metadata: dict[str, JSON] | None = None) -> AgentSnapshot:

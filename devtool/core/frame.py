@@ -42,6 +42,8 @@ class Run:
     budget: Budget = field(default_factory=Budget)
     # Told of every journal lookup before the call is answered (`lookups.py`); raising there stops the call.
     observe: Observer | None = None
+    # A counterfactual fork's edits by call path (`counterfactual.edits_of`): what those calls return instead.
+    edits: dict[str, dict[str, JSON]] = field(default_factory=dict)
 
     @functools.cached_property
     def prices(self) -> PriceTable:
@@ -139,10 +141,16 @@ class Frame:
         return f"{self.call_id}/{key}:{next(counter)}"
 
     def cached(self, kind: LookupKind, content_hash: str | None, *, call_id: str, request: Any) -> JournalRecord | None:
-        """The recorded output for this input, from the snapshot being replayed; tombstones never match.
+        """The recorded output for this input, from the snapshot being replayed (a fork's edit of this call
+        first: `counterfactual.py`); tombstones never match.
         The run's observer, if any, hears of the lookup first (and may refuse the call by raising)."""
-        entry = None
-        if content_hash is not None:
+        entry: JournalRecord | None = None
+        edit = self.run.edits.get(call_id) if self.run.edits else None
+        if edit is not None and "output" in edit:
+            entry = {"output": edit["output"], "contentHash": content_hash or ""}
+        elif edit is not None and "live" in edit:
+            pass  # dropped by the fork: the call runs again
+        elif content_hash is not None:
             entry = self.replay["prompt" if kind == "prompt" else "tool"].get(content_hash)
             if entry is not None and "error" in entry:
                 entry = None

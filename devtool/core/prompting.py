@@ -147,10 +147,15 @@ class _Conversation:
 
     async def _turn(self, step: int, messages: list[Message]) -> Message:
         frame = self.frame
+        call_id = frame.next_call_id("turn", self.model.id)
+        edit = frame.run.edits.get(call_id) if frame.run.edits else None
+        if edit is not None and "messages" in edit:
+            # A fork's edited input: this turn sends it, and the later turns go on from it.
+            messages[:] = json_copy(edit["messages"])  # type: ignore[assignment]
         turn = Turn(
             frame,
             parent_span=self.span_id,
-            call_id=frame.next_call_id("turn", self.model.id),
+            call_id=call_id,
             step=step,
             model=self.identity,
             content_hash=content_hash([messages, self.schema, self.identity, self.definitions]),
@@ -159,7 +164,11 @@ class _Conversation:
         turn.start(messages=list(messages), schema=self.schema, tools=self.definitions)  # type: ignore[arg-type]
         entry = turn.cached()
         if entry is not None:
-            message: Message = json_copy(entry["output"])  # type: ignore[assignment]
+            output = entry["output"]
+            # A fork may give a turn's answer as its text alone.
+            message: Message = (
+                {"role": "assistant", "content": output} if isinstance(output, str) else json_copy(output)  # type: ignore[assignment]
+            )
             turn.served(message)  # type: ignore[arg-type]
             return message
         try:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from contextvars import Token
 from typing import Any
 
+from devtool.core.counterfactual import edits_of
 from devtool.core.errors import SnapshotDisabledError
 from devtool.core.events import EVENTS, Emitter, Sink, TraceEvent, trace_event
 from devtool.core.frame import CURRENT_FRAME, Frame, Run
@@ -74,7 +75,13 @@ class RunScope:
                     "pass enable_snapshot=True to replay one"
                 )
             restored = normalize(validate(snapshot))
-        self.run = Run(trace_id=new_trace_id(), emitter=Emitter(sinks), enable_snapshot=enabled, observe=observe)
+        self.run = Run(
+            trace_id=new_trace_id(),
+            emitter=Emitter(sinks),
+            enable_snapshot=enabled,
+            observe=observe,
+            edits=edits_of(restored) if restored else {},
+        )
         self.span = new_span_id()
         self.root = Frame(
             run=self.run,

@@ -30,6 +30,7 @@ from devtool.core.providers.adapter import Answer
 from devtool.core.streaming import PROGRESS_INTERVAL, TurnProgress
 from devtool.core.turns import ModelCall, Turn
 from devtool.instrument.api import Api, StreamReader
+from devtool.instrument.edited import recorded_text
 from devtool.instrument.errors import StreamClosedError
 from devtool.instrument.sse import SseDecoder
 
@@ -97,7 +98,7 @@ class Exchange:
     def recorded(self) -> Recorded | None:
         """The journaled answer to this request, if the run replays one of this API and form."""
         frame = self.frame
-        if frame.run.observe is None and not frame.replay["prompt"]:
+        if frame.run.observe is None and not frame.replay["prompt"] and not frame.run.edits:
             return None  # nothing to find, no one to tell: the hash can wait
         self.emitter.defer(self._start)  # before the lookup: a refused request ends a turn that started
         self._started = True
@@ -107,6 +108,8 @@ class Exchange:
             self.failed(exc)
             raise
         output = entry["output"] if entry is not None else None
+        if isinstance(output, str):  # a fork's edited answer, as text: written as this API's answer
+            return recorded_text(self.api.name, self.streamed, self.model, output)  # type: ignore[return-value]
         if not isinstance(output, dict) or output.get("api") != self.api.name:
             return None
         if not isinstance(output.get("sse" if self.streamed else "body"), str if self.streamed else dict):
