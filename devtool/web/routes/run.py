@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from devtool.actions.fork_effects import fork_report
 from devtool.actions.run_rewind import RewindError, rewind
 from devtool.store import NotFoundError, Store
 from devtool.store.export import export_run, export_run_otlp, export_run_perfetto
@@ -213,6 +214,7 @@ def run_compare(request: Request) -> HTMLResponse:
         "right": get_run(store, trace_id),
         "replay": replay,
         "only_differences": request.query_params.get("only") == "differences",
+        "fork": fork_report(store, (replay or {}).get("snapshotId"), trace_id, comparison.cached, comparison.live),
     }
     return render(request, "compare.html", context)
 
