@@ -26,15 +26,17 @@ __all__ = ["Edits", "ForkError", "fork", "parse_json", "parse_memory"]
 @dataclass(frozen=True)
 class Edits:
     """What a fork changes: new memory by frame callId, calls' outputs and turns' input messages by call
-    path, and journal entries to drop (frame callId, kind, hash)."""
+    path, journal entries given a new output and journal entries to drop (frame callId, kind, hash)."""
 
     memory: dict[str, dict[str, Any]] = field(default_factory=dict)
     drop: frozenset[tuple[str, str, str]] = frozenset()
     outputs: dict[str, Any] = field(default_factory=dict)
     messages: dict[str, Any] = field(default_factory=dict)
+    # Journal entries given a new output (frame callId, kind, hash): the snapshot page edits them in place.
+    entries: dict[tuple[str, str, str], Any] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.memory or self.drop or self.outputs or self.messages)
+        return bool(self.memory or self.drop or self.outputs or self.messages or self.entries)
 
 
 def parse_json(text: str, where: str) -> Any:
@@ -71,21 +73,40 @@ def fork(snapshot: dict[str, Any], edits: Edits, *, parent_id: str) -> dict[str,
             raise ForkError(f"{call_id} has no {kind} journal entry {digest[:16]}… to drop")
         del journal[kind][digest]
         dropped.append({"callId": call_id, "kind": kind, "contentHash": digest})
+    edited = _edit_entries(frames, edits.entries)
     memory = {
         call_id: values for call_id, values in edits.memory.items() if _frame(frames, call_id)["memory"] != values
     }
     if not (memory or edits.outputs or edits.messages):
-        if not dropped:
-            raise ForkError("nothing to fork: the memory is unchanged and no journal entry is dropped")
+        if not dropped and not edited:
+            raise ForkError("nothing to fork: no memory or output is changed and no journal entry is dropped")
         metadata = dict(pruned.get("metadata") or {})
         metadata["fork"] = {"parent": parent_id, "memory": [], "dropped": dropped}
         pruned["metadata"] = metadata
-        return pruned
-    forked: dict[str, Any] = dict(
-        fork_snapshot(pruned, outputs=edits.outputs, messages=edits.messages, memory=memory, parent=parent_id)
-    )
-    forked["metadata"]["fork"]["dropped"] = dropped
-    return forked
+    else:
+        pruned = dict(
+            fork_snapshot(pruned, outputs=edits.outputs, messages=edits.messages, memory=memory, parent=parent_id)
+        )
+        pruned["metadata"]["fork"]["dropped"] = dropped
+    if edited:
+        pruned["metadata"]["fork"]["entries"] = edited
+    return pruned
+
+
+def _edit_entries(frames: dict[str, dict[str, Any]], entries: dict[tuple[str, str, str], Any]) -> list[Any]:
+    """Give journal entries their new outputs (a tombstone edited becomes an entry a replay serves);
+    the entries changed, as `metadata.fork.entries` names them."""
+    edited = []
+    for (call_id, kind, digest), output in sorted(entries.items(), key=lambda item: item[0]):
+        journal = _frame(frames, call_id)["journal"]
+        entry = journal.get(kind, {}).get(digest) if kind in KINDS else None
+        if entry is None:
+            raise ForkError(f"{call_id} has no {kind} journal entry {digest[:16]}… to edit")
+        if entry.get("output") == output:
+            continue
+        journal[kind][digest] = {"output": output, "contentHash": digest}
+        edited.append({"callId": call_id, "kind": kind, "contentHash": digest})
+    return edited
 
 
 def _frames_by_call_id(snapshot: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -42,6 +42,11 @@ class EntryRow:
     error: Any
     tombstone: bool
 
+    @property
+    def output_text(self) -> str:
+        """The output as the fork editor starts from it."""
+        return json.dumps(self.output, indent=2, ensure_ascii=False)
+
 
 @dataclass(frozen=True)
 class MemoryOrigin:

@@ -19,6 +19,7 @@ from devtool.store.queries import SpanDetail, span_detail
 from devtool.store.queries.navigation import PathStep, generation_memories
 from devtool.store.queries.streaming import answer_so_far
 from devtool.store.queries.usage import Usage, span_usage
+from devtool.web.pages.call_edit import CallEdit, call_edit
 from devtool.web.pages.diff import Change, diff
 
 
@@ -50,6 +51,13 @@ class SpanDetailPane:
     partial: str | None = None
     memory: FrameMemory | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def edit(self) -> CallEdit | None:
+        """The fork editor of this span's call, if it is a finished turn or one tool result."""
+        result = self.tool_results[0] if self.result_index is not None else None
+        detail = self.detail
+        return call_edit(self.kind, detail.status, detail.call_id, detail.end_event or {}, result)
 
     @property
     def rolls_up_usage(self) -> bool:

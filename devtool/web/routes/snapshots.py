@@ -11,7 +11,8 @@ Rewind makes them (`POST /runs/<trace_id>/rewind`, in `run.py`).
   itself, assembled from its frames, exactly what `run_with(snapshot=...)` takes (its id is
   `devtool.core.snapshot_tree.snapshot_id` of it).
 - `POST /snapshots/<id>/fork`: the frame tree's form: memory edited as JSON (`memory.<n>` for the
-  frame `call.<n>`) and journal entries to drop (`drop` = `<n>:<kind>:<hash>`) → a new snapshot
+  frame `call.<n>`), journal entries' outputs edited as JSON (`output.<n>:<kind>:<hash>`: what that
+  call returns on a replay) and journal entries to drop (`drop` = `<n>:<kind>:<hash>`) → a new snapshot
   whose parent is recorded → 303 to it.
 - `/snapshots/<id>/replay`: what a replay would run, shown before it runs: the exact argument list
   the child gets (no shell), the entrypoint, where its module declares it `@replayable` and that
@@ -40,7 +41,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from devtool.actions.fork import Edits, ForkError, fork, parse_memory
+from devtool.actions.fork import Edits, ForkError, fork, parse_json, parse_memory
 from devtool.actions.replay_runner import Replay, ReplayPlan, ReplayRefused, check_entrypoint
 from devtool.store import NotFoundError, Store, StoredSnapshot, StoreError, get_snapshot, list_snapshots, save_snapshot
 from devtool.store.export import export_snapshot
@@ -180,7 +181,15 @@ def _edits(form: FormData) -> Edits:
         if index not in calls:
             raise ForkError(f"cannot drop {str(value)[:60]!r}: it names no frame of the form")
         drop.add((calls[index], kind, digest))
-    return Edits(memory=memory, drop=frozenset(drop))
+    entries = {}
+    for key, value in form.multi_items():
+        if key.startswith("output."):
+            index, kind, digest = key.removeprefix("output.").split(":", 2) if key.count(":") >= 2 else ("", "", "")
+            if index not in calls:
+                raise ForkError(f"the form's {key[:60]} belongs to no frame")
+            where = f"the {kind} output {digest[:12]}… of {calls[index]}"
+            entries[(calls[index], kind, digest)] = parse_json(str(value), where)
+    return Edits(memory=memory, drop=frozenset(drop), entries=entries)
 
 
 def _offset(raw: str) -> int:

@@ -1,0 +1,53 @@
+"""What the fork editor of a span offers: the call it edits, and what the call returned (and, for a
+`prompt()` turn, the messages it sent), as the editor's starting text.
+
+A turn's answer starts as its text when it is only text (the edit is then taken as text: for an
+SDK-recorded turn the replay writes it as the provider's answer), else as its message's JSON; a
+tool call's output as JSON. A turn recorded through an SDK (its end carries the provider's `response`)
+has no message edit here: its request is the SDK's body; the playground edits and re-asks it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CallEdit:
+    """The fork editor of one call: its callId, kind (`turn` or `tool`), the output's text and how it
+    reads (`text` or `json`), and the input messages' JSON (None: not editable)."""
+
+    call_id: str
+    kind: str
+    output: str
+    format: str
+    messages: str | None
+
+
+def call_edit(
+    kind: str, status: str, call_id: str | None, end: dict[str, Any], result: dict[str, Any] | None
+) -> CallEdit | None:
+    """The editor for a finished, successful turn (`kind` "turn") or one tool result (`result`); None
+    for any other span, or a call with no call path (a trace written without one)."""
+    if result is not None:
+        path = result.get("callPath", result.get("callId"))
+        if result.get("success") is not True or not isinstance(path, str) or "/tool:" not in path:
+            return None
+        return CallEdit(path, "tool", _json(result.get("output")), "json", None)
+    if kind != "turn" or status != "completed" or not isinstance(call_id, str) or "/turn:" not in call_id:
+        return None
+    message = end.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str) and not (isinstance(message, dict) and message.get("tool_calls")):
+        output, form = content, "text"
+    else:
+        output, form = _json(message), "json"
+    messages = end.get("messages")
+    editable = "response" not in end and isinstance(messages, list) and bool(messages)
+    return CallEdit(call_id, "turn", output, form, _json(messages) if editable else None)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False)
