@@ -3,6 +3,7 @@
 - `runs_list`: `/` (every run and process journal), `POST /upload`, `/live/runs`
 - `run`: `/runs/<trace_id>` and everything under it (panes, rewind, actions, compare, export, live)
 - `counterfactual`: `POST /runs/<trace_id>/fork` (one call edited: "change the past")
+- `playground`: `/runs/<trace_id>/spans/<span_id>/playground` (a turn asked again, edited)
 - `snapshots`: `/snapshots…` (pages, upload, fork, replay) and `/replays/<id>`
 - `processes`: `/processes/<process_id>` and its rewind (and the old `/process-rewind`, redirected)
 - `ingest`: `POST /api/v1/traces`
@@ -18,7 +19,18 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from devtool.web.routes import counterfactual, ingest, local, login, otlp, processes, run, runs_list, snapshots
+from devtool.web.routes import (
+    counterfactual,
+    ingest,
+    local,
+    login,
+    otlp,
+    playground,
+    processes,
+    run,
+    runs_list,
+    snapshots,
+)
 
 ROUTES: list[BaseRoute] = [
     *login.routes,
@@ -27,6 +39,7 @@ ROUTES: list[BaseRoute] = [
     *processes.routes,
     *run.routes,
     *counterfactual.routes,
+    *playground.routes,
     *ingest.routes,
     *otlp.routes,
     *local.routes,
