@@ -3,7 +3,8 @@ editor's starting point, what it answered, and an answer's word diff against the
 
 Any turn has one: `prompt()`'s, an SDK-recorded request's (its messages as the turn shows them), and an
 OpenTelemetry chat span's (its messages as `devtool.formats.messages` read them). The model is named
-`PROVIDER:MODEL` from the turn's own, else `DEVTOOL_MODEL`.
+`PROVIDER:MODEL` from the turn's own when its provider is one the core providers have, else
+`DEVTOOL_MODEL` (a scripted model's turn, a provider we have no adapter for), else left to the user.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ class RecordedTurn:
     call_id: str | None
     messages: list[Any]
     tools: list[Any]
-    model: str
+    model: str  # what the editor starts from: PROVIDER:MODEL ("" when nothing fits and no DEVTOOL_MODEL)
+    recorded_model: str  # the model the turn names, as it names it
     params: dict[str, Any]
     answer: Any
     answer_text: str
@@ -83,6 +85,7 @@ def recorded_turn(store: Store, trace_id: str, span_id: str) -> RecordedTurn:
         messages=messages,
         tools=tools,
         model=_model_name(model),
+        recorded_model=":".join(str(model[key]) for key in ("provider", "id") if model.get(key)),
         params={key: value for key, value in params.items() if key in PARAMS},
         answer=answer,
         answer_text=content if isinstance(content, str) else "",
@@ -111,4 +114,4 @@ def _model_name(model: dict[str, Any]) -> str:
     for known in KNOWN_PROVIDERS:
         if provider.startswith(known) and model_id:
             return f"{known}:{model_id}"
-    return os.environ.get(MODEL_ENV, "").strip() or (f"openai:{model_id}" if model_id else "")
+    return os.environ.get(MODEL_ENV, "").strip()
