@@ -35,7 +35,7 @@ def call_edit(
         path = result.get("callPath", result.get("callId"))
         if result.get("success") is not True or not isinstance(path, str) or "/tool:" not in path:
             return None
-        return CallEdit(path, "tool", _json(result.get("output")), "json", None)
+        return CallEdit(path, "tool", editor_json(result.get("output")), "json", None)
     if kind != "turn" or status != "completed" or not isinstance(call_id, str) or "/turn:" not in call_id:
         return None
     message = end.get("message")
@@ -43,11 +43,12 @@ def call_edit(
     if isinstance(content, str) and not (isinstance(message, dict) and message.get("tool_calls")):
         output, form = content, "text"
     else:
-        output, form = _json(message), "json"
+        output, form = editor_json(message), "json"
     messages = end.get("messages")
     editable = "response" not in end and isinstance(messages, list) and bool(messages)
-    return CallEdit(call_id, "turn", output, form, _json(messages) if editable else None)
+    return CallEdit(call_id, "turn", output, form, editor_json(messages) if editable else None)
 
 
-def _json(value: Any) -> str:
+def editor_json(value: Any) -> str:
+    """`value` as an editor starts from it: indented JSON, its text as written."""
     return json.dumps(value, indent=2, ensure_ascii=False)

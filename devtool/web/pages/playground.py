@@ -10,7 +10,6 @@ OpenTelemetry chat span's (its messages as `devtool.formats.messages` read them)
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from devtool.core.providers import MODEL_ENV
 from devtool.store import NotFoundError, Store
 from devtool.store.queries import span_detail
 from devtool.store.queries.usage import Usage, span_usage
+from devtool.web.pages.call_edit import editor_json
 
 KNOWN_PROVIDERS = ("openai", "anthropic")
 
@@ -44,15 +44,15 @@ class RecordedTurn:
 
     @property
     def messages_text(self) -> str:
-        return json.dumps(self.messages, indent=2, ensure_ascii=False)
+        return editor_json(self.messages)
 
     @property
     def tools_text(self) -> str:
-        return json.dumps(self.tools, indent=2, ensure_ascii=False)
+        return editor_json(self.tools)
 
     @property
     def params_text(self) -> str:
-        return json.dumps(self.params, indent=2, ensure_ascii=False)
+        return editor_json(self.params)
 
 
 @dataclass(frozen=True)

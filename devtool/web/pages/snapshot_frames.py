@@ -15,7 +15,6 @@ for the fork editor, not part of the snapshot.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, replace
 from typing import Any
@@ -26,6 +25,7 @@ from devtool.store.queries import get_run
 from devtool.store.queries.navigation import CutPoint, GenerationEnd, cut_point, generation_ends
 from devtool.store.queries.run_meta import run_exists
 from devtool.store.snapshots import frame_page, snapshot_counts
+from devtool.web.pages.call_edit import editor_json
 from devtool.web.pages.timeline_layout import format_duration
 
 FRAMES_PER_PAGE = 100
@@ -45,7 +45,7 @@ class EntryRow:
     @property
     def output_text(self) -> str:
         """The output as the fork editor starts from it."""
-        return json.dumps(self.output, indent=2, ensure_ascii=False)
+        return editor_json(self.output)
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def _row(index: int, depth: int, frame: dict[str, Any]) -> FrameRow:
         has_output="output" in state,
         error=state.get("error"),
         memory=frame.get("memory", {}),
-        memory_text=json.dumps(frame.get("memory", {}), indent=2, ensure_ascii=False),
+        memory_text=editor_json(frame.get("memory", {})),
         entries=entries[:ENTRIES_SHOWN],
         entries_total=len(entries),
         children=len(frame.get("children", {})),
