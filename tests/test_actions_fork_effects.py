@@ -8,14 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 from starlette.testclient import TestClient
 
+import devtool.instrument
 from devtool.actions.fork_effects import empty_reason, fork_effects
-from devtool.core import MemorySink, create_agent, create_tool, memory, run_with
+from devtool.core import MemorySink, ScriptedModel, create_agent, create_tool, memory, prompt, run_with
 from devtool.core.debugger import fork_snapshot, restore_snapshot
 from devtool.store import Store, save_snapshot
 from devtool.web import create_app
+from testkit.fake_provider import FakeProvider
 from tests.web_runs import html, one, record
 
 AGENT = "root/agent:worker:0"
@@ -95,3 +98,36 @@ def test_an_edit_that_took_effect_is_not_named(client: TestClient, store: Store,
 def test_why_nothing_differs_in_words() -> None:
     assert "served all 4 calls" in empty_reason(None, 4, 0)
     assert "the 2 calls the replay ran live returned what" in empty_reason(None, 1, 2)
+
+
+def test_edited_messages_a_turn_sent_are_not_named_and_those_an_sdk_turn_ignored_are(
+    store: Store, tmp_path: Path, fake_provider: FakeProvider
+) -> None:
+    devtool.instrument.install()
+    client = openai.OpenAI(base_url=fake_provider.openai_base_url, api_key="sk-fork-effects-0123456789")
+    fake_provider.reply({"text": "hello"}, times=None)
+    model = ScriptedModel(lambda messages: "scripted")
+
+    async def both(props: Any) -> Any:
+        await prompt([{"role": "user", "content": "hi"}], model=model)
+        return await asyncio.to_thread(
+            lambda: client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": "hi"}])
+        )
+
+    program = lambda: create_agent("worker", both)({})  # noqa: E731
+    original = record(store, tmp_path, program, name="original")
+    sink = MemorySink()
+    asyncio.run(run_with(program, sinks=[sink]))
+    turns = [e["callId"] for e in sink.events if e["type"] == "turn:end"]
+    assert len(turns) == 2
+    edited = [{"role": "user", "content": "hi there"}]
+    parent = dict(restore_snapshot(sink.events))
+    fork = dict(fork_snapshot(parent, messages={turn: edited for turn in turns}))
+    fork_id = save_snapshot(store, fork, parent_id=save_snapshot(store, parent))
+    metadata = {"replay": {"snapshotId": fork_id, "originalTraceId": original}}
+    replay = record(store, tmp_path, program, name="replay", snapshot=fork, metadata=metadata)
+    effects = fork_effects(store, fork_id, replay)
+    assert effects is not None
+    (lost,) = effects.lost
+    assert lost.call_id == turns[1]  # the SDK's: prompt()'s turn sent the edit
+    assert "the edited messages were not sent" in lost.words

@@ -128,7 +128,8 @@ def _overwritten(edits: dict[str, dict[str, Any]], events: list[dict[str, Any]])
 
 
 def _unreached(calls: dict[str, Any], events: list[dict[str, Any]]) -> list[Effect]:
-    """Edited calls no event of the replay names, with what their frame did instead."""
+    """Edited calls no event of the replay names, with what their frame did instead; and edited messages
+    a reached turn did not send."""
     reached: set[str] = set()
     by_frame: dict[str, list[str]] = {}
     for event in events:
@@ -137,9 +138,16 @@ def _unreached(calls: dict[str, Any], events: list[dict[str, Any]]) -> list[Effe
                 reached.add(call_id)
                 by_frame.setdefault(call_id.rpartition("/")[0], []).append(call_id)
     frames = {event.get("callId") for event in events if event["type"] == "generation:end"} | {"root"}
+    sent = {e.get("callId"): e.get("messages") for e in events if e["type"] == "turn:start"}
     lost = []
-    for call_id in calls:
+    for call_id, edit in calls.items():
         if call_id in reached:
+            if isinstance(edit, dict) and "messages" in edit and sent.get(call_id) != edit["messages"]:
+                words = (
+                    "the edited messages were not sent: the turn sent its own (a turn recorded through an SDK "
+                    "sends the SDK's request; edit its answer instead, or ask again in the playground)"
+                )
+                lost.append(Effect("call", call_id, words))
             continue
         frame = call_id.rpartition("/")[0]
         made = by_frame.get(frame, [])
