@@ -196,15 +196,19 @@ def _short(value: Any) -> str:
 
 @dataclass(frozen=True)
 class ForkReport:
-    """What the compare page says of a replay's fork: its edits that did not take effect (None: the
-    snapshot replayed is no fork), and why nothing differs, should nothing."""
+    """What the compare page says of replay `replay_trace`'s fork: its edits that did not take effect
+    (None: the snapshot replayed is no fork), how many frames differ, and why nothing does, should nothing."""
 
+    replay_trace: str
     effects: ForkEffects | None
+    differences: int
     empty: str
 
 
-def fork_report(store: Store, snapshot_id: Any, replay_trace: str, cached: int, live: int) -> ForkReport:
+def fork_report(
+    store: Store, snapshot_id: Any, replay_trace: str, *, differences: int, cached: int, live: int
+) -> ForkReport:
     """The report for replay `replay_trace` of snapshot `snapshot_id` (None or not a string: no snapshot
-    known), given how many of its calls were served and how many ran live."""
+    known), given how many frames differ, and how many of its calls were served and how many ran live."""
     effects = fork_effects(store, snapshot_id, replay_trace) if isinstance(snapshot_id, str) else None
-    return ForkReport(effects, empty_reason(effects, cached, live))
+    return ForkReport(replay_trace, effects, differences, empty_reason(effects, cached, live))

@@ -214,7 +214,14 @@ def run_compare(request: Request) -> HTMLResponse:
         "right": get_run(store, trace_id),
         "replay": replay,
         "only_differences": request.query_params.get("only") == "differences",
-        "fork": fork_report(store, (replay or {}).get("snapshotId"), trace_id, comparison.cached, comparison.live),
+        "fork": fork_report(
+            store,
+            (replay or {}).get("snapshotId"),
+            trace_id,
+            differences=comparison.differences,
+            cached=comparison.cached,
+            live=comparison.live,
+        ),
     }
     return render(request, "compare.html", context)
 
