@@ -11,9 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 from starlette.testclient import TestClient
 
+import devtool.instrument
 from devtool.core import ScriptedModel, create_agent, prompt, run_with
 from devtool.store import Store, get_snapshot, load_file
 from devtool.web import create_app
@@ -176,3 +178,29 @@ def test_a_missing_key_is_said_in_the_page(
     )
     assert bad.status_code == 200
     assert "messages: not JSON" in one(html(bad.text), ".pg-error").text()
+
+
+def test_an_sdk_recorded_turn_opens_and_is_asked_again(
+    client: TestClient, store: Store, tmp_path: Path, fake_provider: FakeProvider
+) -> None:
+    devtool.instrument.install()
+    sdk = openai.OpenAI(base_url=fake_provider.openai_base_url, api_key=KEY)
+    fake_provider.reply({"text": "recorded through the SDK"})
+
+    async def main() -> Any:
+        question = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "Name a river"}]
+        return await asyncio.to_thread(lambda: sdk.chat.completions.create(model="gpt-4.1-mini", messages=question))
+
+    trace_id = record(store, tmp_path, main)
+    (span,) = store.query("SELECT span_id FROM spans WHERE trace_id = ? AND kind = 'turn'", [trace_id])[0]
+    page = html(client.get(f"/runs/{trace_id}/spans/{span}/playground").text)
+    assert one(page, "#pg-model").attributes["value"] == "openai:gpt-4.1-mini"
+    assert "recorded through the SDK" in one(page, "#pg-recorded").text()
+    messages = json.loads(one(page, "#pg-messages").text())
+    messages[1]["content"] = "Name a mountain"
+    fake_provider.reply({"text": "Etna."})
+    body = {"messages": messages, "model": "openai:gpt-4.1-mini"}
+    answer = client.post(f"/runs/{trace_id}/spans/{span}/playground", json=body, headers={"Accept": "application/json"})
+    assert answer.json()["text"] == "Etna."
+    assert fake_provider.count() == 2  # the recording's request, and the playground's one
+    assert fake_provider.requests()[1]["body"]["messages"][1]["content"] == "Name a mountain"
