@@ -82,6 +82,8 @@ def test_a_tool_output_edited_on_the_run_page_replays_without_the_tool(
 ) -> None:
     trace_id = record(store, tmp_path, World().main)
     batch = span_of(store, trace_id, "search", "tools:execute")
+    whole = html(client.get(f"/runs/{trace_id}?span={batch}").text)  # a batch of one call edits that call
+    assert one(whole, "#fork-output-form input[name=call_id]").attributes["value"] == SEARCH
     page = html(client.get(f"/runs/{trace_id}?span={batch}%230").text)
     editor = one(page, "#fork-output-form")
     assert one(editor, "input[name=call_id]").attributes["value"] == SEARCH

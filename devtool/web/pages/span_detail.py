@@ -54,8 +54,10 @@ class SpanDetailPane:
 
     @property
     def edit(self) -> CallEdit | None:
-        """The fork editor of this span's call, if it is a finished turn or one tool result."""
-        result = self.tool_results[0] if self.result_index is not None else None
+        """The fork editor of this span's call, if it is a finished turn or one tool call."""
+        # A batch of one call (a `@devtool.tool`, an OTel tool span) is edited as its one result.
+        one = self.result_index is not None or (self.kind == "tools:execute" and len(self.tool_results) == 1)
+        result = self.tool_results[0] if one else None
         detail = self.detail
         return call_edit(self.kind, detail.status, detail.call_id, detail.end_event or {}, result)
 
