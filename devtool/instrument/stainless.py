@@ -23,8 +23,8 @@ The SDK's internals used, and kept to these: `request`, `_process_response`, `_m
 and its header (`OVERRIDE_CAST_TO_HEADER`), the raw-response header (`X-Stainless-Raw-Response`, which
 the tee must not let turn the response into an `APIResponse` too early) and the http library's byte
 streams (`SyncByteStream`/`AsyncByteStream`) of whichever library made the response (`httpx2`, or the
-`httpx` of a client the caller gave the OpenAI SDK, as LiteLLM does). A request with neither header is handed to the SDK's
-`request` as it came (no copy of its options: that `request` copies them itself).
+`httpx` of a client the caller gave the OpenAI SDK, as LiteLLM does). A request with neither header is
+handed to the SDK's `request` as it came (no copy of its options: that `request` copies them itself).
 The tests run each against the installed SDKs.
 """
 
