@@ -36,6 +36,7 @@ from devtool.store.export import export_run, export_run_otlp, export_run_perfett
 from devtool.store.queries import get_run
 from devtool.store.queries.live import derived_through
 from devtool.store.queries.navigation import first_span_in, search_spans
+from devtool.store.queries.replay_calls import replay_calls
 from devtool.store.queries.run_meta import replays_of, run_exists, run_metadata, snapshot_dumps
 from devtool.store.queries.usage import span_usage
 from devtool.web.auth import user_of
@@ -189,6 +190,7 @@ def run_actions(request: Request) -> HTMLResponse:
         "original": original if isinstance(original, str) and run_exists(store, original) else None,
         "dumps": snapshot_dumps(store, trace_id),
         "replays": replays_of(store, trace_id)[:20],
+        "replay_calls": replay_calls(store, trace_id),
     }
     return render(request, "_run_actions.html", context)
 
@@ -213,6 +215,7 @@ def run_compare(request: Request) -> HTMLResponse:
         "right": get_run(store, trace_id),
         "replay": replay,
         "only_differences": request.query_params.get("only") == "differences",
+        "replay_calls": replay_calls(store, trace_id, original),
     }
     return render(request, "compare.html", context)
 
