@@ -234,7 +234,7 @@ def test_a_run_without_an_entrypoint_shows_the_lines_to_replay_it_by_hand(
     lines = one(page, "#replay-python").text()
     assert f"http://testserver{snapshot}.json" in lines
     assert "from your_agent import main" in lines
-    assert "asyncio.run(run_with(call, snapshot=snapshot, sinks=[sink]))" in lines
+    assert 'asyncio.run(run_with(call, snapshot=snapshot, sinks=[sink], metadata={"snapshot": url}))' in lines
     assert not page.css("#replay-run")
 
 

@@ -55,7 +55,8 @@ def by_hand(entrypoint: Any, props: Any, snapshot_url: str, base_url: str) -> By
         f"from {module} import {function}{'' if function == 'main' else ' as main'}"
         + ("  # the function this run started with" if known else "  # yours: the function this run started with"),
         "",
-        f"snapshot = json.load(urllib.request.urlopen({snapshot_url!r}))  # or the downloaded file",
+        f"url = {snapshot_url!r}",
+        "snapshot = json.load(urllib.request.urlopen(url))  # or the downloaded file",
     ]
     if props is None:
         call = "main"
@@ -67,7 +68,9 @@ def by_hand(entrypoint: Any, props: Any, snapshot_url: str, base_url: str) -> By
     lines += [
         "",
         f"sink = HttpSink({base_url + '/api/v1/traces'!r})  # streams the replay into this DevTool",
-        f"asyncio.run(run_with({call}, snapshot=snapshot, sinks=[sink]))",
+        # The snapshot named in the metadata, as `devtool run --snapshot` names it: the DevTool then
+        # knows the run is a replay, of which run, and says which calls ran live.
+        f'asyncio.run(run_with({call}, snapshot=snapshot, sinks=[sink], metadata={{"snapshot": url}}))',
         "sink.close()",
     ]
     words = ["devtool", "run", spec]
