@@ -109,7 +109,7 @@ def test_each_live_call_says_why_it_ran(store: Store, replayed: tuple[str, str],
 
 def test_the_run_and_compare_pages_say_ran_live_not_recorded(store: Store, replayed: tuple[str, str]) -> None:
     original, replay = replayed
-    unrecorded = span_of(store, replay, "open_file", "tools:execute")
+    unrecorded = span_of(store, replay, "open_file", "tools:execute") + "%230"  # the batch's tool result #0
     with TestClient(create_app(store, Settings()), follow_redirects=False) as client:
         for url in (f"/runs/{replay}/actions", f"/runs/{replay}/compare"):
             page = html(client.get(url).text)
@@ -123,6 +123,13 @@ def test_the_run_and_compare_pages_say_ran_live_not_recorded(store: Store, repla
             assert "lookup" in one(page, "#live-changed").text()
             assert "send_email" in one(page, "#live-cut").text()
         assert not html(client.get(f"/runs/{original}/actions").text).css("#live-calls")
+        # The run's tree and the tool's detail mark it; nothing else is marked so.
+        tool = span_of(store, replay, "open_file", "tools:execute") + "#0"
+        page = html(client.get(f"/runs/{replay}", params={"span": tool}).text)
+        (marked,) = page.css("#tree .badge.unrecorded")
+        assert "open_file" in marked.parent.text()  # type: ignore[union-attr]
+        assert "ran live: not recorded" in one(page, "#detail-unrecorded").text()
+        assert not page.css("#detail .badge.cached")
         # The tool that ran live is not marked cached on its detail; the model request served is.
         for text, kind, cached in (("open_file", "tools:execute", False), ("gpt-4.1-mini", "turn", True)):
             span = span_of(store, replay, text, kind)

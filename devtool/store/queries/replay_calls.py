@@ -42,8 +42,9 @@ _SNAPSHOT_URL = re.compile(r"/snapshots/([0-9a-f]{64})\.json(?:$|\?)")
 
 @dataclass(frozen=True, slots=True)
 class LiveCall:
-    """A call of the replay that ran live: where (its callId, and its span: `<span>#<index>` for a tool
-    of a batch), what (a model request or a tool, the model's or the tool's name), and why."""
+    """A call of the replay that ran live: where (its callId, and its node in the run's tree: a turn's
+    span, a tool's result `<batch span>#<index>`), what (a model request or a tool, the model's or the
+    tool's name), and why."""
 
     call_id: str
     kind: CallKind
@@ -64,6 +65,11 @@ class ReplayCalls:
 
     def because(self, reason: Reason) -> list[LiveCall]:
         return [call for call in self.live if call.reason == reason]
+
+    @property
+    def unrecorded_spans(self) -> frozenset[str]:
+        """The tree's nodes of the calls that ran live with nothing recorded to answer them."""
+        return frozenset(call.span for call in self.because("unrecorded"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +138,13 @@ def replay_calls(store: Store, trace_id: str, original: str | None = None) -> Re
     return ReplayCalls(trace_id, original, snapshot_id, cached, tuple(live))
 
 
+def unrecorded_spans(store: Store, trace_id: str) -> frozenset[str]:
+    """The tree's nodes of run `trace_id` that ran live with nothing recorded to answer them (none
+    unless it is a replay)."""
+    calls = replay_calls(store, trace_id)
+    return calls.unrecorded_spans if calls is not None else frozenset()
+
+
 def _calls(store: Store, trace_id: str) -> Iterator[_Call]:
     """Run `trace_id`'s model requests (turns) and tool calls, in order."""
     for event in iter_run_events(store, trace_id, types=_CALL_TYPES, drop_fields=_UNREAD):
@@ -167,7 +180,7 @@ def _calls(store: Store, trace_id: str) -> Iterator[_Call]:
                 call_id,
                 "tool",
                 str(result.get("toolName") or "tool"),
-                f"{span}#{index}" if len(results) > 1 else span,
+                f"{span}#{index}",
                 digest if isinstance(digest, str) else None,
                 result.get("cache") is True,
                 result.get("success") is True and isinstance(digest, str) and result.get("tombstone") is not True,
