@@ -128,6 +128,7 @@ def test_the_run_and_compare_pages_say_ran_live_not_recorded(store: Store, repla
         page = html(client.get(f"/runs/{replay}", params={"span": tool}).text)
         (marked,) = page.css("#tree .badge.unrecorded")
         assert "open_file" in marked.parent.text()  # type: ignore[union-attr]
+        assert marked.text() == "not recorded"
         assert "ran live: not recorded" in one(page, "#detail-unrecorded").text()
         assert not page.css("#detail .badge.cached")
         # The tool that ran live is not marked cached on its detail; the model request served is.
