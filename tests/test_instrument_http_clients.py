@@ -79,6 +79,20 @@ def _anthropic_helper(fake: FakeProvider) -> Any:
         return "".join(stream.text_stream)
 
 
+def _openai_stream_helper(fake: FakeProvider) -> Any:
+    client = openai.OpenAI(base_url=fake.openai_base_url, api_key=KEY, http_client=httpx.Client())
+    with client.chat.completions.stream(model="gpt-4.1-mini", messages=HI) as stream:
+        return "".join(event.delta for event in stream if event.type == "content.delta")
+
+
+async def _async_openai_streaming_response(fake: FakeProvider) -> Any:
+    client = openai.AsyncOpenAI(base_url=fake.openai_base_url, api_key=KEY, http_client=httpx.AsyncClient())
+    raw = client.chat.completions.with_streaming_response.create(model="gpt-4.1-mini", messages=HI, stream=True)
+    async with raw as response:
+        chunks = await response.parse()
+        return "".join([chunk.choices[0].delta.content or "" async for chunk in chunks if chunk.choices])
+
+
 SDK_CLIENTS: dict[str, Ask] = {
     "openai-default": _openai_chat(lambda url: openai.OpenAI(base_url=url, api_key=KEY)),
     "openai-httpx": _openai_chat(lambda url: openai.OpenAI(base_url=url, api_key=KEY, http_client=httpx.Client())),
@@ -95,6 +109,8 @@ SDK_CLIENTS: dict[str, Ask] = {
         lambda url: anthropic.AsyncAnthropic(base_url=url, api_key=KEY, http_client=httpx2.AsyncClient())
     ),
     "anthropic-stream-helper-httpx2": _anthropic_helper,
+    "openai-stream-helper-httpx": _openai_stream_helper,
+    "async-openai-streaming-response-httpx": _async_openai_streaming_response,
 }
 
 
