@@ -53,10 +53,10 @@ def send_email(to: str) -> str:
     return f"sent to {to}"
 
 
-def agent(fake: FakeProvider, question: str) -> Any:
+def agent(fake: FakeProvider, question: str, model: str = "gpt-4.1-mini") -> Any:
     async def main() -> str:
         client = openai.OpenAI(base_url=fake.openai_base_url, api_key="sk-replay-calls-0123456789")
-        answer = client.chat.completions.create(model="gpt-4.1-mini", messages=[{"role": "user", "content": "plan"}])
+        answer = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "plan"}])
         lookup(q=question)
         open_file(path="/tmp/notes.txt")
         return send_email(to="ops@example.com") + " / " + str(answer.choices[0].message.content)
@@ -105,6 +105,31 @@ def test_each_live_call_says_why_it_ran(store: Store, replayed: tuple[str, str],
     against_other = replay_calls(store, replay, other)
     assert against_other is not None
     assert [c.reason for c in against_other.live] == ["unrecorded"] * 3
+
+
+def test_a_request_to_another_model_ran_live_because_its_input_changed(
+    store: Store, tmp_path: Path, fake_provider: FakeProvider
+) -> None:
+    fake_provider.reply({"text": "the plan"}, times=None)
+    original = recorded(store, tmp_path / "original.jsonl", agent(fake_provider, "rust"))
+    whole = rewind(store, original, span_of(store, original, "send_email", "tools:execute"), "after")
+    metadata = {"replay": {"id": "r2", "snapshotId": whole, "originalTraceId": original}}
+    snapshot = get_snapshot(store, whole).snapshot
+    replay = recorded(
+        store,
+        tmp_path / "replay.jsonl",
+        agent(fake_provider, "rust", model="gpt-4.1"),
+        snapshot=snapshot,
+        metadata=metadata,
+    )
+    assert fake_provider.count() == 2
+    calls = replay_calls(store, replay)
+    assert calls is not None
+    assert calls.cached == 2  # lookup and send_email
+    assert [(c.call_id, c.reason) for c in calls.live] == [
+        ("root/turn:gpt-4.1:0", "changed"),
+        ("root/tool:open_file:0", "unrecorded"),
+    ]
 
 
 def test_the_run_and_compare_pages_say_ran_live_not_recorded(store: Store, replayed: tuple[str, str]) -> None:

@@ -5,8 +5,9 @@ A replay (a run started from a snapshot: `metadata.replay` as the DevTool's Repl
 the snapshot's journal when the journal holds its content hash, and runs it live otherwise. A live
 call ran for one of three reasons, told apart by the original run's own calls:
 
-- `changed`: the original made the call at the same callId with another input (another content hash):
-  the replay's input changed, so the recorded answer was not its answer;
+- `changed`: the original made the call at the same callId with another input (another content hash),
+  or, for a model request, made the frame's request of the same rank to another model (whose callId
+  names the model): the replay's input changed, so the recorded answer was not its answer;
 - `cut`: the original made the same call (same callId and content hash) and journaled it, but the
   snapshot does not hold it: the rewind cut before it, or a fork dropped it (what the user asked for);
 - `unrecorded`: the recording holds nothing that could have answered it (the original never made a
@@ -22,6 +23,7 @@ hash. Only `turn:end` and `tools:execute:end` events are read, without their con
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -115,18 +117,29 @@ def replay_calls(store: Store, trace_id: str, original: str | None = None) -> Re
     if original is None or original == trace_id or not run_exists(store, original):
         return None
     recorded: dict[str, str | None] = {}
+    # Per frame, the original's model requests in order: a request to another model has another callId
+    # (the model is in it), and is the same request with its input changed.
+    requests: dict[str, list[str | None]] = {}
     journaled: set[tuple[str, CallKind, str]] = set()
     for call in _calls(store, original):
         recorded[call.call_id] = call.content_hash
+        if call.kind == "prompt":
+            requests.setdefault(call.frame, []).append(call.content_hash)
         if call.journaled and call.content_hash is not None:
             journaled.add((call.frame, call.kind, call.content_hash))
     cached = 0
+    asked: Counter[str] = Counter()
     live: list[LiveCall] = []
     for call in _calls(store, trace_id):
+        before = recorded.get(call.call_id)
+        if call.kind == "prompt":
+            earlier, nth = requests.get(call.frame, []), asked[call.frame]
+            asked[call.frame] += 1
+            if call.call_id not in recorded and nth < len(earlier):
+                before = earlier[nth]
         if call.cache:
             cached += 1
             continue
-        before = recorded.get(call.call_id)
         reason: Reason
         if before is not None and before != call.content_hash:
             reason = "changed"
