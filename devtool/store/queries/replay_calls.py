@@ -22,6 +22,7 @@ hash. Only `turn:end` and `tools:execute:end` events are read, without their con
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -31,7 +32,7 @@ from typing import Any, Literal
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 from devtool.store.queries.events import iter_run_events
-from devtool.store.queries.run_meta import run_exists, run_metadata
+from devtool.store.queries.run_meta import run_metadata
 from devtool.store.snapshots import get_snapshot
 
 Reason = Literal["changed", "cut", "unrecorded"]
@@ -114,8 +115,21 @@ def replay_calls(store: Store, trace_id: str, original: str | None = None) -> Re
     snapshot_id: str | None = None
     if original is None:
         original, snapshot_id = replay_origin(store, run_metadata(store, trace_id))
-    if original is None or original == trace_id or not run_exists(store, original):
+    if original is None or original == trace_id:
         return None
+    rows = store.query("SELECT trace_id, last_event_id FROM runs WHERE trace_id IN (?, ?)", [trace_id, original])
+    versions = dict(rows)
+    if original not in versions or trace_id not in versions:
+        return None
+    return _classified(store, trace_id, original, snapshot_id, versions[trace_id], versions[original])
+
+
+# A page, its tree and each selection ask again: a run's calls are read again only once it has more events.
+@functools.lru_cache(maxsize=32)
+def _classified(
+    store: Store, trace_id: str, original: str, snapshot_id: str | None, replay_version: int, original_version: int
+) -> ReplayCalls:
+    """`replay_calls` of the runs as they are at these last event ids."""
     recorded: dict[str, str | None] = {}
     # Per frame, the original's model requests in order: a request to another model has another callId
     # (the model is in it), and is the same request with its input changed.
