@@ -233,7 +233,8 @@ def test_a_run_without_an_entrypoint_shows_the_lines_to_replay_it_by_hand(
     assert "has no recorded entrypoint" in one(page, "#replay-by-hand h2").text()
     lines = one(page, "#replay-python").text()
     assert f"http://testserver{snapshot}.json" in lines
-    assert "run_with(lambda: main(props), snapshot=snapshot, sinks=[sink])" in lines
+    assert "from your_agent import main" in lines
+    assert 'asyncio.run(run_with(call, snapshot=snapshot, sinks=[sink], metadata={"snapshot": url}))' in lines
     assert not page.css("#replay-run")
 
 
@@ -371,5 +372,5 @@ def test_a_python_run_shows_the_props_it_was_recorded_with(client: TestClient, s
     trace_id = record(store, tmp_path, main, metadata={"props": {"topic": "interop"}})
     snapshot = rewound(client, store, trace_id, "asker", "agent", "after")
     page = html(client.get(f"{snapshot}/replay").text)
-    assert 'props = {"topic":"interop"}' in one(page, "#replay-python").text()
+    assert "props = {'topic': 'interop'}" in one(page, "#replay-python").text()
     assert not page.css("#replay-node")

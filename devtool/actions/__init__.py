@@ -5,6 +5,7 @@
 - `process_rewind`: a process journal's rewind plan, and Apply (recorded in its journal file).
 - `fork`: a new snapshot from another with memory edited or journal entries dropped.
 - `replay_runner`: a recorded entrypoint run again from a snapshot, in a child process.
+- `replay_by_hand`: the Python script and the quoted shell line that replay a run by hand.
 
 No web stack here (no Starlette, Jinja2 or requests): the layer sits between `store` and `web`.
 """

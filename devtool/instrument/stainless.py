@@ -22,8 +22,9 @@ request to another endpoint (files, embeddings, ...). A model request in a run i
 The SDK's internals used, and kept to these: `request`, `_process_response`, `_maybe_override_cast_to`
 and its header (`OVERRIDE_CAST_TO_HEADER`), the raw-response header (`X-Stainless-Raw-Response`, which
 the tee must not let turn the response into an `APIResponse` too early) and the http library's byte
-streams (`SyncByteStream`/`AsyncByteStream`). A request with neither header is handed to the SDK's
-`request` as it came (no copy of its options: that `request` copies them itself).
+streams (`SyncByteStream`/`AsyncByteStream`) of whichever library made the response (`httpx2`, or the
+`httpx` of a client the caller gave the OpenAI SDK, as LiteLLM does). A request with neither header is
+handed to the SDK's `request` as it came (no copy of its options: that `request` copies them itself).
 The tests run each against the installed SDKs.
 """
 
@@ -31,10 +32,11 @@ from __future__ import annotations
 
 import functools
 import importlib
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Final
 
@@ -49,6 +51,7 @@ from devtool.instrument.errors import SdkMissingError
 from devtool.instrument.exchange import Exchange, Listener, Recorded
 
 WRAPPED: Final = "__devtool_wrapped__"
+HTTP_LIBRARIES: Final = ("httpx2", "httpx")
 
 
 @dataclass
@@ -61,7 +64,6 @@ class Sdk:
     raw_header: str
     override_header: str
     errors: SdkErrors
-    tees: tuple[type, type] = field(default=(object, object))
     # The SDK's markers of an argument not given, which it drops from a body before sending it.
     unset: tuple[type, ...] = ()
 
@@ -107,7 +109,7 @@ def instrument(name: str, apis: tuple[Api, ...]) -> bool:
     )
     unset = tuple(kind for kind in (getattr(sdk_module, "NotGiven", None), getattr(sdk_module, "Omit", None)) if kind)
     headers = (constants.RAW_RESPONSE_HEADER, constants.OVERRIDE_CAST_TO_HEADER)
-    sdk = Sdk(name, apis, httpx, *headers, errors, _tees(httpx), unset)
+    sdk = Sdk(name, apis, httpx, *headers, errors, unset)
     base.SyncAPIClient.request = _sync_request(base.SyncAPIClient.request, sdk)
     base.AsyncAPIClient.request = _async_request(base.AsyncAPIClient.request, sdk)
     return True
@@ -184,7 +186,8 @@ class Call:
     def replayed(self, recorded: Recorded) -> Any:
         """The journaled answer, as the SDK makes its result of the provider's."""
         status, content_type, content = self.exchange.serve(recorded)
-        httpx = self.sdk.httpx
+        # Made by the library of the client's own http client, as the provider's answer would be.
+        httpx = _library(getattr(self.client, "_client", None), self.sdk.httpx)
         url = str(self.options.url)
         if not url.startswith(("http://", "https://")):
             url = f"{str(self.client.base_url).rstrip('/')}/{url.lstrip('/')}"
@@ -197,8 +200,11 @@ class Call:
         exchange = self.exchange
         if exchange.streamed:
             listener = exchange.streaming(response.status_code)
-            sync_tee, async_tee = self.sdk.tees
-            tee = async_tee if isinstance(response.stream, self.sdk.httpx.AsyncByteStream) else sync_tee
+            # The tee is a byte stream of the library that made the response: the SDK's own (`httpx2`),
+            # or the `httpx` of a client the caller gave it, whose `close` refuses another's streams.
+            library = _library(response, self.sdk.httpx)
+            sync_tee, async_tee = _tees(library)
+            tee = async_tee if isinstance(response.stream, library.AsyncByteStream) else sync_tee
             response.stream = tee(response.stream, listener)
         else:
             exchange.answered(response.status_code, response.content)
@@ -254,6 +260,18 @@ def _telling(listener: Listener) -> Iterator[None]:
     listener.close(ended=True)
 
 
+def _library(value: Any, default: ModuleType) -> ModuleType:
+    """The http library whose response or client `value` is: `httpx2` (the SDKs' own), or `httpx`, which
+    an OpenAI client takes as its `http_client` too; else `default`. Only libraries already imported
+    can have made it."""
+    for name in HTTP_LIBRARIES:
+        module = sys.modules.get(name)
+        if module is not None and isinstance(value, (module.Response, module.Client, module.AsyncClient)):
+            return module
+    return default
+
+
+@functools.cache
 def _tees(httpx: ModuleType) -> tuple[type, type]:
     """Byte streams of `httpx` (the SDK's http library) that hand each chunk to a `Listener` on its way."""
 

@@ -15,6 +15,7 @@ from typing import Any
 from devtool.store import Store
 from devtool.store.queries import RunSummary, SpanDetail, TimelineWindow, timeline_window
 from devtool.store.queries.navigation import span_place
+from devtool.store.queries.replay_calls import unrecorded_spans
 from devtool.web.pages.frame_tree import run_tree
 from devtool.web.pages.run_url_state import RunUrlState
 from devtool.web.pages.span_detail import span_detail_pane
@@ -47,6 +48,7 @@ def selection(store: Store, run: RunSummary, url_state: RunUrlState) -> dict[str
         "path": {step.span_id for step in path},
         "detail": detail,
         "selected": _selected(detail.detail) if detail is not None else None,
+        "unrecorded_spans": unrecorded_spans(store, run.id),
     }
 
 

@@ -37,6 +37,7 @@ from devtool.store.export import export_run, export_run_otlp, export_run_perfett
 from devtool.store.queries import get_run
 from devtool.store.queries.live import derived_through
 from devtool.store.queries.navigation import first_span_in, search_spans
+from devtool.store.queries.replay_calls import replay_calls, unrecorded_spans
 from devtool.store.queries.run_meta import replays_of, run_exists, run_metadata, snapshot_dumps
 from devtool.store.queries.usage import span_usage
 from devtool.web.auth import user_of
@@ -115,6 +116,7 @@ def run_tree_fragment(request: Request) -> HTMLResponse:
     run = _or_404(get_run, store, trace_id)
     tree, path = run_tree(store, trace_id, url_state.span)
     context = {"run": run, "view": url_state, "tree": tree, "path": {step.span_id for step in path}}
+    context["unrecorded_spans"] = unrecorded_spans(store, trace_id)
     return render(request, "_tree.html", context)
 
 
@@ -124,6 +126,7 @@ def run_tree_children(request: Request) -> HTMLResponse:
     offset = _int(request.query_params.get("offset", "0"), "offset")
     node = _or_404(children_page, store, trace_id, request.path_params["span_id"], offset)
     context = {"run_id": trace_id, "view": url_state, "node": node, "path": set()}
+    context["unrecorded_spans"] = unrecorded_spans(store, trace_id)
     return render(request, "_tree_children.html", context)
 
 
@@ -190,6 +193,7 @@ def run_actions(request: Request) -> HTMLResponse:
         "original": original if isinstance(original, str) and run_exists(store, original) else None,
         "dumps": snapshot_dumps(store, trace_id),
         "replays": replays_of(store, trace_id)[:20],
+        "replay_calls": replay_calls(store, trace_id),
     }
     return render(request, "_run_actions.html", context)
 
@@ -222,6 +226,7 @@ def run_compare(request: Request) -> HTMLResponse:
             cached=comparison.cached,
             live=comparison.live,
         ),
+        "replay_calls": replay_calls(store, trace_id, original),
     }
     return render(request, "compare.html", context)
 

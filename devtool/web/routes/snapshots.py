@@ -42,6 +42,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from devtool.actions.fork import Edits, ForkError, fork, parse_json, parse_memory
+from devtool.actions.replay_by_hand import by_hand
 from devtool.actions.replay_runner import Replay, ReplayPlan, ReplayRefused, check_entrypoint
 from devtool.store import NotFoundError, Store, StoredSnapshot, StoreError, get_snapshot, list_snapshots, save_snapshot
 from devtool.store.export import export_snapshot
@@ -256,6 +257,8 @@ def _confirm_context(request: Request, store: Store, stored: StoredSnapshot) -> 
     props = start.props
     plan: ReplayPlan | None = None
     refusal: str | None = None
+    snapshot_url = str(request.url_for("snapshot_json", snapshot_id=stored.info.snapshot_id))
+    base_url = str(request.base_url).rstrip("/")
     if entrypoint is not None:
         try:
             declared = check_entrypoint(entrypoint, state(request).replays.root)
@@ -273,8 +276,9 @@ def _confirm_context(request: Request, store: Store, stored: StoredSnapshot) -> 
         "refusal": refusal,
         "root": state(request).replays.root,
         "token_passed": state(request).replays.token is not None,
-        "snapshot_url": str(request.url_for("snapshot_json", snapshot_id=stored.info.snapshot_id)),
-        "base_url": str(request.base_url).rstrip("/"),
+        "snapshot_url": snapshot_url,
+        "base_url": base_url,
+        "by_hand": by_hand(entrypoint, props, snapshot_url, base_url),
     }
 
 

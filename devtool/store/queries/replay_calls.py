@@ -1,0 +1,214 @@
+"""What a replay served from its snapshot and what it ran live, and why each live call ran.
+
+A replay (a run started from a snapshot: `metadata.replay` as the DevTool's Replay records it, or
+`metadata.snapshot` as `devtool run --snapshot` does) answers each model request and tool call from
+the snapshot's journal when the journal holds its content hash, and runs it live otherwise. A live
+call ran for one of three reasons, told apart by the original run's own calls:
+
+- `changed`: the original made the call at the same callId with another input (another content hash),
+  or, for a model request, made the frame's request of the same rank to another model (whose callId
+  names the model): the replay's input changed, so the recorded answer was not its answer;
+- `cut`: the original made the same call (same callId and content hash) and journaled it, but the
+  snapshot does not hold it: the rewind cut before it, or a fork dropped it (what the user asked for);
+- `unrecorded`: the recording holds nothing that could have answered it (the original never made a
+  call there, or made it without journaling it: a failure, an output that was not JSON, a call the
+  instrumentation did not see). This is the one a user must hear about: its side effects happened again.
+
+What the original journaled follows restore's rules (`devtool.core.restore_walk`): a turn's end that
+succeeded with a content hash and an answer, a tool result that succeeded with a content hash and an
+output that is not a tombstone; in the frame the call belongs to, whose journal is keyed by content
+hash. Only `turn:end` and `tools:execute:end` events are read, without their conversations.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from devtool.store.database import Store
+from devtool.store.errors import NotFoundError
+from devtool.store.queries.events import iter_run_events
+from devtool.store.queries.run_meta import run_metadata
+from devtool.store.snapshots import get_snapshot
+
+Reason = Literal["changed", "cut", "unrecorded"]
+CallKind = Literal["prompt", "tool"]
+_CALL_TYPES = ("turn:end", "tools:execute:end")
+# Fields a call's classification never reads: a turn's conversation and tools, a frame's memory.
+_UNREAD = ("messages", "request", "memory", "toolConfig", "schema")
+_SNAPSHOT_URL = re.compile(r"/snapshots/([0-9a-f]{64})\.json(?:$|\?)")
+
+
+@dataclass(frozen=True, slots=True)
+class LiveCall:
+    """A call of the replay that ran live: where (its callId, and its node in the run's tree: a turn's
+    span, a tool's result `<batch span>#<index>`), what (a model request or a tool, the model's or the
+    tool's name), and why."""
+
+    call_id: str
+    kind: CallKind
+    name: str
+    span: str
+    reason: Reason
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayCalls:
+    """A replay's calls: how many were served from the snapshot, and each one that ran live."""
+
+    trace_id: str  # the replay's
+    original: str
+    snapshot_id: str | None
+    cached: int
+    live: tuple[LiveCall, ...]
+
+    def because(self, reason: Reason) -> list[LiveCall]:
+        return [call for call in self.live if call.reason == reason]
+
+    @property
+    def unrecorded_spans(self) -> frozenset[str]:
+        """The tree's nodes of the calls that ran live with nothing recorded to answer them."""
+        return frozenset(call.span for call in self.because("unrecorded"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    call_id: str
+    kind: CallKind
+    name: str
+    span: str
+    content_hash: str | None
+    cache: bool
+    journaled: bool  # what restore would journal of it
+
+    @property
+    def frame(self) -> str:
+        return self.call_id.rsplit("/", 1)[0]
+
+
+def replay_origin(store: Store, metadata: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(the original run's trace id, the snapshot id) a run's metadata says it replayed, each None when
+    unknown; the original from the stored snapshot's provenance when the metadata does not name it."""
+    found = metadata.get("replay")
+    replay: dict[str, Any] = found if isinstance(found, dict) else {}
+    original, snapshot_id = replay.get("originalTraceId"), replay.get("snapshotId")
+    if not isinstance(snapshot_id, str) and isinstance(metadata.get("snapshot"), str):
+        found = _SNAPSHOT_URL.search(metadata["snapshot"])
+        snapshot_id = found.group(1) if found else None
+    if not isinstance(snapshot_id, str):
+        snapshot_id = None
+    if not isinstance(original, str) and snapshot_id is not None:
+        try:
+            original = get_snapshot(store, snapshot_id).top.get("provenance", {}).get("traceId")
+        except NotFoundError:
+            original = None
+    return (original if isinstance(original, str) else None), snapshot_id
+
+
+def replay_calls(store: Store, trace_id: str, original: str | None = None) -> ReplayCalls | None:
+    """Run `trace_id`'s calls, as a replay of `original` (by default the run its metadata says it
+    replayed); None when it replayed no run this store has."""
+    snapshot_id: str | None = None
+    if original is None:
+        original, snapshot_id = replay_origin(store, run_metadata(store, trace_id))
+    if original is None or original == trace_id:
+        return None
+    rows = store.query("SELECT trace_id, last_event_id FROM runs WHERE trace_id IN (?, ?)", [trace_id, original])
+    versions = dict(rows)
+    if original not in versions or trace_id not in versions:
+        return None
+    return _classified(store, trace_id, original, snapshot_id, versions[trace_id], versions[original])
+
+
+# A page, its tree and each selection ask again: a run's calls are read again only once it has more events.
+@functools.lru_cache(maxsize=32)
+def _classified(
+    store: Store, trace_id: str, original: str, snapshot_id: str | None, replay_version: int, original_version: int
+) -> ReplayCalls:
+    """`replay_calls` of the runs as they are at these last event ids."""
+    recorded: dict[str, str | None] = {}
+    # Per frame, the original's model requests in order: a request to another model has another callId
+    # (the model is in it), and is the same request with its input changed.
+    requests: dict[str, list[str | None]] = {}
+    journaled: set[tuple[str, CallKind, str]] = set()
+    for call in _calls(store, original):
+        recorded[call.call_id] = call.content_hash
+        if call.kind == "prompt":
+            requests.setdefault(call.frame, []).append(call.content_hash)
+        if call.journaled and call.content_hash is not None:
+            journaled.add((call.frame, call.kind, call.content_hash))
+    cached = 0
+    asked: Counter[str] = Counter()
+    live: list[LiveCall] = []
+    for call in _calls(store, trace_id):
+        before = recorded.get(call.call_id)
+        if call.kind == "prompt":
+            earlier, nth = requests.get(call.frame, []), asked[call.frame]
+            asked[call.frame] += 1
+            if call.call_id not in recorded and nth < len(earlier):
+                before = earlier[nth]
+        if call.cache:
+            cached += 1
+            continue
+        reason: Reason
+        if before is not None and before != call.content_hash:
+            reason = "changed"
+        elif call.content_hash is not None and (call.frame, call.kind, call.content_hash) in journaled:
+            reason = "cut"
+        else:
+            reason = "unrecorded"
+        live.append(LiveCall(call.call_id, call.kind, call.name, call.span, reason))
+    return ReplayCalls(trace_id, original, snapshot_id, cached, tuple(live))
+
+
+def unrecorded_spans(store: Store, trace_id: str) -> frozenset[str]:
+    """The tree's nodes of run `trace_id` that ran live with nothing recorded to answer them (none
+    unless it is a replay)."""
+    calls = replay_calls(store, trace_id)
+    return calls.unrecorded_spans if calls is not None else frozenset()
+
+
+def _calls(store: Store, trace_id: str) -> Iterator[_Call]:
+    """Run `trace_id`'s model requests (turns) and tool calls, in order."""
+    for event in iter_run_events(store, trace_id, types=_CALL_TYPES, drop_fields=_UNREAD):
+        span = str((event.get("trace") or {}).get("spanId", ""))
+        digest = event.get("contentHash")
+        if event["type"] == "turn:end":
+            call_id = event.get("callId")
+            if not isinstance(call_id, str) or "/" not in call_id:
+                continue
+            model = event.get("model")
+            name = model.get("id") if isinstance(model, dict) else None
+            answer = event["response"] if "response" in event else event.get("message")
+            yield _Call(
+                call_id,
+                "prompt",
+                str(name or "model"),
+                span,
+                digest if isinstance(digest, str) else None,
+                event.get("cache") is True,
+                event.get("success") is True and isinstance(digest, str) and answer is not None,
+            )
+            continue
+        found = event.get("toolResults")
+        results: list[Any] = found if isinstance(found, list) else []
+        for index, result in enumerate(results):
+            if not isinstance(result, dict):
+                continue
+            call_id = result.get("callPath", result.get("callId"))  # a tool result's own (older traces: callId)
+            if not isinstance(call_id, str) or "/" not in call_id:
+                continue
+            digest = result.get("contentHash")
+            yield _Call(
+                call_id,
+                "tool",
+                str(result.get("toolName") or "tool"),
+                f"{span}#{index}",
+                digest if isinstance(digest, str) else None,
+                result.get("cache") is True,
+                result.get("success") is True and isinstance(digest, str) and result.get("tombstone") is not True,
+            )

@@ -1,0 +1,163 @@
+"""A replay's live calls told apart by why they ran: input changed, after the cut, or not recorded at all;
+and the run and compare pages saying so ("ran live: not recorded"), never showing such a call cached.
+
+The agent is real code on the real `openai` SDK against the fake provider: a model request, then three
+`@devtool.tool`s with side effects the test counts: `lookup` (its input is the props' question),
+`open_file` (its output is not JSON, so the recording holds no answer for it: a tombstone) and
+`send_email`. It is recorded, rewound to before `send_email`, and replayed with another question."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from starlette.testclient import TestClient
+
+import devtool
+import devtool.instrument
+from devtool.actions.run_rewind import rewind
+from devtool.core import JsonlSink, run_with
+from devtool.store import Store, get_snapshot, load_file
+from devtool.store.queries.replay_calls import ReplayCalls, replay_calls
+from devtool.web import create_app
+from devtool.web.settings import Settings
+from testkit.fake_provider import FakeProvider
+from tests.web_runs import html, one, span_of
+
+devtool.instrument.openai()
+SIDE_EFFECTS: list[str] = []
+
+
+class FileHandle:
+    """Not JSON: a tool returning it is journaled as a tombstone, never replayed."""
+
+
+@devtool.tool
+def lookup(q: str) -> dict[str, str]:
+    SIDE_EFFECTS.append(f"lookup {q}")
+    return {"found": q}
+
+
+@devtool.tool
+def open_file(path: str) -> FileHandle:
+    SIDE_EFFECTS.append(f"open {path}")
+    return FileHandle()
+
+
+@devtool.tool
+def send_email(to: str) -> str:
+    SIDE_EFFECTS.append(f"email {to}")
+    return f"sent to {to}"
+
+
+def agent(fake: FakeProvider, question: str, model: str = "gpt-4.1-mini") -> Any:
+    async def main() -> str:
+        client = openai.OpenAI(base_url=fake.openai_base_url, api_key="sk-replay-calls-0123456789")
+        answer = client.chat.completions.create(model=model, messages=[{"role": "user", "content": "plan"}])
+        lookup(q=question)
+        open_file(path="/tmp/notes.txt")
+        return send_email(to="ops@example.com") + " / " + str(answer.choices[0].message.content)
+
+    return main
+
+
+def recorded(store: Store, path: Path, fn: Any, **kwargs: Any) -> str:
+    with JsonlSink(path) as sink:
+        asyncio.run(run_with(fn, sinks=[sink], **kwargs))
+    return load_file(store, path).traces[0]
+
+
+@pytest.fixture
+def replayed(store: Store, tmp_path: Path, fake_provider: FakeProvider) -> tuple[str, str]:
+    """(the original's trace id, its replay's): rewound to before `send_email`, the question changed."""
+    fake_provider.reply({"text": "the plan"}, times=None)
+    SIDE_EFFECTS.clear()
+    original = recorded(store, tmp_path / "original.jsonl", agent(fake_provider, "rust"))
+    cut = rewind(store, original, span_of(store, original, "send_email", "tools:execute"), "before")
+    snapshot = get_snapshot(store, cut).snapshot
+    metadata = {"replay": {"id": "r1", "snapshotId": cut, "originalTraceId": original}}
+    SIDE_EFFECTS.clear()
+    replay = recorded(
+        store, tmp_path / "replay.jsonl", agent(fake_provider, "go"), snapshot=snapshot, metadata=metadata
+    )
+    return original, replay
+
+
+def test_each_live_call_says_why_it_ran(store: Store, replayed: tuple[str, str], fake_provider: FakeProvider) -> None:
+    original, replay = replayed
+    assert fake_provider.count() == 1  # the model request was served from the snapshot
+    assert SIDE_EFFECTS == ["lookup go", "open /tmp/notes.txt", "email ops@example.com"]
+    calls = replay_calls(store, replay)
+    assert isinstance(calls, ReplayCalls)
+    assert (calls.original, calls.cached) == (original, 1)
+    assert [(c.name, c.reason) for c in calls.live] == [
+        ("lookup", "changed"),
+        ("open_file", "unrecorded"),
+        ("send_email", "cut"),
+    ]
+    assert [c.call_id for c in calls.because("unrecorded")] == ["root/tool:open_file:0"]
+    assert replay_calls(store, original) is None  # not a replay
+    # The same replay compared with a run that never made these calls: nothing of it was recorded there.
+    other = recorded(store, Path(store.path).parent / "other.jsonl", lambda: None)
+    against_other = replay_calls(store, replay, other)
+    assert against_other is not None
+    assert [c.reason for c in against_other.live] == ["unrecorded"] * 3
+
+
+def test_a_request_to_another_model_ran_live_because_its_input_changed(
+    store: Store, tmp_path: Path, fake_provider: FakeProvider
+) -> None:
+    fake_provider.reply({"text": "the plan"}, times=None)
+    original = recorded(store, tmp_path / "original.jsonl", agent(fake_provider, "rust"))
+    whole = rewind(store, original, span_of(store, original, "send_email", "tools:execute"), "after")
+    metadata = {"replay": {"id": "r2", "snapshotId": whole, "originalTraceId": original}}
+    snapshot = get_snapshot(store, whole).snapshot
+    replay = recorded(
+        store,
+        tmp_path / "replay.jsonl",
+        agent(fake_provider, "rust", model="gpt-4.1"),
+        snapshot=snapshot,
+        metadata=metadata,
+    )
+    assert fake_provider.count() == 2
+    calls = replay_calls(store, replay)
+    assert calls is not None
+    assert calls.cached == 2  # lookup and send_email
+    assert [(c.call_id, c.reason) for c in calls.live] == [
+        ("root/turn:gpt-4.1:0", "changed"),
+        ("root/tool:open_file:0", "unrecorded"),
+    ]
+
+
+def test_the_run_and_compare_pages_say_ran_live_not_recorded(store: Store, replayed: tuple[str, str]) -> None:
+    original, replay = replayed
+    unrecorded = span_of(store, replay, "open_file", "tools:execute") + "%230"  # the batch's tool result #0
+    with TestClient(create_app(store, Settings()), follow_redirects=False) as client:
+        for url in (f"/runs/{replay}/actions", f"/runs/{replay}/compare"):
+            page = html(client.get(url).text)
+            notice = one(page, "#live-unrecorded")
+            assert "ran live: not recorded" in notice.text()
+            (link,) = notice.css("a.live-call-name")
+            assert link.text() == "open_file"
+            assert link.attributes["href"] == f"/runs/{replay}?span={unrecorded}"
+            assert one(page, "#live-changed-count").text() == "1"
+            assert one(page, "#live-cut-count").text() == "1"
+            assert "lookup" in one(page, "#live-changed").text()
+            assert "send_email" in one(page, "#live-cut").text()
+        assert not html(client.get(f"/runs/{original}/actions").text).css("#live-calls")
+        # The run's tree and the tool's detail mark it; nothing else is marked so.
+        tool = span_of(store, replay, "open_file", "tools:execute") + "#0"
+        page = html(client.get(f"/runs/{replay}", params={"span": tool}).text)
+        (marked,) = page.css("#tree .badge.unrecorded")
+        assert "open_file" in marked.parent.text()  # type: ignore[union-attr]
+        assert marked.text() == "not recorded"
+        assert "ran live: not recorded" in one(page, "#detail-unrecorded").text()
+        assert not page.css("#detail .badge.cached")
+        # The tool that ran live is not marked cached on its detail; the model request served is.
+        for text, kind, cached in (("open_file", "tools:execute", False), ("gpt-4.1-mini", "turn", True)):
+            span = span_of(store, replay, text, kind)
+            detail = html(client.get(f"/runs/{replay}?span={span}").text)
+            assert bool(detail.css("#detail .badge.cached")) is cached, text
