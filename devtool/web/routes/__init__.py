@@ -1,7 +1,8 @@
 """The DevTool's endpoints, one module per URL family; `ROUTES` is all of them, in the order they are tried.
 
 - `runs_list`: `/` (every run and process journal), `POST /upload`, `/live/runs`
-- `run`: `/runs/<trace_id>` and everything under it (panes, rewind, actions, compare, export, live)
+- `run`: `/runs/<trace_id>` and everything under it (panes, rewind, actions, export, live)
+- `compare`: `/compare?a=&b=` (page and JSON), and `/runs/<trace_id>/compare` redirected there
 - `snapshots`: `/snapshots…` (pages, upload, fork, replay) and `/replays/<id>`
 - `processes`: `/processes/<process_id>` and its rewind (and the old `/process-rewind`, redirected)
 - `ingest`: `POST /api/v1/traces`
@@ -17,13 +18,14 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from devtool.web.routes import ingest, local, login, otlp, processes, run, runs_list, snapshots
+from devtool.web.routes import compare, ingest, local, login, otlp, processes, run, runs_list, snapshots
 
 ROUTES: list[BaseRoute] = [
     *login.routes,
     *runs_list.routes,
     *snapshots.routes,
     *processes.routes,
+    *compare.routes,
     *run.routes,
     *ingest.routes,
     *otlp.routes,
