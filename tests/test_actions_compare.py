@@ -56,6 +56,7 @@ def test_the_same_program_twice_is_the_same(store: Store, tmp_path: Path) -> Non
         "firstDivergence": None,
         "differing": 0,
         "total": comparison.total,
+        "downstream": [],
     }
 
 

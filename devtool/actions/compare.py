@@ -26,6 +26,7 @@ from devtool.store import Store
 
 FIELDS = ("call", "input", "error", "output", "memory")  # in the order a call's differences are named
 WORDS = re.compile(r"\s+|[^\s\w]|\w+")
+DOWNSTREAM_LISTED = 20  # the differing calls after the first that the JSON answer names
 MAX_DIFF_TOKENS = 6000  # past this many words a side, a text is shown whole on both sides, not diffed
 
 
@@ -306,7 +307,8 @@ def memory_changes(a: Any, b: Any) -> list[KeyChange]:
 
 
 def summary_json(store: Store, comparison: Comparison) -> dict[str, Any]:
-    """The answer of `GET /compare?a=&b=` (JSON): the first divergence, and how many calls differ of how many."""
+    """The answer of `GET /compare?a=&b=` (JSON): the first divergence, how many calls differ of how
+    many, and the first differing calls after it (`downstream`)."""
     first = comparison.first
     found: dict[str, Any] | None = None
     if first is not None:
@@ -319,6 +321,10 @@ def summary_json(store: Store, comparison: Comparison) -> dict[str, Any]:
         "firstDivergence": found,
         "differing": len(comparison.differences),
         "total": comparison.total,
+        "downstream": [
+            {"callId": d.call_id, "name": d.name, "fields": list(d.fields)}
+            for d in comparison.differences[1 : 1 + DOWNSTREAM_LISTED]
+        ],
     }
 
 

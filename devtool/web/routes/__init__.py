@@ -3,6 +3,7 @@
 - `runs_list`: `/` (every run and process journal), `POST /upload`, `/live/runs`
 - `run`: `/runs/<trace_id>` and everything under it (panes, rewind, actions, export, live)
 - `compare`: `/compare?a=&b=` (page and JSON), and `/runs/<trace_id>/compare` redirected there
+- `run_ids`: `/api/v1/runs/<id or short prefix>` (JSON: the run's whole id)
 - `snapshots`: `/snapshots…` (pages, upload, fork, replay) and `/replays/<id>`
 - `processes`: `/processes/<process_id>` and its rewind (and the old `/process-rewind`, redirected)
 - `ingest`: `POST /api/v1/traces`
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from devtool.web.routes import compare, ingest, local, login, otlp, processes, run, runs_list, snapshots
+from devtool.web.routes import compare, ingest, local, login, otlp, processes, run, run_ids, runs_list, snapshots
 
 ROUTES: list[BaseRoute] = [
     *login.routes,
@@ -30,4 +31,5 @@ ROUTES: list[BaseRoute] = [
     *ingest.routes,
     *otlp.routes,
     *local.routes,
+    *run_ids.routes,
 ]

@@ -55,12 +55,12 @@ async def compare_page(request: Request) -> Response:
         return render(
             request, "compare.html", {"left": get_run(store, a), "relatives": relatives(store, a), "view": None}
         )
+    if json:
+        return JSONResponse(await run_in_threadpool(_summary, store, a, b))
     if (a, b) != (given["a"], given["b"]):
         # A short id: the page's own URL names the runs in full, so it can be shared as it is.
         call = request.query_params.get("call")
-        return RedirectResponse(with_query("/compare", {"a": a, "b": b, "call": call}), 307 if json else 303)
-    if json:
-        return JSONResponse(await run_in_threadpool(_summary, store, a, b))
+        return RedirectResponse(with_query("/compare", {"a": a, "b": b, "call": call}), 303)
     view = await run_in_threadpool(compare_view, store, a, b, request.query_params.get("call"))
     context: dict[str, Any] = {
         "left": get_run(store, a),
