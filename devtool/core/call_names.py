@@ -27,6 +27,14 @@ def call_name(call_id: str) -> str:
     return f"{own} in {agents[-1]}" if kind != "agent" and agents else own
 
 
+def agent_of(call_id: str) -> str:
+    """The agent call (or the run) a call was made in, itself if it is one: `…/agent:r:0/prompt:m:0/turn:m:1`
+    → `…/agent:r:0`."""
+    while "/" in call_id and not call_id.rsplit("/", 1)[-1].startswith("agent:"):
+        call_id = call_id.rsplit("/", 1)[0]
+    return call_id
+
+
 def _agent(config: str, seq: str) -> str:
     return f"{config} #{seq}"
 

@@ -1,4 +1,4 @@
-"""Names for what rewinds and replays make: a cut ("before tool fetch_page in researcher #1"), a
+"""Names for what rewinds and replays make: a cut's span ("tool fetch_page in researcher #1"), a
 replay or fork of a run ("replay", "fork: memory of researcher #1"), and the runs one compares a
 run with (its original, its replays and forks, other runs of its name or entrypoint).
 
@@ -13,38 +13,55 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from devtool.core.call_names import call_name
+from devtool.core.call_names import agent_of, call_name
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
+from devtool.store.queries.run_meta import replays_of
 from devtool.store.snapshots import get_snapshot
 
 MAX_RELATIVES = 40
 
 
-def cut_name(store: Store, trace_id: str, span_id: str, anchor: str | None) -> str | None:
-    """`before tool fetch_page in researcher #1`: a cut named by its span; None when the span is not stored."""
+def span_names(store: Store, spans: Collection[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """`tool fetch_page in researcher #1`: each (trace id, span id) named by its call, or by its kind and
+    name in the nearest agent above it (a tool batch has no callId of its own); spans not stored are left out."""
+    seeds = sorted({(trace, span.partition("#")[0]) for trace, span in spans})
+    if not seeds:
+        return {}
     rows = store.query(
         """
-        WITH RECURSIVE up(span_id, parent, call_id, kind, name, d) AS (
-            SELECT span_id, parent_span_id, call_id, kind, name, 0 FROM spans WHERE trace_id = $t AND span_id = $s
+        WITH RECURSIVE seeds AS (SELECT unnest($traces) AS trace_id, unnest($spans) AS span_id),
+        up(trace_id, seed, span_id, parent, call_id, kind, name, d) AS (
+            SELECT s.trace_id, s.span_id, s.span_id, s.parent_span_id, s.call_id, s.kind, s.name, 0
+            FROM spans s JOIN seeds USING (trace_id, span_id)
             UNION ALL
-            SELECT s.span_id, s.parent_span_id, s.call_id, s.kind, s.name, up.d + 1
-            FROM spans s JOIN up ON s.trace_id = $t AND s.span_id = up.parent WHERE up.d < 64
+            SELECT up.trace_id, up.seed, s.span_id, s.parent_span_id, s.call_id, s.kind, s.name, up.d + 1
+            FROM up JOIN spans s ON s.trace_id = up.trace_id AND s.span_id = up.parent
+            WHERE up.d < 64 AND up.call_id IS NULL
         )
-        SELECT kind, name, call_id FROM up ORDER BY d
+        SELECT trace_id, seed, kind, name, call_id FROM up ORDER BY trace_id, seed, d
         """,
-        {"t": trace_id, "s": span_id.partition("#")[0]},
+        {"traces": [t for t, _ in seeds], "spans": [s for _, s in seeds]},
     )
-    if not rows:
-        return None
-    kind, name, call_id = rows[0]
-    if call_id:
-        named = call_name(call_id)
-    else:
-        own = f"tools {name}" if kind == "tools:execute" else f"{kind} {name}" if name != kind else kind
-        frame = next((c for k, _, c in rows[1:] if c and k in ("agent", "runWith")), None)
-        named = f"{own} in {call_name(frame)}" if frame else own
-    return f"{anchor} {named}" if anchor else named
+    chains: dict[tuple[str, str], list[tuple[str, str, str | None]]] = {}
+    for trace, seed, kind, name, call_id in rows:
+        chains.setdefault((trace, seed), []).append((kind, name, call_id))
+    named = {key: _named(chain) for key, chain in chains.items()}
+    return {
+        (trace, span): named[trace, span.partition("#")[0]]
+        for trace, span in spans
+        if (trace, span.partition("#")[0]) in named
+    }
+
+
+def _named(chain: list[tuple[str, str, str | None]]) -> str:
+    kind, name, call_id = chain[0]
+    # A batch of one tool call carries that call's callId; a batch of several, its agent's.
+    if call_id and (kind != "tools:execute" or call_id.rsplit("/", 1)[-1].startswith("tool:")):
+        return call_name(call_id)
+    own = f"tools {name}" if kind == "tools:execute" else kind if name == kind else f"{kind} {name}"
+    frame = call_id or next((c for _, _, c in chain[1:] if c), None)
+    return f"{own} in {call_name(agent_of(frame))}" if frame else own
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,16 +96,21 @@ def lineages(store: Store, trace_ids: Collection[str]) -> dict[str, Lineage]:
 
 
 def replay_label(store: Store, snapshot_id: str | None) -> str:
-    """ "replay", or for a replay of a forked snapshot what the fork changed: "fork: memory of researcher #1"."""
+    """"replay", or for a replay of a forked snapshot what the fork changed: "fork: memory of researcher #1"."""
     if not snapshot_id:
         return "replay"
     try:
         metadata = get_snapshot(store, snapshot_id).top.get("metadata")
     except NotFoundError:
         return "replay"
+    return fork_label(metadata) or "replay"
+
+
+def fork_label(metadata: Any) -> str | None:
+    """What a forked snapshot's `metadata.fork` says it changed ("fork: memory of writer #0"); None if no fork."""
     fork = metadata.get("fork") if isinstance(metadata, dict) else None
     if not isinstance(fork, dict):
-        return "replay"
+        return None
     changes = [f"memory of {call_name(c)}" for c in _strings(fork.get("memory"))]
     dropped = [d for d in fork.get("dropped") or [] if isinstance(d, dict)]
     changes += [f"dropped {d.get('kind', 'call')} in {call_name(str(d.get('callId', '')))}" for d in dropped]
@@ -97,6 +119,14 @@ def replay_label(store: Store, snapshot_id: str | None) -> str:
 
 def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def named_replays(store: Store, trace_id: str, limit: int = 20) -> list[tuple[str, str, str]]:
+    """Run `trace_id`'s replays and forks, newest first: (trace id, run name, "replay" or "fork: …")."""
+    found = replays_of(store, trace_id)[:limit]
+    ids = {"ids": [trace for trace, _ in found]}
+    names = dict(store.query("SELECT trace_id, name FROM runs WHERE trace_id IN (SELECT unnest($ids))", ids))
+    return [(trace, str(names.get(trace, trace)), replay_label(store, snapshot)) for trace, snapshot in found]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from devtool.actions.call_prints import CACHED, FRAME, CallPrints
 from devtool.actions.compare import Comparison, Details, Difference, compare, details
-from devtool.core.call_names import call_name
+from devtool.core.call_names import agent_of, call_name
 from devtool.store import Store
 
 ALL_CALLS_UP_TO = 600  # a run with more calls shows its differing calls and their frames only
@@ -115,18 +115,9 @@ def _served_by_frame(prints: CallPrints) -> dict[str, tuple[int, int]]:
     counts: dict[str, list[int]] = {}
     for call_id, served in zip(prints.call_ids, prints.served, strict=True):
         if served != FRAME:
-            frame = _frame_of(call_id)
+            frame = agent_of(call_id.rsplit("/", 1)[0])
             counts.setdefault(frame, [0, 0])[0 if served == CACHED else 1] += 1
     return {frame: (cached, live) for frame, (cached, live) in counts.items()}
-
-
-def _frame_of(call_id: str) -> str:
-    """The agent (or the run) a call was made in: `…/agent:r:0/prompt:m:0/turn:m:1` → `…/agent:r:0`."""
-    while "/" in call_id:
-        call_id = call_id.rsplit("/", 1)[0]
-        if call_id.rsplit("/", 1)[-1].startswith("agent:"):
-            return call_id
-    return call_id
 
 
 def _open_path(nodes: dict[str, CallNode], call_id: str) -> None:
