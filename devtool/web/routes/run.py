@@ -35,10 +35,11 @@ from devtool.actions.run_rewind import RewindError, rewind
 from devtool.store import NotFoundError, Store
 from devtool.store.export import export_run, export_run_otlp, export_run_perfetto
 from devtool.store.queries import get_run
+from devtool.store.queries.lineage import lineages, named_replays
 from devtool.store.queries.live import derived_through
 from devtool.store.queries.navigation import first_span_in, search_spans
 from devtool.store.queries.run_ids import AmbiguousRunError, resolve_run
-from devtool.store.queries.run_meta import replays_of, run_exists, run_metadata, snapshot_dumps
+from devtool.store.queries.run_meta import run_exists, run_metadata, snapshot_dumps
 from devtool.store.queries.usage import span_usage
 from devtool.web.auth import user_of
 from devtool.web.forms import form_of
@@ -183,6 +184,7 @@ def run_actions(request: Request) -> HTMLResponse:
     metadata = _metadata(store, trace_id)
     replay = metadata.get("replay") if isinstance(metadata.get("replay"), dict) else None
     original = replay.get("originalTraceId") if replay else None
+    original = original if isinstance(original, str) and run_exists(store, original) else None
     run = get_run(store, trace_id)
     context: dict[str, Any] = {
         "trace_id": trace_id,
@@ -190,9 +192,11 @@ def run_actions(request: Request) -> HTMLResponse:
         "ended_ms": run.ended_ms,
         "entrypoint": metadata.get("entrypoint") if isinstance(metadata.get("entrypoint"), str) else None,
         "replay": replay,
-        "original": original if isinstance(original, str) and run_exists(store, original) else None,
+        "original": original,
         "dumps": snapshot_dumps(store, trace_id),
-        "replays": replays_of(store, trace_id)[:20],
+        "replays": named_replays(store, trace_id),
+        "lineage": lineages(store, [trace_id]).get(trace_id) if replay else None,
+        "original_name": get_run(store, original).name if original else None,
     }
     return render(request, "_run_actions.html", context)
 
