@@ -96,7 +96,7 @@ def lineages(store: Store, trace_ids: Collection[str]) -> dict[str, Lineage]:
 
 
 def replay_label(store: Store, snapshot_id: str | None) -> str:
-    """"replay", or for a replay of a forked snapshot what the fork changed: "fork: memory of researcher #1"."""
+    """ "replay", or for a replay of a forked snapshot what the fork changed: "fork: memory of researcher #1"."""
     if not snapshot_id:
         return "replay"
     try:

@@ -52,9 +52,8 @@ async def compare_page(request: Request) -> Response:
     if b is None:
         if json:
             return _refuse(json, 400, "compare with which run? Give b=<run id>")
-        return render(
-            request, "compare.html", {"left": get_run(store, a), "relatives": relatives(store, a), "view": None}
-        )
+        picker = {"left": get_run(store, a), "right": None, "view": None, "lineage": lineages(store, [a])}
+        return render(request, "compare.html", {**picker, "relatives": relatives(store, a)})
     if json:
         return JSONResponse(await run_in_threadpool(_summary, store, a, b))
     if (a, b) != (given["a"], given["b"]):
