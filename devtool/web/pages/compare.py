@@ -92,7 +92,9 @@ def _tree(
             return nodes[call_id]
         parent_id = call_id.rsplit("/", 1)[0] if "/" in call_id else "root"
         parent = node(parent_id)
-        made = CallNode(call_id, call_name(call_id), _kind(call_id), fields.get(call_id, ()))
+        # In the tree a call sits under its agent: "turn #0", not "turn #0 in writer #0".
+        name = call_name(call_id).removesuffix(f" in {call_name(agent_of(parent_id))}")
+        made = CallNode(call_id, name, _kind(call_id), fields.get(call_id, ()))
         parent.children.append(made)
         nodes[call_id] = made
         return made
