@@ -116,7 +116,10 @@ def _from_server(server: RunningServer, args: argparse.Namespace) -> Iterator[by
 
 def _resolved_by(server: RunningServer, given: str) -> str:
     """The whole id of the run `given` (an id or the short id the UI shows) names, as the server knows it."""
-    return str(server.json_of(f"api/v1/runs/{quote(given, safe='')}")["traceId"])
+    answer = server.json_of(
+        f"api/v1/runs/{quote(given, safe='')}", not_found=f"no run {given!r} in the DevTool at {server.url}"
+    )
+    return str(answer["traceId"])
 
 
 def _export(args: argparse.Namespace, chunks: Iterable[bytes]) -> int:

@@ -41,8 +41,9 @@ class RunningServer:
         method = "POST" if data else "GET"
         return urllib.request.Request(self.url + path, data=data, headers=headers, method=method)  # noqa: S310 - http only
 
-    def json_of(self, path: str) -> Any:
-        """The JSON answer of `GET path`, or a `CliError` with the server's own `{"error"}` message."""
+    def json_of(self, path: str, *, not_found: str | None = None) -> Any:
+        """The JSON answer of `GET path`, or a `CliError` with the server's own `{"error"}` message
+        (`not_found`, when given, for a 404)."""
         from devtool.cli.errors import CliError
 
         request = self.request(path)
@@ -51,6 +52,8 @@ class RunningServer:
             with urllib.request.urlopen(request) as response:  # noqa: S310 - the server file's http URL
                 return json.load(response)
         except urllib.error.HTTPError as exc:
+            if exc.code == 404 and not_found:
+                raise CliError(not_found) from None
             try:
                 message = json.load(exc).get("error")
             except (ValueError, AttributeError):
