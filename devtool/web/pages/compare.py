@@ -109,6 +109,9 @@ def _tree(
         found.chosen = chosen is not None and call_id == chosen.call_id
         if found.fields:
             _open_path(nodes, call_id)
+    # The run and its top agents are open whatever differs: a tree folded to one line hides what was compared.
+    for top in (root, *root.children):
+        top.open = True
     return root
 
 
