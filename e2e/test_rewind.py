@@ -185,6 +185,11 @@ def test_fork_by_editing_memory_replay_and_compare_opens_on_the_first_divergence
     page.goto(f"{server.url}runs/{fork_run[:12]}")
     page.wait_for_url(f"**/runs/{fork_run}")
     expect(page.locator("#run-header h1")).to_be_visible()
+    # "Compare…" on the original offers its fork first, by name.
+    page.goto(f"{server.url}runs/{trace_id}")
+    page.locator("#compare-button").click()
+    expect(page.locator("#compare-pick select option").first).to_have_text(re.compile(r"^fork: memory of writer #0 · "))
+    shoot(page, "compare-pick")
 
 
 def test_billing_ops_rewind_at_the_account_hold(
