@@ -119,7 +119,10 @@ def test_a_call_only_one_run_made_is_a_difference_of_presence(store: Store, tmp_
     only_b = [d for d in comparison.differences if d.fields == ("call",)]
     assert {d.call_id for d in only_b} >= {"root/agent:lead:0/agent:researcher:1"}
     assert all(d.a is None for d in only_b)
-    assert comparison.total == len(set(comparison.a.call_ids) | set(comparison.b.call_ids))
+    assert comparison.calls is not None  # a small run: every call listed, each once
+    call_ids = [call_id for call_id, _ in comparison.calls]
+    assert len(call_ids) == len(set(call_ids)) == comparison.total
+    assert set(call_ids) >= {d.call_id for d in comparison.differences}
 
 
 def test_an_unknown_run_is_not_found(store: Store, tmp_path: Path) -> None:

@@ -2,32 +2,50 @@
 
 The one place that decides what "the same" means for two runs; the compare page, its JSON
 (`GET /compare?a=&b=`) and `devtool diff` all ask `compare`. Calls (frames, turns, tool calls) are
-aligned by callId (`call_prints`); a call differs in its `input`, `output`, `error` or `memory`, or
-is in one run only (`call`). The **first divergence** is the differing call that ended first in
-run A (a call ends before its parent, so of a tool whose output changed and the agent whose answer
-changed with it, the tool comes first: innermost first); a call only B has is placed where B has
-it. Everything after it is "downstream". Values are read again (`details`) only for the calls a
-reader shows: a text that differs becomes an inline word diff, a memory differs key by key.
+aligned by callId (fingerprints from `call_sql`, joined in one DuckDB query); a call differs in its
+`input`, `output`, `error` or `memory`, or is in one run only (`call`). The **first divergence** is
+the differing call that ended first in run A (a call ends before its parent, so of a tool whose
+output changed and the agent whose answer changed with it, the tool comes first: innermost first);
+a call only B has is placed where B has it. Everything after it is "downstream". Values are read
+again (`details`) only for the calls a reader shows: a text that differs becomes an inline word
+diff, a memory differs key by key.
+
+The query reads both runs' end events (about 3 s a run at a million events on a busy 2-core VM);
+its answer, a few rows, is kept for the last pairs compared while neither run grows (their event
+counts and last event ids are the key), so asking again costs a lookup.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from array import array
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from devtool.actions.call_prints import CACHED, FRAME, LIVE, CallPrints, call_prints
+from devtool.actions.call_sql import CACHED, FRAME, LIVE, calls_sql
 from devtool.core.call_names import call_name
-from devtool.store import Store
+from devtool.store import NotFoundError, Store
 
 FIELDS = ("call", "input", "error", "output", "memory")  # in the order a call's differences are named
 WORDS = re.compile(r"\s+|[^\s\w]|\w+")
 DOWNSTREAM_LISTED = 20  # the differing calls after the first that the JSON answer names
 MAX_DIFF_TOKENS = 6000  # past this many words a side, a text is shown whole on both sides, not diffed
+ALL_CALLS_UP_TO = 600  # runs with at most this many calls have every call listed (the page shows them all)
+MAX_DIFFERENCES = 5000  # differing calls listed (in run order); `differing` counts them all
+KEPT_PAIRS = 16
+
+
+@dataclass(frozen=True)
+class Ref:
+    """Where a run keeps a call's values: its end event, a tool's index in its batch, its memory's event."""
+
+    event: int
+    index: int  # -1: not a tool
+    memory_event: int  # -1: none
 
 
 @dataclass(frozen=True)
@@ -37,8 +55,8 @@ class Difference:
     call_id: str
     fields: tuple[str, ...]
     order: int  # its place among the calls (run A's, else run B's): the first divergence is the least
-    a: int | None  # its index in run A's CallPrints (None: only B has it)
-    b: int | None
+    a: Ref | None  # None: only B has it
+    b: Ref | None
 
     @property
     def name(self) -> str:
@@ -51,12 +69,16 @@ class Difference:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Runs `a` and `b` compared: every differing call in run order, and how many calls there are."""
+    """Runs `a` and `b` compared: the differing calls in run order (the first 5,000), how many differ
+    of how many, how run B's model and tool calls were served, and for small runs every call."""
 
-    a: CallPrints
-    b: CallPrints
+    a: str
+    b: str
     differences: tuple[Difference, ...]
+    differing: int
     total: int
+    served_b: tuple[int, int]  # run B's calls served from a journal, and run live
+    calls: tuple[tuple[str, int], ...] | None  # every call (callId, how B served it), when at most 600
 
     @property
     def first(self) -> Difference | None:
@@ -64,77 +86,66 @@ class Comparison:
 
     @property
     def same(self) -> bool:
-        return not self.differences
+        return self.differing == 0
 
-    def served(self, which: str) -> tuple[int, int]:
-        """How many of run `which`'s model and tool calls were served from a journal, and how many ran."""
-        flags = (self.a if which == "a" else self.b).served
-        return flags.count(CACHED), flags.count(LIVE)
+
+# One aggregate row (window functions over the joined calls cost DuckDB minutes at a million events):
+# the counts, the differing calls in run order, and every call of a small run.
+_SQL = f"""
+WITH {calls_sql("a_calls", "a")}, {calls_sql("b_calls", "b")},
+joined AS (
+    SELECT coalesce(a.call_id, b.call_id) AS call_id, a.call_id IS NULL OR b.call_id IS NULL AS one_sided,
+           coalesce(a.pos, b.pos) AS ord, a.event_id AS a_event, a.idx AS a_idx, a.mem_ev AS a_mem,
+           b.event_id AS b_event, b.idx AS b_idx, b.mem_ev AS b_mem, coalesce(b.served, -1) AS b_served,
+           a.h_in IS DISTINCT FROM b.h_in AS d_input, a.h_err IS DISTINCT FROM b.h_err AS d_error,
+           a.h_out IS DISTINCT FROM b.h_out AS d_output, a.h_mem IS DISTINCT FROM b.h_mem AS d_memory
+    FROM a_calls a FULL JOIN b_calls b USING (call_id)
+),
+marked AS (SELECT *, one_sided OR d_input OR d_error OR d_output OR d_memory AS differs FROM joined)
+SELECT count(*), count(*) FILTER (WHERE differs),
+       count(*) FILTER (WHERE b_served = {CACHED}), count(*) FILTER (WHERE b_served = {LIVE}),
+       list_slice(list((call_id, one_sided, d_input, d_error, d_output, d_memory, ord,
+                        a_event, a_idx, a_mem, b_event, b_idx, b_mem) ORDER BY ord, call_id)
+                  FILTER (WHERE differs), 1, {MAX_DIFFERENCES}),
+       list_slice(list((call_id, b_served) ORDER BY call_id), 1, {ALL_CALLS_UP_TO + 1})
+FROM marked
+"""  # noqa: S608 - constants of ours; the run ids are parameters
+
+_kept: OrderedDict[tuple[Any, ...], Comparison] = OrderedDict()
+_lock = threading.Lock()
 
 
 def compare(store: Store, a: str, b: str) -> Comparison:
-    """Runs `a` and `b` (full trace ids) compared call by call; `NotFoundError` when either is missing."""
-    left, right = call_prints(store, a), call_prints(store, b)
-    if left.call_ids == right.call_ids:
-        # The usual case (a replay or fork of the same program): the same calls, compared column by column.
-        differing = sorted(set().union(*(_unequal(x, y) for x, y in _columns(left, right))))
-        found = [Difference(left.call_ids[i], _differing(left, i, right, i), left.pos[i], i, i) for i in differing]
-        return Comparison(left, right, tuple(sorted(found, key=_run_order)), len(left))
-    return _merged(left, right)
-
-
-def _merged(left: CallPrints, right: CallPrints) -> Comparison:
-    """Runs with calls the other has not: their sorted callIds walked side by side."""
-    differences: list[Difference] = []
-    i = j = total = 0
-    n, m = len(left), len(right)
-    while i < n or j < m:
-        total += 1
-        key_a = left.call_ids[i] if i < n else None
-        key_b = right.call_ids[j] if j < m else None
-        if key_b is None or (key_a is not None and key_a < key_b):
-            differences.append(Difference(left.call_ids[i], ("call",), left.pos[i], i, None))
-            i += 1
-        elif key_a is None or key_b < key_a:
-            differences.append(Difference(key_b, ("call",), right.pos[j], None, j))
-            j += 1
-        else:
-            fields = _differing(left, i, right, j)
-            if fields:
-                differences.append(Difference(key_a, fields, left.pos[i], i, j))
-            i += 1
-            j += 1
-    return Comparison(left, right, tuple(sorted(differences, key=_run_order)), total)
-
-
-def _run_order(difference: Difference) -> tuple[int, str]:
-    return difference.order, difference.call_id
-
-
-def _columns(a: CallPrints, b: CallPrints) -> list[tuple[array[int], array[int]]]:
-    return [(a.inputs, b.inputs), (a.errors, b.errors), (a.outputs, b.outputs), (a.memories, b.memories)]
-
-
-def _unequal(x: array[int], y: array[int], block: int = 4096) -> list[int]:
-    """The indexes where two arrays of one length differ: blocks compared whole (in C), then the few that differ."""
-    found: list[int] = []
-    for start in range(0, len(x), block):
-        if x[start : start + block] != y[start : start + block]:
-            found.extend(k for k in range(start, min(start + block, len(x))) if x[k] != y[k])
+    """Runs `a` and `b` (whole ids) compared call by call; `NotFoundError` when either is missing."""
+    versions = []
+    for trace_id in (a, b):
+        rows = store.query("SELECT events, last_event_id FROM runs WHERE trace_id = ?", [trace_id])
+        if not rows:
+            raise NotFoundError(f"no run {trace_id!r} in the store")
+        versions.append(rows[0])
+    key = (str(store.path), a, b, *versions[0], *versions[1])
+    with _lock:
+        if key in _kept:
+            _kept.move_to_end(key)
+            return _kept[key]
+    found = _compared(store, a, b)
+    with _lock:
+        _kept[key] = found
+        while len(_kept) > KEPT_PAIRS:
+            _kept.popitem(last=False)
     return found
 
 
-def _differing(a: CallPrints, i: int, b: CallPrints, j: int) -> tuple[str, ...]:
-    found = []
-    if a.inputs[i] != b.inputs[j]:
-        found.append("input")
-    if a.errors[i] != b.errors[j]:
-        found.append("error")
-    if a.outputs[i] != b.outputs[j]:
-        found.append("output")
-    if a.memories[i] != b.memories[j]:
-        found.append("memory")
-    return tuple(found)
+def _compared(store: Store, a: str, b: str) -> Comparison:
+    total, differing, cached, live, rows, every = store.query(_SQL, {"a": a, "b": b})[0]
+    differences = []
+    for call_id, one_sided, *flags, order, a_event, a_idx, a_mem, b_event, b_idx, b_mem in rows or ():
+        fields = ("call",) if one_sided else tuple(n for n, f in zip(FIELDS[1:], flags, strict=True) if f)
+        ref_a = Ref(a_event, a_idx, a_mem) if a_event is not None else None
+        ref_b = Ref(b_event, b_idx, b_mem) if b_event is not None else None
+        differences.append(Difference(call_id, fields, int(order), ref_a, ref_b))
+    calls = tuple((call_id, served) for call_id, served in every or ()) if total <= ALL_CALLS_UP_TO else None
+    return Comparison(a, b, tuple(differences), int(differing), int(total), (int(cached), int(live)), calls)
 
 
 # --- what differs, for a reader ------------------------------------------------------------------
@@ -182,8 +193,8 @@ class Details:
 
 def details(store: Store, comparison: Comparison, difference: Difference) -> Details:
     """The values of `difference`'s differing fields in both runs, with their word and key diffs."""
-    values_a = _values(store, comparison.a, difference.a)
-    values_b = _values(store, comparison.b, difference.b)
+    values_a = _values(store, difference.a)
+    values_b = _values(store, difference.b)
     kind = values_a.get("kind") or values_b.get("kind") or "call"
     found = []
     for name in difference.fields:
@@ -200,12 +211,12 @@ def details(store: Store, comparison: Comparison, difference: Difference) -> Det
     return Details(difference, str(kind), tuple(found))
 
 
-def _values(store: Store, prints: CallPrints, index: int | None) -> dict[str, Any]:
-    """A call's `input`, `output`, `error`, `memory` (and `kind`) as run `prints` recorded them."""
-    if index is None:
+def _values(store: Store, ref: Ref | None) -> dict[str, Any]:
+    """A call's `input`, `output`, `error`, `memory` (and `kind`) as its run recorded them."""
+    if ref is None:
         return {}
-    event = _body(store, prints.event[index])
-    tool = prints.index[index]
+    event = _body(store, ref.event)
+    tool = ref.index
     if tool >= 0:
         results = event.get("toolResults") or []
         result = results[tool] if tool < len(results) and isinstance(results[tool], dict) else {}
@@ -220,8 +231,8 @@ def _values(store: Store, prints: CallPrints, index: int | None) -> dict[str, An
     else:
         values = {"input": event.get("props"), "output": event.get("result"), "error": event.get("error")}
         values["kind"] = "run" if event.get("type") == "runWith:end" else "agent"
-    if prints.memory_event[index] >= 0:
-        values["memory"] = _body(store, prints.memory_event[index]).get("memory")
+    if ref.memory_event >= 0:
+        values["memory"] = _body(store, ref.memory_event).get("memory")
     values["call"] = {"kind": values["kind"], "status": "failed" if values.get("error") else "completed"}
     return values
 
@@ -316,10 +327,10 @@ def summary_json(store: Store, comparison: Comparison) -> dict[str, Any]:
         found = {"callId": first.call_id, "name": first.name, "field": shown.field, "path": shown.path,
                  "a": shown.a, "b": shown.b}  # fmt: skip
     return {
-        "a": comparison.a.trace_id,
-        "b": comparison.b.trace_id,
+        "a": comparison.a,
+        "b": comparison.b,
         "firstDivergence": found,
-        "differing": len(comparison.differences),
+        "differing": comparison.differing,
         "total": comparison.total,
         "downstream": [
             {"callId": d.call_id, "name": d.name, "fields": list(d.fields)}

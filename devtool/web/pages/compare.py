@@ -4,19 +4,18 @@ The comparison itself is `devtool.actions.compare` (the JSON answer and `devtool
 this arranges it for the page: the chosen call's differences (the first divergence unless `?call=`
 names another), the differing calls downstream of it, and the tree of calls, where every frame on
 the path to a difference is open and the rest folded. A small run shows every call; a big one its
-differing calls and the frames above them (`ALL_CALLS_UP_TO`), so the page stays small.
+differing calls and the frames above them, so the page stays small.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from devtool.actions.call_prints import CACHED, FRAME, CallPrints
+from devtool.actions.call_sql import CACHED, LIVE
 from devtool.actions.compare import Comparison, Details, Difference, compare, details
 from devtool.core.call_names import agent_of, call_name
 from devtool.store import Store
 
-ALL_CALLS_UP_TO = 600  # a run with more calls shows its differing calls and their frames only
 SHOWN_DIFFERENCES = 300
 DOWNSTREAM_SHOWN = 40
 
@@ -58,10 +57,11 @@ def compare_view(store: Store, a: str, b: str, call: str | None = None) -> Compa
     chosen_difference = chosen_difference or comparison.first
     chosen = details(store, comparison, chosen_difference) if chosen_difference else None
     after = [d for d in differences if chosen_difference is not None and d.order > chosen_difference.order]
-    whole = comparison.total <= ALL_CALLS_UP_TO
-    call_ids = _all_call_ids(comparison) if whole else [d.call_id for d in differences[:SHOWN_DIFFERENCES]]
+    whole = comparison.calls is not None
+    every = comparison.calls or ()
+    call_ids = [call_id for call_id, _ in every] if whole else [d.call_id for d in differences[:SHOWN_DIFFERENCES]]
     fields = {d.call_id: d.fields for d in differences}
-    served = _served_by_frame(comparison.b) if whole else {}
+    served = _served_by_frame(every)
     tree = _tree(call_ids, fields, comparison.first, chosen_difference, served)
     return CompareView(
         comparison,
@@ -71,10 +71,6 @@ def compare_view(store: Store, a: str, b: str, call: str | None = None) -> Compa
         tree,
         whole,
     )
-
-
-def _all_call_ids(comparison: Comparison) -> list[str]:
-    return sorted(set(comparison.a.call_ids) | set(comparison.b.call_ids))
 
 
 def _tree(
@@ -115,11 +111,11 @@ def _tree(
     return root
 
 
-def _served_by_frame(prints: CallPrints) -> dict[str, tuple[int, int]]:
-    """Per agent frame of run `prints`: its own model and tool calls served from the journal, and run live."""
+def _served_by_frame(calls: tuple[tuple[str, int], ...]) -> dict[str, tuple[int, int]]:
+    """Per agent frame: run B's own model and tool calls in it served from the journal, and run live."""
     counts: dict[str, list[int]] = {}
-    for call_id, served in zip(prints.call_ids, prints.served, strict=True):
-        if served != FRAME:
+    for call_id, served in calls:
+        if served in (CACHED, LIVE):
             frame = agent_of(call_id.rsplit("/", 1)[0])
             counts.setdefault(frame, [0, 0])[0 if served == CACHED else 1] += 1
     return {frame: (cached, live) for frame, (cached, live) in counts.items()}
