@@ -32,6 +32,8 @@ def test_a_fork_and_its_replay_are_named_by_what_they_changed(client: TestClient
     snapshot = rewound(client, store, original, "writer", "agent", "after")
     page = html(client.get(snapshot).text)
     assert one(page, "#snapshot-cut").text().split() == ["after", "writer", "#0"]
+    researcher = one(page, 'li.frame[data-call-id="root/agent:research-lead:0/agent:researcher:1"]')
+    assert one(researcher, ".call-index").text() == "#1"
 
     form = {"call.0": WRITER, "memory.0": json.dumps({"style": "detailed", "findings": 3})}
     forked = client.post(f"{snapshot}/fork", data=form)
