@@ -26,9 +26,12 @@ def serve(db: Path, files: list[Path], *options: str) -> tuple[subprocess.Popen[
     return process, first.removeprefix("DevTool at ").strip(), time.perf_counter() - began
 
 
-def get(url: str, *, htmx: bool = False) -> tuple[float, bytes]:
+def get(url: str, *, htmx: bool = False, accept: str | None = None) -> tuple[float, bytes]:
     """The server's time for `url` (its `Server-Timing`, in ms) and the body."""
-    request = urllib.request.Request(url, headers={"HX-Request": "true"} if htmx else {})
+    headers = {"HX-Request": "true"} if htmx else {}
+    if accept:
+        headers["Accept"] = accept
+    request = urllib.request.Request(url, headers=headers)
     with urllib.request.urlopen(request, timeout=120) as response:
         timing = response.headers.get("Server-Timing", "")
         body = response.read()

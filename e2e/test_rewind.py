@@ -68,9 +68,10 @@ def choose_mode(page: Page, mode: str) -> None:
 
 
 def badges(row: Locator) -> tuple[int, int]:
-    cached = int(row.locator("td.side").last.locator(".badge.cached").inner_text().split()[0])
-    live = int(row.locator("td.side").last.locator(".badge.live").inner_text().split()[0])
-    return cached, live
+    """Run B's calls in a frame of the compare page's tree: served from the journal, and run live."""
+    served = row.locator(".served").first  # in a folded frame when nothing differs: read, not seen
+    cached, live = (served.locator(f".badge.{name}").text_content() or "" for name in ("cached", "live"))
+    return int(cached.split()[0]), int(live.split()[0])
 
 
 def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
@@ -86,6 +87,10 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     page.wait_for_url(re.compile(r".*/snapshots/[0-9a-f]{64}$"))
     snapshot_url = page.url
     expect(page.locator(".provenance .anchor")).to_have_text("before")
+    # The cut is named by its span, not by a hex id.
+    expect(page.locator("#snapshot-cut .cut-name")).to_have_text(
+        re.compile(r"^tools fetch_page, fetch_page in researcher #\d$")
+    )
     expect(page.locator("#snapshot-run")).to_have_attribute("href", re.compile(f"/runs/{trace_id}\\?span="))
     frame = page.locator(f'#frames li[data-call-id="{agent}"]')
     expect(frame.locator(".status-badge").first).to_have_text("running")
@@ -109,16 +114,16 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     expect(page.locator("#detail header .badge.cached")).to_have_count(0)
 
     page.locator("#compare-original").click()
-    page.wait_for_url(f"**/runs/{replay_id}/compare")
-    expect(page.locator("#compare-summary")).to_contain_text("0 frames differ")
-    cached, live = badges(page.locator(f'tr.compare-row[data-call-id="{agent}"]'))
+    page.wait_for_url(f"**/compare?a={trace_id}&b={replay_id}")
+    expect(page.locator("#compare-summary")).to_contain_text("The runs are the same")
+    cached, live = badges(page.locator(f'li[data-call-id="{agent}"]'))
     assert cached >= 3  # its first turn, its search and its second turn
     assert live >= 3  # the fetches and the turn after them
     shoot(page, "compare")
 
 
-def test_fork_by_editing_memory_replay_and_see_the_changed_output(
-    page: Page, demo: tuple[Server, str], screenshot_path: Callable[[str], Path]
+def test_fork_by_editing_memory_replay_and_compare_opens_on_the_first_divergence(
+    page: Page, demo: tuple[Server, str], shoot: Shoot
 ) -> None:
     server, trace_id = demo
     page.goto(f"{server.url}runs/{trace_id}")
@@ -145,16 +150,46 @@ def test_fork_by_editing_memory_replay_and_see_the_changed_output(
     expect(page.locator("#snapshot-parent")).to_have_attribute("href", f"/snapshots/{parent}")
     expect(page.locator(".snap-metadata")).to_contain_text("fork")
 
-    replay(page)
+    expect(page.locator(".fork-label")).to_have_text("fork: memory of writer #0")
+
+    fork_run = replay(page)
+    expect(page.locator("#replay-of .badge.lineage")).to_have_text("fork: memory of writer #0")
     page.locator("#compare-original").click()
-    writer = page.locator(f'tr.compare-row[data-call-id="{WRITER}"]')
-    expect(writer).to_have_class(re.compile(r"\bdiffers\b"))
-    expect(writer.locator("td.side").last.locator(".side-output")).to_contain_text("In detail")
-    expect(writer.locator("td.side").first.locator(".side-output")).not_to_contain_text("In detail")
-    expect(writer.locator(".side-output.differs").first).to_be_visible()
-    lead = page.locator('tr.compare-row[data-call-id="root/agent:research-lead:0"]')
-    expect(lead).to_have_class(re.compile(r"\bdiffers\b"))
-    page.screenshot(path=screenshot_path("compare-fork"), full_page=True)
+    page.wait_for_url(f"**/compare?a={trace_id}&b={fork_run}")
+    # It opens on the first divergence: the writer's model turn, asked for another style, with its
+    # words marked; everything that changed after it is listed downstream.
+    title = page.locator("#divergence-title")
+    expect(title).to_have_text(re.compile(r"^First divergence: turn #\d+ in writer #0$"))
+    first = page.locator("#first-divergence .field-diff").first
+    expect(first.locator(".word-diff ins").first).to_be_visible()
+    expect(first.locator(".word-diff")).to_contain_text("detailed")
+    expect(page.locator("#downstream")).to_contain_text("writer #0")
+    expect(page.locator("#downstream")).to_contain_text("research-lead #0")
+    # The path to the difference is open in the tree, the difference marked.
+    writer = page.locator(f'li[data-call-id="{WRITER}"]')
+    expect(writer.locator("> details")).to_have_attribute("open", "")
+    expect(writer.locator(".badge.first-divergence")).to_be_visible()
+    expect(page.locator('li[data-call-id="root/agent:research-lead:0"] > details')).to_have_attribute("open", "")
+    shoot(page, "compare-fork")
+    # The writer's answer, chosen from the tree: the fork's says "In detail", the original's not.
+    writer.locator("> details > summary a.cmp-call").click()
+    answer = page.locator('#first-divergence .field-diff[data-field="output"] .word-diff')
+    expect(answer.locator("ins")).to_contain_text("detail")
+
+    # The runs list: the fork listed under its original, named by what it changed; a short id opens it.
+    page.goto(server.url)
+    row = page.locator(f'tr.run-row[data-trace-id="{fork_run}"]')
+    expect(row).to_have_class(re.compile(r"\brun-child\b"))
+    expect(row.locator(".badge.lineage")).to_have_text("fork: memory of writer #0")
+    shoot(page, "runs-with-replays")
+    page.goto(f"{server.url}runs/{fork_run[:12]}")
+    page.wait_for_url(f"**/runs/{fork_run}")
+    expect(page.locator("#run-header h1")).to_be_visible()
+    # "Compare…" on the original offers its fork first, by name.
+    page.goto(f"{server.url}runs/{trace_id}")
+    page.locator("#compare-button").click()
+    expect(page.locator("#compare-pick select option").first).to_have_text(re.compile(r"^fork: memory of writer #0 · "))
+    shoot(page, "compare-pick")
 
 
 def test_billing_ops_rewind_at_the_account_hold(

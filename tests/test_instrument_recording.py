@@ -214,8 +214,8 @@ def replay_in_devtool(base: str, snapshot: str) -> str:
     else:
         raise AssertionError("the replay never became a run")
     while time.monotonic() < deadline:
-        _, compared, _ = http(f"{base}/runs/{new_run}/compare")
-        if "completed</span></th>" in compared.split("replay ·", 1)[-1].split("</tr>", 1)[0]:
+        _, header, _ = http(f"{base}/runs/{new_run}/header")
+        if "s-completed" in header:
             return new_run
         time.sleep(0.2)
     raise AssertionError(f"the replay {new_run} never completed")
@@ -260,9 +260,9 @@ def test_an_instrumented_script_is_rewound_replayed_forked_and_compared_in_the_d
     replay = replay_in_devtool(base, rewound)
     assert fake_provider.count() == 3 + 2  # the second and third requests, nothing before the cut
     assert log.read_text().split() == ["weather", "hotels", "hotels"]  # weather came from the snapshot
-    _, compared, _ = http(f"{base}/runs/{replay}/compare")
-    row = one(html(compared), 'tr[data-call-id="root/agent:researcher:0"]')
-    cached, live = (int(b.text().split()[0]) for b in row.css("td.side:last-child .badge"))
+    _, compared, _ = http(f"{base}/compare?a={trace_id}&b={replay}")
+    row = one(html(compared), 'li[data-call-id="root/agent:researcher:0"]')
+    cached, live = (int(b.text().split()[0]) for b in row.css(".served")[0].css(".badge"))
     assert (cached, live) == (2, 3)  # turn 0 and weather served; turns 1, 2 and hotels live
 
     # Fork the rewound snapshot without weather's journal entry: its replay calls weather again.

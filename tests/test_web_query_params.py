@@ -61,9 +61,13 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "/runs/{trace_id:id}/tree/{span_id}/children": ("offset", "span"),
     "/runs/{trace_id:id}/spans/{span_id}/usage": (),
     "/runs/{trace_id:id}/spans/{span_id}/answer": (),
+    "/runs/{trace_id:id}/spans/{span_id}/playground": (),
+    "/runs/{trace_id:id}/spans/{span_id}/playground/stream/{job}": (),
     "/runs/{trace_id:id}/search": ("q",),
     "/runs/{trace_id:id}/actions": (),
-    "/runs/{trace_id:id}/compare": ("with", "only"),
+    "/runs/{trace_id:id}/compare": ("with",),
+    "/compare": ("a", "b", "call"),
+    "/api/v1/runs/{given:id}": (),
     "/runs/{trace_id:id}/export.jsonl.gz": (),
     "/runs/{trace_id:id}/export.otlp.jsonl": (),
     "/runs/{trace_id:id}/export.perfetto.json": (),
@@ -96,6 +100,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
             "process_id:id": process_id,
             "snapshot_id": rewound.headers["location"].rsplit("/", 1)[1],
             "replay_id": "0" * 32,
+            "given:id": trace_id[:8],
+            "job": "0" * 32,
         }
         yield client, ids
     store.close()

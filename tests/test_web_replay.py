@@ -24,7 +24,6 @@ from devtool.demo import research
 from devtool.store import Store, load_file
 from devtool.store.queries.navigation import search_spans
 from devtool.web import create_app
-from devtool.web.pages.compare import compare
 from devtool.web.settings import Settings
 from devtool.web.state import AppState
 from tests.conftest import CORPUS, REPO, DevtoolRunner, running_serve
@@ -238,7 +237,9 @@ def test_a_run_without_an_entrypoint_shows_the_lines_to_replay_it_by_hand(
     assert not page.css("#replay-run")
 
 
-def test_compare_aligns_frames_by_call_id_and_marks_what_differs(store: Store, tmp_path: Path) -> None:
+def test_the_compare_page_aligns_calls_by_call_id_and_opens_on_the_first_divergence(
+    client: TestClient, store: Store, tmp_path: Path
+) -> None:
     def program(answer: str, *, extra: bool) -> Any:
         lookup = create_tool("lookup", lambda q: {"q": q})
 
@@ -256,24 +257,47 @@ def test_compare_aligns_frames_by_call_id_and_marks_what_differs(store: Store, t
 
     left = record(store, tmp_path, program("a", extra=True), name="left")
     right = record(store, tmp_path, program("b", extra=False), name="right")
-    rows = {row.call_id: row for row in compare(store, left, right).rows}
-    assert list(rows) == [
-        "root",
-        "root/agent:parent:0",
-        "root/agent:parent:0/agent:child:0",
-        "root/agent:parent:0/agent:extra:0",
-    ]
-    child = rows["root/agent:parent:0/agent:child:0"]
-    assert child.output_differs
-    assert child.memory_differs
-    assert not child.status_differs
-    assert [c.key for c in child.memory_changes if c.change == "changed"] == ["answer"]
-    extra = rows["root/agent:parent:0/agent:extra:0"]
-    assert extra.left is not None
-    assert extra.right is None
-    assert extra.differs
-    assert child.right is not None
-    assert (child.right.cached, child.right.live) == (0, 1)
+    # By the short ids the UI shows: redirected to the whole ids, so the link can be shared.
+    short = client.get(f"/compare?a={left[:12]}&b={right[:12]}", follow_redirects=False)
+    assert short.status_code == 303
+    assert short.headers["location"] == f"/compare?a={left}&b={right}"
+    page = html(client.get(short.headers["location"]).text)
+    child = "root/agent:parent:0/agent:child:0"
+    tool = f"{child}/tool:lookup:0"
+    # The tool's input changed first (it was asked "b", not "a"): the page opens there.
+    assert one(page, "#divergence-title").text() == "First divergence: tool lookup in child #0"
+    assert [f.attributes["data-field"] for f in page.css("#first-divergence .field-diff")] == ["input", "output"]
+    word_diff = one(page, '#first-divergence .field-diff[data-field="input"] .word-diff')
+    assert [d.text() for d in word_diff.css("del")] == ["a"]
+    assert [i.text() for i in word_diff.css("ins")] == ["b"]
+    downstream = [a.text() for a in page.css("#downstream a")]
+    assert "child #0" in downstream
+    # Every frame on the path to a difference is open; the extra agent only the left run made is marked.
+    for call_id in ("root", "root/agent:parent:0", child):
+        assert "open" in one(page, f'li[data-call-id="{call_id}"] > details').attributes, call_id
+    assert "first divergence" in one(page, f'li[data-call-id="{tool}"]').text()
+    assert "only in one run" in one(page, 'li[data-call-id="root/agent:parent:0/agent:extra:0"]').text()
+    # The memory of the child, key by key.
+    chosen = html(client.get(f"/compare?a={left}&b={right}&call={child}").text)
+    row = one(chosen, '#first-divergence .field-diff[data-field="memory"] tr.key-changed')
+    assert row.css("code")[0].text() == "answer"
+    # The JSON answer: the first divergence, how many calls differ of how many.
+    answer = client.get(f"/compare?a={left[:8]}&b={right[:8]}", headers={"Accept": "application/json"}).json()
+    assert answer["firstDivergence"] == {
+        "callId": tool,
+        "name": "tool lookup in child #0",
+        "field": "input",
+        "path": ".input.q",
+        "a": {"tool": "lookup", "input": {"q": "a"}},
+        "b": {"tool": "lookup", "input": {"q": "b"}},
+    }
+    assert (answer["a"], answer["b"]) == (left, right)
+    assert answer["differing"] == answer["total"] == 6  # the run, parent, child, its tool, extra and its tool
+    same = client.get(f"/compare?a={left}&b={left}", headers={"Accept": "application/json"}).json()
+    assert (same["firstDivergence"], same["differing"]) == (None, 0)
+    missing = client.get(f"/compare?a={left}&b=0000dead", headers={"Accept": "application/json"})
+    assert missing.status_code == 404
+    assert "0000dead" in missing.json()["error"]
 
 
 # A real replay, through a real server.
@@ -335,17 +359,20 @@ def test_a_replay_runs_in_a_child_process_and_becomes_a_run_that_compares_with_i
         time.sleep(0.2)
     assert new_run, "the replay never became a run"
     while time.monotonic() < deadline:
-        _, actions, _ = http(f"{base}/runs/{new_run}/actions")
-        _, compared, _ = http(f"{base}/runs/{new_run}/compare")
-        if "completed</span></th>" in compared.split("replay ·", 1)[-1].split("</tr>", 1)[0]:
+        _, header, _ = http(f"{base}/runs/{new_run}/header")
+        if "s-completed" in header:
             break
         time.sleep(0.2)
+    _, actions, _ = http(f"{base}/runs/{new_run}/actions")
     assert f'href="/runs/{original}"' in actions
     assert f'href="{snapshot}"' in actions
+    status, _, headers = http(f"{base}/runs/{new_run}/compare")
+    assert (status, headers["location"]) == (303, f"/compare?a={original}&b={new_run}")
+    _, compared, _ = http(f"{base}{headers['location']}")
     summary = one(html(compared), "#compare-summary").text()
-    assert re.search(r"0\s+frames differ", summary), summary
-    researcher = one(html(compared), 'tr[data-call-id="root/agent:research-lead:0/agent:researcher:0"]')
-    cached, live = (int(b.text().split()[0]) for b in researcher.css("td.side:last-child .badge"))
+    assert "The runs are the same" in summary, summary
+    researcher = one(html(compared), 'li[data-call-id="root/agent:research-lead:0/agent:researcher:0"]')
+    cached, live = (int(b.text().split()[0]) for b in researcher.css(".served")[0].css(".badge"))
     assert cached >= 3  # its first turn, its search and its second turn came from the snapshot...
     assert live >= 3  # ...the fetches it was rewound to before, and the turn after them, ran live
 

@@ -68,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"devtool export: the DevTool at {server.url} has this database open: exporting through it", file=sys.stderr
         )
+        if args.trace_id:
+            args.trace_id = _resolved_by(server, args.trace_id)
         return _export(args, _from_server(server, args))
     store = open_store(args)
     try:
@@ -79,14 +81,15 @@ def run(args: argparse.Namespace) -> int:
 def _from_store(store: Store, args: argparse.Namespace) -> Iterator[bytes]:
     from devtool.store import NotFoundError
     from devtool.store.export import export_run, export_run_otlp, export_run_perfetto, export_snapshot
+    from devtool.store.queries.run_ids import AmbiguousRunError, resolve_run
 
     writers = {"devtool": export_run, "otlp": export_run_otlp, "perfetto": export_run_perfetto}
     try:
         if args.snapshot:
             yield export_snapshot(store, args.snapshot)
         else:
-            yield from writers[args.format](store, args.trace_id)
-    except NotFoundError as exc:
+            yield from writers[args.format](store, resolve_run(store, args.trace_id))
+    except (NotFoundError, AmbiguousRunError) as exc:
         raise CliError(str(exc)) from None
 
 
@@ -109,6 +112,14 @@ def _from_server(server: RunningServer, args: argparse.Namespace) -> Iterator[by
         raise CliError(f"the DevTool at {server.url} could not export {what}: it answered {exc.code}") from None
     except OSError as exc:
         raise CliError(f"the DevTool at {server.url} stopped answering: {getattr(exc, 'reason', exc)}") from None
+
+
+def _resolved_by(server: RunningServer, given: str) -> str:
+    """The whole id of the run `given` (an id or the short id the UI shows) names, as the server knows it."""
+    answer = server.json_of(
+        f"api/v1/runs/{quote(given, safe='')}", not_found=f"no run {given!r} in the DevTool at {server.url}"
+    )
+    return str(answer["traceId"])
 
 
 def _export(args: argparse.Namespace, chunks: Iterable[bytes]) -> int:

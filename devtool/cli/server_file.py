@@ -17,6 +17,7 @@ import json
 import os
 import stat
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,6 +40,27 @@ class RunningServer:
             headers["Content-Type"] = "application/json"
         method = "POST" if data else "GET"
         return urllib.request.Request(self.url + path, data=data, headers=headers, method=method)  # noqa: S310 - http only
+
+    def json_of(self, path: str, *, not_found: str | None = None) -> Any:
+        """The JSON answer of `GET path`, or a `CliError` with the server's own `{"error"}` message
+        (`not_found`, when given, for a 404)."""
+        from devtool.cli.errors import CliError
+
+        request = self.request(path)
+        request.add_header("Accept", "application/json")
+        try:
+            with urllib.request.urlopen(request) as response:  # noqa: S310 - the server file's http URL
+                return json.load(response)
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404 and not_found:
+                raise CliError(not_found) from None
+            try:
+                message = json.load(exc).get("error")
+            except (ValueError, AttributeError):
+                message = None
+            raise CliError(message or f"the DevTool at {self.url} answered {exc.code} to /{path}") from None
+        except OSError as exc:
+            raise CliError(f"the DevTool at {self.url} stopped answering: {getattr(exc, 'reason', exc)}") from None
 
 
 def server_file(db: Path) -> Path:

@@ -1,149 +1,143 @@
-"""Compare a replay with its original: both frame trees side by side, aligned by callId.
+"""The compare page's data: two runs' calls as one tree, opened on the first divergence.
 
-Each run's frame tree is its latest state, rebuilt by `restore_snapshot` from its stored events (so
-the two sides are exactly what a rewind would see). callIds are deterministic (parent, kind, agent,
-call order), so the same agent call has the same callId in both runs; a frame only one run has
-(the replay took another path) is shown on its side alone. For each aligned frame: status, output
-(or error) and memory, with what differs marked, and on the replay's side how many of its calls were
-served from the snapshot's journal (cached) and how many ran live.
+The comparison itself is `devtool.actions.compare` (the JSON answer and `devtool diff` ask it too);
+this arranges it for the page: the chosen call's differences (the first divergence unless `?call=`
+names another), the differing calls downstream of it, and the tree of calls, where every frame on
+the path to a difference is open and the rest folded. A small run shows every call; a big one its
+differing calls and the frames above them, so the page stays small.
 """
 
 from __future__ import annotations
 
-import warnings
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
-from devtool.core import RestoreError
-from devtool.core.debugger import restore_snapshot
-from devtool.core.restore import RestoreWarning
+from devtool.actions.call_sql import CACHED, LIVE
+from devtool.actions.compare import Comparison, Details, Difference, compare, details
+from devtool.core.call_names import agent_of, call_name
 from devtool.store import Store
-from devtool.store.queries import run_events
-from devtool.web.pages.diff import Change, diff
+
+SHOWN_DIFFERENCES = 300
+DOWNSTREAM_SHOWN = 40
 
 
-@dataclass(frozen=True)
-class Side:
-    """One run's frame at a callId."""
+@dataclass
+class CallNode:
+    """A call in the tree: its name, kind, the fields that differ (none: the same in both runs)."""
 
-    agent_id: str
-    status: str
-    output: Any
-    error: Any
-    memory: dict[str, Any]
-    cached: int = 0
-    live: int = 0
-
-
-@dataclass(frozen=True)
-class Row:
     call_id: str
-    depth: int
-    left: Side | None
-    right: Side | None
-    memory_changes: list[Change] = field(default_factory=list)
-
-    @property
-    def status_differs(self) -> bool:
-        return self.left is not None and self.right is not None and self.left.status != self.right.status
-
-    @property
-    def output_differs(self) -> bool:
-        if self.left is None or self.right is None:
-            return False
-        return (self.left.output, self.left.error) != (self.right.output, self.right.error)
-
-    @property
-    def memory_differs(self) -> bool:
-        return any(change.change != "same" for change in self.memory_changes)
-
-    @property
-    def differs(self) -> bool:
-        one_sided = (self.left is None) != (self.right is None)
-        return one_sided or self.status_differs or self.output_differs or self.memory_differs
+    name: str
+    kind: str
+    fields: tuple[str, ...] = ()
+    children: list[CallNode] = field(default_factory=list)
+    served: tuple[int, int] = (0, 0)  # run B's model and tool calls in this frame: from the journal, and live
+    open: bool = False  # on the path to a difference
+    first: bool = False
+    chosen: bool = False
 
 
 @dataclass(frozen=True)
-class Comparison:
-    left_trace: str
-    right_trace: str
-    rows: list[Row]
+class CompareView:
+    comparison: Comparison
+    chosen: Details | None
+    downstream: tuple[Difference, ...]
+    downstream_more: int
+    tree: CallNode
+    whole: bool  # every call is in the tree (else only the differing ones and their frames)
 
     @property
-    def differences(self) -> int:
-        return sum(1 for row in self.rows if row.differs)
-
-    @property
-    def cached(self) -> int:
-        return sum(row.right.cached for row in self.rows if row.right is not None)
-
-    @property
-    def live(self) -> int:
-        return sum(row.right.live for row in self.rows if row.right is not None)
+    def first(self) -> Difference | None:
+        return self.comparison.first
 
 
-class CompareError(Exception):
-    """A run that has no frame tree to compare (nothing restorable in it)."""
-
-
-def compare(store: Store, left_trace: str, right_trace: str) -> Comparison:
-    """The frame trees of runs `left_trace` (the original) and `right_trace` (the replay), aligned."""
-    left = _latest(store, left_trace)
-    right = _latest(store, right_trace)
-    calls = _calls(store, right_trace)
-    rows: list[Row] = []
-    stack: list[tuple[int, dict[str, Any] | None, dict[str, Any] | None]] = [(0, left["root"], right["root"])]
-    while stack:
-        depth, a, b = stack.pop()
-        call_id = (a or b or {}).get("callId", "")
-        left_side = _side(a, Counter())
-        right_side = _side(b, calls.get(call_id, Counter()))
-        changes = diff(a["memory"], b["memory"]) if a is not None and b is not None else []
-        rows.append(Row(call_id, depth, left_side, right_side, changes))
-        a_children = a.get("children", {}) if a else {}
-        b_children = b.get("children", {}) if b else {}
-        order = list(a_children) + [key for key in b_children if key not in a_children]
-        stack.extend((depth + 1, a_children.get(key), b_children.get(key)) for key in reversed(order))
-    return Comparison(left_trace, right_trace, rows)
-
-
-def _latest(store: Store, trace_id: str) -> dict[str, Any]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RestoreWarning)
-        try:
-            return dict(restore_snapshot(run_events(store, trace_id)))
-        except RestoreError as exc:
-            raise CompareError(f"run {trace_id} has no frame tree to compare: {exc}") from None
-
-
-def _side(frame: dict[str, Any] | None, calls: Counter[str]) -> Side | None:
-    if frame is None:
-        return None
-    state = frame.get("state", {})
-    return Side(
-        agent_id=str(frame.get("agentId", "")),
-        status=str(state.get("status", "")),
-        output=state.get("output"),
-        error=state.get("error"),
-        memory=frame.get("memory", {}),
-        cached=calls["cached"],
-        live=calls["live"],
+def compare_view(store: Store, a: str, b: str, call: str | None = None) -> CompareView:
+    """Runs `a` and `b` (whole ids) compared, for the page; `call` picks the differing call to open."""
+    comparison = compare(store, a, b)
+    differences = comparison.differences
+    chosen_difference = next((d for d in differences if d.call_id == call), None) if call else None
+    chosen_difference = chosen_difference or comparison.first
+    chosen = details(store, comparison, chosen_difference) if chosen_difference else None
+    after = [d for d in differences if chosen_difference is not None and d.order > chosen_difference.order]
+    whole = comparison.calls is not None
+    every = comparison.calls or ()
+    call_ids = [call_id for call_id, _ in every] if whole else [d.call_id for d in differences[:SHOWN_DIFFERENCES]]
+    fields = {d.call_id: d.fields for d in differences}
+    served = _served_by_frame(every)
+    tree = _tree(call_ids, fields, comparison.first, chosen_difference, served)
+    return CompareView(
+        comparison,
+        chosen,
+        tuple(after[:DOWNSTREAM_SHOWN]),
+        max(0, len(after) - DOWNSTREAM_SHOWN),
+        tree,
+        whole,
     )
 
 
-def _calls(store: Store, trace_id: str) -> dict[str, Counter[str]]:
-    """Per frame callId: how many model and tool calls of run `trace_id` were cached, and how many live."""
-    counts: dict[str, Counter[str]] = {}
-    for event in run_events(store, trace_id, types=("turn:end", "tools:execute:end")):
-        if event["type"] == "turn:end":
-            calls = [event]
-        else:
-            calls = [r for r in event.get("toolResults") or [] if isinstance(r, dict)]
-        for call in calls:
-            call_id = call.get("callPath", call.get("callId"))  # a tool result's own (traces before it: callId)
-            if not isinstance(call_id, str) or "/" not in call_id:
-                continue
-            frame = call_id.rsplit("/", 1)[0]
-            counts.setdefault(frame, Counter())["cached" if call.get("cache") is True else "live"] += 1
-    return counts
+def _tree(
+    call_ids: list[str],
+    fields: dict[str, tuple[str, ...]],
+    first: Difference | None,
+    chosen: Difference | None,
+    served_by_frame: dict[str, tuple[int, int]],
+) -> CallNode:
+    root = CallNode("root", call_name("root"), "run", fields.get("root", ()))
+    nodes = {"root": root}
+
+    def node(call_id: str) -> CallNode:
+        if call_id in nodes:
+            return nodes[call_id]
+        parent_id = call_id.rsplit("/", 1)[0] if "/" in call_id else "root"
+        parent = node(parent_id)
+        # In the tree a call sits under its agent: "turn #0", not "turn #0 in writer #0".
+        name = call_name(call_id).removesuffix(f" in {call_name(agent_of(parent_id))}")
+        made = CallNode(call_id, name, _kind(call_id), fields.get(call_id, ()))
+        parent.children.append(made)
+        nodes[call_id] = made
+        return made
+
+    for call_id in sorted(call_ids, key=_tree_order):
+        node(call_id)
+    for frame, served in served_by_frame.items():
+        if frame in nodes:
+            nodes[frame].served = served
+    for call_id, found in nodes.items():
+        found.first = first is not None and call_id == first.call_id
+        found.chosen = chosen is not None and call_id == chosen.call_id
+        if found.fields:
+            _open_path(nodes, call_id)
+    # The run and its top agents are open whatever differs: a tree folded to one line hides what was compared.
+    for top in (root, *root.children):
+        top.open = True
+    return root
+
+
+def _served_by_frame(calls: tuple[tuple[str, int], ...]) -> dict[str, tuple[int, int]]:
+    """Per agent frame: run B's own model and tool calls in it served from the journal, and run live."""
+    counts: dict[str, list[int]] = {}
+    for call_id, served in calls:
+        if served in (CACHED, LIVE):
+            frame = agent_of(call_id.rsplit("/", 1)[0])
+            counts.setdefault(frame, [0, 0])[0 if served == CACHED else 1] += 1
+    return {frame: (cached, live) for frame, (cached, live) in counts.items()}
+
+
+def _open_path(nodes: dict[str, CallNode], call_id: str) -> None:
+    """Open every frame above `call_id` (and itself), so the difference is in view."""
+    while True:
+        nodes[call_id].open = True
+        if "/" not in call_id:
+            return
+        call_id = call_id.rsplit("/", 1)[0]
+
+
+def _tree_order(call_id: str) -> list[tuple[str, int]]:
+    """`…/agent:worker:10` after `…/agent:worker:9`: each step's seq compared as a number."""
+    steps = []
+    for step in call_id.split("/"):
+        head, _, seq = step.rpartition(":")
+        steps.append((head, int(seq)) if seq.isdigit() else (step, -1))
+    return steps
+
+
+def _kind(call_id: str) -> str:
+    return call_id.rsplit("/", 1)[-1].split(":", 1)[0]

@@ -9,11 +9,12 @@ the endpoints answer with a 404 (or a 400).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from devtool.store import Store
 from devtool.store.queries import RunSummary, SpanDetail, TimelineWindow, timeline_window
+from devtool.store.queries.agent_labels import agent_labels
 from devtool.store.queries.navigation import span_place
 from devtool.store.queries.replay_calls import unrecorded_spans
 from devtool.web.pages.frame_tree import run_tree
@@ -76,7 +77,21 @@ def timeline(
     now = time.time() * 1000
     # Running spans of a live run grow to now; those of a run that stopped long ago stop at its last event.
     live = run.status == "running" and now - run.ended_ms < LIVE_WITHIN_MS
-    return layout(window, width=width, now_ms=now if live else None, selected=selected), window
+    drawn = layout(window, width=width, now_ms=now if live else None, selected=selected)
+    return _with_agent_labels(store, run.id, drawn), window
+
+
+def _with_agent_labels(store: Store, trace_id: str, drawn: TimelineLayout) -> TimelineLayout:
+    """Agent bars with their `#n` and props, so parallel agents of one name can be told apart."""
+    agents = [rect.span_id for rect in drawn.rects if rect.kind == "agent" and rect.span_id is not None]
+    labels = agent_labels(store, trace_id, agents)
+    if not labels:
+        return drawn
+    rects = tuple(
+        replace(rect, call=labels[rect.span_id].text or None) if rect.span_id in labels else rect
+        for rect in drawn.rects
+    )
+    return replace(drawn, rects=rects)
 
 
 def overview(store: Store, run: RunSummary, shown: TimelineWindow) -> Overview:

@@ -9,10 +9,11 @@ parts of it that are right.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from devtool.store import Store
 from devtool.store.queries import RunSummary, list_runs
+from devtool.store.queries.lineage import Lineage, lineages
 from devtool.store.queries.runs import STATUSES
 from devtool.web.links import with_query
 
@@ -77,6 +78,12 @@ class RunsList:
     runs: list[RunSummary]
     more: bool  # a next page exists
     total_in_store: bool  # the store holds any run at all (to tell "no match" from "nothing loaded")
+    lineage: dict[str, Lineage] = field(default_factory=dict)  # the replays and forks among `runs`
+
+    def under_original(self, run: RunSummary) -> bool:
+        """A replay or fork listed right under its original (on this page too)."""
+        found = self.lineage.get(run.id)
+        return found is not None and any(r.id == found.original for r in self.runs)
 
 
 def runs_list(store: Store, chosen: RunsFilter) -> RunsList:
@@ -88,4 +95,30 @@ def runs_list(store: Store, chosen: RunsFilter) -> RunsList:
         offset=(chosen.page - 1) * PAGE_SIZE,
     )
     anything = bool(rows) or bool(list_runs(store, limit=1))
-    return RunsList(chosen, rows[:PAGE_SIZE], len(rows) > PAGE_SIZE, anything)
+    shown = rows[:PAGE_SIZE]
+    lineage = lineages(store, [run.id for run in shown if run.kind == "trace"])
+    return RunsList(chosen, _grouped(shown, lineage), len(rows) > PAGE_SIZE, anything, lineage)
+
+
+def _grouped(runs: list[RunSummary], lineage: dict[str, Lineage]) -> list[RunSummary]:
+    """`runs` in their order, but each replay or fork whose original is among them right under it."""
+    ids = {run.id for run in runs}
+    children: dict[str, list[RunSummary]] = {}
+    for run in runs:
+        original = lineage[run.id].original if run.id in lineage else None
+        if original in ids and original != run.id:
+            children.setdefault(str(original), []).append(run)
+    placed = {run.id for group in children.values() for run in group}
+    ordered: list[RunSummary] = []
+
+    def put(run: RunSummary) -> None:
+        ordered.append(run)
+        for child in children.pop(run.id, []):
+            put(child)
+
+    for run in runs:
+        if run.id not in placed:
+            put(run)
+    # A group whose original was itself placed under one of its own replays (a cycle) keeps its rows.
+    ordered.extend(run for group in children.values() for run in group if run not in ordered)
+    return ordered

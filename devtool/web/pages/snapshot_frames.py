@@ -22,6 +22,7 @@ from typing import Any
 from devtool.core.snapshot_tree import is_tombstone
 from devtool.store import Store, StoredSnapshot, list_snapshots
 from devtool.store.queries import get_run
+from devtool.store.queries.lineage import fork_label, span_names
 from devtool.store.queries.navigation import CutPoint, GenerationEnd, cut_point, generation_ends
 from devtool.store.queries.run_meta import run_exists
 from devtool.store.snapshots import frame_page, snapshot_counts
@@ -98,8 +99,18 @@ def snapshot_page_data(store: Store, stored: StoredSnapshot, offset: int, error:
         "offset": offset,
         "page_size": FRAMES_PER_PAGE,
         "forks": [s for s in related if s.parent_id == info.snapshot_id],
+        "cut_name": _cut_name(store, provenance) if in_store else None,
+        "fork_label": fork_label(snapshot.get("metadata")),
         "error": error,
     }
+
+
+def _cut_name(store: Store, provenance: dict[str, Any]) -> str | None:
+    """The span the snapshot was cut at, named ("tool fetch_page in researcher #1")."""
+    trace_id, span_id = provenance.get("traceId"), provenance.get("spanId")
+    if not (isinstance(trace_id, str) and isinstance(span_id, str)):
+        return None
+    return span_names(store, [(trace_id, span_id)]).get((trace_id, span_id))
 
 
 def frame_rows(page: list[tuple[int, int, dict[str, Any]]]) -> list[FrameRow]:

@@ -64,6 +64,7 @@ class Rect:
     labelled: bool = False  # wide enough for a label, and within the drawing's label budget
     selected: bool = False  # it is, or holds, the selected span
     overflow: bool = False  # drawn over others: more spans at once than the row has lanes
+    call: str | None = None  # an agent's `#n` and short props, telling parallel agents apart
 
     @property
     def merged(self) -> bool:
@@ -81,7 +82,7 @@ class Rect:
         """Text to write in the bar, when it is wide enough to hold some."""
         if not self.labelled:
             return None
-        return self.what if self.merged else self.name
+        return self.what if self.merged else self.named
 
     @property
     def title(self) -> str:
@@ -94,7 +95,12 @@ class Rect:
                 f"{what}, each too short to draw at this zoom · {took} in all · {self.status}{cached}{crowded}"
                 " · click: select the first, zoom in"
             )
-        return f"{self.kind} {self.name or ''}".strip() + f" · {took} · {self.status}{cached}{crowded}"
+        return f"{self.kind} {self.named or ''}".strip() + f" · {took} · {self.status}{cached}{crowded}"
+
+    @property
+    def named(self) -> str | None:
+        """A span's name, an agent's with its `#n` and props (`researcher #1 · topic="rust"`)."""
+        return f"{self.name} {self.call}" if self.call and self.name else self.name
 
 
 @dataclass(frozen=True)

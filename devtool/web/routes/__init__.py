@@ -1,7 +1,9 @@
 """The DevTool's endpoints, one module per URL family; `ROUTES` is all of them, in the order they are tried.
 
 - `runs_list`: `/` (every run and process journal), `POST /upload`, `/live/runs`
-- `run`: `/runs/<trace_id>` and everything under it (panes, rewind, actions, compare, export, live)
+- `run`: `/runs/<trace_id>` and everything under it (panes, rewind, actions, export, live)
+- `compare`: `/compare?a=&b=` (page and JSON), and `/runs/<trace_id>/compare` redirected there
+- `run_ids`: `/api/v1/runs/<id or short prefix>` (JSON: the run's whole id)
 - `counterfactual`: `POST /runs/<trace_id>/fork` (one call edited: "change the past")
 - `playground`: `/runs/<trace_id>/spans/<span_id>/playground` (a turn asked again, edited)
 - `snapshots`: `/snapshots…` (pages, upload, fork, replay) and `/replays/<id>`
@@ -20,6 +22,7 @@ from __future__ import annotations
 from starlette.routing import BaseRoute
 
 from devtool.web.routes import (
+    compare,
     counterfactual,
     ingest,
     local,
@@ -28,6 +31,7 @@ from devtool.web.routes import (
     playground,
     processes,
     run,
+    run_ids,
     runs_list,
     snapshots,
 )
@@ -37,10 +41,12 @@ ROUTES: list[BaseRoute] = [
     *runs_list.routes,
     *snapshots.routes,
     *processes.routes,
+    *compare.routes,
     *run.routes,
     *counterfactual.routes,
     *playground.routes,
     *ingest.routes,
     *otlp.routes,
     *local.routes,
+    *run_ids.routes,
 ]

@@ -13,8 +13,9 @@ after it has shown: on a big run that is a walk of the span's subtree.
 - `POST /runs/<trace_id>/rewind` (form `span_id`, `anchor`): the run's snapshot at that cut, stored
   under its content id (`devtool.actions.run_rewind`) → 303 to `/snapshots/<id>`.
 - `/runs/<trace_id>/actions`: the run header's buttons (copy link, export, snapshots the run dumped,
-  its replays, and for a replay: its snapshot, its original and "compare with original").
-- `/runs/<trace_id>/compare?with=<original>`: the two frame trees side by side (`pages/compare.py`).
+  its replays and forks by name, and for a replay: its snapshot, its original and "compare with original").
+  `/runs/<prefix>` (the short id the UI shows) redirects to the run's whole id (`routes/compare.py`
+  has `/runs/<trace_id>/compare`).
 - `/runs/<trace_id>/export.jsonl.gz`: the run's events to hand to a teammate (`devtool load` reads it);
   `export.otlp.jsonl` the run as OTLP JSON (Jaeger, Tempo, Phoenix), `export.perfetto.json` as Chrome
   trace-event JSON (Perfetto UI).
@@ -30,20 +31,21 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from devtool.actions.fork_effects import fork_report
 from devtool.actions.run_rewind import RewindError, rewind
 from devtool.store import NotFoundError, Store
 from devtool.store.export import export_run, export_run_otlp, export_run_perfetto
 from devtool.store.queries import get_run
+from devtool.store.queries.lineage import lineages, named_replays
 from devtool.store.queries.live import derived_through
 from devtool.store.queries.navigation import first_span_in, search_spans
 from devtool.store.queries.replay_calls import replay_calls, unrecorded_spans
-from devtool.store.queries.run_meta import replays_of, run_exists, run_metadata, snapshot_dumps
+from devtool.store.queries.run_ids import AmbiguousRunError, resolve_run
+from devtool.store.queries.run_meta import run_exists, run_metadata, snapshot_dumps
 from devtool.store.queries.usage import span_usage
 from devtool.web.auth import user_of
 from devtool.web.forms import form_of
+from devtool.web.links import run_url
 from devtool.web.live.streams import RunFeed, event_id, sse_response
-from devtool.web.pages.compare import CompareError, compare
 from devtool.web.pages.frame_tree import children_page, run_tree
 from devtool.web.pages.run_url_state import BadUrlState, RunUrlState
 from devtool.web.pages.run_workspace import overview, selected_span, selection, timeline
@@ -58,6 +60,8 @@ WIDTH_COOKIE = "devtool_timeline_width"
 def run_page(request: Request) -> Response:
     store = state(request).store
     trace_id, url_state = _trace_and_state(request)
+    if not run_exists(store, trace_id):
+        return _by_prefix(request, store, trace_id)
     if "pick" in request.query_params:
         # A click on a merged bar: select the first span it holds (the URL then names that span).
         url_state = _picked(store, trace_id, url_state, request.query_params["pick"])
@@ -183,6 +187,7 @@ def run_actions(request: Request) -> HTMLResponse:
     metadata = _metadata(store, trace_id)
     replay = metadata.get("replay") if isinstance(metadata.get("replay"), dict) else None
     original = replay.get("originalTraceId") if replay else None
+    original = original if isinstance(original, str) and run_exists(store, original) else None
     run = get_run(store, trace_id)
     context: dict[str, Any] = {
         "trace_id": trace_id,
@@ -190,45 +195,14 @@ def run_actions(request: Request) -> HTMLResponse:
         "ended_ms": run.ended_ms,
         "entrypoint": metadata.get("entrypoint") if isinstance(metadata.get("entrypoint"), str) else None,
         "replay": replay,
-        "original": original if isinstance(original, str) and run_exists(store, original) else None,
+        "original": original,
         "dumps": snapshot_dumps(store, trace_id),
-        "replays": replays_of(store, trace_id)[:20],
+        "replays": named_replays(store, trace_id),
+        "lineage": lineages(store, [trace_id]).get(trace_id) if replay else None,
+        "original_name": get_run(store, original).name if original else None,
         "replay_calls": replay_calls(store, trace_id),
     }
     return render(request, "_run_actions.html", context)
-
-
-def run_compare(request: Request) -> HTMLResponse:
-    store = state(request).store
-    trace_id = request.path_params["trace_id"]
-    metadata = _metadata(store, trace_id)
-    replay = metadata.get("replay") if isinstance(metadata.get("replay"), dict) else {}
-    original = request.query_params.get("with") or (replay or {}).get("originalTraceId")
-    if not isinstance(original, str) or not original:
-        raise HTTPException(400, "compare with which run? This run is not a replay: pass ?with=<trace id>")
-    if not run_exists(store, original):
-        raise HTTPException(404, f"the original run {original} is not in this DevTool")
-    try:
-        comparison = compare(store, original, trace_id)
-    except CompareError as exc:
-        raise HTTPException(422, str(exc)) from None
-    context = {
-        "comparison": comparison,
-        "left": get_run(store, original),
-        "right": get_run(store, trace_id),
-        "replay": replay,
-        "only_differences": request.query_params.get("only") == "differences",
-        "fork": fork_report(
-            store,
-            (replay or {}).get("snapshotId"),
-            trace_id,
-            differences=comparison.differences,
-            cached=comparison.cached,
-            live=comparison.live,
-        ),
-        "replay_calls": replay_calls(store, trace_id, original),
-    }
-    return render(request, "compare.html", context)
 
 
 # The run's downloads: how each is written, its media type, and its file name's ending.
@@ -260,6 +234,18 @@ async def run_live(request: Request) -> Response:
         return checked
     feed = RunFeed(app.store, request.path_params["trace_id"], app.settings.live_interval, drawn=checked)
     return sse_response(request, feed)
+
+
+def _by_prefix(request: Request, store: Store, given: str) -> Response:
+    """`/runs/<prefix>`: the run whose id starts with the short id the UI shows, at its whole id."""
+    try:
+        whole = resolve_run(store, given)
+    except NotFoundError as exc:
+        raise HTTPException(404, str(exc)) from None
+    except AmbiguousRunError as exc:
+        raise HTTPException(400, str(exc)) from None
+    query = f"?{request.url.query}" if request.url.query else ""
+    return RedirectResponse(run_url(whole) + query, 303)
 
 
 def _picked(store: Store, trace_id: str, url_state: RunUrlState, pick: str) -> RunUrlState:
@@ -321,7 +307,6 @@ routes = [
     Route("/runs/{trace_id:id}/search", run_search, name="run_search"),
     Route("/runs/{trace_id:id}/rewind", run_rewind, methods=["POST"], name="rewind"),
     Route("/runs/{trace_id:id}/actions", run_actions, name="run_actions"),
-    Route("/runs/{trace_id:id}/compare", run_compare, name="run_compare"),
     Route("/runs/{trace_id:id}/export.jsonl.gz", run_export, name="run_export"),
     Route("/runs/{trace_id:id}/export.otlp.jsonl", run_export, name="run_export_otlp"),
     Route("/runs/{trace_id:id}/export.perfetto.json", run_export, name="run_export_perfetto"),

@@ -46,7 +46,9 @@ from devtool.actions.replay_by_hand import by_hand
 from devtool.actions.replay_runner import Replay, ReplayPlan, ReplayRefused, check_entrypoint
 from devtool.store import NotFoundError, Store, StoredSnapshot, StoreError, get_snapshot, list_snapshots, save_snapshot
 from devtool.store.export import export_snapshot
+from devtool.store.queries.lineage import span_names
 from devtool.store.queries.run_meta import RunStart, dumped_snapshot, run_exists, run_of_replay, run_start
+from devtool.store.snapshots import SnapshotInfo
 from devtool.web.auth import CSRF_FIELD, user_of
 from devtool.web.forms import form_of
 from devtool.web.links import run_url
@@ -60,7 +62,9 @@ MAX_FORK_FIELDS = 20_000
 
 def snapshots_page(request: Request) -> HTMLResponse:
     store = state(request).store
-    return render(request, "snapshots.html", {"snapshots": list_snapshots(store)[:500], "error": None})
+    snapshots = list_snapshots(store)[:500]
+    context = {"snapshots": snapshots, "error": None, "cut_names": _cut_names(store, snapshots)}
+    return render(request, "snapshots.html", context)
 
 
 async def upload_snapshot(request: Request) -> Response:
@@ -105,9 +109,14 @@ async def upload_snapshot(request: Request) -> Response:
 
 
 async def _upload_refused(request: Request, status: int, message: str) -> HTMLResponse:
-    snapshots = await run_in_threadpool(list_snapshots, state(request).store)
-    context = {"snapshots": snapshots[:500], "error": message}
+    snapshots = (await run_in_threadpool(list_snapshots, state(request).store))[:500]
+    context = {"snapshots": snapshots, "error": message, "cut_names": _cut_names(state(request).store, snapshots)}
     return render(request, "snapshots.html", context, fragment="_snapshot_upload_error.html", status_code=status)
+
+
+def _cut_names(store: Store, snapshots: list[SnapshotInfo]) -> dict[tuple[str, str], str]:
+    """Each listed snapshot's cut, named by its span."""
+    return span_names(store, [(s.trace_id, s.span_id) for s in snapshots if s.trace_id and s.span_id])
 
 
 def snapshot_page(request: Request) -> Response:
