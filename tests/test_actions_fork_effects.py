@@ -66,7 +66,7 @@ def test_an_overwritten_memory_edit_is_named_where_it_was_overwritten(
     assert "'mode' was overwritten" in lost.words
     assert "'careful'" in lost.words
     assert lost.span_id is not None
-    page = html(client.get(f"/runs/{replay}/compare?only=differences").text)
+    page = html(client.get(f"/runs/{replay}/compare", follow_redirects=True).text)
     named = one(page, "#fork-effects").text()
     assert "did not take effect" in named
     assert "'mode' was overwritten" in named
@@ -82,7 +82,7 @@ def test_an_edited_call_the_replay_never_made_is_named(client: TestClient, store
     (lost,) = effects.lost
     assert lost.call_id == never
     assert f"the last {AGENT}/tool:lookup:0" in lost.words
-    page = html(client.get(f"/runs/{replay}/compare").text)
+    page = html(client.get(f"/runs/{replay}/compare", follow_redirects=True).text)
     assert "never reached" in one(page, f'#fork-effects li[data-call-id="{never}"]').text()
 
 
@@ -91,7 +91,7 @@ def test_an_edit_that_took_effect_is_not_named(client: TestClient, store: Store,
     effects = fork_effects(store, fork_id, replay)
     assert effects is not None
     assert effects.lost == []
-    page = html(client.get(f"/runs/{replay}/compare").text)
+    page = html(client.get(f"/runs/{replay}/compare", follow_redirects=True).text)
     assert not page.css("#fork-effects")
 
 

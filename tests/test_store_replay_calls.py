@@ -137,7 +137,7 @@ def test_the_run_and_compare_pages_say_ran_live_not_recorded(store: Store, repla
     unrecorded = span_of(store, replay, "open_file", "tools:execute") + "%230"  # the batch's tool result #0
     with TestClient(create_app(store, Settings()), follow_redirects=False) as client:
         for url in (f"/runs/{replay}/actions", f"/runs/{replay}/compare"):
-            page = html(client.get(url).text)
+            page = html(client.get(url, follow_redirects=True).text)
             notice = one(page, "#live-unrecorded")
             assert "ran live: not recorded" in notice.text()
             (link,) = notice.css("a.live-call-name")
