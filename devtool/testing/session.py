@@ -18,9 +18,11 @@ set to a placeholder for the block (an SDK client refuses to be made without one
 
 A strict replay refuses a call its cassette does not hold before anything is asked (the run's observer
 raises `CassetteMiss` with the report), and the test fails with that report even if the code caught it.
-A recording writes the cassette when the block ends: the calls this run made, each with its answer
-(replayed ones as they were recorded), so a call no longer made leaves it; the file is rewritten only
-when its text changes.
+A recording writes the cassette when the block ends without an exception: the calls this run made,
+each with its answer (replayed ones as they were recorded), so a call no longer made leaves it; the
+file is rewritten only when its text changes, and atomically. A block that raised (a provider that
+could not be reached, a failed assertion) is not a completed recording: the cassette is left as it was,
+every recorded call kept.
 """
 
 from __future__ import annotations
@@ -160,7 +162,8 @@ class AgentCassette:
             if self.misses and error is None:  # the code caught the refusal: the test fails all the same
                 raise CassetteMiss(self.failure())
             return
-        self._write(scope.root.to_snapshot())
+        if error is None:  # only a completed recording replaces what was recorded
+            self._write(scope.root.to_snapshot())
 
     async def __aenter__(self) -> AgentCassette:
         return self.__enter__()
