@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from testkit.checkout import child_env
+
 
 @dataclass
 class Served:
@@ -76,7 +78,7 @@ def launch(
             stdout=subprocess.PIPE,
             stderr=handle,
             text=True,
-            env=env,
+            env=child_env(env),
             cwd=cwd,
         )
     assert process.stdout is not None

@@ -15,7 +15,8 @@ import pytest
 
 from devtool.store import Store
 from devtool.store.live_append import append_events
-from tests.conftest import REPO, Trace, running_serve
+from testkit.checkout import child_env
+from tests.conftest import Trace, running_serve
 
 
 @pytest.fixture
@@ -54,7 +55,7 @@ def serve(db: Path) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=REPO,
+        env=child_env(),
         check=False,
     )
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from devtool.store import Store
-from tests.conftest import REPO, Trace
+from testkit.checkout import child_env
+from tests.conftest import Trace
 
 HUGE_MIB = 100
 
@@ -43,7 +44,7 @@ def load(db: Path, path: Path, *options: str) -> subprocess.CompletedProcess[str
         capture_output=True,
         text=True,
         timeout=600,
-        cwd=REPO,
+        env=child_env(),
         check=False,
     )
 

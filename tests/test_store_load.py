@@ -371,6 +371,8 @@ def test_a_file_of_gigabytes_with_a_broken_tail_is_named_in_bounded_memory(tmp_p
     import subprocess
     import sys
 
+    from testkit.checkout import child_env
+
     path = tmp_path / "huge.jsonl"
     good = lines(*small_run().events) * 40  # > 64 KiB of good lines before the hole
     with path.open("wb") as handle:
@@ -382,6 +384,7 @@ def test_a_file_of_gigabytes_with_a_broken_tail_is_named_in_bounded_memory(tmp_p
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env=child_env(),
     )
     assert child.stderr is not None
     stderr = child.stderr.read()

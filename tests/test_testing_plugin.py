@@ -14,6 +14,7 @@ import urllib.request
 import pytest
 
 import devtool.instrument
+from testkit.checkout import child_env
 from testkit.fake_provider import DEFAULT_KEY, FakeProvider
 from tests.plugin_projects import (
     CORE_AGENT,
@@ -42,6 +43,8 @@ def project(pytester: pytest.Pytester, fake_provider: FakeProvider, monkeypatch:
     monkeypatch.delenv("CHANGE", raising=False)
     monkeypatch.delenv("DEVTOOL_URL", raising=False)
     monkeypatch.delenv("DEVTOOL_TRACE", raising=False)
+    # pytest in a child process loads the plugin of this checkout, whatever the venv's install points at.
+    monkeypatch.setenv("PYTHONPATH", child_env()["PYTHONPATH"])
     # Test files are edited in place within a second, some to the same size: never run a stale .pyc of one.
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
