@@ -209,14 +209,20 @@ class AccessControl:
         await (refusal or self.app)(scope, receive, send)
 
     def _refusal(self, request: Request) -> Response | None:
-        if self.access.token is None and not own_host(
-            request.headers.get("host", ""), request.scope.get("server"), request.url.scheme, self.access.hosts
+        # The app's CSS and scripts are the same for everyone (and style the refusal itself).
+        if (
+            self.access.token is None
+            and not request.url.path.startswith("/static/")
+            and not own_host(
+                request.headers.get("host", ""), request.scope.get("server"), request.url.scheme, self.access.hosts
+            )
         ):
             return _refuse(
                 request,
                 421,
-                "this DevTool only answers requests addressed to it by its own address (127.0.0.1, localhost "
-                "or [::1] with its port): start it with `--allow-host NAME` to answer another name too",
+                "this DevTool answers only requests addressed to its own address (127.0.0.1, localhost or "
+                f"[::1] with its port), not to {request.headers.get('host', '(no Host)')!r}: open it at one of "
+                "those, or start it with `--allow-host NAME` to answer another name too",
             )
         if self.access.token is not None:
             locked = self._guessing(request)
@@ -327,14 +333,15 @@ def _refuse(request: Request, status: int, message: str, headers: dict[str, str]
     )
 
 
-def locked_out(request: Request, seconds: int) -> Response:
-    """429 for a client that got the team token wrong too often (`devtool.web.backoff`)."""
-    return _refuse(
-        request,
-        429,
-        f"too many wrong team tokens from this address: try again in {seconds} s",
-        {"Retry-After": str(seconds)},
-    )
+def locked_out(request: Request, seconds: int, target: str = "/") -> Response:
+    """429 for a client that got the team token wrong too often (`devtool.web.backoff`): the login
+    page saying so for a sign-in (going on to `target`), else a refusal."""
+    message = f"Too many wrong team tokens from this address: try again in {seconds} s."
+    if request.url.path == "/login":
+        response: Response = login_page(request, target, message, 429)
+        response.headers["Retry-After"] = str(seconds)
+        return response
+    return _refuse(request, 429, message, {"Retry-After": str(seconds)})
 
 
 def client_of(request: Request) -> str:

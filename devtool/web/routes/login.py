@@ -35,7 +35,7 @@ async def login(request: Request) -> Response:
         # Guessing costs the guesser time (`devtool.web.backoff`); a teammate who mistyped barely notices.
         locked = access.backoff.failed(client)
         if locked:
-            return locked_out(request, locked)
+            return locked_out(request, locked, target)
         return login_page(request, target, "That is not this DevTool's team token.", 403)
     access.backoff.succeeded(client)
     response = RedirectResponse(target, 303)
