@@ -10,6 +10,8 @@ import ipaddress
 import os
 import ssl
 import stat
+import subprocess
+import sys
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -24,6 +26,7 @@ from cryptography.x509.oid import NameOID
 from devtool.cli.server_file import server_file
 from devtool.store.rewind_file import store_files
 from devtool.web.backoff import Backoff
+from testkit.checkout import child_env
 from testkit.served import Served, serving
 from tests.conftest import DevtoolRunner, Trace, running_serve
 
@@ -178,3 +181,20 @@ def test_tls_needs_both_files(devtool: DevtoolRunner, tmp_path: Path) -> None:
     assert wrong.returncode == 2
     assert "cannot use them" in wrong.stderr
     assert wrong.stderr.strip().count("\n") == 0
+
+
+CHILD = """
+import os, subprocess, sys
+from devtool.store.private_files import private_files, user_umask
+os.umask(0o022)
+private_files()
+open(sys.argv[1], "w").close()
+subprocess.run([sys.executable, "-c", "open(%r, 'w').close()" % sys.argv[2]], umask=user_umask(), check=True)
+"""
+
+
+def test_a_store_process_writes_private_files_and_its_children_the_users(tmp_path: Path) -> None:
+    ours, agents = tmp_path / "store-side", tmp_path / "agent-side"
+    subprocess.run([sys.executable, "-c", CHILD, str(ours), str(agents)], env=child_env(), check=True, timeout=60)
+    assert stat.S_IMODE(ours.stat().st_mode) == 0o600
+    assert stat.S_IMODE(agents.stat().st_mode) == 0o644  # a replayed agent's files keep the user's umask

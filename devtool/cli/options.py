@@ -60,7 +60,9 @@ def open_store(args: argparse.Namespace) -> Store:
 
     # What a store writes (its DuckDB files and their WALs, the server file, exports) holds agents'
     # prompts and data: readable by this user only, whatever umask the shell had.
-    os.umask(os.umask(0o077) | 0o077)
+    from devtool.store.private_files import private_files
+
+    private_files()
     try:
         limit = getattr(args, "memory_limit", None)
         return Store(args.db or default_db_path(), **({"memory_limit": limit} if limit else {}))
