@@ -18,6 +18,7 @@ import orjson
 from playwright.sync_api import Page, expect
 
 from e2e.conftest import Server, ServerFactory
+from testkit.checkout import child_env
 from testkit.sse import Message, SseStream
 
 
@@ -37,7 +38,7 @@ def start_agent(
         args += ["--to", to]
     if trace is not None:
         args += ["--trace", str(trace)]
-    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "agent-data")}
+    env = child_env({**os.environ, "XDG_DATA_HOME": str(tmp_path / "agent-data")})
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 

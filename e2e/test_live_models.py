@@ -21,6 +21,7 @@ from playwright.sync_api import Page, expect
 from devtool.core.providers.pricing import load_price_table
 from devtool.web.filters import usd
 from e2e.conftest import Server, ServerFactory
+from testkit.checkout import child_env
 from testkit.fake_provider import FakeProvider, FakeProviderProcess
 
 KEY = "sk-e2e-live-models-5a4b3c2d1e0f"
@@ -57,7 +58,7 @@ def script(fake: FakeProvider, city: str, *, chunk_delay: float = 0.0) -> None:
 
 def start_agent(tmp_path: Path, fake: FakeProvider, server: Server, props: dict[str, Any]) -> subprocess.Popen[str]:
     (tmp_path / "day_planner.py").write_text(AGENT)
-    env = {**os.environ, **fake.env(api_key=KEY), "XDG_DATA_HOME": str(tmp_path / "agent-data")}
+    env = child_env({**os.environ, **fake.env(api_key=KEY), "XDG_DATA_HOME": str(tmp_path / "agent-data")})
     args = [sys.executable, "-m", "devtool", "run", "day_planner:main", "--props", json.dumps(props)]
     args += ["--to", server.url, "--trace", str(tmp_path / f"{props['city']}.jsonl")]
     return subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -18,6 +18,7 @@ from playwright.sync_api import Page, expect
 from selectolax.lexbor import LexborHTMLParser
 
 from e2e.conftest import Server, ServerFactory, Shoot
+from testkit.checkout import child_env
 from testkit.fake_provider import FakeProvider
 from testkit.sse import SseStream
 
@@ -25,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def agent(server: Server, which: str, **more: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": server.url.rstrip("/"), **more}
+    env = child_env({**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": server.url.rstrip("/"), **more})
     return subprocess.Popen(
         [sys.executable, "-m", "e2e.otel_agents", which],
         cwd=REPO,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -15,6 +16,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from testkit.checkout import child_env
 
 
 @dataclass
@@ -43,9 +46,18 @@ class Served:
                 self.kill()
 
 
-def start(db: Path, *args: str, log: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> Served:
-    """Start `devtool serve --port 0 --db DB ARGS` (in `cwd`); return once it answers HTTP."""
-    return launch(["serve", "--port", "0", "--db", str(db), *args], db=db, log=log, env=env, cwd=cwd)
+def start(
+    db: Path,
+    *args: str,
+    log: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+) -> Served:
+    """Start `devtool serve --port 0 --db DB ARGS` (in `cwd`); return once it answers HTTP (HTTPS:
+    checked with `ssl_context`)."""
+    command = ["serve", "--port", "0", "--db", str(db), *args]
+    return launch(command, db=db, log=log, env=env, cwd=cwd, ssl_context=ssl_context)
 
 
 def launch(
@@ -56,6 +68,7 @@ def launch(
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
     timeout: float = 30,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> Served:
     """Start `python -m devtool COMMAND` (a command that serves `db` and prints `DevTool at URL` first,
     as `serve` and `demo` do), its stderr appended to `log`; return once it answers HTTP."""
@@ -65,7 +78,7 @@ def launch(
             stdout=subprocess.PIPE,
             stderr=handle,
             text=True,
-            env=env,
+            env=child_env(env),
             cwd=cwd,
         )
     assert process.stdout is not None
@@ -78,7 +91,7 @@ def launch(
     deadline = time.monotonic() + timeout
     while True:
         try:
-            with urllib.request.urlopen(served.url, timeout=5):
+            with urllib.request.urlopen(served.url, timeout=5, context=ssl_context):
                 return served
         except urllib.error.HTTPError:
             return served  # it answers HTTP (with a team token: 401 and the login page)
@@ -91,10 +104,15 @@ def launch(
 
 @contextmanager
 def serving(
-    db: Path, *args: str, log: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+    db: Path,
+    *args: str,
+    log: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> Iterator[Served]:
     """`start`, and stop it on the way out."""
-    served = start(db, *args, log=log, env=env, cwd=cwd)
+    served = start(db, *args, log=log, env=env, cwd=cwd, ssl_context=ssl_context)
     try:
         yield served
     finally:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pytest
 
+from testkit.checkout import child_env
 from testkit.served import Served, serving
 
 if TYPE_CHECKING:
@@ -29,7 +30,8 @@ def devtool(tmp_path: Path) -> DevtoolRunner:
     """Run `python -m devtool ARGS...` as a real child process, with a private data home."""
 
     def run(*args: str, timeout: float = 60, **kwargs: object) -> subprocess.CompletedProcess[str]:
-        env = {"XDG_DATA_HOME": str(tmp_path / "data-home"), "PATH": "/usr/bin:/bin"}
+        # A bare environment (no key, no DEVTOOL_* of the shell), running this checkout's code.
+        env = child_env({"XDG_DATA_HOME": str(tmp_path / "data-home"), "PATH": "/usr/bin:/bin"})
         return subprocess.run(
             [sys.executable, "-m", "devtool", *args],
             capture_output=True,

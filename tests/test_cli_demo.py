@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from devtool.store import Store
+from testkit.checkout import child_env
 from tests.web_runs import html
 
 
@@ -23,7 +24,7 @@ def demo(home: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={"XDG_DATA_HOME": str(home), "PATH": "/usr/bin:/bin"},
+        env=child_env({"XDG_DATA_HOME": str(home), "PATH": "/usr/bin:/bin"}),
     )
     try:
         assert process.stdout is not None

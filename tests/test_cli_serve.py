@@ -86,7 +86,9 @@ def test_keep_alive_responses_are_not_held_back_by_nagle(tmp_path: Path) -> None
                 while len(body) < length:
                     body += conn.recv(65536)
                 times.append(time.perf_counter() - started)
-    assert statistics.median(times) < 0.02, times
+    # The stall is the delayed ACK, 40 ms at least on Linux: a median under it is no stall, however loaded
+    # the machine (a request here takes a millisecond or two; BENCHMARKS.md has the figures).
+    assert statistics.median(times) < 0.039, times
 
 
 def _read_until(conn: socket.socket, marker: bytes) -> bytes:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from devtool.core.drainer import DRAIN_INTERVAL
 from devtool.core.events import Emitter
+from testkit.checkout import child_env
 
 
 def test_the_drainer_settles_pending_work_on_its_own_thread_within_its_interval() -> None:
@@ -62,7 +63,12 @@ def test_a_process_exits_with_its_drainer_running_and_its_pending_work_done(tmp_
     exits by itself (the drainer is a daemon), having done every piece, in order, once."""
     out = tmp_path / "events.txt"
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(out)], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", CHILD, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=child_env(),
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "handed over\n"

@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -89,11 +88,9 @@ def test_a_down_devtool_spools_everything_and_never_fails_the_run(
     spool = tmp_path / "spool.jsonl"
     sink = HttpSink("http://127.0.0.1:9/api/v1/traces", batch_size=8, retries=1, spool=spool)
     everything = MemorySink()
-    started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="devtool.core"):
         asyncio.run(run_with(fifty_tool_calls, sinks=[sink, everything]))
         sink.close()
-    assert time.monotonic() - started < 5
     spooled = [json.loads(line) for line in spool.read_text().splitlines()]
     assert spooled == everything.events
     warnings = [r.getMessage() for r in caplog.records if "spooled" in r.getMessage()]

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from testkit.checkout import child_env
 from tests.conftest import REPO
 
 
@@ -17,6 +18,7 @@ def test_record_dump_then_replay_with_no_model_or_tool_call(tmp_path: Path) -> N
         capture_output=True,
         text=True,
         check=True,
+        env=child_env(),
     )
     assert result.stdout.splitlines() == [
         "recorded: It is sunny in Paris, 21°C. (model calls: 2, tool calls: 1)",

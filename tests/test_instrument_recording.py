@@ -19,6 +19,7 @@ import pytest
 import devtool
 from devtool.core import MemorySink
 from devtool.core.debugger import restore_snapshot
+from testkit.checkout import child_env
 from testkit.fake_provider import FakeProvider
 from tests.conftest import running_serve
 from tests.instrument_agents import script
@@ -55,7 +56,7 @@ def events(path: Path) -> list[dict[str, Any]]:
 def test_a_recorded_script_replays_from_its_entrypoint(tmp_path: Path, fake_provider: FakeProvider) -> None:
     fake_provider.reply({"text": "Hello from the model."})
     (tmp_path / "support_bot.py").write_text(SCRIPT)
-    env = {**os.environ, **fake_provider.env()}
+    env = child_env({**os.environ, **fake_provider.env()})
     done = subprocess.run(
         [sys.executable, "support_bot.py"], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
     )
@@ -101,7 +102,7 @@ def test_install_with_devtool_trace_records_the_whole_process(tmp_path: Path, fa
         "'content': 'hi'}]).choices[0].message.content)\n"
     )
     (tmp_path / "plain_script.py").write_text(script)
-    env = {**os.environ, **fake_provider.env(), "DEVTOOL_TRACE": str(tmp_path / "process.jsonl")}
+    env = child_env({**os.environ, **fake_provider.env(), "DEVTOOL_TRACE": str(tmp_path / "process.jsonl")})
     done = subprocess.run([sys.executable, "plain_script.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     kinds = [e["type"] for e in events(tmp_path / "process.jsonl")]
@@ -190,7 +191,7 @@ def project(tmp_path: Path, fake_provider: FakeProvider) -> Iterator[tuple[Path,
     """A project folder with an agent script, and a real `devtool serve` started in it (as a user starts
     it to replay their agents) with the SDKs pointed at the fake provider: (folder, URL, environment)."""
     (tmp_path / "lisbon_planner.py").write_text(AGENT)
-    env = {**os.environ, **fake_provider.env()}
+    env = child_env({**os.environ, **fake_provider.env()})
     with running_serve(tmp_path / "s.db", env=env, cwd=tmp_path) as server:
         yield tmp_path, server.url.rstrip("/"), env
 
@@ -305,7 +306,9 @@ def test_a_script_that_exits_normally_leaves_every_deferred_turn_in_its_file_and
     (tmp_path / "exits.py").write_text(WHOLE_PROCESS)
     with running_serve(tmp_path / "s.db") as server:
         url = server.url.rstrip("/")
-        env = {**os.environ, **fake_provider.env(), "DEVTOOL_URL": url, "DEVTOOL_TRACE": str(tmp_path / "t.jsonl")}
+        env = child_env(
+            {**os.environ, **fake_provider.env(), "DEVTOOL_URL": url, "DEVTOOL_TRACE": str(tmp_path / "t.jsonl")}
+        )
         done = subprocess.run(
             [sys.executable, "exits.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
         )
@@ -347,7 +350,7 @@ def test_an_agent_that_raises_right_after_its_requests_leaves_their_turns_before
 ) -> None:
     fake_provider.reply({"text": "fine", "usage": {"input": 4, "output": 2}}, times=None)
     (tmp_path / "failing.py").write_text(FAILING)
-    env = {**os.environ, **fake_provider.env()}
+    env = child_env({**os.environ, **fake_provider.env()})
     done = subprocess.run(
         [sys.executable, "failing.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )

@@ -509,4 +509,6 @@ def test_a_slow_requests_start_is_read_from_the_trace_within_the_drain_interval_
             time.sleep(0.01)
         asking.join()
     assert "turn:end" not in seen, seen
-    assert seen["turn:start"] < 1.5
+    # Read while the request was in flight, well before its answer at 3 s (the drainer writes every
+    # 0.1 s: the margin is for a loaded machine, how soon is bench's).
+    assert seen["turn:start"] < 2.5

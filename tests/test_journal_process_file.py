@@ -35,6 +35,7 @@ from devtool.journal import (
     RewindEngine,
     TornTailWarning,
 )
+from testkit.checkout import child_env
 from tests.journal_writer import expected_data
 
 WRITER = Path(__file__).with_name("journal_writer.py")
@@ -49,6 +50,7 @@ class Child:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env=child_env(),
         )
         assert self.process.stdout is not None
         assert self.process.stdout.readline() == "ready\n", self.process.stderr.read() if self.process.stderr else ""

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import orjson
 
+from testkit.checkout import child_env
 from testkit.fake_provider import FakeProvider
 from tests.conftest import REPO
 
@@ -43,7 +44,7 @@ def test_python_examples_run(tmp_path: Path, fake_provider: FakeProvider) -> Non
         {"text": "It shipped yesterday."},
         contains="Where is my order A17?",
     )
-    env = {**os.environ, **fake_provider.env(api_key="sk-readme-0000000000")}
+    env = child_env({**os.environ, **fake_provider.env(api_key="sk-readme-0000000000")})
     blocks = re.findall(r"```python\n(.*?)```", README[: README.index(CI_SECTION)], re.S)
     assert len(blocks) == 3
     outputs = []
@@ -76,7 +77,7 @@ def test_the_ci_example_records_then_replays_without_the_model(tmp_path: Path, f
     fake_provider.reply({"text": "It shipped yesterday."}, contains="Where is my order A17?")
     fake_provider.reply({"text": "Yes: your refund for A17 is on its way."}, contains="refund")
     # The key is needed only to record: the replay in CI runs without one.
-    env = {**os.environ, **fake_provider.env(api_key="sk-readme-0000000000")}
+    env = child_env({**os.environ, **fake_provider.env(api_key="sk-readme-0000000000")})
     for line in commands.splitlines():
         argv = line.split("#")[0].split()
         if argv[0] != "pytest":

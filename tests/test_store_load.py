@@ -371,6 +371,8 @@ def test_a_file_of_gigabytes_with_a_broken_tail_is_named_in_bounded_memory(tmp_p
     import subprocess
     import sys
 
+    from testkit.checkout import child_env
+
     path = tmp_path / "huge.jsonl"
     good = lines(*small_run().events) * 40  # > 64 KiB of good lines before the hole
     with path.open("wb") as handle:
@@ -382,14 +384,15 @@ def test_a_file_of_gigabytes_with_a_broken_tail_is_named_in_bounded_memory(tmp_p
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env=child_env(),
     )
     assert child.stderr is not None
     stderr = child.stderr.read()
     # wait4 gives this child's own peak memory (RUSAGE_CHILDREN would be the largest of the session's).
     _, status, usage = os.wait4(child.pid, 0)
     assert os.waitstatus_to_exitcode(status) == 2, stderr
-    assert "line 241: is 4,400 MiB long, over the 512 MiB limit" in stderr
-    # Never the 4,400 MiB line in memory: DuckDB's reader buffers up to its object limit (512 MiB)
+    assert "line 241: is 4,400 MiB long, over the 64 MiB limit of one line" in stderr
+    # Never the 4,400 MiB line in memory: DuckDB's reader buffers up to its object limit (64 MiB)
     # a few times over while it finds the line too long (0.6 GiB alone, up to 2.06 GiB seen under the
     # suite's load), then the scan streams. The line is far larger than that, so the bound between
     # them tells a held line from DuckDB's buffers.

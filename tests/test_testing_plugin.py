@@ -14,6 +14,7 @@ import urllib.request
 import pytest
 
 import devtool.instrument
+from testkit.checkout import child_env
 from testkit.fake_provider import DEFAULT_KEY, FakeProvider
 from tests.plugin_projects import (
     CORE_AGENT,
@@ -42,6 +43,8 @@ def project(pytester: pytest.Pytester, fake_provider: FakeProvider, monkeypatch:
     monkeypatch.delenv("CHANGE", raising=False)
     monkeypatch.delenv("DEVTOOL_URL", raising=False)
     monkeypatch.delenv("DEVTOOL_TRACE", raising=False)
+    # pytest in a child process loads the plugin of this checkout, whatever the venv's install points at.
+    monkeypatch.setenv("PYTHONPATH", child_env()["PYTHONPATH"])
     # Test files are edited in place within a second, some to the same size: never run a stale .pyc of one.
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
@@ -315,6 +318,30 @@ def test_record_modes(project: pytest.Pytester, fake_provider: FakeProvider) -> 
     pytest_run(project, "--devtool-record=new_episodes").assert_outcomes(passed=1)
     assert [c["callId"] for c in json.loads(path.read_bytes())["calls"]] == ["root/turn:gpt-4.1-mini:0"]
     assert fake_provider.count() == 4
+
+
+@pytest.mark.parametrize("new", ["the second call", "the first call"])
+def test_a_failed_rerecord_keeps_every_recorded_call(
+    project: pytest.Pytester, fake_provider: FakeProvider, monkeypatch: pytest.MonkeyPatch, new: str
+) -> None:
+    script_support(fake_provider)
+    project.makepyfile(test_bot=SUPPORT_BOT)
+    path = cassette(project, "test_bot", "test_support")
+    pytest_run(project).assert_outcomes(passed=1)
+    recorded = path.read_bytes()
+    assert len(json.loads(recorded)["calls"]) == 2
+    # A changed call to record, and the provider unreachable (a closed port): the re-record fails.
+    changed = "Say thanks in German." if new == "the second call" else "Where is my order B42?"
+    old = "Say thanks in French." if new == "the second call" else "Where is my order A17?"
+    project.makepyfile(test_bot=SUPPORT_BOT.replace(old, changed))
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    pytest_run(project, "--devtool-record=new_episodes").assert_outcomes(failed=1)
+    assert path.read_bytes() == recorded
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left either
+    # CI, replaying the cassette the failed re-record left, passes on the code it was recorded for.
+    project.makepyfile(test_bot=SUPPORT_BOT)
+    pytest_run(project, "--devtool-record=none").assert_outcomes(passed=1)
+    assert fake_provider.count() == 2
 
 
 def test_a_streamed_answer_is_kept_one_event_a_line_and_replays(

@@ -136,8 +136,9 @@ def test_programs_on_this_machine_post_without_a_token(open_client: TestClient, 
 def test_a_page_opened_under_another_host_name_is_refused(open_client: TestClient) -> None:
     # A web page that rebinds its own name to 127.0.0.1 is same-origin with itself, not with us.
     rebound = open_client.get("/", headers={"Host": "evil.example:8484", "Sec-Fetch-Site": "same-origin"})
-    assert rebound.status_code == 403
-    assert "only answers pages opened at a loopback address" in refusal(rebound)
+    assert rebound.status_code == 421
+    assert "answers only requests addressed to its own address" in refusal(rebound)
+    assert "not to 'evil.example:8484'" in refusal(rebound)
     for host in ("127.0.0.1:8484", "localhost:8484", "[::1]:8484"):
         assert open_client.get("/", headers={"Host": host, "Sec-Fetch-Site": "none"}).status_code == 200
 

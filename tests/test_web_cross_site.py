@@ -3,7 +3,7 @@ changes something (taken from `ROUTES`), asked the ways another site's page (or 
 rebound DNS name) can make a browser ask, in each content type a form or `fetch` sends without a
 preflight, is refused with a 403 and changes nothing; the same request from the DevTool's own page
 goes through (so the 403s are the rule at work, not a broken endpoint). And the GETs another page can
-make a browser send (`<img>`, `<script>`, a link) answer within a second, hostile windows included.
+make a browser send (`<img>`, `<script>`, a link) answer without hanging, hostile windows included.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from starlette.routing import Route
 from devtool.store import Store
 from devtool.web.auth import CSRF_FIELD
 from devtool.web.routes import ROUTES
+from testkit.fuzz import HANG_SECONDS
 from testkit.served import serving
 from tests.conftest import Trace
 from tests.web_runs import html, one
@@ -114,7 +115,9 @@ def test_every_changing_endpoint_refuses_every_cross_site_request_and_changes_no
                     kwargs = {key: value for key, value in body.items() if key != "headers"}
                     answer = client.post(url, headers={**headers, **extra}, **kwargs)
                     tried += 1
-                    if answer.status_code != 403 or "set-cookie" in answer.headers:
+                    # A rebound name is refused before anything else, as not addressed to this server.
+                    refused = 421 if attack == "a rebound DNS name" else 403
+                    if answer.status_code != refused or "set-cookie" in answer.headers:
                         wrong.append(f"{path} from {attack} as {body_kind}: {answer.status_code}")
     assert wrong == []
     assert tried >= (len(paths) * 7 - 1) * 3
@@ -130,7 +133,7 @@ WINDOWS = [
 ]
 
 
-def test_what_another_page_can_make_a_browser_get_answers_within_a_second(targets: dict[str, Any]) -> None:
+def test_what_another_page_can_make_a_browser_get_answers_without_hanging(targets: dict[str, Any]) -> None:
     gets = sorted(
         r.path
         for r in ROUTES
@@ -145,11 +148,12 @@ def test_what_another_page_can_make_a_browser_get_answers_within_a_second(target
             for window in WINDOWS:
                 began = time.perf_counter()
                 try:
-                    status = client.get(fill(path, ids).lstrip("/") + window, headers=IMG, timeout=5).status_code
+                    answer = client.get(fill(path, ids).lstrip("/") + window, headers=IMG, timeout=HANG_SECONDS)
+                    status = answer.status_code
                 except httpx.TimeoutException:
                     status = 0
                 took = time.perf_counter() - began
-                if not 0 < status < 500 or took > 1.0:
+                if not 0 < status < 500 or took > HANG_SECONDS:
                     slow.append(f"{path}{window}: {status or 'no answer'} in {took:.2f} s")
         assert client.get("", headers=IMG).status_code == 200  # and it is still up
     assert slow == []

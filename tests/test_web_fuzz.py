@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 
 from devtool.store import Store
 from devtool.web import create_app
-from testkit.fuzz import BATCHES, TEXT, WINDOW, Probe, pages_after
+from testkit.fuzz import BATCHES, HANG_SECONDS, TEXT, WINDOW, Probe, pages_after
 
 EVENTS = 2000  # fuzzed events a run of the suite sends, at least
 PAGES = 8  # asked after each batch
@@ -47,7 +47,7 @@ def test_every_page_answers_whatever_came_in(store: Store) -> None:
             for path in data.draw(st.lists(st.sampled_from(pages), min_size=4, max_size=PAGES, unique=True)):
                 started = time.perf_counter()
                 status = client.get(path).status_code
-                probe.check(path, status, time.perf_counter() - started)
+                probe.check(path, status, time.perf_counter() - started, HANG_SECONDS)
             assert probe.failures == []
 
         case()

@@ -20,6 +20,7 @@ from devtool.formats.otlp_logs import SpanLogs, decode_json_logs
 from devtool.web.bodies import BodyError
 from devtool.web.live import LiveEvent
 from devtool.web.live.otlp_reader import Body, OtlpReader, read_spans
+from testkit.checkout import child_env
 from tests.otlp_factory import CORPUS, request, span
 from tests.test_formats_otlp_logs import chat_messages_as_logs
 from tests.test_formats_otlp_proto import protobuf
@@ -140,7 +141,9 @@ def test_a_worker_that_cannot_start_says_why_and_what_to_do(tmp_path: Path) -> N
             """
         )
     )
-    ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    ran = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, cwd=tmp_path, env=child_env()
+    )
     assert ran.returncode == 1
     last = ran.stderr.strip().splitlines()[-1]
     assert last.startswith("devtool.web.live.otlp_reader.WorkerStartError: the process that reads OTLP exports")

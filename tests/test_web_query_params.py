@@ -1,5 +1,5 @@
 """Every page over any URL: each GET endpoint, asked with hostile values in each query parameter it
-reads, answers 200, 3xx or 4xx (a 400 saying what is wrong), never a 5xx, and within a second.
+reads, answers 200, 3xx or 4xx (a 400 saying what is wrong), never a 5xx, and without hanging.
 
 The endpoints are taken from `ROUTES`, so one added later without an entry in `PARAMS` fails
 `test_every_get_endpoint_is_probed` until it is given one."""
@@ -21,6 +21,7 @@ from devtool.demo import billing
 from devtool.store import Store, load_file
 from devtool.web import create_app
 from devtool.web.routes import ROUTES
+from testkit.fuzz import HANG_SECONDS
 
 HOSTILE = [
     "",
@@ -131,7 +132,7 @@ def test_hostile_query_values_get_a_4xx_not_a_5xx(served: tuple[TestClient, dict
         started = time.perf_counter()
         response = client.get(f"{url}?{urlencode(query)}" if query else url)
         took = time.perf_counter() - started
-        if response.status_code >= 500 or took > 1.0:
+        if response.status_code >= 500 or took > HANG_SECONDS:
             failures.append(f"{response.status_code} in {took:.2f} s: {query!r:.80}: {response.text[-200:]!r}")
         for name, value in query.items():
             answers[name, value] = response.status_code

@@ -19,7 +19,7 @@ from devtool.store.queries.navigation import search_spans
 from devtool.web import create_app
 from devtool.web.links import run_url
 from devtool.web.pages.run_workspace import MAX_BARS
-from testkit.fuzz import run_pages
+from testkit.fuzz import HANG_SECONDS, run_pages
 from tests.conftest import Trace
 from tests.web_runs import html, one, record, store_unchecked
 
@@ -275,4 +275,4 @@ def test_every_page_answers_over_times_stored_before_the_gate_had_limits(client:
         started = time.perf_counter()
         response = client.get(page)
         assert response.status_code == 200, (page, response.text[-500:])
-        assert time.perf_counter() - started < 1.0, page
+        assert time.perf_counter() - started < HANG_SECONDS, page

@@ -47,6 +47,7 @@ from typing import Any
 import orjson
 
 import devtool
+from devtool.store.private_files import user_umask
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 ENTRYPOINT = re.compile(rf"{_NAME}(\.{_NAME})*:{_NAME}")
@@ -315,6 +316,7 @@ class Replays:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                umask=-1 if (umask := user_umask()) is None else umask,  # the agent's files are the user's
             )
         replay = Replay(offer.replay_id, offer.plan, list(offer.argv), time.time(), log_path, process, actor)
         threading.Thread(target=process.wait, name=f"devtool-replay-{offer.replay_id[:8]}", daemon=True).start()

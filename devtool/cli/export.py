@@ -102,7 +102,7 @@ def _from_server(server: RunningServer, args: argparse.Namespace) -> Iterator[by
     ident = quote(args.snapshot or args.trace_id, safe="")
     path = f"snapshots/{ident}.json" if args.snapshot else f"runs/{ident}/{_SERVED[args.format]}"
     try:
-        with urllib.request.urlopen(server.request(path)) as response:  # noqa: S310 - the server file's http URL
+        with server.open(path) as response:
             while chunk := response.read(1 << 20):
                 yield chunk
     except urllib.error.HTTPError as exc:

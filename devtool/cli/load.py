@@ -156,9 +156,8 @@ def load_through(server: RunningServer, paths: Sequence[Path], *, bad_lines: str
     totals = Totals(files=len(paths))
     for path in paths:
         began = time.perf_counter()
-        request = server.request("api/v1/load", {"files": [str(path.absolute())], "bad_lines": bad_lines})
         try:
-            with urllib.request.urlopen(request) as response:  # noqa: S310 - the server file's http URL
+            with server.open("api/v1/load", {"files": [str(path.absolute())], "bad_lines": bad_lines}) as response:
                 (answer,) = json.loads(response.read())["results"]
         except (OSError, ValueError, KeyError) as exc:
             raise CliError(f"the DevTool at {server.url} could not load {path}: {_reason(exc)}") from None

@@ -58,6 +58,11 @@ def open_store(args: argparse.Namespace) -> Store:
     require_web_extra()
     from devtool.store import Store, StoreError
 
+    # What a store writes (its DuckDB files and their WALs, the server file, exports) holds agents'
+    # prompts and data: readable by this user only, whatever umask the shell had.
+    from devtool.store.private_files import private_files
+
+    private_files()
     try:
         limit = getattr(args, "memory_limit", None)
         return Store(args.db or default_db_path(), **({"memory_limit": limit} if limit else {}))

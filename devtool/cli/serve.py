@@ -60,6 +60,18 @@ def register(subparsers: Any) -> None:
         help="a team token every request must carry; needed to serve on any address but loopback "
         "(default: $DEVTOOL_TOKEN, which keeps it out of `ps`)",
     )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name requests may address this server by besides its own address (repeatable; for a "
+        "container or proxy that reaches it as NAME); other names get 421, against DNS rebinding",
+    )
+    parser.add_argument(
+        "--tls-cert", type=Path, metavar="CERT.pem", help="serve HTTPS with this certificate (PEM; with --tls-key)"
+    )
+    parser.add_argument("--tls-key", type=Path, metavar="KEY.pem", help="the certificate's private key (PEM)")
     parser.set_defaults(run=run)
 
 
@@ -85,6 +97,13 @@ def run(args: argparse.Namespace) -> int:
             check_token(token)
         except TokenTooShortError as exc:
             raise CliError(str(exc)) from None
+    from devtool.web.hosts import allowed_name
+
+    try:
+        allow_hosts = tuple(allowed_name(name) for name in args.allow_host)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    tls = _tls(args.tls_cert, args.tls_key)
     for path in args.follow:
         if path.exists() and not path.is_file():
             raise CliError(f"--follow {path}: not a file (a trace file an agent writes, one JSON event a line)")
@@ -104,22 +123,29 @@ def run(args: argparse.Namespace) -> int:
     local_token = secrets.token_urlsafe(32)
     # A page printed in-process (`--get`) reads no exports: it starts no worker.
     workers = 0 if args.get is not None else args.otlp_workers
-    settings = Settings(follow=tuple(args.follow), token=token, local_token=local_token, otlp_workers=workers)
+    settings = Settings(
+        follow=tuple(args.follow),
+        token=token,
+        local_token=local_token,
+        otlp_workers=workers,
+        allow_hosts=allow_hosts,
+    )
     app = create_app(store, settings)
     try:
         if args.get is not None:
             return _print_page(app, args.get)
         sock = _bind(args.host, args.port)
-        url = _url(sock)
+        scheme = "https" if tls else "http"
+        url = _url(sock, scheme)
         # Beside the database, for `devtool load` and `devtool export` while this server owns it
         # (written before the URL is printed: whoever waits for that line finds the file too).
-        with announced(store.path, _local_url(sock), local_token):
+        with announced(store.path, _local_url(sock, scheme), local_token):
             print(f"DevTool at {url}", flush=True)
             if token is not None:
                 print("team token required: open the link and sign in with it", file=sys.stderr, flush=True)
             if args.open:
                 threading.Timer(0.5, webbrowser.open, [url]).start()
-            _serve(app, sock)
+            _serve(app, sock, tls)
     finally:
         store.close()
     return 0
@@ -151,23 +177,38 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _url(sock: socket.socket) -> str:
+def _tls(cert: Path | None, key: Path | None) -> tuple[str, str] | None:
+    """The certificate and key files of `--tls-cert`/`--tls-key` (None: plain HTTP), both checked now."""
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise CliError("--tls-cert and --tls-key go together: the certificate (PEM) and its private key (PEM)")
+    import ssl
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise CliError(f"--tls-cert {cert} --tls-key {key}: cannot use them ({exc.strerror or exc})") from None
+    return str(cert), str(key)
+
+
+def _url(sock: socket.socket, scheme: str) -> str:
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/"
+    return f"{scheme}://{shown}:{port}/"
 
 
-def _local_url(sock: socket.socket) -> str:
+def _local_url(sock: socket.socket, scheme: str) -> str:
     """How the command line on this machine reaches the server: by loopback when it listens on all
     addresses, else at the address it listens on."""
     host, port = sock.getsockname()[:2]
     if ipaddress.ip_address(host).is_unspecified:
         host = "127.0.0.1" if ":" not in host else "::1"
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/"
+    return f"{scheme}://{shown}:{port}/"
 
 
-def _serve(app: Any, sock: socket.socket) -> None:
+def _serve(app: Any, sock: socket.socket, tls: tuple[str, str] | None) -> None:
     import uvicorn
 
     from devtool.web.collector import quiet_collector
@@ -178,7 +219,10 @@ def _serve(app: Any, sock: socket.socket) -> None:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     quiet_collector()
 
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    cert, key = tls or (None, None)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="on", ssl_certfile=cert, ssl_keyfile=key
+    )
     uvicorn.Server(config).run(sockets=[sock])
 
 

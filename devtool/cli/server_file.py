@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import ssl
 import stat
 import sys
 import urllib.error
@@ -41,6 +42,23 @@ class RunningServer:
         method = "POST" if data else "GET"
         return urllib.request.Request(self.url + path, data=data, headers=headers, method=method)  # noqa: S310 - http only
 
+    def open(self, path: str, body: Any = None, timeout: float | None = None) -> Any:
+        """`urlopen` of `request(path, body)`. A server on TLS (`--tls-cert`) is reached on loopback by
+        the URL its own file gives, which its certificate need not name: this file, private to the
+        user and naming a live process, is what says it is the right server, and the local token in
+        it is only ever sent to that loopback URL."""
+        request = self.request(path, body)
+        return urllib.request.urlopen(request, timeout=timeout, context=self.tls())  # noqa: S310 - the file's URL
+
+    def tls(self) -> ssl.SSLContext | None:
+        """For a server on TLS, a context that takes its certificate (see `open`); None on plain HTTP."""
+        if not self.url.startswith("https:"):
+            return None
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+
     def json_of(self, path: str, *, not_found: str | None = None) -> Any:
         """The JSON answer of `GET path`, or a `CliError` with the server's own `{"error"}` message
         (`not_found`, when given, for a 404)."""
@@ -49,7 +67,7 @@ class RunningServer:
         request = self.request(path)
         request.add_header("Accept", "application/json")
         try:
-            with urllib.request.urlopen(request) as response:  # noqa: S310 - the server file's http URL
+            with urllib.request.urlopen(request, context=self.tls()) as response:  # noqa: S310 - the file's URL
                 return json.load(response)
         except urllib.error.HTTPError as exc:
             if exc.code == 404 and not_found:
@@ -112,7 +130,7 @@ def running_server(db: Path) -> RunningServer | None:
         return None
     server = RunningServer(url if url.endswith("/") else url + "/", token)
     try:
-        with urllib.request.urlopen(server.request("api/v1/server"), timeout=5) as response:  # noqa: S310
+        with server.open("api/v1/server", timeout=5) as response:
             answer = json.loads(response.read())
     except (OSError, ValueError):
         return None

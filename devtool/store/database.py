@@ -40,6 +40,7 @@ held a few hundred MiB more than DuckDB used.
 from __future__ import annotations
 
 import contextlib
+import errno
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -64,6 +65,9 @@ DEFAULT_MEMORY_LIMIT = "1GiB"
 CHECKPOINT_THRESHOLD = "128MiB"
 
 
+_WRITTEN = re.compile(r'Could not write file "([^"]+)"')
+
+
 class Store:
     """The server's DuckDB file: one connection that writes, a cursor per reader."""
 
@@ -81,6 +85,8 @@ class Store:
                 },
             )
         except (OSError, duckdb.Error) as exc:
+            if (full := disk_full(path, exc)) is not None:
+                raise full from exc
             if "lock" in str(exc).lower():
                 holder = _LOCK_HOLDER.search(str(exc))
                 who = f" (pid {holder.group(1)})" if holder else ""
@@ -97,12 +103,15 @@ class Store:
         self._conn.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false")
         try:
             self._migrate()
-        except BaseException:
+            with self.writer() as conn:
+                self.backlog.add(conn.execute(PENDING).fetchall())
+            # What a server killed mid-append left underived; writing it needs the disk already.
+            self.derive_backlog()
+        except BaseException as exc:
             self._conn.close()
+            if (full := disk_full(path, exc)) is not None:
+                raise full from exc
             raise
-        with self.writer() as conn:
-            self.backlog.add(conn.execute(PENDING).fetchall())
-        self.derive_backlog()
 
     def _migrate(self) -> None:
         with self.writer() as conn:
@@ -142,7 +151,7 @@ class Store:
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback(conn)
                 # A statement that failed while it had the insertion order off (`event_sql.insert_events`)
                 # left it off: an aborted transaction refuses the RESET that would have followed.
                 conn.execute("RESET preserve_insertion_order")
@@ -166,8 +175,7 @@ class Store:
                 with self._write_lock:
                     conn.execute("COMMIT")
             except BaseException:
-                with contextlib.suppress(duckdb.TransactionException):  # a failed COMMIT ended it already
-                    conn.execute("ROLLBACK")
+                rollback(conn)
                 raise
 
     def checkpoint(self, *, rewind: bool = False) -> None:
@@ -205,7 +213,7 @@ class Store:
                 search.index_events(conn, after, traces)
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                rollback(conn)
                 self.backlog.put_back(taken)
                 raise
             self.backlog.done()
@@ -237,6 +245,26 @@ def _apply(conn: duckdb.DuckDBPyConnection, versions: range) -> None:
         conn.execute(MIGRATIONS[version - 1])
         conn.execute("INSERT INTO schema_version VALUES (?)", [version])
         conn.execute("COMMIT")
+
+
+def rollback(conn: duckdb.DuckDBPyConnection) -> None:
+    """End the transaction open on `conn`, if any: a COMMIT that failed (a full disk) ended it already,
+    and a ROLLBACK then would only raise over the error that matters."""
+    with contextlib.suppress(duckdb.TransactionException):
+        conn.execute("ROLLBACK")
+
+
+def disk_full(path: Path, exc: BaseException) -> StoreError | None:
+    """A one-line `StoreError` when `exc` (opening or writing the store at `path`) is a full disk,
+    naming the file DuckDB could not write (else None)."""
+    text = str(exc)
+    if not (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) and "no space left on device" not in text.lower():
+        return None
+    written = _WRITTEN.search(text)
+    where = written.group(1) if written else getattr(exc, "filename", None) or str(path)
+    return StoreError(
+        f"no space left on device: {where} (free some space on that disk and start again; what the store holds is kept)"
+    )
 
 
 def _first_line(exc: BaseException) -> str:

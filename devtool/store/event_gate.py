@@ -39,7 +39,7 @@ import orjson
 from devtool.core.jsonvalue import kind_of, where_not_json
 from devtool.store.errors import BatchTooLargeError, InvalidEventsError, LineProblem, NotABatchError
 from devtool.store.rules import shown_value
-from devtool.store.scan import MAX_KEPT
+from devtool.store.scan import MAX_KEPT, MAX_LINE
 
 SCHEMA_VERSION = 1
 TIME_MIN_MS = 946_684_800_000  # 2000-01-01T00:00:00Z
@@ -48,7 +48,7 @@ TIME_MAX_MS = 4_102_444_800_000  # 2100-01-01T00:00:00Z, not included
 UNITS = (("seconds", 1e-3), ("microseconds", 1e3), ("nanoseconds", 1e6))
 MAX_ID_CHARS = 256
 MAX_DEPTH = 100
-MAX_EVENT_BYTES = 64 << 20
+MAX_EVENT_BYTES = MAX_LINE  # one event is one line of a file
 
 # The rule in SQL, over `from_json(body, STRUCTURE) AS e`, `e.type ->> '$' AS t` and the event's text
 # `body` (see `event_sql.py`). The fields checked are read as JSON, so a wrong kind of value is seen,

@@ -18,7 +18,10 @@ from devtool.core.jsonvalue import kind_of, where_not_json
 from devtool.store.errors import LineProblem
 
 CHUNK = 1 << 20
-MAX_LINE = 512 << 20  # no event or entry is that large; a line this long is a broken file
+# A line is one event, journal entry or OTLP request, and none may be over 64 MiB (the event gate's
+# `MAX_EVENT_BYTES` is this): a longer one is a bad line, named with its number, and never handed to
+# DuckDB, which would need many times its size in memory to read it (and refuse the whole file).
+MAX_LINE = 64 << 20
 MAX_KEPT = 1000  # problems described in full; beyond that they are only counted
 BOM = b"\xef\xbb\xbf"
 JSON_SPACE = b" \t\r\n"
@@ -45,7 +48,7 @@ def scan_jsonl(source: BinaryIO, rule: Rule, good: BinaryIO | None = None) -> Sc
     scan = Scan()
     for number, line, length in _lines(source):
         if line is None:
-            too_long = f"is {length / (1 << 20):,.0f} MiB long, over the {MAX_LINE >> 20} MiB limit"
+            too_long = f"is {length / (1 << 20):,.0f} MiB long, over the {MAX_LINE >> 20} MiB limit of one line"
             scan.report(LineProblem(too_long, number))
             continue
         text = line.strip(JSON_SPACE)

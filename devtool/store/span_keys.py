@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from devtool.store import span_search
+from devtool.store.database import rollback
 from devtool.store.run_caches import stale_runs
 from devtool.store.span_sql import HIDDEN_KINDS, shown
 
@@ -159,10 +160,10 @@ def key_run(store: Store, trace_id: str) -> bool:
             key_runs(conn, [trace_id])
             conn.execute("COMMIT")
         except duckdb.TransactionException:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             return False
         except BaseException:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             raise
     return True
 

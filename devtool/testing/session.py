@@ -20,7 +20,9 @@ A strict replay refuses a call its cassette does not hold before anything is ask
 raises `CassetteMiss` with the report), and the test fails with that report even if the code caught it.
 A recording writes the cassette when the block ends: the calls this run made, each with its answer
 (replayed ones as they were recorded), so a call no longer made leaves it; the file is rewritten only
-when its text changes.
+when its text changes, and atomically. A block that raised (a provider that could not be reached, a
+failed assertion) is not a completed recording: what it got answers to is added, and every recorded
+call it did not answer again is kept.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from devtool.core.run import RunScope, close_with_sinks
 from devtool.core.snapshot import FrameSnapshot
 from devtool.instrument import installed_sdks
 from devtool.testing import cassette
-from devtool.testing.errors import CassetteMiss, TestingError
+from devtool.testing.errors import CassetteError, CassetteMiss, TestingError
 from devtool.testing.report import Miss, miss_report
 
 # The SDKs' key variables, given a placeholder during a strict replay when unset.
@@ -160,7 +162,7 @@ class AgentCassette:
             if self.misses and error is None:  # the code caught the refusal: the test fails all the same
                 raise CassetteMiss(self.failure())
             return
-        self._write(scope.root.to_snapshot())
+        self._write(scope.root.to_snapshot(), completed=error is None)
 
     async def __aenter__(self) -> AgentCassette:
         return self.__enter__()
@@ -185,7 +187,10 @@ class AgentCassette:
         self.misses.append(report)
         raise CassetteMiss(report)
 
-    def _write(self, root: FrameSnapshot) -> None:
+    def _write(self, root: FrameSnapshot, *, completed: bool) -> None:
+        """Write the calls this run made and got answers to. A run that did not complete (it raised:
+        a provider that could not be reached, a failed assertion) may not have made every call, or
+        got every answer: it adds its answers to what was recorded and takes nothing away."""
         frames = _frames(root)
         calls = []
         for call_id, seen in self._seen.items():
@@ -201,6 +206,13 @@ class AgentCassette:
                 cassette.Call(call_id, seen.agent, seen.kind, seen.content_hash, seen.request, output,
                               error if isinstance(error, str) else None)
             )  # fmt: skip
+        if not completed and self.path.exists():
+            try:
+                recorded = cassette.load(self.path)
+            except CassetteError:
+                return  # not ours to repair in a failed run: the test's own error says what failed
+            made = {call.call_id for call in calls}
+            calls += [call for call in recorded if call.call_id not in made]
         text = cassette.dumps(self.test, calls)
         if self.path.exists() and self.path.read_text(encoding="utf-8") == text:
             return

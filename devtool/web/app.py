@@ -36,7 +36,12 @@ from devtool.web.templating import load_all, make_environment
 
 def create_app(store: Store, settings: Settings | None = None) -> Starlette:
     settings = settings or Settings()
-    access = Access(settings.token, sessions=Sessions(settings.session_seconds), local=settings.local_token)
+    access = Access(
+        settings.token,
+        sessions=Sessions(settings.session_seconds),
+        local=settings.local_token,
+        hosts=frozenset(settings.allow_hosts),
+    )
     live = Live(store, settings)
     indexer = FrameIndexer(store, min_events=settings.rewind_index_events, interval=settings.rewind_index_interval)
     templates = make_environment()

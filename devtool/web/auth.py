@@ -4,10 +4,11 @@ A DevTool shows agent prompts and data and can start replays, so it runs in one 
 
 - **Loopback, no team token** (the default; `devtool serve` refuses any other address without a
   token). Whoever reaches 127.0.0.1 is already on the machine, and programs there (agents posting
-  traces, scripts) are trusted like the user: they send no browser headers and pass. A request from a
-  browser (it carries `Origin`, `Sec-Fetch-Site`, `Referer` or a cookie) must name a loopback host, so
-  a web page that rebinds its DNS name to 127.0.0.1 cannot read the DevTool; and when it changes
-  state it must come from the DevTool's own origin and carry the per-server token its pages carry.
+  traces, scripts) are trusted like the user. Every request must name the server itself in its `Host`
+  (`devtool.web.hosts`; 421 otherwise), browser headers or not, so a web page that rebinds its DNS
+  name to 127.0.0.1 cannot read the DevTool; and a browser's request (it carries `Origin`,
+  `Sec-Fetch-Site`, `Referer` or a cookie) that changes state must come from the DevTool's own origin
+  and carry the per-server token its pages carry.
 - **Team token** (`--token` or `DEVTOOL_TOKEN`, any address). Every request needs the token: as
   `Authorization: Bearer <token>` (agents, `devtool run --to`, scripts), or as the session cookie the
   login page sets. Without it a page request gets the login page (401) and a request that would
@@ -49,6 +50,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from devtool.web.backoff import Backoff
+from devtool.web.hosts import own_host
 from devtool.web.state import state
 from devtool.web.templating import render
 
@@ -60,7 +63,6 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Reachable without signing in: the login page itself and the app's own CSS and scripts.
 OPEN_PATHS = ("/login", "/static/")
 BROWSER_HEADERS = ("origin", "sec-fetch-site", "referer", "cookie")
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 MIN_TOKEN_LENGTH = 16
 # A state-changing form is read in full to find its `_csrf` field: forms here are small, but a
 # forked frame's memory can be big.
@@ -128,6 +130,8 @@ class Access:
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     sessions: Sessions = field(default_factory=Sessions)
     local: str | None = None  # the command line's token (see the module docstring)
+    hosts: frozenset[str] = frozenset()  # names answered besides the server's own (`--allow-host`)
+    backoff: Backoff = field(default_factory=Backoff)  # wrong team tokens, by client
 
     def __post_init__(self) -> None:
         if self.token is not None:
@@ -205,9 +209,26 @@ class AccessControl:
         await (refusal or self.app)(scope, receive, send)
 
     def _refusal(self, request: Request) -> Response | None:
+        # The app's CSS and scripts are the same for everyone (and style the refusal itself).
+        if (
+            self.access.token is None
+            and not request.url.path.startswith("/static/")
+            and not own_host(
+                request.headers.get("host", ""), request.scope.get("server"), request.url.scheme, self.access.hosts
+            )
+        ):
+            return _refuse(
+                request,
+                421,
+                "this DevTool answers only requests addressed to its own address (127.0.0.1, localhost or "
+                f"[::1] with its port), not to {request.headers.get('host', '(no Host)')!r}: open it at one of "
+                "those, or start it with `--allow-host NAME` to answer another name too",
+            )
+        if self.access.token is not None:
+            locked = self._guessing(request)
+            if locked:
+                return locked_out(request, locked)
         browser = any(name in request.headers for name in BROWSER_HEADERS)
-        if self.access.token is None and browser and not _loopback_host(request.headers.get("host", "")):
-            return _refuse(request, 403, "this DevTool only answers pages opened at a loopback address (127.0.0.1)")
         changes = request.method not in SAFE_METHODS
         if changes and browser and not _same_origin(request.headers):
             return _refuse(request, 403, "a request that changes something must come from the DevTool's own pages")
@@ -216,6 +237,22 @@ class AccessControl:
         if changes:
             return _refuse(request, 403, "sign in first: this DevTool needs its team token")
         return _login_redirect(request)
+
+    def _guessing(self, request: Request) -> int:
+        """With a team token: the seconds a client that tries a token (Bearer, or signing in) must
+        still wait; a wrong Bearer counted (the login route counts wrong sign-ins)."""
+        client = client_of(request)
+        given = _bearer_of(request)
+        signing_in = request.method == "POST" and request.url.path == "/login"
+        if not given and not signing_in:
+            return 0
+        wait = self.access.backoff.wait(client)
+        if wait or not given:
+            return wait
+        if self.access.bearer(request) or self.access.local_bearer(request):
+            self.access.backoff.succeeded(client)
+            return 0
+        return self.access.backoff.failed(client)
 
     def _needs_csrf(self, request: Request) -> bool:
         if request.method in SAFE_METHODS or self.access.bearer(request) or self.access.local_bearer(request):
@@ -277,26 +314,39 @@ def _names_host(url: str, headers: Headers) -> bool:
     return parts.scheme in ("http", "https") and parts.netloc.lower() == headers.get("host", "").lower()
 
 
-def _loopback_host(host: str) -> bool:
-    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-    name = name.strip("[]").lower()
-    return name in LOOPBACK_NAMES or name.endswith(".localhost") or name.startswith("127.")
-
-
 def _equal(given: str | None, expected: str) -> bool:
     return given is not None and hmac.compare_digest(given.encode(), expected.encode())
 
 
-def _refuse(request: Request, status: int, message: str) -> Response:
+TITLES = {403: "Forbidden", 421: "Not this server", 429: "Too many wrong tokens"}
+
+
+def _refuse(request: Request, status: int, message: str, headers: dict[str, str] | None = None) -> Response:
     if request.url.path.startswith(("/api/", "/v1/")):  # programs' endpoints (OTLP's too) answer in JSON
-        return JSONResponse({"error": message}, status_code=status)
+        return JSONResponse({"error": message}, status_code=status, headers=headers)
     return HTMLResponse(
         state(request)
         .templates.get_template("error.html")
-        .render(request=request, status=status, title="Forbidden", message=message),
+        .render(request=request, status=status, title=TITLES.get(status, "Forbidden"), message=message),
         status_code=status,
-        headers={"Vary": "HX-Request"},
+        headers={"Vary": "HX-Request", **(headers or {})},
     )
+
+
+def locked_out(request: Request, seconds: int, target: str = "/") -> Response:
+    """429 for a client that got the team token wrong too often (`devtool.web.backoff`): the login
+    page saying so for a sign-in (going on to `target`), else a refusal."""
+    message = f"Too many wrong team tokens from this address: try again in {seconds} s."
+    if request.url.path == "/login":
+        response: Response = login_page(request, target, message, 429)
+        response.headers["Retry-After"] = str(seconds)
+        return response
+    return _refuse(request, 429, message, {"Retry-After": str(seconds)})
+
+
+def client_of(request: Request) -> str:
+    """The address a request came from, as `Backoff` counts it."""
+    return request.client.host if request.client is not None else ""
 
 
 def _login_redirect(request: Request) -> Response:

@@ -33,6 +33,9 @@ class Settings:
     follow_interval: float = 0.1
     # The team token (`--token`, `DEVTOOL_TOKEN`): with one, every request must carry it (see `auth`).
     token: str | None = None
+    # Without a team token, the server answers requests whose `Host` names it (a loopback name or its
+    # address, with its port) and these names (`--allow-host`; `devtool.web.hosts`), and no others.
+    allow_hosts: tuple[str, ...] = ()
     # How long a teammate's sign-in lasts (a restart or signing out ends it sooner).
     session_seconds: float = 12 * 3600
     # The command line's token (`devtool serve` writes it beside the database, readable by its user

@@ -9,13 +9,11 @@ server. POST `/logout` ends the session at once, cookie or not, and goes to the 
 
 from __future__ import annotations
 
-import asyncio
-
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from devtool.web.auth import SESSION_COOKIE, clean_name, local_target, login_page
+from devtool.web.auth import SESSION_COOKIE, clean_name, client_of, local_target, locked_out, login_page
 from devtool.web.state import state
 
 
@@ -32,10 +30,14 @@ async def login(request: Request) -> Response:
         target = local_target(str(form.get("next", "/")))
     if access.token is None:
         return RedirectResponse(target, 303)
+    client = client_of(request)
     if not access.is_token(given):
-        # A wrong guess costs the guesser time; a teammate who mistyped barely notices.
-        await asyncio.sleep(0.5)
+        # Guessing costs the guesser time (`devtool.web.backoff`); a teammate who mistyped barely notices.
+        locked = access.backoff.failed(client)
+        if locked:
+            return locked_out(request, locked, target)
         return login_page(request, target, "That is not this DevTool's team token.", 403)
+    access.backoff.succeeded(client)
     response = RedirectResponse(target, 303)
     response.set_cookie(
         SESSION_COOKIE,
