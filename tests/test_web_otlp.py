@@ -283,3 +283,62 @@ async def test_an_otel_run_is_found_by_its_words_and_costs_what_its_chats_cost(
     run = get_run(store, "1" * 32)
     assert run.cost_micro_usd is not None
     assert run.cost_micro_usd > 0
+
+
+def nested_arrays(depth: int) -> dict[str, Any]:
+    """An attribute value that is `depth` arrays, one inside the other."""
+    found: dict[str, Any] = {"stringValue": "bottom"}
+    for _ in range(depth):
+        found = {"arrayValue": {"values": [found]}}
+    return found
+
+
+def bad_span(how: str, sid: str) -> dict[str, Any]:
+    """A span whose ids and shape are fine but which the store's gate refuses (issue 42)."""
+    found = span("bad", sid=sid)
+    if how == "start-1ns":
+        found["startTimeUnixNano"] = "1"
+    elif how == "end-max":
+        found["endTimeUnixNano"] = str((1 << 64) - 1)
+    else:
+        found["attributes"].append({"key": "deep", "value": nested_arrays(40)})
+    return found
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("how", ["start-1ns", "end-max", "33-arrays"])
+@pytest.mark.parametrize("encoding", ["json", "protobuf"])
+@pytest.mark.parametrize("holding", [False, True], ids=["", "a-log-record-held"])
+async def test_one_bad_span_is_refused_on_its_own_and_the_rest_are_stored(
+    client: httpx2.AsyncClient, store: Store, how: str, encoding: str, holding: bool
+) -> None:
+    if holding:  # a request read while a record is held is read in the server's threads
+        held = logs_request(log_record("app.log", "waiting", sid="c" * 16))
+        assert (await client.post(LOGS, content=orjson.dumps(held), headers=JSON)).status_code == 200
+    good = [span(f"good {i}") for i in range(20)]
+    document = request(*good[:10], bad_span(how, "badbadbadbadbad1"), *good[10:])
+    if encoding == "json":
+        answer = await client.post(URL, content=orjson.dumps(document), headers=JSON)
+        assert answer.status_code == 200
+        partial = answer.json()["partialSuccess"]
+        rejected, message = partial["rejectedSpans"], partial["errorMessage"]
+    else:
+        answer = await client.post(URL, content=protobuf(document), headers=PROTOBUF)
+        assert answer.status_code == 200
+        found = ExportTraceServiceResponse.FromString(answer.content).partial_success
+        rejected, message = found.rejected_spans, found.error_message
+    assert rejected == 1
+    assert message.startswith("1 of 21 spans refused: span badbadbadbadbad1 of trace ")
+    assert count(store) == 40
+    # The reader lives on: the next request (its worker's, too) is read and stored.
+    again = await client.post(URL, content=orjson.dumps(request(span("after"))), headers=JSON)
+    assert (again.status_code, again.json()) == (200, {})
+    assert count(store) == 42
+
+
+@pytest.mark.anyio
+async def test_a_request_of_only_spans_the_gate_refuses_is_a_400_naming_the_first(client: httpx2.AsyncClient) -> None:
+    document = request(bad_span("start-1ns", "badbadbadbadbad1"), bad_span("end-max", "badbadbadbadbad2"))
+    answer = await client.post(URL, content=orjson.dumps(document), headers=JSON)
+    assert answer.status_code == 400
+    assert "none of the 2 spans can be stored (span badbadbadbadbad1 of trace" in answer.json()["message"]

@@ -35,10 +35,11 @@ from typing import Any, NamedTuple, TypeVar
 import orjson
 from starlette.concurrency import run_in_threadpool
 
-from devtool.formats import Decoded, OtlpError, Rejected, decode_json_request, otlp_events
+from devtool.core.providers.pricing import default_price_table
+from devtool.formats import Decoded, OtlpError, OtlpSpan, Rejected, decode_json_request, span_events
 from devtool.formats.otlp_logs import DecodedLogs, SpanLogs, decode_json_logs
 from devtool.formats.otlp_proto import decode_protobuf_logs, decode_protobuf_request
-from devtool.store.event_gate import CheckedEvent, check_events
+from devtool.store.event_gate import CheckedEvent, Refused, check_event
 from devtool.web.bodies import BodyError, gunzipped
 from devtool.web.collector import quiet_collector
 
@@ -83,6 +84,11 @@ class _Sent(NamedTuple):
     written: list[bool]
     rejected: list[Rejected]
     total: int
+
+
+class ReadFailed(RuntimeError):
+    """A worker failed to read a request for a reason of its own (not the request's: that is a
+    `BodyError`); the message is the worker's exception, as text that always pickles."""
 
 
 class WorkerStartError(RuntimeError):
@@ -154,8 +160,30 @@ def read_spans(body: Body, logs: SpanLogs) -> ReadSpans:
     if decoded.rejected and not decoded.spans:
         first = decoded.rejected[0]
         raise BodyError(400, f"none of the {decoded.total} spans can be read ({first}): nothing stored")
-    checked = check_events(list(otlp_events(logs.attach(decoded.spans))))
-    return ReadSpans(checked, decoded.rejected, decoded.total)
+    checked, refused = gated(logs.attach(decoded.spans))
+    rejected = decoded.rejected + refused
+    if rejected and not checked:
+        first = rejected[0]
+        raise BodyError(400, f"none of the {decoded.total} spans can be stored ({first}): nothing stored")
+    return ReadSpans(checked, rejected, decoded.total)
+
+
+def gated(spans: list[OtlpSpan]) -> tuple[list[CheckedEvent], list[Rejected]]:
+    """Each span's two events through the store's gate, span by span: a span either of whose events the
+    gate refuses (a time outside 2000-2100, an attribute nested past the gate's depth) is refused on its
+    own, named by its ids, and the others go on (one bad span must not cost an exporter its batch)."""
+    prices = default_price_table()
+    checked: list[CheckedEvent] = []
+    refused: list[Rejected] = []
+    for span in spans:
+        results = [check_event(event) for event in span_events(span, prices)]
+        good = [result for result in results if isinstance(result, CheckedEvent)]
+        if len(good) == len(results):
+            checked += good
+            continue
+        reason = next(result.reason for result in results if isinstance(result, Refused))
+        refused.append(Rejected(f"span {span.span_id} of trace {span.trace_id}", reason))
+    return checked, refused
 
 
 def read_logs(body: Body) -> DecodedLogs:
@@ -163,8 +191,17 @@ def read_logs(body: Body) -> DecodedLogs:
 
 
 def _read_for_server(body: Body) -> _Sent:
-    """In a worker: `read_spans` of `body`, by column (no log records are held here)."""
-    read = read_spans(body, SpanLogs())
+    """In a worker: `read_spans` of `body`, by column (no log records are held here).
+
+    What it raises goes back to the server pickled, and one that cannot be unpickled there breaks the
+    whole pool (every request in flight, of every exporter, then gets a 503): anything but a
+    `BodyError` (a bug, not the request's fault) goes back as a `ReadFailed` in its own words."""
+    try:
+        read = read_spans(body, SpanLogs())
+    except BodyError:
+        raise
+    except Exception as exc:
+        raise ReadFailed(f"{type(exc).__name__}: {exc}") from None
     events = [checked.event for checked in read.events]
     traces = [event["trace"] for event in events]
     return _Sent(

@@ -53,7 +53,7 @@ PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 SHOWN_REJECTIONS = 20
 # google.rpc.Code: what each refusal is, for exporters that read the Status's code.
-_CODES = {400: 3, 413: 8, 415: 3, 503: 14}
+_CODES = {400: 3, 413: 8, 415: 3, 500: 13, 503: 14}
 
 
 async def export_traces(request: Request) -> Response:
@@ -64,6 +64,8 @@ async def export_traces(request: Request) -> Response:
         read = await app.live.otlp_reader.read_spans(await _body(request, settings, protobuf))
     except BodyError as exc:
         return _error(exc.status, str(exc), protobuf)
+    except Exception as exc:  # a bug in reading, not the request's fault: still an OTLP answer, not a page
+        return _error(500, f"the server failed to read the request ({exc}): nothing of it was stored", protobuf)
     try:
         await app.live.appender.append(read.events, stream=OTLP_STREAM)
     except Exception as exc:  # the store's own words, whatever it raised: the exporter retries
