@@ -342,3 +342,34 @@ async def test_a_request_of_only_spans_the_gate_refuses_is_a_400_naming_the_firs
     answer = await client.post(URL, content=orjson.dumps(document), headers=JSON)
     assert answer.status_code == 400
     assert "none of the 2 spans can be stored (span badbadbadbadbad1 of trace" in answer.json()["message"]
+
+
+@pytest.mark.anyio
+async def test_held_log_records_are_capped_in_bytes_and_those_refused_are_counted_in_the_answer(store: Store) -> None:
+    app = create_app(store, Settings(max_ingest_bytes=40 << 20))
+    held = AppState.of(app).live.span_logs
+    big = "x" * (1 << 20)
+    taken = 0
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:
+        for round_ in range(3):  # 90 records of 1 MiB, for spans that have not come (and never do)
+            records = [log_record("app.log", big, sid=f"{round_ + 1:x}{i + 1:015x}") for i in range(30)]
+            answer = await client.post(LOGS, content=orjson.dumps(logs_request(*records)), headers=JSON)
+            assert answer.status_code == 200
+            partial = answer.json().get("partialSuccess", {"rejectedLogRecords": 0})
+            taken += 30 - partial["rejectedLogRecords"]
+            if partial["rejectedLogRecords"]:
+                assert "for spans not sent yet, its limit (20,000 records, 64 MiB)" in partial["errorMessage"]
+        assert taken == len(held) == 63  # 64 MiB of them, each 1 MiB and a little
+        assert held.bytes <= held.max_bytes
+        # Every record taken is kept: its span, when it comes, has it.
+        sid = "1" + f"{1:015x}"
+        chat = span("chat", {"gen_ai.operation.name": "chat"}, sid=sid)
+        assert (await client.post(URL, content=orjson.dumps(request(chat)), headers=JSON)).status_code == 200
+        assert len(held) == 62
+        # Room again: the next record is held.
+        one = orjson.dumps(logs_request(log_record("a", "b", sid="f" * 16)))
+        answer = await client.post(LOGS, content=one, headers=JSON)
+        assert (answer.status_code, answer.content, len(held)) == (200, b"{}", 63)
+        assert (await client.get("/")).status_code == 200  # a page derives what the appender left pending
+    start, _ = run_events(store, "0af7651916cd43dd8448eb211c80319c")
+    assert start["otel"]["events"][0]["attributes"]["body"] == big

@@ -22,8 +22,9 @@ Answers:
   ended (nothing stored; retry).
 `POST /v1/logs` takes log records written inside a span (the GenAI conventions' per-message events,
 as the SDK sends them: `devtool.formats.otlp_logs`) and holds them until their span comes, when they
-join its events; a record outside any span, or one whose span is stored already, is refused by a
-partial success that says so (`rejectedLogRecords`).
+join its events; a record outside any span, one whose span is stored already, or one past what the
+server holds (`SpanLogs`: a count and a byte limit), is refused by a partial success that says so
+(`rejectedLogRecords`).
 
 Errors carry a `google.rpc.Status` (protobuf or JSON, as the request), as OTLP/HTTP says. Nothing of a
 refused request is stored. Access is the server's rule for every route (a team token when set).
@@ -87,12 +88,14 @@ async def export_logs(request: Request) -> Response:
     except Exception as exc:  # the store's own words: nothing was held, the exporter retries
         return _error(503, f"the store could not be asked about the records' spans, none was kept: {exc}", protobuf)
     held = [record for record in decoded.records if (record.trace_id, record.span_id) not in late]
-    app.live.span_logs.hold(held)
+    span_logs = app.live.span_logs
+    over = span_logs.hold(held)
     refused = decoded.rejected + [
         Rejected(f"the record of span {record.span_id}", "its span is stored already: send logs before spans")
         for record in decoded.records
         if (record.trace_id, record.span_id) in late
     ]
+    refused += [Rejected(f"the record of span {record.span_id}", span_logs.full()) for record in over]
     refusals = _refusals(refused, decoded.total, "log records")
     return _answer(refusals, protobuf, encode_logs_response, "rejectedLogRecords")
 
