@@ -77,7 +77,7 @@ async def test_a_worker_refuses_what_the_server_refuses_in_the_same_words(reader
     six = orjson.dumps(request(*[span(f"s{i}") for i in range(6)]))
     for sent, status, words in [
         (body(protobuf(CORPUS[1])[:-3]), 400, "protobuf"),
-        (body(six, protobuf=False, max_events=10), 413, "6 spans are 12 events"),
+        (body(six, protobuf=False, max_events=10), 413, "holds over 5 spans (two events each; the limit is 10)"),
         (body(orjson.dumps(request(bad)), protobuf=False), 400, "none of the 1 spans can be read"),
     ]:
         with pytest.raises(BodyError) as there:

@@ -8,6 +8,7 @@ import gzip
 import multiprocessing
 import os
 import signal
+import tracemalloc
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,7 +18,10 @@ import pytest
 from google.protobuf.json_format import ParseDict
 from google.rpc.status_pb2 import Status
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest, ExportLogsServiceResponse
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
 from devtool.actions.run_rewind import RewindError, rewind
@@ -26,7 +30,7 @@ from devtool.store.queries import get_run, run_events
 from devtool.web import create_app
 from devtool.web.settings import Settings
 from devtool.web.state import AppState
-from tests.otlp_factory import CORPUS, genai_run, log_record, logs_request, request, span
+from tests.otlp_factory import CORPUS, T0, genai_run, log_record, logs_request, request, span
 from tests.test_formats_otlp_logs import base64_ids, chat_messages_as_logs
 from tests.test_formats_otlp_proto import protobuf
 
@@ -119,7 +123,7 @@ async def test_refused_spans_are_a_partial_success_and_the_rest_is_stored(
         (gzip.compress(b"x" * 100)[:-12], {**PROTOBUF, "content-encoding": "gzip"}, 400, "cut short"),
         (gzip.compress(b"\0" * (2 << 20)), {**PROTOBUF, "content-encoding": "gzip"}, 413, "inflates to over"),
         (b"x" * ((1 << 20) + 1), PROTOBUF, 413, "over the limit"),
-        (orjson.dumps(request(*[span(f"s{i}") for i in range(51)])), JSON, 413, "51 spans are 102 events"),
+        (orjson.dumps(request(*[span(f"s{i}") for i in range(51)])), JSON, 413, "holds over 50 spans"),
         (orjson.dumps(request(span("x", trace="0" * 32))), JSON, 400, "none of the 1 spans can be read"),
     ],
     ids=[
@@ -373,3 +377,63 @@ async def test_held_log_records_are_capped_in_bytes_and_those_refused_are_counte
         assert (await client.get("/")).status_code == 200  # a page derives what the appender left pending
     start, _ = run_events(store, "0af7651916cd43dd8448eb211c80319c")
     assert start["otel"]["events"][0]["attributes"]["body"] == big
+
+
+def many_spans_protobuf(count: int) -> bytes:
+    """An `ExportTraceServiceRequest` of `count` spans of ids and times only (48 bytes each), written by
+    hand: the request of issue 42, 92 KiB gzipped for 625,000 spans."""
+    fixed = (T0).to_bytes(8, "little")
+    one = b"\x0a\x10" + b"\x11" * 16 + b"\x12\x08" + b"\x22" * 8 + b"\x39" + fixed + b"\x41" + fixed
+    spans = (b"\x12" + bytes([len(one)]) + one) * count
+    scope = b"\x12" + varint(len(spans)) + spans
+    return b"\x0a" + varint(len(scope)) + scope
+
+
+def varint(number: int) -> bytes:
+    out = bytearray()
+    while number >= 0x80:
+        out.append(number & 0x7F | 0x80)
+        number >>= 7
+    return bytes(out + bytes([number]))
+
+
+@pytest.mark.anyio
+async def test_a_request_of_625000_spans_is_refused_before_they_are_decoded(store: Store) -> None:
+    app = create_app(store, Settings())  # the server's limits: 32 MiB inflated, 10,000 events
+    sent = many_spans_protobuf(625_000)
+    assert ExportTraceServiceRequest.FromString(many_spans_protobuf(3)).resource_spans[0].scope_spans[0].spans[2]
+    bodies = [
+        (gzip.compress(sent, 9), {**PROTOBUF, "content-encoding": "gzip"}),
+        (
+            gzip.compress(b'{"resourceSpans": [{"scopeSpans": [{"spans": [' + b",".join([b"{}"] * 625_000) + b"]}]}]}"),
+            {
+                **JSON,
+                "content-encoding": "gzip",
+            },
+        ),
+    ]
+    assert len(bodies[0][0]) < 100 << 10
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:
+        for body, headers in bodies:
+            tracemalloc.start()
+            try:
+                answer = await client.post(URL, content=body, headers=headers)
+                _, peak = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+            assert answer.status_code == 413
+            assert "holds over 5,000 spans (two events each; the limit is 10,000)" in answer.text
+            # What decoding them all would have made (a span object each) was never made: the body, its
+            # inflated bytes (30 MB) and the parsed JSON's empty objects are all that was held.
+            assert peak < 120 << 20
+    assert count(store) == 0
+
+
+@pytest.mark.anyio
+async def test_a_logs_request_of_more_records_than_events_taken_is_a_413(client: httpx2.AsyncClient) -> None:
+    records = [log_record("app.log", "x", sid="d" * 16) for _ in range(101)]
+    answer = await client.post(LOGS, content=orjson.dumps(logs_request(*records)), headers=JSON)
+    assert answer.status_code == 413
+    assert "holds over 100 log records (an event each; the limit is 100)" in answer.json()["message"]
+    answer = await client.post(LOGS, content=protobuf_logs(logs_request(*records)), headers=PROTOBUF)
+    assert answer.status_code == 413

@@ -37,6 +37,7 @@ from starlette.concurrency import run_in_threadpool
 
 from devtool.core.providers.pricing import default_price_table
 from devtool.formats import Decoded, OtlpError, OtlpSpan, Rejected, decode_json_request, span_events
+from devtool.formats.otlp_count import json_count, wire_count
 from devtool.formats.otlp_logs import DecodedLogs, SpanLogs, decode_json_logs
 from devtool.formats.otlp_proto import decode_protobuf_logs, decode_protobuf_request
 from devtool.store.event_gate import CheckedEvent, Refused, check_event
@@ -153,10 +154,7 @@ class OtlpReader:
 
 def read_spans(body: Body, logs: SpanLogs) -> ReadSpans:
     """`body`'s spans (with the log records `logs` holds for them) as TraceEvents checked at the gate."""
-    decoded = _decoded(body, decode_protobuf_request, decode_json_request)
-    if 2 * decoded.total > body.max_events:
-        events, limit = 2 * decoded.total, body.max_events
-        raise BodyError(413, f"{decoded.total} spans are {events} events, over the limit of {limit}: send fewer")
+    decoded = _decoded(body, decode_protobuf_request, decode_json_request, _SPANS)
     if decoded.rejected and not decoded.spans:
         first = decoded.rejected[0]
         raise BodyError(400, f"none of the {decoded.total} spans can be read ({first}): nothing stored")
@@ -187,7 +185,7 @@ def gated(spans: list[OtlpSpan]) -> tuple[list[CheckedEvent], list[Rejected]]:
 
 
 def read_logs(body: Body) -> DecodedLogs:
-    return _decoded(body, decode_protobuf_logs, decode_json_logs)
+    return _decoded(body, decode_protobuf_logs, decode_json_logs, _LOGS)
 
 
 def _read_for_server(body: Body) -> _Sent:
@@ -226,14 +224,43 @@ def _checked(sent: _Sent) -> list[CheckedEvent]:
     ]
 
 
-def _decoded(body: Body, from_protobuf: Callable[[bytes], _Request], from_json: Callable[[Any], _Request]) -> _Request:
+def _decoded(
+    body: Body, from_protobuf: Callable[[bytes], _Request], from_json: Callable[[Any], _Request], items: _Items
+) -> _Request:
     """`body`, inflated if gzipped, decoded as protobuf or JSON; one that is not such a request is a 400
-    in the decoder's words."""
+    in the decoder's words, one of more items than `body.max_events` takes a 413, told before they are
+    decoded (`otlp_count.py`)."""
     data = gunzipped(body.data, body.max_bytes) if body.encoding == "gzip" else body.data
+    limit = body.max_events // items.events
     try:
-        return from_protobuf(data) if body.protobuf else from_json(_json(data))
+        if body.protobuf:
+            _check_count(wire_count(data, limit), limit, items, body.max_events)
+            return from_protobuf(data)
+        document = _json(data)
+        _check_count(json_count(document, items.keys, limit), limit, items, body.max_events)
+        return from_json(document)
     except OtlpError as exc:
         raise BodyError(400, str(exc)) from None
+
+
+class _Items(NamedTuple):
+    """What a request holds: its name, its lists' names in JSON, and the events each becomes."""
+
+    name: str
+    keys: tuple[str, str, str]
+    events: int
+
+
+_SPANS = _Items("spans", ("resourceSpans", "scopeSpans", "spans"), 2)
+_LOGS = _Items("log records", ("resourceLogs", "scopeLogs", "logRecords"), 1)
+
+
+def _check_count(count: int, limit: int, items: _Items, max_events: int) -> None:
+    if count > limit:
+        each = "two events each" if items.events == 2 else "an event each"
+        raise BodyError(
+            413, f"the request holds over {limit:,} {items.name} ({each}; the limit is {max_events:,}): send fewer"
+        )
 
 
 def _json(data: bytes) -> Any:

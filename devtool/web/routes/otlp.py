@@ -17,7 +17,8 @@ Answers:
 - 200 with `partialSuccess {rejectedSpans, errorMessage}`: the spans that could not be read (bad ids,
   times, values) are named and left out, the others stored; the exporter must not send them again;
 - 400 a body that is not such a request, or a request none of whose spans can be read; 413 a body
-  (or what it inflates to) over `max_ingest_bytes`, or more spans than `max_ingest_events / 2`;
+  (or what it inflates to) over `max_ingest_bytes`, or more spans than `max_ingest_events / 2` (more
+  log records than `max_ingest_events`), counted before they are decoded (`formats/otlp_count.py`);
   415 another content type or encoding; 503 the store could not take it, or the worker reading it
   ended (nothing stored; retry).
 `POST /v1/logs` takes log records written inside a span (the GenAI conventions' per-message events,
