@@ -35,12 +35,13 @@ from typing import Any, NamedTuple, TypeVar
 import orjson
 from starlette.concurrency import run_in_threadpool
 
-from devtool.core.providers.pricing import default_price_table
+from devtool.core.providers.pricing import PriceTable, default_price_table
 from devtool.formats import Decoded, OtlpError, OtlpSpan, Rejected, decode_json_request, span_events
+from devtool.formats.native import EVENTS, carried_texts
 from devtool.formats.otlp_count import json_count, wire_count
 from devtool.formats.otlp_logs import DecodedLogs, SpanLogs, decode_json_logs
 from devtool.formats.otlp_proto import decode_protobuf_logs, decode_protobuf_request
-from devtool.store.event_gate import CheckedEvent, Refused, check_event
+from devtool.store.event_gate import CheckedEvent, Refused, check_event, read_line
 from devtool.web.bodies import BodyError, gunzipped
 from devtool.web.collector import quiet_collector
 
@@ -174,7 +175,10 @@ def gated(spans: list[OtlpSpan]) -> tuple[list[CheckedEvent], list[Rejected]]:
     checked: list[CheckedEvent] = []
     refused: list[Rejected] = []
     for span in spans:
-        results = [check_event(event) for event in span_events(span, prices)]
+        try:
+            results = _span_events(span, prices)
+        except ValueError as exc:
+            results = [Refused(str(exc))]
         good = [result for result in results if isinstance(result, CheckedEvent)]
         if len(good) == len(results):
             checked += good
@@ -182,6 +186,19 @@ def gated(spans: list[OtlpSpan]) -> tuple[list[CheckedEvent], list[Rejected]]:
         reason = next(result.reason for result in results if isinstance(result, Refused))
         refused.append(Rejected(f"span {span.span_id} of trace {span.trace_id}", reason))
     return checked, refused
+
+
+def _span_events(span: OtlpSpan, prices: PriceTable) -> list[CheckedEvent | Refused]:
+    """The span's events through the gate: those it carries (a DevTool export's: `formats/native.py`),
+    each its own text, else its mapping's; `ValueError` for carried events that cannot be its own."""
+    texts = carried_texts(span.attributes)
+    if texts is None:
+        return [check_event(event) for event in span_events(span, prices)]
+    results = [read_line(text.encode()) for text in texts]
+    for result in results:
+        if isinstance(result, CheckedEvent) and result.event["trace"]["traceId"] != span.trace_id:
+            raise ValueError(f"{EVENTS} holds an event of another trace than its span's")
+    return results
 
 
 def read_logs(body: Body) -> DecodedLogs:
