@@ -80,7 +80,7 @@ def kill_during_ingest(
     lock = threading.Lock()
     served: Served | None = None
     for round_ in range(rounds):
-        served = _restart(db, log, report)
+        served = restart(db, log, report)
         stop = threading.Event()
 
         def write(writer: int, url: str, round_: int = round_, stop: threading.Event = stop) -> None:
@@ -103,7 +103,7 @@ def kill_during_ingest(
         for thread in threads:
             thread.join(timeout=60)
         report.rounds += 1
-    served = _restart(db, log, report)
+    served = restart(db, log, report)
     served.stop()
 
     store = Store(db)
@@ -124,9 +124,10 @@ def kill_during_ingest(
     return report
 
 
-def _restart(db: Path, log: Path, report: CrashReport) -> Served:
+def restart(db: Path, log: Path, report: CrashReport, *args: str) -> Served:
+    """Start the server on `db` (with `args`), its time to answer and whether `/` answers put in `report`."""
     began = time.perf_counter()
-    served = start(db, log=log)
+    served = start(db, *args, log=log)
     report.restarts.append(time.perf_counter() - began)
     try:
         with urllib.request.urlopen(served.url, timeout=30) as response:
