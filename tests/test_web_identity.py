@@ -18,6 +18,7 @@ from devtool.store import Store, load_file
 from devtool.store.queries import get_run
 from devtool.web import create_app
 from devtool.web.settings import Settings
+from devtool.web.state import AppState
 from tests.conftest import Trace
 
 
@@ -83,21 +84,21 @@ class Door:
             assert (answer.status_code, answer.json()) == (200, {})
 
 
-@pytest.fixture
-async def doors(tmp_path: Path) -> Iterator[Any]:
-    opened: list[tuple[Store, httpx2.AsyncClient]] = []
+@pytest.fixture(params=[0, 1], ids=["read-in-the-server", "read-in-a-worker"])
+async def doors(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    opened: list[tuple[Store, httpx2.AsyncClient, Any]] = []
 
     async def open_door(name: str) -> Door:
         store = Store(tmp_path / f"{name}.duckdb")
-        client = httpx2.AsyncClient(
-            transport=httpx2.ASGITransport(app=create_app(store, Settings())), base_url="http://devtool"
-        )
-        opened.append((store, client))
+        app = create_app(store, Settings(otlp_workers=request.param))
+        client = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool")
+        opened.append((store, client, AppState.of(app).live.otlp_reader))
         return Door(store, client)
 
     yield open_door
-    for store, client in opened:
+    for store, client, reader in opened:
         await client.aclose()
+        reader.close()
         store.close()
 
 

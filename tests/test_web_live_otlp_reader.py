@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -17,9 +18,10 @@ import orjson
 import pytest
 
 from devtool.formats.otlp_logs import SpanLogs, decode_json_logs
+from devtool.store.errors import InvalidEventsError, LineProblem
 from devtool.web.bodies import BodyError
 from devtool.web.live import LiveEvent
-from devtool.web.live.otlp_reader import Body, OtlpReader, read_spans
+from devtool.web.live.otlp_reader import Body, OtlpReader, ReadFailed, read_spans
 from tests.otlp_factory import CORPUS, request, span
 from tests.test_formats_otlp_logs import chat_messages_as_logs
 from tests.test_formats_otlp_proto import protobuf
@@ -146,3 +148,18 @@ def test_a_worker_that_cannot_start_says_why_and_what_to_do(tmp_path: Path) -> N
     assert last.startswith("devtool.web.live.otlp_reader.WorkerStartError: the process that reads OTLP exports")
     assert 'if __name__ == "__main__":' in last
     assert "--otlp-workers 0" in last
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        InvalidEventsError((LineProblem("no type", element=3),), 1),
+        BodyError(413, "too big"),
+        ReadFailed("KeyError: 'x'"),
+    ],
+)
+def test_what_a_worker_raises_comes_back_to_the_server_as_it_was(error: Exception) -> None:
+    # An exception that does not unpickle in the server breaks the worker pool: every request in
+    # flight then gets a 503 (issue 42).
+    again = pickle.loads(pickle.dumps(error))
+    assert (type(again), str(again)) == (type(error), str(error))
