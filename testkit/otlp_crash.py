@@ -15,16 +15,13 @@ from __future__ import annotations
 import json
 import random
 import threading
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devtool.store import Store
-from testkit.crash import CrashReport, restart
-from testkit.served import Served
+from testkit.crash import CrashReport, kill_round, restart, stored_counts
 
 T0_NS = 1_790_000_000_000_000_000
 BAD_KINDS = ("start 1 ns", "end 2^64-1 ns", "33+ nested arrays")
@@ -123,7 +120,6 @@ def kill_during_otlp_ingest(
     sent: dict[str, tuple[int | None, int]] = {}
     lock = threading.Lock()
     args = ("--otlp-workers", str(workers))
-    served: Served | None = None
     for round_ in range(rounds):
         served = restart(db, log, report, *args)
         stop = threading.Event()
@@ -151,22 +147,8 @@ def kill_during_otlp_ingest(
         url = f"{served.url}v1/traces"
         threads = [threading.Thread(target=write, args=(w, url)) for w in range(writers)]
         threads.append(threading.Thread(target=sample, args=(served.process.pid,)))
-        for thread in threads:
-            thread.start()
-        time.sleep(rng.uniform(1.0, 3.0))
-        served.kill()
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=90)
-        report.rounds += 1
-    served = restart(db, log, report, *args)
-    served.stop()
-
-    store = Store(db)
-    try:
-        held = dict(store.query("SELECT trace_id, count(*) FROM events GROUP BY 1"))
-    finally:
-        store.close()
+        kill_round(served, threads, stop, rng.uniform(1.0, 3.0), report)
+    held = stored_counts(db, log, report, *args)
     report.batches_sent = len(sent)
     for trace_id, (status, good) in sent.items():
         count = held.get(trace_id, 0)
