@@ -16,6 +16,8 @@ trace, span and parent ids, times (to the microsecond) and status:
   `execute_tool` child per call (ids derived from the batch's, stable across exports).
 - a failed span has status ERROR and an `exception` event; a span still running ends at the run's
   last event with `devtool.running`; point events inside a span become its span events.
+- given the events' stored texts (`texts`), each span carries those of its events as
+  `devtool.events` (`native.py`): loaded back, the span is those very events.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ under `devtool serve`; this module owns the HTTP: content types, limits, answers
 Answers:
 - 200 with an empty response: every span stored;
 - 200 with `partialSuccess {rejectedSpans, errorMessage}`: the spans that could not be read (bad ids,
-  times, values) are named and left out, the others stored; the exporter must not send them again;
+  times, values) or whose events the store's gate refuses (a time outside 2000-2100, values nested too
+  deep) are named and left out, one by one, the others stored; the exporter must not send them again;
 - 400 a body that is not such a request, or a request none of whose spans can be read; 413 a body
   (or what it inflates to) over `max_ingest_bytes`, or more spans than `max_ingest_events / 2` (more
   log records than `max_ingest_events`), counted before they are decoded (`formats/otlp_count.py`);
