@@ -437,3 +437,19 @@ async def test_a_logs_request_of_more_records_than_events_taken_is_a_413(client:
     assert "holds over 100 log records (an event each; the limit is 100)" in answer.json()["message"]
     answer = await client.post(LOGS, content=protobuf_logs(logs_request(*records)), headers=PROTOBUF)
     assert answer.status_code == 413
+
+
+@pytest.mark.anyio
+async def test_a_json_body_of_millions_of_objects_is_refused_before_it_is_parsed(store: Store) -> None:
+    app = create_app(store, Settings())
+    body = b'{"resourceSpans": [{"scopeSpans": [{"spans": [' + b"{}," * 5_000_000 + b"{}]}]}]}"
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:
+        tracemalloc.start()
+        try:
+            answer = await client.post(URL, content=gzip.compress(body), headers={**JSON, "content-encoding": "gzip"})
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert answer.status_code == 413
+    assert "the JSON body holds over 1,000,000 objects" in answer.json()["message"]
+    assert peak < 80 << 20  # the body and its inflated bytes; parsed, the objects alone were ~400 MB

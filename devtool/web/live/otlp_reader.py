@@ -46,6 +46,9 @@ from devtool.web.bodies import BodyError, gunzipped
 from devtool.web.collector import quiet_collector
 
 _Request = TypeVar("_Request", Decoded, DecodedLogs)
+# JSON objects a request's body may hold for each event it may make (a span's attributes are two
+# objects each, and attribute values holding JSON text count their braces too).
+OBJECTS_PER_EVENT = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +256,7 @@ def _decoded(
         if body.protobuf:
             _check_count(wire_count(data, limit), limit, items, body.max_events)
             return from_protobuf(data)
+        _check_objects(data, body.max_events)
         document = _json(data)
         _check_count(json_count(document, items.keys, limit), limit, items, body.max_events)
         return from_json(document)
@@ -270,6 +274,19 @@ class _Items(NamedTuple):
 
 _SPANS = _Items("spans", ("resourceSpans", "scopeSpans", "spans"), 2)
 _LOGS = _Items("log records", ("resourceLogs", "scopeLogs", "logRecords"), 1)
+
+
+def _check_objects(data: bytes, max_events: int) -> None:
+    """A JSON body of more objects (its `{`, an upper bound) than `OBJECTS_PER_EVENT` for each event a
+    request may make is a 413 before it is parsed: parsed, 32 MiB of `{},` would be 11 million
+    dicts (~1 GB, 6 s), which counting the spans after parsing would come too late for."""
+    limit = OBJECTS_PER_EVENT * max_events
+    if data.count(b"{") > limit:
+        raise BodyError(
+            413,
+            f"the JSON body holds over {limit:,} objects ({OBJECTS_PER_EVENT} for each of the {max_events:,} "
+            "events a request may make): send fewer spans",
+        )
 
 
 def _check_count(count: int, limit: int, items: _Items, max_events: int) -> None:
