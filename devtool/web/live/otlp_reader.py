@@ -12,6 +12,11 @@ A request whose spans may have log records held for them (`SpanLogs`, in the ser
 server's threads, where the records are: they are rare (the older GenAI conventions' messages), and
 sending every held record with every request would cost more than reading it here.
 
+Bad input never costs more than itself: a span whose events the store's gate refuses is refused on
+its own (`gated`: a partial success names it, the rest are stored), and what a worker raises always
+pickles back, so no request ends a worker; a request of more spans than the server takes is counted
+and refused before its spans are decoded (`_decoded`, `formats/otlp_count.py`).
+
 A worker that dies (killed, out of memory) costs the request it was reading a 503, which the
 exporter retries, and is replaced by a new one; nothing of that request was stored. A server that
 dies takes its workers with it. One that cannot start them does not start (`WorkerStartError` says
