@@ -1,7 +1,7 @@
 """Soak: the long versions of tests/test_web_fuzz.py and tests/test_web_ingest_crash.py, against a real
 `devtool serve` (issue 20).
 
-    python bench/soak.py [--cases 300] [--kill-rounds 10] [--workdir DIR]
+    python bench/soak.py [--cases 300] [--kill-rounds 10] [--otlp-rounds 10] [--workdir DIR]
 
 1. Fuzz: `--cases` hostile batches (testkit.fuzz: 25-35 events each, good ones among events with
    times in other units, ids and types of the wrong kind, nesting past the limit, markup...) posted to
@@ -12,6 +12,13 @@
 2. SIGKILL: `--kill-rounds` rounds of testkit.crash.kill_during_ingest on a database of its own (two
    writers posting 200-event batches, the server killed at a random moment, restarted): batches and
    events acknowledged, lost, found in part, restart times.
+3. OTLP SIGKILL: `--otlp-rounds` rounds of testkit.otlp_crash.kill_during_otlp_ingest (two exporters
+   posting OTLP/JSON requests of 100 spans, 5 of them bad: a time outside 2000-2100 or an attribute
+   nested 40 arrays deep; the server reading them in `--otlp-workers` processes, killed at a random
+   moment, restarted): requests and spans acknowledged, bad spans refused, lost, found in part, 5xx
+   answers, answers refusing the wrong spans, and the server's resident memory (with its workers').
+4. Held logs: `--held-logs` `/v1/logs` requests of 30 records of 1 MiB for spans never sent: records
+   held and refused (in the answers' partial successes), and the server's resident memory.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from hypothesis import HealthCheck, given, settings
 from bench.bench_live import machine
 from testkit.crash import kill_during_ingest
 from testkit.fuzz import BATCHES, TEXT, WINDOW, Probe, pages_after
+from testkit.otlp_crash import kill_during_otlp_ingest
 from testkit.served import serving
 
 
@@ -107,10 +115,69 @@ def crash(workdir: Path, rounds: int) -> None:
         print(f"  FAILURE {problem}")
 
 
+def otlp_crash(workdir: Path, rounds: int, workers: int) -> None:
+    began = time.monotonic()
+    report = kill_during_otlp_ingest(workdir / "otlp.duckdb", workdir / "otlp.log", rounds=rounds, workers=workers)
+    restarts = sorted(report.restarts)
+    memory = sorted(report.rss_mb) or [0.0]
+    print(
+        f"OTLP SIGKILL ({workers} workers): {report.rounds} rounds in {time.monotonic() - began:.0f} s, "
+        f"{report.batches_sent:,} requests sent, {report.acknowledged_batches:,} acknowledged "
+        f"({report.acknowledged_spans:,} spans stored, {report.refused_spans:,} bad spans refused): "
+        f"{len(report.lost)} lost, {len(report.partial)} found in part, {len(report.server_errors)} 5xx, "
+        f"{len(report.wrong_answers)} wrong answers, {len(report.pages_down)} with `/` down; "
+        f"server RSS {memory[0]:.0f}-{memory[-1]:.0f} MB over {len(report.rss_mb)} samples; "
+        f"restart to first answer {restarts[0]:.2f}-{restarts[-1]:.2f} s"
+    )
+    for problem in [*report.lost, *report.partial, *report.server_errors, *report.wrong_answers][:20]:
+        print(f"  FAILURE {problem}")
+
+
+def held_logs(workdir: Path, requests: int) -> None:
+    """`/v1/logs` requests of 30 records of 1 MiB each for spans never sent: what the server holds is
+    capped (count and bytes), the rest refused in the answers; its memory stays bounded."""
+    refused = taken = 0
+    statuses: Counter[int] = Counter()
+    with (
+        serving(workdir / "logs.duckdb", log=workdir / "logs.log") as server,
+        httpx.Client(base_url=server.url, timeout=120) as client,
+    ):
+        before = rss_mb(server.process.pid)
+        peak = before
+        big = "x" * (1 << 20)
+        for n in range(requests):
+            records = [
+                {
+                    "traceId": f"{n + 1:032x}",
+                    "spanId": f"{i + 1:016x}",
+                    "timeUnixNano": "1790000000000000000",
+                    "eventName": "app.log",
+                    "body": {"stringValue": big},
+                }
+                for i in range(30)
+            ]
+            body = json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": records}]}]}).encode()
+            answer = client.post("v1/logs", content=body, headers={"content-type": "application/json"})
+            statuses[answer.status_code] += 1
+            rejected = answer.json().get("partialSuccess", {}).get("rejectedLogRecords", 0)
+            refused += rejected
+            taken += 30 - rejected
+            peak = max(peak, rss_mb(server.process.pid))
+        after = rss_mb(server.process.pid)
+    print(
+        f"Held logs: {requests} requests of 30 x 1 MiB records, answers {dict(statuses)}: {taken:,} records held, "
+        f"{refused:,} refused in the answers; server RSS {before:.0f} MB before, {peak:.0f} MB at most, "
+        f"{after:.0f} MB after"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", type=int, default=300, help="fuzzed batches (default 300)")
     parser.add_argument("--kill-rounds", type=int, default=10, help="SIGKILL rounds (default 10)")
+    parser.add_argument("--otlp-rounds", type=int, default=10, help="OTLP SIGKILL rounds (default 10)")
+    parser.add_argument("--otlp-workers", type=int, default=1, help="the server's OTLP reader processes (default 1)")
+    parser.add_argument("--held-logs", type=int, default=60, help="/v1/logs requests of 30 MiB (default 60)")
     parser.add_argument("--workdir", type=Path, help="where the databases go (default: a temporary folder)")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="soak-"))
@@ -120,6 +187,10 @@ def main() -> None:
         fuzz(workdir, args.cases)
     if args.kill_rounds:
         crash(workdir, args.kill_rounds)
+    if args.otlp_rounds:
+        otlp_crash(workdir, args.otlp_rounds, args.otlp_workers)
+    if args.held_logs:
+        held_logs(workdir, args.held_logs)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

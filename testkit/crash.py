@@ -78,9 +78,8 @@ def kill_during_ingest(
     report = CrashReport()
     sent: dict[str, int | None] = {}
     lock = threading.Lock()
-    served: Served | None = None
     for round_ in range(rounds):
-        served = _restart(db, log, report)
+        served = restart(db, log, report)
         stop = threading.Event()
 
         def write(writer: int, url: str, round_: int = round_, stop: threading.Event = stop) -> None:
@@ -95,22 +94,8 @@ def kill_during_ingest(
                     return
 
         threads = [threading.Thread(target=write, args=(w, f"{served.url}api/v1/traces")) for w in range(writers)]
-        for thread in threads:
-            thread.start()
-        time.sleep(rng.uniform(0.3, 1.5))
-        served.kill()
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=60)
-        report.rounds += 1
-    served = _restart(db, log, report)
-    served.stop()
-
-    store = Store(db)
-    try:
-        held = dict(store.query("SELECT trace_id, count(*) FROM events GROUP BY 1"))
-    finally:
-        store.close()
+        kill_round(served, threads, stop, rng.uniform(0.3, 1.5), report)
+    held = stored_counts(db, log, report)
     report.batches_sent = len(sent)
     for trace_id, status in sent.items():
         count = held.get(trace_id, 0)
@@ -124,9 +109,35 @@ def kill_during_ingest(
     return report
 
 
-def _restart(db: Path, log: Path, report: CrashReport) -> Served:
+def kill_round(
+    served: Served, threads: list[threading.Thread], stop: threading.Event, after: float, report: CrashReport
+) -> None:
+    """Start `threads`, SIGKILL the server `after` seconds on, tell them to stop and wait for them."""
+    for thread in threads:
+        thread.start()
+    time.sleep(after)
+    served.kill()
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=90)
+    report.rounds += 1
+
+
+def stored_counts(db: Path, log: Path, report: CrashReport, *args: str) -> dict[str, int]:
+    """Start the server on `db` once more (a restart after the last kill) and stop it; then the events
+    the store holds of each trace."""
+    restart(db, log, report, *args).stop()
+    store = Store(db)
+    try:
+        return dict(store.query("SELECT trace_id, count(*) FROM events GROUP BY 1"))
+    finally:
+        store.close()
+
+
+def restart(db: Path, log: Path, report: CrashReport, *args: str) -> Served:
+    """Start the server on `db` (with `args`), its time to answer and whether `/` answers put in `report`."""
     began = time.perf_counter()
-    served = start(db, log=log)
+    served = start(db, *args, log=log)
     report.restarts.append(time.perf_counter() - began)
     try:
         with urllib.request.urlopen(served.url, timeout=30) as response:

@@ -64,15 +64,18 @@ def test_the_held_messages_become_the_turns_when_its_span_comes() -> None:
     assert "messages" not in other_start
 
 
-def test_records_beyond_the_limit_drop_the_spans_waiting_longest() -> None:
+def test_records_beyond_the_limit_are_handed_back_and_those_held_are_kept() -> None:
     logs = SpanLogs(limit=2)
+    refused = []
     for sid in ("1" * 16, "2" * 16, "3" * 16):
-        logs.hold(decode_json_logs(logs_request(log_record("gen_ai.user.message", {"content": sid}, sid=sid))).records)
+        records = decode_json_logs(logs_request(log_record("gen_ai.user.message", {"content": sid}, sid=sid))).records
+        refused += logs.hold(records)
     assert len(logs) == 2
+    assert [record.span_id for record in refused] == ["3" * 16]
     spans = decode_json_request(request(*(span("chat", sid=sid * 16) for sid in "123"))).spans
-    assert [len(s.events) for s in logs.attach(spans)] == [0, 1, 1]
+    assert [len(s.events) for s in logs.attach(spans)] == [1, 1, 0]
     logs.release((s.trace_id, s.span_id) for s in spans)
-    assert len(logs) == 0
+    assert (len(logs), logs.bytes) == (0, 0)
 
 
 def test_a_record_outside_a_span_or_with_bad_ids_is_refused_by_place() -> None:

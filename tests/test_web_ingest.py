@@ -109,6 +109,35 @@ async def test_bad_events_are_named_by_index_and_the_good_ones_kept(client: http
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("depth", [1_023, 1_024, 5_000])
+async def test_an_event_nested_past_the_parsers_depth_is_refused_on_its_own(
+    client: httpx2.AsyncClient, store: Store, depth: int
+) -> None:
+    t = agent_run(1)
+    tricky = {**t.events[1], "props": ']}[{,\\"x'}  # brackets, a comma and quotes in a string
+    deep = orjson.dumps(tricky)[:-1] + b', "deep": ' + b"[" * depth + b"]" * depth + b"}"
+    body = b"[" + b", ".join([orjson.dumps(t.events[0]), deep, *map(orjson.dumps, t.events[2:])]) + b"]"
+    with pytest.raises(orjson.JSONDecodeError, match="depth limit exceeded"):
+        orjson.loads(body)  # what made the whole batch "not JSON" (issue 42)
+    response = await client.post(URL, content=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 422
+    (rejected,) = response.json()["rejected"]
+    assert rejected["index"] == 1
+    assert rejected["reason"].endswith("objects and arrays deep, over the limit of 100")
+    assert stored(store) == [t.events[0], t.events[2], t.events[3]]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("tail", [b"", b"]", b"[", b"x", b", {"])
+async def test_a_deep_body_that_is_not_json_for_another_reason_too_is_a_400(
+    client: httpx2.AsyncClient, store: Store, tail: bytes
+) -> None:
+    body = b"[{}, " + b"[" * 2_000 + b"]" * 2_000 + b"]" + tail
+    response = await client.post(URL, content=body, headers={"Content-Type": "application/json"})
+    assert (response.status_code, stored(store)) == ((400 if tail else 422), [])
+
+
+@pytest.mark.anyio
 async def test_a_batch_of_only_bad_events_stores_nothing(client: httpx2.AsyncClient, store: Store) -> None:
     response = await client.post(URL, json=[{"type": "x"}, {}])
     assert response.status_code == 422

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -17,9 +18,10 @@ import orjson
 import pytest
 
 from devtool.formats.otlp_logs import SpanLogs, decode_json_logs
+from devtool.store.errors import InvalidEventsError, LineProblem
 from devtool.web.bodies import BodyError
 from devtool.web.live import LiveEvent
-from devtool.web.live.otlp_reader import Body, OtlpReader, read_spans
+from devtool.web.live.otlp_reader import Body, OtlpReader, ReadFailed, read_spans
 from testkit.checkout import child_env
 from tests.otlp_factory import CORPUS, request, span
 from tests.test_formats_otlp_logs import chat_messages_as_logs
@@ -78,7 +80,7 @@ async def test_a_worker_refuses_what_the_server_refuses_in_the_same_words(reader
     six = orjson.dumps(request(*[span(f"s{i}") for i in range(6)]))
     for sent, status, words in [
         (body(protobuf(CORPUS[1])[:-3]), 400, "protobuf"),
-        (body(six, protobuf=False, max_events=10), 413, "6 spans are 12 events"),
+        (body(six, protobuf=False, max_events=10), 413, "holds over 5 spans (two events each; the limit is 10)"),
         (body(orjson.dumps(request(bad)), protobuf=False), 400, "none of the 1 spans can be read"),
     ]:
         with pytest.raises(BodyError) as there:
@@ -149,3 +151,18 @@ def test_a_worker_that_cannot_start_says_why_and_what_to_do(tmp_path: Path) -> N
     assert last.startswith("devtool.web.live.otlp_reader.WorkerStartError: the process that reads OTLP exports")
     assert 'if __name__ == "__main__":' in last
     assert "--otlp-workers 0" in last
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        InvalidEventsError((LineProblem("no type", element=3),), 1),
+        BodyError(413, "too big"),
+        ReadFailed("KeyError: 'x'"),
+    ],
+)
+def test_what_a_worker_raises_comes_back_to_the_server_as_it_was(error: Exception) -> None:
+    # An exception that does not unpickle in the server breaks the worker pool: every request in
+    # flight then gets a 503 (issue 42).
+    again = pickle.loads(pickle.dumps(error))
+    assert (type(again), str(again)) == (type(error), str(error))

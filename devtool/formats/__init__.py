@@ -8,7 +8,9 @@
   as span events, and holds them until their span comes (`SpanLogs`).
 - Out, from a run's TraceEvents in store order (`pairing.paired_spans` pairs them into spans):
   `otlp_export.otlp_requests` (OTLP JSON with GenAI attributes, a request per batch of spans) and
-  `perfetto.perfetto_trace` (Chrome trace-event JSON, for Perfetto UI).
+  `perfetto.perfetto_trace` (Chrome trace-event JSON, for Perfetto UI). An exported span carries the
+  texts of the events it was made of (`native.py`), which reading it back gives again.
+- `otlp_count.py` counts a request's spans or log records before it is decoded.
 
 This layer may import `devtool.core` only. `otlp_proto` needs `opentelemetry-proto` (the `web` extra),
 so it is not imported here: import it where protobuf is read.

@@ -16,6 +16,8 @@ trace, span and parent ids, times (to the microsecond) and status:
   `execute_tool` child per call (ids derived from the batch's, stable across exports).
 - a failed span has status ERROR and an `exception` event; a span still running ends at the run's
   last event with `devtool.running`; point events inside a span become its span events.
+- given the events' stored texts (`texts`), each span carries those of its events as
+  `devtool.events` (`native.py`): loaded back, the span is those very events.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 import orjson
 
 from devtool.core.jsonvalue import JSON
+from devtool.formats.native import EVENTS
 from devtool.formats.otlp_values import MAX_DEPTH, SPAN_KINDS, STATUS_CODES, VALUE_KEYS
 from devtool.formats.pairing import Event, Span, paired_spans
 
@@ -37,13 +40,22 @@ _HIDDEN = ("schemaVersion", "trace", "type", "timestamp")
 Resource = tuple[bytes, bytes]  # (resource, scope) as canonical JSON: spans are grouped by it
 
 
-def otlp_requests(events: Iterable[Event], *, batch: int = 512) -> Iterator[dict[str, Any]]:
-    """`ExportTraceServiceRequest` documents of the run's spans, `batch` spans at most in each."""
+def otlp_requests(
+    events: Iterable[Event], *, batch: int = 512, texts: dict[int, str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """`ExportTraceServiceRequest` documents of the run's spans, `batch` spans at most in each.
+
+    `texts`: each event's JSON text as stored, by the `id()` of its dict in `events` (taken out as it
+    is used); each span then carries the texts of its events as `devtool.events`, which loading the
+    export reads back as those very events (`native.py`): the run's own export adds nothing to it."""
     usage: dict[str, list[int]] = {}
     pending: list[tuple[Resource, dict[str, Any]]] = []
     for span in paired_spans(events):
         _count_usage(span, usage)
-        pending.extend(_spans(span, usage))
+        made = _spans(span, usage)
+        if texts is not None:
+            carry(made, span, texts)
+        pending.extend(made)
         if len(pending) >= batch:
             yield _request(pending[:batch])
             pending = pending[batch:]
@@ -76,6 +88,21 @@ def _spans(span: Span, usage: dict[str, list[int]]) -> list[tuple[Resource, dict
         batch = _native(span, usage)
         return [(key, batch)] + [(key, _tool_call(span, result, i)) for i, result in enumerate(results)]
     return [(key, _native(span, usage))]
+
+
+def carry(made: list[tuple[Resource, dict[str, Any]]], span: Span, texts: dict[int, str]) -> None:
+    """The texts of `span`'s events (start, end; a point of its own) on the first of the OTLP spans
+    made of it (`EVENTS`); the others (a tool batch's calls) carry none: they add no event. A point
+    inside a span is not carried (it stays one of the span's OTLP events)."""
+    own = span.points if span.instant else [event for event in (span.start, span.end) if event is not None]
+    carried = [texts.pop(id(event)) for event in own]
+    if not span.instant:
+        for point in span.points:
+            texts.pop(id(point), None)
+    for index, (_, found) in enumerate(made):
+        found["attributes"].append(
+            {"key": EVENTS, "value": {"stringValue": orjson.dumps(carried if index == 0 else []).decode()}}
+        )
 
 
 def _key(resource: Any, scope: Any) -> Resource:

@@ -15,15 +15,15 @@ text an instrumentation writes there (`gen_ai.input.messages`, ...), where the s
 
 Log records are exported apart from spans, usually first (the SDK's log processor flushes every
 second, its span processor every five, and a span is sent when it ends). `SpanLogs` holds records
-until their span arrives (`attach`, then `release` once it is stored), at most `limit` of them, the
-oldest dropped first. A record outside any span has nowhere to go in a run and is refused, by place,
-like a bad one.
+until their span arrives (`attach`, then `release` once it is stored), at most `limit` of them and
+`max_bytes` of their JSON: past that a record is not held but refused in the server's answer (a
+partial success), never held and dropped later. A record outside any span has nowhere to go in a run
+and is refused, by place, like a bad one.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -39,8 +39,11 @@ from devtool.formats.otlp_values import VALUE_KEYS, any_value, hex_id, nanos
 # How deep a log record's body and attributes are read (messages nest tool calls in lists of maps).
 MAX_BODY_DEPTH = 16
 EVENT_NAME_ATTRIBUTE = "event.name"
-# Log records held for spans that have not come yet, at most (a record is ~1 KB).
+# Log records held for spans that have not come yet, at most (a record is ~1 KB), and their bytes.
 HELD_LIMIT = 20_000
+HELD_BYTES = 64 << 20
+# What a held record costs besides its JSON (its objects, its place in the hold).
+_RECORD_OVERHEAD = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,26 +157,52 @@ def _with_details(attributes: dict[str, JSON], events: list[OtlpEvent]) -> dict[
 
 
 class SpanLogs:
-    """Log records waiting for their span, by (trace id, span id); safe to use from several threads."""
+    """Log records waiting for their span, by (trace id, span id); safe to use from several threads.
 
-    def __init__(self, limit: int = HELD_LIMIT) -> None:
+    At most `limit` records and `max_bytes` bytes of them (measured as their JSON): a record that would
+    go past either is not held but handed back by `hold`, for the server to refuse it in its answer.
+    None is ever dropped once held: an exporter told a record was taken must find it with its span."""
+
+    def __init__(self, limit: int = HELD_LIMIT, max_bytes: int = HELD_BYTES) -> None:
         self.limit = limit
-        self._held: OrderedDict[tuple[str, str], list[OtlpEvent]] = OrderedDict()
+        self.max_bytes = max_bytes
+        self._held: dict[tuple[str, str], list[OtlpEvent]] = {}
+        self._sizes: dict[tuple[str, str], int] = {}
         self._count = 0
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return self._count
 
-    def hold(self, records: Iterable[SpanLog]) -> None:
-        """Keep `records` until their spans come; past `limit`, the spans waiting longest lose theirs."""
+    @property
+    def bytes(self) -> int:
+        """The size of the records held, as JSON."""
+        return self._bytes
+
+    def hold(self, records: Iterable[SpanLog]) -> list[SpanLog]:
+        """Keep `records` until their spans come; those past `limit` or `max_bytes` are handed back."""
+        refused: list[SpanLog] = []
         with self._lock:
             for record in records:
-                self._held.setdefault((record.trace_id, record.span_id), []).append(record.event)
+                size = record_size(record.event)
+                if self._count + 1 > self.limit or self._bytes + size > self.max_bytes:
+                    refused.append(record)
+                    continue
+                key = (record.trace_id, record.span_id)
+                self._held.setdefault(key, []).append(record.event)
+                self._sizes[key] = self._sizes.get(key, 0) + size
                 self._count += 1
-            while self._count > self.limit:
-                _, dropped = self._held.popitem(last=False)
-                self._count -= len(dropped)
+                self._bytes += size
+        return refused
+
+    def full(self) -> str:
+        """Why a record was refused, in the server's words."""
+        return (
+            f"the server holds {self._count:,} log records ({self._bytes / (1 << 20):,.1f} MiB) for spans not sent "
+            f"yet, its limit ({self.limit:,} records, {self.max_bytes >> 20} MiB): send the spans they were "
+            "written in"
+        )
 
     def attach(self, spans: list[OtlpSpan]) -> list[OtlpSpan]:
         """`spans`, each with the records held for it added to its events (in time order). The records stay
@@ -200,3 +229,10 @@ class SpanLogs:
                 events = self._held.pop(key, None)
                 if events is not None:
                     self._count -= len(events)
+                    self._bytes -= self._sizes.pop(key)
+
+
+def record_size(event: OtlpEvent) -> int:
+    """A held record's size: its JSON's (what it holds in memory is of that order; a record is a few
+    strings, and a large one is a large string)."""
+    return len(event.name) + len(orjson.dumps(event.attributes)) + _RECORD_OVERHEAD

@@ -70,6 +70,11 @@ class InvalidEventsError(StoreError):
         self.problems = problems
         self.total = total
 
+    def __reduce__(self) -> tuple[type[InvalidEventsError], tuple[tuple[LineProblem, ...], int]]:
+        # An exception pickles its `args` (here the message) only, which this `__init__` does not take:
+        # raised in a process (an OTLP reader worker), it could not be unpickled in the server.
+        return InvalidEventsError, (self.problems, self.total)
+
 
 class NotABatchError(StoreError):
     """A posted batch refused as a whole: the body is not a JSON array."""

@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from devtool.core.jsonvalue import kind_of, where_not_json
+from devtool.store.batch_elements import array_elements
 from devtool.store.errors import BatchTooLargeError, InvalidEventsError, LineProblem, NotABatchError
 from devtool.store.rules import shown_value
 from devtool.store.scan import MAX_KEPT, MAX_LINE
@@ -49,6 +50,9 @@ UNITS = (("seconds", 1e-3), ("microseconds", 1e3), ("nanoseconds", 1e6))
 MAX_ID_CHARS = 256
 MAX_DEPTH = 100
 MAX_EVENT_BYTES = MAX_LINE  # one event is one line of a file
+# orjson's own limit on nesting, and the words it refuses a text past it with.
+_PARSER_DEPTH = 1_024
+_TOO_DEEP = "depth limit exceeded"
 
 # The rule in SQL, over `from_json(body, STRUCTURE) AS e`, `e.type ->> '$' AS t` and the event's text
 # `body` (see `event_sql.py`). The fields checked are read as JSON, so a wrong kind of value is seen,
@@ -309,7 +313,10 @@ def read_batch(body: bytes, max_events: int) -> Batch:
     try:
         document = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise NotABatchError(f"the body is not JSON: {exc}") from None
+        deep = _deep_elements(body, exc)
+        if deep is None:
+            raise NotABatchError(f"the body is not JSON: {exc}") from None
+        document = deep
     if not isinstance(document, list):
         raise NotABatchError(f"the body must be a JSON array of TraceEvents, not {kind_of(document)}")
     if len(document) > max_events:
@@ -319,7 +326,7 @@ def read_batch(body: bytes, max_events: int) -> Batch:
     batch = Batch(size=len(document))
     good: list[tuple[float, float, int, CheckedEvent]] = []
     for index, value in enumerate(document):
-        result = check_event(value)
+        result = value if isinstance(value, Refused) else check_event(value)
         if isinstance(result, Refused):
             batch.rejected.append(Rejection(index, result.reason))
             continue
@@ -329,6 +336,26 @@ def read_batch(body: bytes, max_events: int) -> Batch:
     batch.indexes = [index for _, _, index, _ in good]
     batch.events = [checked for _, _, _, checked in good]
     return batch
+
+
+def _deep_elements(body: bytes, error: orjson.JSONDecodeError) -> list[Any] | None:
+    """A batch the parser refused for one element's depth, read element by element: the elements, each
+    too deep one `Refused` in its place; None when it is not JSON for another reason too."""
+    if not str(error).startswith(_TOO_DEEP):
+        return None
+    texts = array_elements(body)
+    if texts is None:
+        return None
+    elements: list[Any] = []
+    for text in texts:
+        try:
+            elements.append(orjson.loads(text))
+        except orjson.JSONDecodeError as exc:
+            if not str(exc).startswith(_TOO_DEEP):
+                return None
+            deep = f"nests over {_PARSER_DEPTH:,} objects and arrays deep, over the limit of {MAX_DEPTH}"
+            elements.append(Refused(deep))
+    return elements
 
 
 def _seq(value: Any) -> float:

@@ -22,6 +22,7 @@ memory); ids leave gaps, which nothing reads as counts. A line may hold up to `L
 from __future__ import annotations
 
 from devtool.formats import semconv as sc
+from devtool.formats.native import EVENTS, MAX_CARRIED
 from devtool.formats.otlp_values import SPAN_KINDS, STATUS_CODES
 from devtool.store.otlp_macros import AV, fail, install_macros, names, q
 
@@ -157,7 +158,7 @@ def events_relation(lines: str) -> str:
         FROM lookups
     ),
     mapped AS (
-        SELECT line, k, kind, start_ms, end_ms, agent_id, name, m, evs, genai_in, genai_out, links, tokens,
+        SELECT line, k, trace_id, kind, start_ms, end_ms, agent_id, name, m, evs, genai_in, genai_out, links, tokens,
             CASE WHEN kind = 'turn' THEN otlp_cost(
                 otlp_first_text(m, {names(sc.PROVIDER)}),
                 list_filter([{_PRICED_MODELS}], lambda i: i IS NOT NULL),
@@ -178,7 +179,7 @@ def events_relation(lines: str) -> str:
         FROM parsed_values
     ),
     bodies AS (
-        SELECT line, k,
+        SELECT line, k, trace_id, otlp_text(m, {q(EVENTS)}) AS carried,
             '{{"schemaVersion":1' || otlp_pair('type', otlp_string(kind || ':start'))
                 || otlp_pair('timestamp', to_json(start_ms)::VARCHAR) || otlp_pair('agentId', otlp_string(agent_id))
                 || otlp_pair('trace', trace) || otlp_pair('name', otlp_string(name))
@@ -189,9 +190,25 @@ def events_relation(lines: str) -> str:
                 || {_end_fields()} || '}}' AS end_body
         FROM mapped
     )
-    SELECT unnest([start_body, end_body]) AS body, (line - 1) * {LINE_STRIDE} + 2 * (k - 1) + unnest([1, 2]) AS n
-    FROM bodies
+    -- a span carrying the events it was exported from is those events (`formats/native.py`)
+    SELECT unnest(texts) AS body, (line - 1) * {LINE_STRIDE} + 2 * (k - 1) + unnest(range(1, len(texts) + 1)) AS n
+    FROM (
+        SELECT line, k,
+            CASE WHEN carried IS NULL THEN [start_body, end_body] ELSE {_carried()} END AS texts
+        FROM bodies
+    )
     )"""
+
+
+def _carried() -> str:
+    """The event texts a span carries, when they are at most two and of its own trace."""
+    texts = "from_json(carried, '[\"VARCHAR\"]')"
+    wrong = (
+        f"list_bool_or(list_transform({texts}, lambda b: (b::JSON ->> '$.trace.traceId') IS DISTINCT FROM trace_id))"
+    )
+    refused = fail(f"span: {EVENTS} is not the texts of at most {MAX_CARRIED} events of the span's trace")
+    bad = f"json_type(carried) <> 'ARRAY' OR len({texts}) > {MAX_CARRIED} OR {wrong}"
+    return f"CASE WHEN {bad} THEN {refused} ELSE {texts} END"
 
 
 # otlp_map._failed: status ERROR, or no status and a GenAI `error.type`.

@@ -15,6 +15,8 @@ from typing import Any, BinaryIO
 import duckdb
 
 from devtool.formats import OtlpError, decode_json_request
+from devtool.formats.native import EVENTS, carried_texts
+from devtool.store.event_gate import Refused, read_line
 from devtool.store.event_sql import insert_events
 from devtool.store.loaders.base import Inserted, Reading, Sample
 from devtool.store.otlp_sql import LINE_STRIDE, events_relation, file_lines, install_macros
@@ -52,6 +54,15 @@ def request_problem(document: Any) -> str | None:
         decoded = decode_json_request(document)
     except OtlpError as exc:
         return str(exc)
+    for span in decoded.spans:
+        try:
+            texts = carried_texts(span.attributes) or []
+        except ValueError as exc:
+            return f"span {span.span_id}: {exc}"
+        for text in texts:
+            problem = _carried_problem(text, span.trace_id)
+            if problem is not None:
+                return f"span {span.span_id}: an event of {EVENTS} {problem}"
     if decoded.rejected:
         first = decoded.rejected[0]
         more = f" (and {len(decoded.rejected) - 1} more spans)" if len(decoded.rejected) > 1 else ""
@@ -59,3 +70,11 @@ def request_problem(document: Any) -> str | None:
     if len(decoded.spans) > LINE_STRIDE // 2:
         return f"{len(decoded.spans):,} spans on one line, over the {LINE_STRIDE // 2:,} a line may hold"
     return None
+
+
+def _carried_problem(text: str, trace_id: str) -> str | None:
+    """Why a text a span carries is not one of its trace's events (`formats/native.py`), or None."""
+    result = read_line(text.encode())
+    if isinstance(result, Refused):
+        return result.reason
+    return None if result.event["trace"]["traceId"] == trace_id else "is of another trace than its span's"

@@ -15,15 +15,18 @@ under `devtool serve`; this module owns the HTTP: content types, limits, answers
 Answers:
 - 200 with an empty response: every span stored;
 - 200 with `partialSuccess {rejectedSpans, errorMessage}`: the spans that could not be read (bad ids,
-  times, values) are named and left out, the others stored; the exporter must not send them again;
+  times, values) or whose events the store's gate refuses (a time outside 2000-2100, values nested too
+  deep) are named and left out, one by one, the others stored; the exporter must not send them again;
 - 400 a body that is not such a request, or a request none of whose spans can be read; 413 a body
-  (or what it inflates to) over `max_ingest_bytes`, or more spans than `max_ingest_events / 2`;
+  (or what it inflates to) over `max_ingest_bytes`, or more spans than `max_ingest_events / 2` (more
+  log records than `max_ingest_events`), counted before they are decoded (`formats/otlp_count.py`);
   415 another content type or encoding; 503 the store could not take it, or the worker reading it
   ended (nothing stored; retry).
 `POST /v1/logs` takes log records written inside a span (the GenAI conventions' per-message events,
 as the SDK sends them: `devtool.formats.otlp_logs`) and holds them until their span comes, when they
-join its events; a record outside any span, or one whose span is stored already, is refused by a
-partial success that says so (`rejectedLogRecords`).
+join its events; a record outside any span, one whose span is stored already, or one past what the
+server holds (`SpanLogs`: a count and a byte limit), is refused by a partial success that says so
+(`rejectedLogRecords`).
 
 Errors carry a `google.rpc.Status` (protobuf or JSON, as the request), as OTLP/HTTP says. Nothing of a
 refused request is stored. Access is the server's rule for every route (a team token when set).
@@ -53,7 +56,7 @@ PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 SHOWN_REJECTIONS = 20
 # google.rpc.Code: what each refusal is, for exporters that read the Status's code.
-_CODES = {400: 3, 413: 8, 415: 3, 503: 14}
+_CODES = {400: 3, 413: 8, 415: 3, 500: 13, 503: 14}
 
 
 async def export_traces(request: Request) -> Response:
@@ -64,6 +67,8 @@ async def export_traces(request: Request) -> Response:
         read = await app.live.otlp_reader.read_spans(await _body(request, settings, protobuf))
     except BodyError as exc:
         return _error(exc.status, str(exc), protobuf)
+    except Exception as exc:  # a bug in reading, not the request's fault: still an OTLP answer, not a page
+        return _error(500, f"the server failed to read the request ({exc}): nothing of it was stored", protobuf)
     try:
         await app.live.appender.append(read.events, stream=OTLP_STREAM)
     except Exception as exc:  # the store's own words, whatever it raised: the exporter retries
@@ -85,12 +90,14 @@ async def export_logs(request: Request) -> Response:
     except Exception as exc:  # the store's own words: nothing was held, the exporter retries
         return _error(503, f"the store could not be asked about the records' spans, none was kept: {exc}", protobuf)
     held = [record for record in decoded.records if (record.trace_id, record.span_id) not in late]
-    app.live.span_logs.hold(held)
+    span_logs = app.live.span_logs
+    over = span_logs.hold(held)
     refused = decoded.rejected + [
         Rejected(f"the record of span {record.span_id}", "its span is stored already: send logs before spans")
         for record in decoded.records
         if (record.trace_id, record.span_id) in late
     ]
+    refused += [Rejected(f"the record of span {record.span_id}", span_logs.full()) for record in over]
     refusals = _refusals(refused, decoded.total, "log records")
     return _answer(refusals, protobuf, encode_logs_response, "rejectedLogRecords")
 
