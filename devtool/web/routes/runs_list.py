@@ -155,7 +155,9 @@ def _load_one(store: Store, item: _Saved, skip: bool) -> FileOutcome:
     try:
         result = load_file(store, item.path, bad_lines=BadLines.SKIP if skip else BadLines.REJECT)
     except LoadError as exc:
-        return FileOutcome(item.name, "failed", exc.reason, good_lines_load=isinstance(exc, BadLinesError))
+        return FileOutcome(
+            item.name, "failed", exc.reason, good_lines_load=isinstance(exc, BadLinesError) and exc.good > 0
+        )
     except StoreError as exc:
         return FileOutcome(item.name, "failed", str(exc))
     return loaded(item.name, result)
