@@ -91,6 +91,15 @@ def run_selection(request: Request) -> HTMLResponse:
     return response
 
 
+def run_detail(request: Request) -> HTMLResponse:
+    """The selected span's detail again (in its selection, which the page picks it from), the URL
+    unchanged: what the detail pane of a span still running refreshes with as the run streams."""
+    store = state(request).store
+    trace_id, url_state = _trace_and_state(request)
+    run = _or_404(get_run, store, trace_id)
+    return render(request, "_selection.html", _or_404(selection, store, run, url_state))
+
+
 def run_timeline(request: Request) -> HTMLResponse:
     store = state(request).store
     trace_id, url_state = _trace_and_state(request)
@@ -298,6 +307,7 @@ def _or_404(query: Any, *args: Any, **kwargs: Any) -> Any:
 routes = [
     Route("/runs/{trace_id:id}", run_page, name="run"),
     Route("/runs/{trace_id:id}/select", run_selection, name="run_select"),
+    Route("/runs/{trace_id:id}/detail", run_detail, name="run_detail"),
     Route("/runs/{trace_id:id}/timeline", run_timeline, name="run_timeline"),
     Route("/runs/{trace_id:id}/header", run_header, name="run_header"),
     Route("/runs/{trace_id:id}/tree", run_tree_fragment, name="run_tree"),
