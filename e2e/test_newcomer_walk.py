@@ -3,15 +3,28 @@ acted twice, the live detail pane, the process page at 1024, the keyboard, the l
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.conftest import ServerFactory, Shoot
+from e2e.conftest import Server, ServerFactory, Shoot, resize
+from e2e.demo_server import running_demo
+from e2e.test_rewind import choose_mode
 from tests.conftest import CORPUS, Trace
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """`devtool demo`, as a newcomer starts it."""
+    with running_demo(tmp_path_factory.mktemp("demo-home")) as server:
+        yield server
 
 
 def post(url: str, events: list[dict[str, Any]]) -> None:
@@ -68,3 +81,56 @@ def test_the_detail_of_a_running_span_shows_its_end_when_it_ends(page: Page, ser
     duration = page.locator(".detail .facts div", has=page.locator("dt", has_text="duration")).locator("dd")
     expect(duration).to_have_text("1.0 ms")
     expect(page.locator("#run-header .status-badge")).to_have_text("completed")
+
+
+def test_the_process_page_at_1024_by_768(page: Page, demo: Server, shoot: Shoot) -> None:
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"{demo.url}processes/billing-ops")
+    # A clicked row's detail is where it can be seen: beside the table, in the window.
+    page.locator("#entries tr.entry-row a.entry-link").nth(5).click()
+    page.wait_for_url(re.compile(r".*\?entry=.+"))
+    title = page.locator("#entry-detail .pdetail-type")
+    expect(title).to_have_text("context_update")
+    box = title.bounding_box()
+    assert box is not None
+    assert box["y"] >= 0, box
+    assert box["y"] + box["height"] <= 768, box
+    # The keyboard moves the selection and the focus with it.
+    page.keyboard.press("ArrowDown")
+    expect(title).to_have_text("trigger_event")
+    expect(page.locator("#entries tr.selected a.entry-link")).to_be_focused()
+    # Every time is whole in its column.
+    cut = page.locator("#entries td.entry-time").evaluate_all(
+        "cells => cells.filter(c => c.scrollWidth > c.clientWidth).length"
+    )
+    assert cut == 0
+    # The invocation's spans have their kind's colours, as on the run page.
+    page.locator(".inv-toggle").click()
+    page.wait_for_url("**open=*")
+    colours = page.locator(".pspans a.span-bar").evaluate_all(
+        "bars => bars.map(b => [b.className.match(/k-[\\w-]+/)[0], getComputedStyle(b).backgroundColor])"
+    )
+    by_kind = dict(colours)
+    assert len(set(by_kind.values())) == len(by_kind) >= 3, by_kind
+    shoot(page, "process-open")
+    # A rewind: its entry's "before → after" is what "State the rewind left" says.
+    page.locator(".mark[title*=apply_account_hold]").first.click()
+    expect(page.locator(".pdetail-type")).to_have_text("tool_call")
+    choose_mode(page, "code_only")
+    page.locator("#rewind-apply").click()
+    page.locator("#rewind-confirm-yes").click()
+    page.wait_for_url(re.compile(r".*\?entry=rewind-[0-9a-f]+"))
+    expect(page.locator("#rewound-state")).not_to_contain_text("account_hold_applied")
+    context = page.locator(".state-block h4", has_text="Context")
+    expect(context).not_to_contain_text("0 changes")
+    expect(page.locator(".context-diff tr.change-removed")).to_contain_text("action")
+    left = page.locator("#rewound-state").inner_text()
+    for after in page.locator(".context-diff tr:not(.change-removed) td:nth-child(3)").all_inner_texts():
+        assert after.strip() in left
+    # The axis labels across the cut-out quiet stretch do not run into each other.
+    resize(page, 1024, 768)
+    ticks = page.locator(".paxis .ptick").evaluate_all(
+        "ticks => ticks.map(t => { const r = t.getBoundingClientRect(); return [r.left, r.right]; })"
+    )
+    assert all(right + 4 <= left_ for (_, right), (left_, _) in itertools.pairwise(ticks)), ticks
+    shoot(page, "process-rewound")
