@@ -134,3 +134,28 @@ def test_the_process_page_at_1024_by_768(page: Page, demo: Server, shoot: Shoot)
     )
     assert all(right + 4 <= left_ for (_, right), (left_, _) in itertools.pairwise(ticks)), ticks
     shoot(page, "process-rewound")
+
+
+def open_demo_run(page: Page, demo: Server, name: str) -> None:
+    """The run page of the demo's run `name` (from the runs list)."""
+    page.goto(demo.url)
+    page.locator("tr.run-row", has_text=name).first.locator("a[href^='/runs/']").first.click()
+    page.wait_for_url("**/runs/*")
+
+
+def test_the_arrow_keys_move_the_focus_with_the_selection(page: Page, demo: Server) -> None:
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    open_demo_run(page, demo, "release-checker")
+    page.locator("#tree .row a.select").first.click()
+    expect(page.locator("#tree .row.selected a.select")).to_be_focused()
+    for _ in range(3):
+        page.keyboard.press("ArrowDown")
+    selected = page.locator("#tree .row.selected a.select")
+    expect(selected).to_have_text(page.locator("#tree .row a.select").nth(3).inner_text())
+    expect(selected).to_be_focused()
+    # Tab goes on from the selection, not from the top of the page.
+    page.keyboard.press("Tab")
+    inside = page.evaluate("() => !!document.activeElement.closest('#selection')")
+    assert inside, page.evaluate("() => document.activeElement.outerHTML")
+    outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none"
