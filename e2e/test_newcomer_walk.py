@@ -159,3 +159,34 @@ def test_the_arrow_keys_move_the_focus_with_the_selection(page: Page, demo: Serv
     assert inside, page.evaluate("() => document.activeElement.outerHTML")
     outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
     assert outline != "none"
+
+
+def test_the_runs_table_and_the_tree_fit_at_1024_and_use_1600(page: Page, demo: Server, shoot: Shoot) -> None:
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(demo.url)
+    box = page.locator("#runs-results")
+    assert box.evaluate("b => b.scrollWidth <= b.clientWidth")
+    cut = page.locator(".source-name").evaluate_all("cells => cells.filter(c => c.scrollWidth > c.clientWidth).length")
+    assert cut == 0
+    # How to start a live run, said on the page: the lines to copy, for this very DevTool.
+    page.locator("#live-hint summary").click()
+    url = demo.url.rstrip("/")
+    expect(page.locator("#live-hint-run")).to_have_text(f"devtool run devtool.demo.research:main --to {url}")
+    expect(page.locator("#live-hint-record")).to_have_text(f"with devtool.record('my-agent', to='{url}'):")
+    expect(page.locator("#live-hint-otlp")).to_have_text(f"export OTEL_EXPORTER_OTLP_ENDPOINT={url}")
+    shoot(page, "runs-live-hint")
+    open_demo_run(page, demo, "research-lead")
+    for width, height in ((1024, 768), (1600, 1000)):
+        resize(page, width, height)
+        pane = page.locator(".tree-pane")
+        assert pane.evaluate("p => p.scrollWidth <= p.clientWidth"), width
+        right = pane.evaluate("p => p.getBoundingClientRect().left + p.clientWidth")
+        ends = page.locator("#tree .dur").evaluate_all("ds => ds.map(d => d.getBoundingClientRect().right)")
+        assert ends
+        assert max(ends) <= right, (width, max(ends), right)
+        if width == 1600:  # room enough: no name is cut short
+            names = page.locator("#tree .name").evaluate_all(
+                "ns => ns.filter(n => n.scrollWidth > n.clientWidth).length"
+            )
+            assert names == 0
+    shoot(page, "run-tree")

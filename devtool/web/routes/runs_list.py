@@ -41,6 +41,7 @@ from devtool.store import BadLines, BadLinesError, LoadError, Store, StoreError,
 from devtool.store.queries import last_event_id
 from devtool.store.queries.runs import STATUSES
 from devtool.web.live.streams import RUNS_INTERVAL, RunsFeed, sse_response
+from devtool.web.pages.live_hint import live_hint
 from devtool.web.pages.runs_filter import BadFilter, RunsFilter, RunsList, runs_list
 from devtool.web.pages.upload_outcome import FileOutcome, UploadResult, loaded
 from devtool.web.state import state
@@ -190,6 +191,7 @@ def _page_context(request: Request, listing: RunsList, **extra: object) -> dict[
         "max_upload_bytes": limit,
         "filter_error": None,
         "upload": None,
+        "live_hint": live_hint(str(request.base_url).rstrip("/")),
         **extra,
     }
 
