@@ -16,7 +16,7 @@ from playwright.sync_api import Page, expect
 
 from e2e.conftest import Server, ServerFactory, Shoot, resize
 from e2e.demo_server import running_demo
-from e2e.test_rewind import choose_mode
+from e2e.test_rewind import choose_mode, replay
 from tests.conftest import CORPUS, Trace
 
 
@@ -190,3 +190,24 @@ def test_the_runs_table_and_the_tree_fit_at_1024_and_use_1600(page: Page, demo: 
             )
             assert names == 0
     shoot(page, "run-tree")
+
+
+def test_a_fully_cached_replay_cost_nothing_and_says_what_it_saved(page: Page, demo: Server, shoot: Shoot) -> None:
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    open_demo_run(page, demo, "research-lead")
+    recorded = page.locator("#run-header .run-cost").inner_text()
+    assert recorded.startswith("$0.000")  # the demo's priced model calls
+    page.locator("#tree .row a.select").first.click()  # the whole run: every call is in its journal
+    expect(page.locator("#rewind-after")).to_be_enabled()
+    page.locator("#rewind-after").click()
+    page.wait_for_url("**/snapshots/*")
+    replay(page)
+    expect(page.locator("#run-header .run-cost")).to_have_text("$0.00")
+    saving = page.locator("#run-header #replay-saving")
+    said = re.compile(rf"served \d+ calls from the journal: saved {re.escape(recorded)}")
+    expect(saving).to_have_text(said)
+    shoot(page, "replay-saving")
+    page.locator("#compare-original").click()
+    page.wait_for_url("**/compare")
+    expect(page.locator("#replay-saving")).to_have_text(said)
+    shoot(page, "compare-saving")

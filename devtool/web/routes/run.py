@@ -36,6 +36,7 @@ from devtool.store.export import export_run, export_run_otlp, export_run_perfett
 from devtool.store.queries import get_run
 from devtool.store.queries.live import derived_through
 from devtool.store.queries.navigation import first_span_in, search_spans
+from devtool.store.queries.replay_saving import replay_saving
 from devtool.store.queries.run_meta import replays_of, run_exists, run_metadata, snapshot_dumps
 from devtool.store.queries.usage import span_usage
 from devtool.web.auth import user_of
@@ -74,6 +75,7 @@ def run_page(request: Request) -> Response:
         "timeline": drawn,
         "overview": overview(store, run, window),
         "live_after": live_after,
+        "saving": replay_saving(store, trace_id),
     }
     response = render(request, "run.html", context, fragment="_workspace.html")
     if wants_fragment(request):
@@ -113,7 +115,9 @@ def run_timeline(request: Request) -> HTMLResponse:
 def run_header(request: Request) -> HTMLResponse:
     """The header alone: what a live run's page refreshes as events arrive."""
     trace_id, _ = _trace_and_state(request)
-    return render(request, "_run_header.html", {"run": _or_404(get_run, state(request).store, trace_id)})
+    store = state(request).store
+    context = {"run": _or_404(get_run, store, trace_id), "saving": replay_saving(store, trace_id)}
+    return render(request, "_run_header.html", context)
 
 
 def run_tree_fragment(request: Request) -> HTMLResponse:
@@ -222,6 +226,7 @@ def run_compare(request: Request) -> HTMLResponse:
         "right": get_run(store, trace_id),
         "replay": replay,
         "only_differences": request.query_params.get("only") == "differences",
+        "saving": replay_saving(store, trace_id),
     }
     return render(request, "compare.html", context)
 
