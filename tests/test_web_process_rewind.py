@@ -206,3 +206,14 @@ def test_the_first_address_of_process_rewind_redirects_to_the_process_page_one(
     assert followed.status_code == 200
     assert [e.entry_type for e in journal_entries(store, billing.PROCESS_ID)][-2:] == ["rewind", "checkpoint"]
     assert client.get("/process-rewind", params={"entry": entry_id}).status_code == 400
+
+
+def test_a_rewind_entrys_before_and_after_is_the_state_its_checkpoint_left(
+    client: TestClient, store: Store, incident: Path
+) -> None:
+    load_file(store, incident)
+    rewind_id = apply(client, hold_entry(store), "code_only")
+    page = html(client.get(f"/processes/{billing.PROCESS_ID}", params={"entry": rewind_id}).text)
+    changes = [[cell.text(strip=True) for cell in row.css("td")] for row in page.css(".context-diff tr.change-removed")]
+    assert changes == [["−action", '"account_hold_applied"', "—"]]  # what "State the rewind left" lacks
+    assert any(h4.text().startswith("Context 1 change") for h4 in page.css(".state-block h4"))
