@@ -86,6 +86,8 @@ def test_the_detail_of_a_running_span_shows_its_end_when_it_ends(page: Page, ser
 def test_the_process_page_at_1024_by_768(page: Page, demo: Server, shoot: Shoot) -> None:
     page.set_viewport_size({"width": 1024, "height": 768})
     page.goto(f"{demo.url}processes/billing-ops")
+    # The incident handled, the process stopped: it does not read as running.
+    expect(page.locator("span.status").first).to_have_text("completed")
     # A clicked row's detail is where it can be seen: beside the table, in the window.
     page.locator("#entries tr.entry-row a.entry-link").nth(5).click()
     page.wait_for_url(re.compile(r".*\?entry=.+"))
@@ -121,6 +123,7 @@ def test_the_process_page_at_1024_by_768(page: Page, demo: Server, shoot: Shoot)
     page.locator("#rewind-confirm-yes").click()
     page.wait_for_url(re.compile(r".*\?entry=rewind-[0-9a-f]+"))
     expect(page.locator("#rewound-state")).not_to_contain_text("account_hold_applied")
+    expect(page.locator("span.status").first).to_have_text("running")  # the rewind took the stop back too
     context = page.locator(".state-block h4", has_text="Context")
     expect(context).not_to_contain_text("0 changes")
     expect(page.locator(".context-diff tr.change-removed")).to_contain_text("action")
