@@ -36,7 +36,7 @@ lint: setup
 unit: setup node
 	$(PY) -m pytest tests
 
-e2e: chromium
+e2e: chromium node
 	$(PY) -m pytest e2e
 
 test: setup chromium node lint

@@ -199,17 +199,17 @@ def test_billing_ops_rewind_at_the_account_hold(
     page.goto(f"{server.url}processes/billing-ops")
     page.locator(".mark[title*=apply_account_hold]").first.click()
     expect(page.locator(".pdetail-type")).to_have_text("tool_call")
-    expect(page.locator("#plan-affected")).to_have_text("2")
+    expect(page.locator("#plan-affected")).to_have_text("3")
     expect(page.locator(".lane .mark.t-rewind, .mark.t-rewind")).to_have_count(0)
     # The plan lists what it reaches; changing the mode says what that mode does to each entry.
     plan = page.locator("#plan-entries tr.plan-row")
-    expect(plan).to_have_count(2)
+    expect(plan).to_have_count(3)  # the hold, its context update, the process's stop
     expect(plan.first).to_contain_text("apply_account_hold")
     choose_mode(page, "conversation_only")
     expect(page.locator("#plan-entries th").last).to_have_text("conversation only")
-    expect(plan.locator(".fate")).to_have_text(["kept", "kept"])
+    expect(plan.locator(".fate")).to_have_text(["kept", "kept", "kept"])
     choose_mode(page, "code_only")
-    expect(plan.locator(".fate")).to_have_text(["taken back", "taken back"])
+    expect(plan.locator(".fate")).to_have_text(["taken back", "taken back", "taken back"])
     # Apply names the journal file it will append to and asks first; Cancel writes nothing.
     page.locator("#rewind-apply").click()
     question = page.locator("#rewind-confirm-question")

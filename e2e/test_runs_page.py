@@ -41,7 +41,7 @@ def test_the_demo_search_filter_reload_and_history(page: Page, demo: Server, sho
     rows = page.locator("#runs-results tr.run-row")
     expect(rows).to_have_count(5)
     assert sorted(names(page)) == ["billing-ops", "reconciler", "release-checker", "research-lead", "research-lead"]
-    expect(page.locator('tr[data-kind="journal"] .status')).to_have_text("running")
+    expect(page.locator('tr[data-kind="journal"] .status')).to_have_text("completed")  # handled, it stopped
     shoot(page, "runs")
 
     page.locator("#runs-q").fill("reconcil")

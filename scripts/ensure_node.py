@@ -1,4 +1,5 @@
-"""Make sure Node and the TypeScript library's packages exist for the interop tests.
+"""Make sure Node and the TypeScript library's packages exist for the interop tests, and axe-core
+(testkit/rejelly/package.json) for the browser tests' accessibility checks (e2e/axe.py).
 
 The tests run `@rejelly/core` (vendored in testkit/rejelly/vendor) under Node. As root on Debian
 without a `node`, install Debian's `nodejs` and `npm`; then `npm install` in testkit/rejelly when

@@ -38,7 +38,11 @@
     event.preventDefault();
   });
   document.addEventListener("htmx:afterSettle", (event) => {
-    if (event.detail.target?.id === "process-workspace") revealSelected();
+    if (event.detail.target?.id !== "process-workspace") return;
+    revealSelected();
+    // The swap took the focused link with it: the focus goes to the selected entry (Tab goes on from there).
+    const link = document.querySelector("#entries tr.selected a.entry-link");
+    if (link && (!document.activeElement || document.activeElement === document.body)) link.focus({ preventScroll: true });
   });
   document.addEventListener("DOMContentLoaded", revealSelected);
 })();

@@ -253,6 +253,7 @@
   function moveSelection(link) {
     document.querySelectorAll("#tree .row.pending").forEach((row) => row.classList.remove("pending"));
     link.closest(".row").classList.add("pending");
+    link.focus({ preventScroll: true });  // the focus goes with the selection: Tab continues from here
     revealRow(link.closest(".row"));
     clearTimeout(pending);
     pending = setTimeout(() => select(link.dataset.span), 180);
@@ -363,6 +364,9 @@
     fitPanes();
     if (event.detail.target && ["workspace", "selection"].includes(event.detail.target.id)) {
       revealRow($("#tree .row.selected"));
+      // The swap took the focused row with it: the focus goes to the selected one, not back to the top.
+      const link = $("#tree .row.selected a.select");
+      if (link && (!document.activeElement || document.activeElement === document.body)) link.focus({ preventScroll: true });
     }
   });
   document.addEventListener("DOMContentLoaded", () => {

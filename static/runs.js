@@ -58,6 +58,13 @@
     form.dataset.wired = "1";
     const input = form.querySelector("input[type=file]");
     input.addEventListener("change", () => send(form));
+    // A chosen file uploads at once: Load with nothing chosen (the file went already) opens the file
+    // picker, instead of sending an empty form whose refusal would replace the last upload's outcome.
+    form.addEventListener("htmx:confirm", (event) => {
+      if (event.detail.elt !== form || input.files.length) return;
+      event.preventDefault();
+      input.click();
+    });
     form.addEventListener("htmx:afterRequest", (event) => {
       // By status: a refusal is swapped in as a page (htmx:beforeSwap below), which htmx then calls a success.
       if (event.detail.xhr && event.detail.xhr.status < 300) input.value = "";

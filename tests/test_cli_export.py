@@ -60,7 +60,7 @@ def test_what_export_refuses(devtool: DevtoolRunner, tmp_path: Path) -> None:
     db, trace_id, _ = stored_run(tmp_path)
     missing = devtool("export", "no-such-run", "--db", str(db))
     assert missing.returncode == 2
-    assert "no run 'no-such-run' in the store" in missing.stderr
+    assert f"no run 'no-such-run' in {db}" in missing.stderr
     taken = tmp_path / "taken.gz"
     taken.write_bytes(b"keep me")
     refused = devtool("export", trace_id, "-o", str(taken), "--db", str(db))
@@ -114,8 +114,43 @@ def test_export_beside_a_running_devtool_reads_it_from_the_server(devtool: Devto
     assert snapshot.returncode == 0, snapshot.stderr
     assert json.loads(snapshot.stdout)["provenance"]["traceId"] == trace_id
     assert missing.returncode == 2
-    assert f"no run '{'f' * 32}' in the DevTool at {url}" in missing.stderr
+    assert f"no run '{'f' * 32}' in {db} (asked the DevTool at {url}, which has it open)" in missing.stderr
     assert not (tmp_path / "missing.gz").exists()
     assert perfetto.returncode == 0, perfetto.stderr
     assert "exporting through it" in perfetto.stderr
     assert len([e for e in json.loads(perfetto.stdout)["traceEvents"] if e["ph"] == "X"]) > 10
+
+
+def test_without_db_export_finds_the_demo_and_says_where_it_looked(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    home = tmp_path / "data-home" / "devtool"
+    home.mkdir(parents=True)
+    store = Store(home / "demo.duckdb")
+    trace_id = load_file(store, TRACE).traces[0]
+    store.close()
+    found = devtool("export", trace_id, "-o", "found.jsonl.gz")
+    assert found.returncode == 0, found.stderr
+    assert gzip.decompress((tmp_path / "found.jsonl.gz").read_bytes()).count(b"\n") == len(
+        TRACE.read_text().splitlines()
+    )
+    with running_serve(home / "demo.duckdb") as server:
+        served = devtool("export", trace_id, "-o", "served.jsonl.gz")
+        missing = devtool("export", "e" * 32)
+    assert served.returncode == 0, served.stderr
+    assert f"the DevTool at {server.url} has this database open" in served.stderr
+    assert missing.returncode == 2
+    assert f"no run '{'e' * 32}' in {home / 'devtool.duckdb'} (no such file) nor in {home / 'demo.duckdb'}" in (
+        missing.stderr
+    )
+    assert "pass --db PATH" in missing.stderr
+
+
+def test_a_jsonl_name_gets_plain_jsonl_and_a_gz_name_gzip(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    db, trace_id, _ = stored_run(tmp_path)
+    plain = devtool("export", trace_id, "-o", "research.jsonl", "--db", str(db))
+    assert plain.returncode == 0, plain.stderr
+    assert "plain JSONL" in plain.stderr
+    lines = (tmp_path / "research.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == [json.loads(line) for line in TRACE.read_text().splitlines()]
+    zipped = devtool("export", trace_id, "-o", "research.jsonl.gz", "--db", str(db))
+    assert zipped.returncode == 0, zipped.stderr
+    assert gzip.decompress((tmp_path / "research.jsonl.gz").read_bytes()).decode().splitlines() == lines

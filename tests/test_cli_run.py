@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -76,3 +77,13 @@ def test_bad_entrypoints_and_arguments_are_one_line(
     assert result.returncode == 2
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_help_example_is_an_entrypoint_that_runs(devtool: DevtoolRunner, tmp_path: Path) -> None:
+    shown = devtool("run", "--help")
+    example = re.search(r"e\.g\. (\S+:\w+)", " ".join(shown.stdout.split()))
+    assert example is not None, shown.stdout
+    trace = tmp_path / "example.jsonl"
+    done = devtool("run", example.group(1), "--trace", str(trace))
+    assert done.returncode == 0, done.stderr
+    assert any(json.loads(line)["type"] == "runWith:end" for line in trace.read_text().splitlines())

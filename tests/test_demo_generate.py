@@ -55,7 +55,7 @@ def test_the_postmortem_plan_at_the_account_hold(tmp_path: Path) -> None:
         assert before.context_state == {"account_status": "delinquent", "invoice_state": "reconciling"}
         return result.summary
 
-    assert asyncio.run(plan()) == "preview only: 2 entries affected (0 conversation, 2 code/state)."
+    assert asyncio.run(plan()) == "preview only: 3 entries affected (0 conversation, 3 code/state)."
 
 
 def test_generate_refuses_a_folder_with_files(tmp_path: Path) -> None:

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import fastjsonschema
 import orjson
+import pytest
 
+import devtool
 from devtool.core import MemorySink, ScriptedModel, create_agent, create_tool, prompt, run_with
 from devtool.formats.pairing import paired_spans
 from devtool.formats.perfetto import perfetto_trace
 from devtool.store import Store, load_file
 from devtool.store.export import export_run_perfetto
+from testkit.fake_provider import FakeProvider
 from tests.conftest import CORPUS, Trace
+from tests.instrument_agents import PROGRAMS, WRITER, Program, script
 
 SCHEMA = Path(__file__).parent / "schemas" / "chrome_trace_event.schema.json"
 validate = fastjsonschema.compile(orjson.loads(SCHEMA.read_bytes()))
@@ -49,6 +54,24 @@ def parallel_run() -> list[dict[str, Any]]:
     return sorted(sink.events, key=lambda e: e["timestamp"])  # type: ignore[return-value]
 
 
+def assert_nested(slices: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """Every slice of a lane inside the one under it (never across its end, to the nanosecond); the lanes."""
+    lanes: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for item in slices:
+        lanes[item["tid"]].append(item)
+    for lane in lanes.values():
+        lane.sort(key=lambda s: (s["ts"], -s["dur"]))
+        stack: list[dict[str, Any]] = []
+        for item in lane:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= item["ts"]:
+                stack.pop()
+            if stack:
+                under = stack[-1]
+                assert item["ts"] + item["dur"] <= under["ts"] + under["dur"] + 1e-6, (item, under)
+            stack.append(item)
+    return lanes
+
+
 def test_one_slice_per_span_and_slices_nest_on_each_lane() -> None:
     events = parallel_run()
     spans = [span for span in paired_spans(events) if not span.instant]
@@ -57,19 +80,7 @@ def test_one_slice_per_span_and_slices_nest_on_each_lane() -> None:
     assert len(slices) == len(spans) > 20
     assert {s["args"]["spanId"] for s in slices} == {span.trace["spanId"] for span in spans}
     assert {s["name"] for s in slices if s["cat"] == "agent"} == {"lead", "worker"}
-    lanes: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for item in slices:
-        lanes[item["tid"]].append(item)
-    assert len(lanes) >= 3  # the three workers overlap: they cannot share a lane
-    for lane in lanes.values():
-        lane.sort(key=lambda s: (s["ts"], -s["dur"]))
-        stack: list[dict[str, Any]] = []
-        for item in lane:
-            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= item["ts"]:
-                stack.pop()
-            if stack:  # inside the slice under it, never across its end
-                assert item["ts"] + item["dur"] <= stack[-1]["ts"] + stack[-1]["dur"] + 1e-3
-            stack.append(item)
+    assert len(assert_nested(slices)) >= 3  # the three workers overlap: they cannot share a lane
     threads = {e["tid"]: e["args"]["name"] for e in document["traceEvents"] if e["name"] == "thread_name"}
     assert threads[1] == "runWith"  # a lane is named by the span that opened it: the root, then each worker
     assert list(threads.values()).count("worker") >= 2
@@ -105,3 +116,34 @@ def test_the_schema_refuses_what_perfetto_cannot_read() -> None:
     except fastjsonschema.JsonSchemaValueException:
         return
     raise AssertionError("a complete event without dur passed the schema")
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=[p.name for p in PROGRAMS])
+def test_every_slice_of_a_recorded_sdk_run_nests(program: Program, fake_provider: FakeProvider) -> None:
+    devtool.instrument.install()
+    script(fake_provider, handoff=program.handoff)
+    sink = MemorySink()
+    with devtool.record(program.name, to=[sink]):
+        asyncio.run(program.run(fake_provider, WRITER))
+    events = sorted(sink.events, key=lambda e: e["timestamp"])
+    document = trace_of(events)  # type: ignore[arg-type]
+    slices = [e for e in document["traceEvents"] if e["ph"] == "X"]
+    assert {s["cat"] for s in slices} >= {"model:call", "turn"}
+    assert len(slices) == len([span for span in paired_spans(events) if not span.instant])  # type: ignore[arg-type]
+    assert_nested(slices)
+    assert document["otherData"]["startTime"].startswith(
+        datetime.fromtimestamp(events[0]["timestamp"] / 1000, UTC).strftime("%Y-%m-%dT%H:%M")
+    )
+
+
+def test_a_turn_stamped_before_its_model_call_ends_still_holds_it() -> None:
+    trace = Trace()
+    root = trace.start("agent", agentId="a")
+    turn = trace.start("turn", root)
+    call = trace.start("model:call", turn)
+    trace.end(turn)
+    trace.end(call, at=trace.events[-1]["timestamp"] + 0.00025)  # stamped 0.25 µs after its turn's end
+    trace.end(root)
+    slices = {e["cat"]: e for e in trace_of(trace.events)["traceEvents"] if e["ph"] == "X"}
+    assert slices["turn"]["ts"] + slices["turn"]["dur"] >= slices["model:call"]["ts"] + slices["model:call"]["dur"]
+    assert_nested(list(slices.values()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,36 @@ def test_counts_of_prompts_and_tools_and_the_source(store: Store, tmp_path: Path
     assert (journal.prompts, journal.tools, journal.source_kind) == (0, 0, "journal-jsonl")
     assert str(journal.source).endswith("billing-ops.journal.jsonl")
     assert [(r.prompts, r.tools) for r in list_runs(store) if r.kind == "trace"] == [(3, 3)]
+
+
+def test_a_journals_status_is_its_last_lifecycle_state_a_transitions_or_a_checkpoints(
+    store: Store, tmp_path: Path
+) -> None:
+    def entry(n: int, entry_type: str, data: dict[str, object]) -> str:
+        return json.dumps(
+            {
+                "entry_id": f"e{n}",
+                "process_id": "p",
+                "timestamp": f"2026-07-16T02:00:0{n}+00:00",
+                "entry_type": entry_type,
+                "data": data,
+            }
+        )
+
+    stopped = [
+        entry(1, "state_transition", {"from_state": "created", "to_state": "running"}),
+        entry(2, "checkpoint", {"state": {"context_state": {}, "lifecycle_state": "running"}}),
+        entry(3, "state_transition", {"from_state": "running", "to_state": "stopped"}),
+    ]
+    path = tmp_path / "p.jsonl"
+    path.write_text("\n".join(stopped) + "\n")
+    load_file(store, path)
+    assert get_run(store, "p").status == "completed"
+    # A rewind to before the stop: its checkpoint puts the process back to running.
+    rewound = [
+        entry(4, "rewind", {"target_entry_id": "e3", "mode": "both"}),
+        entry(5, "checkpoint", {"state": {"context_state": {}, "lifecycle_state": "running"}}),
+    ]
+    path.write_text("\n".join(stopped + rewound) + "\n")
+    load_file(store, path)
+    assert get_run(store, "p").status == "running"

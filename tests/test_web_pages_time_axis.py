@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
-from devtool.web.pages.time_axis import BREAK_WIDTH, MIN_SEGMENT, TimeAxis, broken
+from devtool.web.pages.time_axis import BREAK_WIDTH, MIN_SEGMENT, MIN_TICK_GAP, TimeAxis, broken
 
 HOUR = 3_600_000.0
 
@@ -41,6 +43,15 @@ def test_ticks_are_per_segment_and_inside_it() -> None:
     inside = [t for t in found if first.x0 <= t.x <= first.x1 or last.x0 <= t.x <= last.x1]
     assert inside == list(found)
     assert any("min" in t.label for t in found)  # the last segment is labelled an hour on
+
+
+@pytest.mark.parametrize("later_ms", [11 * 60_000 + 8_000.0, HOUR, 26 * HOUR])
+def test_labels_across_a_cut_do_not_run_into_each_other(later_ms: float) -> None:
+    # The demo's 200 ms, then a rewind minutes later: "+200 ms" and "+11 min 08 s" not drawn in one place.
+    axis = broken(0.0, later_ms + 10.0, [(212.0, later_ms)]).padded(5.0)
+    found = axis.ticks(origin_ms=0.0)
+    assert found[-1].label.endswith((" s", " d"))  # the first tick after the cut stays: it names the jump
+    assert all(b.x - a.x >= MIN_TICK_GAP * 0.99 for a, b in itertools.pairwise(found)), found
 
 
 def test_padding_widens_both_ends_and_keeps_the_breaks() -> None:

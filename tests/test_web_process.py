@@ -99,7 +99,7 @@ def test_the_journal_on_lanes_with_its_run(client: TestClient, loaded: dict[str,
     assert one(row, ".inv-toggle").text().strip() == "▸ invocation 1 · reconciler"
     assert one(row, ".inv-toggle").attributes["href"] == f"/processes/billing-ops?open={loaded['trace_id']}"
     assert page.css(".pspans") == []  # collapsed until asked
-    assert len(page.css("#entries tr.entry-row")) == 13
+    assert len(page.css("#entries tr.entry-row")) == 14
     assert one(page, ".pdetail-empty")
 
 

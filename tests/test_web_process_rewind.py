@@ -50,14 +50,18 @@ def panel(client: TestClient, entry_id: str, mode: str = "both", **extra: str) -
     return response.text
 
 
-def test_the_plan_at_the_account_hold_lists_the_two_entries_it_reaches(
+def test_the_plan_at_the_account_hold_lists_the_entries_it_reaches(
     client: TestClient, store: Store, incident: Path
 ) -> None:
     load_file(store, incident)
     page = html(panel(client, hold_entry(store)))
-    assert one(page, "#plan-affected").text() == "2"
+    assert one(page, "#plan-affected").text() == "3"
     rows = [[cell.text().strip() for cell in row.css("td")] for row in page.css("#plan-entries tr.plan-row")]
-    assert [(row[1], row[3]) for row in rows] == [("tool_call", "taken back"), ("context_update", "taken back")]
+    assert [(row[1], row[3]) for row in rows] == [
+        ("tool_call", "taken back"),
+        ("context_update", "taken back"),
+        ("state_transition", "taken back"),  # the stop that ends the demo's recording
+    ]
     assert "apply_account_hold" in rows[0][2]
     assert [o.attributes["value"] for o in page.css("form.rewind-mode #rewind-mode option")] == [
         "both",
@@ -130,7 +134,7 @@ def test_apply_records_the_rewind_in_the_process_journal_and_never_edits_it(
     assert rewind.entry_id == rewind_id
     assert rewind.data["actor"] == getpass.getuser()
     assert rewind.data["mode"] == "code_only"
-    assert rewind.data["entries_affected"] == 2
+    assert rewind.data["entries_affected"] == 3
     # The process itself resumes from the state just before the hold (code_only keeps the conversation).
     recovered = asyncio.run(_recover(incident.parent))
     assert recovered["context_state"] == {"invoice_state": "reconciling", "account_status": "delinquent"}
@@ -206,3 +210,14 @@ def test_the_first_address_of_process_rewind_redirects_to_the_process_page_one(
     assert followed.status_code == 200
     assert [e.entry_type for e in journal_entries(store, billing.PROCESS_ID)][-2:] == ["rewind", "checkpoint"]
     assert client.get("/process-rewind", params={"entry": entry_id}).status_code == 400
+
+
+def test_a_rewind_entrys_before_and_after_is_the_state_its_checkpoint_left(
+    client: TestClient, store: Store, incident: Path
+) -> None:
+    load_file(store, incident)
+    rewind_id = apply(client, hold_entry(store), "code_only")
+    page = html(client.get(f"/processes/{billing.PROCESS_ID}", params={"entry": rewind_id}).text)
+    changes = [[cell.text(strip=True) for cell in row.css("td")] for row in page.css(".context-diff tr.change-removed")]
+    assert changes == [["−action", '"account_hold_applied"', "—"]]  # what "State the rewind left" lacks
+    assert any(h4.text().startswith("Context 1 change") for h4 in page.css(".state-block h4"))

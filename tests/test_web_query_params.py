@@ -56,6 +56,7 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "/process-rewind": ("process", "entry", "mode"),
     "/runs/{trace_id:id}": ("span", "start", "end", "w"),
     "/runs/{trace_id:id}/select": ("span", "start", "end"),
+    "/runs/{trace_id:id}/detail": ("span", "start", "end"),
     "/runs/{trace_id:id}/timeline": ("start", "end", "w", "span"),
     "/runs/{trace_id:id}/header": (),
     "/runs/{trace_id:id}/tree": ("span",),

@@ -1,13 +1,17 @@
 """`devtool export`: a run or a snapshot as a file a teammate loads into their own DevTool.
 
-    devtool export TRACE_ID [-o FILE]           the run's events, gzip JSONL (`devtool load` reads it)
+    devtool export TRACE_ID [-o FILE]           the run's events as JSONL (`devtool load` reads it), gzip
+                                                when FILE ends in .gz (the default name does)
     devtool export TRACE_ID --format otlp       the run as OTLP JSON with GenAI attributes, one request
                                                 a line (Jaeger, Tempo, Phoenix; `devtool load` reads it)
     devtool export TRACE_ID --format perfetto   the run as Chrome trace-event JSON (Perfetto UI opens it)
     devtool export --snapshot ID [-o FILE]      the snapshot's JSON (`run_with(snapshot=...)` takes it;
                                                 the Snapshots page and `POST /snapshots` load it)
 
-`-o -` writes to stdout. An existing file is not overwritten without `--force`. The file is written
+Without `--db`, the run is looked for in the database `devtool serve` uses by default, then in the one
+`devtool demo` uses; when it is in neither, the error names both. `-o -` writes to stdout (gzip for a
+run, as the default name `<id>.trace.jsonl.gz`); `-o research.jsonl` writes plain JSONL. An existing
+file is not overwritten without `--force`. The file is written
 beside its final name and renamed into place, so a failed export leaves nothing half-written.
 
 When a `devtool serve` owns the database, the export is read from that server (its export of the run
@@ -17,11 +21,13 @@ or the snapshot's JSON, the same bytes), which sees a consistent state of the st
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import tempfile
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,7 +52,11 @@ def register(subparsers: Any) -> None:
     target.add_argument("trace_id", nargs="?", metavar="TRACE_ID", help="the run to export")
     target.add_argument("--snapshot", metavar="ID", help="export this snapshot instead")
     parser.add_argument(
-        "-o", "--output", metavar="FILE", help="where to write (default: a name made from the id; - is stdout)"
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="where to write (default: a name made from the id; - is stdout); a run's events are gzip "
+        "only when FILE ends in .gz",
     )
     parser.add_argument(
         "--format",
@@ -63,17 +73,56 @@ def run(args: argparse.Namespace) -> int:
     require_web_extra()
     if args.snapshot and args.format != "devtool":
         raise CliError("--format is for runs; a snapshot is exported as its JSON document")
-    server = running_server(args.db or default_db_path())
+    what = f"snapshot {args.snapshot!r}" if args.snapshot else f"run {args.trace_id!r}"
+    looked: list[str] = []
+    for db in _databases(args):
+        chunks = _chunks(args, db)
+        try:
+            first = next(chunks, b"")
+        except _Missing as missing:
+            looked.append(str(missing))
+            continue
+        return _export(args, itertools.chain([first], chunks))
+    where = " nor in ".join(looked)
+    hint = "" if args.db else " (pass --db PATH for another database)"
+    raise CliError(f"no {what} in {where}{hint}")
+
+
+class _Missing(Exception):
+    """The run or snapshot is not in this database (the next one is tried); says where it looked."""
+
+
+def _databases(args: argparse.Namespace) -> list[Path]:
+    """--db, else the databases `devtool serve` and `devtool demo` use by default (serve's first)."""
+    if args.db:
+        return [args.db]
+    from devtool.cli.demo import default_demo_db
+
+    return [default_db_path(), default_demo_db()]
+
+
+def _chunks(args: argparse.Namespace, db: Path) -> Iterator[bytes]:
+    """The export from `db` (through its running server, if one owns it); `_Missing` before any chunk."""
+    server = running_server(db)
     if server is not None:
+        if args.trace_id:
+            args.trace_id = _resolved_by(server, args.trace_id, db)
+        chunks = _from_server(server, args)
+        try:
+            first = next(chunks, b"")
+        except _Missing:
+            raise _Missing(f"{db} (asked the DevTool at {server.url}, which has it open)") from None
         print(
             f"devtool export: the DevTool at {server.url} has this database open: exporting through it", file=sys.stderr
         )
-        if args.trace_id:
-            args.trace_id = _resolved_by(server, args.trace_id)
-        return _export(args, _from_server(server, args))
-    store = open_store(args)
+        yield first
+        yield from chunks
+        return
+    if not db.exists():
+        raise _Missing(f"{db} (no such file)")
+    store = open_store(argparse.Namespace(db=db, memory_limit=args.memory_limit))
     try:
-        return _export(args, _from_store(store, args))
+        yield from _from_store(store, args)
     finally:
         store.close()
 
@@ -89,7 +138,9 @@ def _from_store(store: Store, args: argparse.Namespace) -> Iterator[bytes]:
             yield export_snapshot(store, args.snapshot)
         else:
             yield from writers[args.format](store, resolve_run(store, args.trace_id))
-    except (NotFoundError, AmbiguousRunError) as exc:
+    except NotFoundError:
+        raise _Missing(str(store.path)) from None
+    except AmbiguousRunError as exc:
         raise CliError(str(exc)) from None
 
 
@@ -106,19 +157,18 @@ def _from_server(server: RunningServer, args: argparse.Namespace) -> Iterator[by
             while chunk := response.read(1 << 20):
                 yield chunk
     except urllib.error.HTTPError as exc:
-        what = f"snapshot {args.snapshot!r}" if args.snapshot else f"run {args.trace_id!r}"
         if exc.code == 404:
-            raise CliError(f"no {what} in the DevTool at {server.url}") from None
+            raise _Missing from None
+        what = f"snapshot {args.snapshot!r}" if args.snapshot else f"run {args.trace_id!r}"
         raise CliError(f"the DevTool at {server.url} could not export {what}: it answered {exc.code}") from None
     except OSError as exc:
         raise CliError(f"the DevTool at {server.url} stopped answering: {getattr(exc, 'reason', exc)}") from None
 
 
-def _resolved_by(server: RunningServer, given: str) -> str:
+def _resolved_by(server: RunningServer, given: str, db: Path) -> str:
     """The whole id of the run `given` (an id or the short id the UI shows) names, as the server knows it."""
-    answer = server.json_of(
-        f"api/v1/runs/{quote(given, safe='')}", not_found=f"no run {given!r} in the DevTool at {server.url}"
-    )
+    missing = _Missing(f"{db} (asked the DevTool at {server.url}, which has it open)")
+    answer = server.json_of(f"api/v1/runs/{quote(given, safe='')}", not_found=missing)
     return str(answer["traceId"])
 
 
@@ -133,9 +183,18 @@ def _export(args: argparse.Namespace, chunks: Iterable[bytes]) -> int:
             sys.stdout.buffer.write(chunk)
         sys.stdout.buffer.flush()
         return 0
-    size = _write(Path(destination), chunks, force=args.force)
-    print(f"wrote {destination} ({size:,} bytes)", file=sys.stderr)
+    plain = args.format == "devtool" and not args.snapshot and not destination.endswith(".gz")
+    size = _write(Path(destination), _gunzip(chunks) if plain else chunks, force=args.force)
+    print(f"wrote {destination} ({size:,} bytes{', plain JSONL' if plain else ''})", file=sys.stderr)
     return 0
+
+
+def _gunzip(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The run's gzip JSONL as plain JSONL, for an -o name that does not end in .gz."""
+    inflate = zlib.decompressobj(wbits=31)  # gzip framing
+    for chunk in chunks:
+        yield inflate.decompress(chunk)
+    yield inflate.flush()
 
 
 def _write(path: Path, chunks: Iterable[bytes], *, force: bool) -> int:

@@ -33,7 +33,9 @@ from devtool.core.jsonvalue import JSON, describe
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("run", help="run an agent entrypoint MODULE:FUNC, streaming its trace")
-    parser.add_argument("entrypoint", metavar="MODULE:FUNC", help="e.g. examples.research:main")
+    parser.add_argument(
+        "entrypoint", metavar="MODULE:FUNC", help="e.g. devtool.demo.research:main (the bundled demo agent)"
+    )
     parser.add_argument("--props", type=_json_arg, default={}, metavar="JSON", help="what FUNC is called with")
     parser.add_argument("--to", metavar="URL", default=os.environ.get("DEVTOOL_URL"), help="a DevTool to stream to")
     parser.add_argument("--trace", type=Path, metavar="PATH", help="also append the events to this JSONL file")

@@ -59,9 +59,9 @@ class RunningServer:
         context.verify_mode = ssl.CERT_NONE
         return context
 
-    def json_of(self, path: str, *, not_found: str | None = None) -> Any:
+    def json_of(self, path: str, *, not_found: str | Exception | None = None) -> Any:
         """The JSON answer of `GET path`, or a `CliError` with the server's own `{"error"}` message
-        (`not_found`, when given, for a 404)."""
+        (for a 404, `not_found` when given: that error, or a `CliError` saying that)."""
         from devtool.cli.errors import CliError
 
         request = self.request(path)
@@ -71,7 +71,7 @@ class RunningServer:
                 return json.load(response)
         except urllib.error.HTTPError as exc:
             if exc.code == 404 and not_found:
-                raise CliError(not_found) from None
+                raise (not_found if isinstance(not_found, Exception) else CliError(not_found)) from None
             try:
                 message = json.load(exc).get("error")
             except (ValueError, AttributeError):

@@ -5,7 +5,8 @@ invocation is a real agent run: the cron tick wakes the process, the reconcile a
 while it fetches the invoice the dunning webhook fires and flips `account_status` to delinquent
 under it. The agent then recommends a hold, and the process applies it: an irreversible action
 taken on a state that a racing trigger had corrupted. Rewinding to the `apply_account_hold` tool
-call shows the state just before it (2 entries affected: the call and its context update).
+call shows the state just before it (3 entries affected: the call, its context update and the
+process's stop, which ends the recording).
 """
 
 from __future__ import annotations
@@ -119,4 +120,7 @@ async def run_incident(folder: Path) -> tuple[Path, list[Path]]:
     if decision["action"] == "hold":
         await recorder.tool_call("apply_account_hold", {"account": ACCOUNT})
         await recorder.set_context("action", "account_hold_applied")
+    # The incident is handled and the recording ends here: the journal says the process stopped, so it
+    # does not read as running forever (a rewind past this point takes the stop back with the rest).
+    await recorder.transition("stopped", reason="the July reconcile is done")
     return journal.path_for(PROCESS_ID), [trace_path]

@@ -43,17 +43,19 @@ class LoadError(StoreError):
 
 
 class BadLinesError(LoadError):
-    """A file with bad lines under the reject policy: `problems` names each one (up to a limit)."""
+    """A file with bad lines under the reject policy, or with no good line at all: `problems` names
+    each bad one (up to a limit), `good` counts its good lines (0: loading "its good lines" loads nothing)."""
 
     SHOWN = 3
 
-    def __init__(self, path: Path | str, problems: tuple[LineProblem, ...], total: int) -> None:
+    def __init__(self, path: Path | str, problems: tuple[LineProblem, ...], total: int, good: int = 0) -> None:
         shown = "; ".join(f"{p.where()}: {p.message}" for p in problems[: self.SHOWN])
         more = f"; and {total - self.SHOWN} more" if total > self.SHOWN else ""
         noun = "bad line" if total == 1 else "bad lines"
         super().__init__(path, f"{total} {noun}, nothing stored: {shown}{more}")
         self.problems = problems
         self.total = total
+        self.good = good
 
 
 class SourceChangedError(LoadError):

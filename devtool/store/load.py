@@ -131,7 +131,7 @@ def load_file(
             if scan.bad == 0:
                 raise LoadError(path, f"DuckDB cannot read it as {loader.description}: {_first_line(refusal)}")
             if bad_lines is BadLines.REJECT or scan.good == 0:
-                raise BadLinesError(path, tuple(scan.problems), scan.bad)
+                raise BadLinesError(path, tuple(scan.problems), scan.bad, scan.good)
             try:
                 return _insert(store, source, loader, str(good_path), jsonl=True, progress=progress, scan=scan)
             except duckdb.Error as exc:

@@ -57,6 +57,6 @@ def gunzipped(path: Path) -> Iterator[Path]:
 def renamed(error: LoadError, path: Path) -> LoadError:
     """`error`, about the unpacked copy, as the same kind of error about the compressed `path`."""
     if isinstance(error, BadLinesError):
-        return BadLinesError(path, error.problems, error.total)
+        return BadLinesError(path, error.problems, error.total, error.good)
     kind = SourceChangedError if isinstance(error, SourceChangedError) else LoadError
     return kind(path, error.reason)

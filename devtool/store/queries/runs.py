@@ -5,7 +5,8 @@ of record holds it. A trace's status is its root span's (`running` while any roo
 or its parent has not come yet, as OpenTelemetry sends a parent after its children; `failed` when a
 root span failed), its tokens the sum of its model calls' usage, its cost the sum of their costs
 (`unpriced_calls` says how many had no known price). A journal's status
-comes from its last lifecycle transition (`state_transition.to_state`): stopped/completed/finished
+comes from its last lifecycle state, a transition's (`state_transition.to_state`) or a checkpoint's
+(`state.lifecycle_state`: a rewind's checkpoint puts back the state it rewound to): stopped/completed/finished
 are `completed`, failed/error/crashed `failed`, anything else (running, suspended, ...) `running`.
 
 `prompts` counts a trace's model requests (turns: one prompt-journal entry each), `tools` its tool
@@ -99,9 +100,16 @@ _RUNS = f"""
             SELECT process_id, min(ts_ms) AS started, max(ts_ms) AS ended, count(*) AS n,
                    arg_min(source_id, entry_seq) AS first_source,
                    count(*) FILTER (WHERE entry_type = 'error') AS errors,
-                   arg_max(data->>'to_state', entry_seq) FILTER (WHERE entry_type = 'state_transition') AS state,
+                   arg_max(lifecycle, entry_seq) FILTER (WHERE lifecycle IS NOT NULL) AS state,
                    string_agg(DISTINCT entry_type, ' ') AS types
-            FROM journal_entries GROUP BY process_id
+            FROM (
+                SELECT *, CASE entry_type
+                    WHEN 'state_transition' THEN data->>'to_state'
+                    WHEN 'checkpoint' THEN coalesce(data->'state'->>'lifecycle_state', data->>'lifecycle_state')
+                END AS lifecycle
+                FROM journal_entries
+            )
+            GROUP BY process_id
         )
     )
 """

@@ -3,7 +3,9 @@
 Both states come from the store's `journal_states`: the journal library's rewind rule (what
 `RewindEngine.apply(record=False)` rebuilds), in one pass; nothing is written. The page shows what
 the entry changed: context keys added, removed or changed, the lifecycle, and the conversation (what
-it kept, dropped and added).
+it kept, dropped and added). A rewind entry changes nothing by itself: the state it left is the
+checkpoint recorded right after it, so its "after" is the state after that checkpoint (what the
+rewind panel's "State the rewind left" shows), not "0 changes".
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from devtool.store import Store
-from devtool.store.queries import JournalState, StoredEntry, journal_states
-from devtool.store.queries.journal_lane import JournalSpan
+from devtool.store.queries import JournalState, StoredEntry, journal_entries, journal_states
+from devtool.store.queries.journal_lane import JournalSpan, entry_position
 from devtool.web.links import run_url
 from devtool.web.pages.diff import Change, diff
 from devtool.web.pages.journal_words import KNOWN_TYPES, summarize
@@ -58,6 +60,8 @@ def build_detail(store: Store, process_id: str, entry_id: str, span: JournalSpan
     """The entry and the process's state just before and just after it; `NotFoundError` if it is not there."""
     before, after = journal_states(store, process_id, entry_id)
     entry = before.entry
+    if entry.entry_type == "rewind":
+        after = _rewound(store, process_id, entry_id) or after
     return EntryDetail(
         entry=entry,
         summary=summarize(entry.entry_type, entry.data),
@@ -70,6 +74,21 @@ def build_detail(store: Store, process_id: str, entry_id: str, span: JournalSpan
         context=tuple(diff(before.context_state, after.context_state)),
         conversation=_conversation(before.conversation, after.conversation),
     )
+
+
+# A rewind's checkpoint is the next entry `apply_rewind` writes: looked for among the few after it.
+_REWIND_REACH = 8
+
+
+def _rewound(store: Store, process_id: str, entry_id: str) -> JournalState | None:
+    """The state rewind `entry_id` left: just after the checkpoint recorded right after it."""
+    position = entry_position(store, process_id, entry_id)
+    for following in journal_entries(store, process_id, limit=_REWIND_REACH, offset=position + 1):
+        if following.entry_type == "checkpoint":
+            return journal_states(store, process_id, following.entry_id)[1]
+        if following.entry_type == "rewind":
+            break
+    return None
 
 
 def _conversation(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> Conversation:

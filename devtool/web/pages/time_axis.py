@@ -18,6 +18,9 @@ GAP_SHARE = 0.8  # a gap is cut when it is more than this share of the time the 
 MAX_BREAKS = 3
 BREAK_WIDTH = 3.0  # percent of the pane a cut gap is drawn as
 MIN_SEGMENT = 12.0  # percent of the pane every segment keeps, however short
+# Percent of the pane a tick's label may take ("+11 min 08 s" is ~75 px of a 745 px chart at 1024):
+# across a cut, the last tick before it gives way to the first after it, which names the jump.
+MIN_TICK_GAP = 11.0
 
 
 @dataclass(frozen=True)
@@ -94,9 +97,13 @@ class TimeAxis:
         for segment in self.segments:
             width = segment.x1 - segment.x0
             target = max(1, round(8 * width / 100))
+            first = True
             for tick in ticks(segment.start_ms, segment.end_ms, 100, origin_ms=origin_ms, target=target):
                 x = segment.x0 + tick.x / 100 * width
                 if segment.x0 <= x <= segment.x1:
+                    while first and found and x - found[-1].x < MIN_TICK_GAP:
+                        found.pop()
+                    first = False
                     found.append(Tick(round(x, 4), tick.label))
         return tuple(found)
 

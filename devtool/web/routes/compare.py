@@ -26,6 +26,7 @@ from devtool.store import NotFoundError, Store
 from devtool.store.queries import get_run
 from devtool.store.queries.lineage import lineages, relatives
 from devtool.store.queries.replay_calls import replay_calls
+from devtool.store.queries.replay_saving import replay_saving
 from devtool.store.queries.run_ids import AmbiguousRunError, resolve_run
 from devtool.store.queries.run_meta import run_metadata
 from devtool.web.links import with_query
@@ -72,6 +73,7 @@ async def compare_page(request: Request) -> Response:
         "fork": _fork_report(store, b, view),
         "only_differences": True,
         "replay_calls": replay_calls(store, b, a),
+        "saving": replay_saving(store, b),
     }
     return render(request, "compare.html", context)
 

@@ -39,6 +39,7 @@ from devtool.store.queries.lineage import lineages, named_replays
 from devtool.store.queries.live import derived_through
 from devtool.store.queries.navigation import first_span_in, search_spans
 from devtool.store.queries.replay_calls import replay_calls, unrecorded_spans
+from devtool.store.queries.replay_saving import replay_saving
 from devtool.store.queries.run_ids import AmbiguousRunError, resolve_run
 from devtool.store.queries.run_meta import run_exists, run_metadata, snapshot_dumps
 from devtool.store.queries.usage import span_usage
@@ -80,6 +81,7 @@ def run_page(request: Request) -> Response:
         "timeline": drawn,
         "overview": overview(store, run, window),
         "live_after": live_after,
+        "saving": replay_saving(store, trace_id),
     }
     response = render(request, "run.html", context, fragment="_workspace.html")
     if wants_fragment(request):
@@ -97,6 +99,15 @@ def run_selection(request: Request) -> HTMLResponse:
     return response
 
 
+def run_detail(request: Request) -> HTMLResponse:
+    """The selected span's detail again (in its selection, which the page picks it from), the URL
+    unchanged: what the detail pane of a span still running refreshes with as the run streams."""
+    store = state(request).store
+    trace_id, url_state = _trace_and_state(request)
+    run = _or_404(get_run, store, trace_id)
+    return render(request, "_selection.html", _or_404(selection, store, run, url_state))
+
+
 def run_timeline(request: Request) -> HTMLResponse:
     store = state(request).store
     trace_id, url_state = _trace_and_state(request)
@@ -110,7 +121,9 @@ def run_timeline(request: Request) -> HTMLResponse:
 def run_header(request: Request) -> HTMLResponse:
     """The header alone: what a live run's page refreshes as events arrive."""
     trace_id, _ = _trace_and_state(request)
-    return render(request, "_run_header.html", {"run": _or_404(get_run, state(request).store, trace_id)})
+    store = state(request).store
+    context = {"run": _or_404(get_run, store, trace_id), "saving": replay_saving(store, trace_id)}
+    return render(request, "_run_header.html", context)
 
 
 def run_tree_fragment(request: Request) -> HTMLResponse:
@@ -298,6 +311,7 @@ def _or_404(query: Any, *args: Any, **kwargs: Any) -> Any:
 routes = [
     Route("/runs/{trace_id:id}", run_page, name="run"),
     Route("/runs/{trace_id:id}/select", run_selection, name="run_select"),
+    Route("/runs/{trace_id:id}/detail", run_detail, name="run_detail"),
     Route("/runs/{trace_id:id}/timeline", run_timeline, name="run_timeline"),
     Route("/runs/{trace_id:id}/header", run_header, name="run_header"),
     Route("/runs/{trace_id:id}/tree", run_tree_fragment, name="run_tree"),

@@ -41,6 +41,7 @@ from devtool.store import BadLines, BadLinesError, LoadError, Store, StoreError,
 from devtool.store.queries import last_event_id
 from devtool.store.queries.runs import STATUSES
 from devtool.web.live.streams import RUNS_INTERVAL, RunsFeed, sse_response
+from devtool.web.pages.live_hint import live_hint
 from devtool.web.pages.runs_filter import BadFilter, RunsFilter, RunsList, runs_list
 from devtool.web.pages.upload_outcome import FileOutcome, UploadResult, loaded
 from devtool.web.state import state
@@ -155,7 +156,9 @@ def _load_one(store: Store, item: _Saved, skip: bool) -> FileOutcome:
     try:
         result = load_file(store, item.path, bad_lines=BadLines.SKIP if skip else BadLines.REJECT)
     except LoadError as exc:
-        return FileOutcome(item.name, "failed", exc.reason, good_lines_load=isinstance(exc, BadLinesError))
+        return FileOutcome(
+            item.name, "failed", exc.reason, good_lines_load=isinstance(exc, BadLinesError) and exc.good > 0
+        )
     except StoreError as exc:
         return FileOutcome(item.name, "failed", str(exc))
     return loaded(item.name, result)
@@ -188,6 +191,7 @@ def _page_context(request: Request, listing: RunsList, **extra: object) -> dict[
         "max_upload_bytes": limit,
         "filter_error": None,
         "upload": None,
+        "live_hint": live_hint(str(request.base_url).rstrip("/")),
         **extra,
     }
 

@@ -1,0 +1,81 @@
+"""What a replay saved: the prompt and tool calls its journal served, and what they cost when recorded.
+
+A turn served from a snapshot's journal (`turn:end` with `cache: true`) calls no model, so the run's
+own cost leaves it out; what it saved is the cost of the recorded turn it stands for: the turn with
+the same `contentHash` that did call the model (`cache` not true), priced by the model calls under it
+(or by its own end, for an OpenTelemetry chat span). The original run the replay names
+(`runWith:start`'s `metadata.replay.originalTraceId`) is preferred; else any run of the store that
+recorded that turn. A served turn whose recorded one is not in the store, or was not priced, counts
+in `unknown`, so a saving is never shown as complete when it is not. Served tool results (a
+`tools:execute:end`'s `toolResults[*].cache`) cost nothing either way; they count among the calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from devtool.store.database import Store
+from devtool.store.run_summary import MODEL_REQUEST_END
+
+
+@dataclass(frozen=True)
+class ReplaySaving:
+    """What run `trace_id`'s journal served, and the recorded cost of it."""
+
+    served_prompts: int  # turns served from the journal: no model called
+    served_tools: int  # tool results served from the journal: no tool run
+    saved_micro_usd: float | None  # the recorded cost of the served turns; None when none was priced
+    unknown: int  # served turns whose recorded cost is unknown (not in the store, or unpriced)
+    model_calls: int  # the model requests the run did make (0: a fully cached replay, which cost $0)
+
+    @property
+    def served_calls(self) -> int:
+        return self.served_prompts + self.served_tools
+
+
+_SAVING = f"""
+    WITH served AS (
+        SELECT content_hash FROM spans
+        WHERE trace_id = $trace AND kind = 'turn' AND cache AND content_hash IS NOT NULL
+    ),
+    recorded AS (
+        SELECT t.trace_id, t.content_hash, sum(e.cost_micro_usd) AS cost,
+               count(*) FILTER (WHERE e.cost_micro_usd IS NULL) AS unpriced
+        FROM spans t
+        JOIN spans c ON c.trace_id = t.trace_id AND (c.span_id = t.span_id OR c.parent_span_id = t.span_id)
+        JOIN events e ON e.event_id = c.end_event_id
+        WHERE t.kind = 'turn' AND t.cache IS NOT TRUE AND t.content_hash IN (SELECT content_hash FROM served)
+          AND (e.type = 'model:call:end' OR (e.type = 'turn:end' AND e.prompt_tokens IS NOT NULL))
+          AND e.success IS NOT FALSE
+        GROUP BY t.trace_id, t.span_id, t.content_hash
+    ),
+    chosen AS (  -- per turn, the original run's recording if it has one
+        SELECT content_hash,
+               arg_min({{'cost': cost, 'unpriced': unpriced}}, (trace_id <> $original)::INT) AS pick
+        FROM recorded GROUP BY content_hash
+    )
+    SELECT
+        (SELECT count(*) FROM served),
+        (SELECT coalesce(sum(len(list_filter(
+                    json_extract_string(body, '$.toolResults[*].cache'), lambda c: c = 'true'))), 0)
+         FROM events WHERE trace_id = $trace AND type = 'tools:execute:end'),
+        (SELECT sum(ch.pick.cost) FROM served s JOIN chosen ch USING (content_hash)),
+        (SELECT count(*) FROM served s LEFT JOIN chosen ch USING (content_hash)
+         WHERE ch.pick IS NULL OR ch.pick.unpriced > 0 OR ch.pick.cost IS NULL),
+        (SELECT count(*) FROM events WHERE trace_id = $trace AND {MODEL_REQUEST_END})
+"""
+
+_ORIGINAL = """
+    SELECT body->'metadata'->'replay'->>'originalTraceId' FROM events
+    WHERE trace_id = ? AND type = 'runWith:start' LIMIT 1
+"""
+
+
+def replay_saving(store: Store, trace_id: str) -> ReplaySaving | None:
+    """What run `trace_id`'s journal served and saved; None when it served nothing (not a replay)."""
+    found = store.query(_ORIGINAL, [trace_id])
+    original = (found[0][0] if found else None) or ""
+    ((prompts, tools, saved, unknown, calls),) = store.query(_SAVING, {"trace": trace_id, "original": original})
+    if not prompts and not tools:
+        return None
+    return ReplaySaving(int(prompts), int(tools), None if saved is None else float(saved), int(unknown), int(calls))

@@ -1,0 +1,63 @@
+"""What a replay saved, from the store: the calls its journal served, and what they cost when recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devtool.core import MemorySink, run_with
+from devtool.core.debugger import restore_snapshot
+from devtool.demo import research
+from devtool.store import Store, load_file
+from devtool.store.queries.replay_saving import replay_saving
+
+
+def recorded(path: Path, snapshot: dict[str, Any] | None = None, **metadata: Any) -> list[dict[str, Any]]:
+    """The research demo run (a replay of `snapshot` when given), written to `path`; its events."""
+    sink = MemorySink()
+    asyncio.run(run_with(lambda: research.main({}), sinks=[sink], snapshot=snapshot, metadata=metadata or None))
+    path.write_text("".join(json.dumps(event) + "\n" for event in sink.events))
+    return sink.events  # type: ignore[return-value]
+
+
+def test_a_fully_cached_replay_cost_nothing_and_saved_the_recorded_cost(tmp_path: Path) -> None:
+    original = recorded(tmp_path / "original.jsonl")
+    original_id = original[0]["trace"]["traceId"]
+    replay = recorded(
+        tmp_path / "replay.jsonl", dict(restore_snapshot(original)), replay={"originalTraceId": original_id}
+    )
+    store = Store(tmp_path / "s.duckdb")
+    try:
+        for name in ("original.jsonl", "replay.jsonl"):
+            load_file(store, tmp_path / name)
+        calls = [e for e in original if e["type"] == "model:call:end"]
+        tools = sum(len(e["toolResults"]) for e in original if e["type"] == "tools:execute:end")
+        saving = replay_saving(store, replay[0]["trace"]["traceId"])
+        assert saving is not None
+        assert saving.served_prompts == len(calls) == 11
+        assert saving.served_tools == tools
+        assert saving.served_calls == len(calls) + tools
+        assert saving.saved_micro_usd == pytest.approx(sum(e["costs"]["micro_usd"] for e in calls))
+        assert saving.unknown == 0
+        assert saving.model_calls == 0  # nothing called: it cost $0
+        assert replay_saving(store, original_id) is None  # the original served nothing
+    finally:
+        store.close()
+
+
+def test_a_served_turn_whose_recording_is_not_stored_is_unknown(tmp_path: Path) -> None:
+    original = recorded(tmp_path / "original.jsonl")
+    replay = recorded(tmp_path / "replay.jsonl", dict(restore_snapshot(original)))
+    store = Store(tmp_path / "s.duckdb")
+    try:
+        load_file(store, tmp_path / "replay.jsonl")
+        saving = replay_saving(store, replay[0]["trace"]["traceId"])
+        assert saving is not None
+        assert saving.saved_micro_usd is None
+        assert saving.unknown == saving.served_prompts == 11
+    finally:
+        store.close()
