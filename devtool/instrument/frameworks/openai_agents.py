@@ -60,7 +60,9 @@ def instrument() -> bool:
     def recorded_run_streamed(starting_agent: Agent[Any], input: Any, **kwargs: Any) -> Any:
         if CURRENT_FRAME.get(None) is None:
             return run_streamed(starting_agent, input, **kwargs)
-        # The run goes on in a task of the SDK's, after this returns: its frame ends with its events.
+        # The run goes on in a task of the SDK's (a copy of this context, its frame current) after this
+        # returns: here the caller's frame is current again, and the run's frame ends with its events.
+        caller = CURRENT_FRAME.get()
         frame = _framed(starting_agent, input, kwargs)
         result = frame.__enter__()
         try:
@@ -68,7 +70,7 @@ def instrument() -> bool:
         except BaseException as exc:
             frame.__exit__(type(exc), exc, exc.__traceback__)
             raise
-        _leave(frame)
+        CURRENT_FRAME.set(caller)
         stream_events = streamed.stream_events
 
         async def events() -> Any:

@@ -1,0 +1,126 @@
+"""LangChain and LangGraph recorded whole: each tool call a journaled call, each graph run an agent frame.
+
+LangChain's callbacks only watch (a handler cannot answer a tool call, and LangGraph runs them where a
+ContextVar they set is lost), so they serve neither. The public extension points that can: a tool is a
+`BaseTool`, and every way of calling one (`invoke`, LangGraph's `ToolNode`, an agent executor) ends in
+its public `run`/`arun`; a graph is a `Pregel`, run by its public `invoke`/`ainvoke` (a subgraph too, as
+a node). Both are wrapped on their classes. A tool call is journaled by its arguments (the ones its
+`tool_call_schema` shows the model: arguments LangGraph injects, its state or runtime, are left out)
+and its content (with its artifact and status when the call came from a model: the `ToolMessage` is
+made again from them with the call's id), so a replay answers it without running the tool. A graph run
+is a frame named by the graph's `name` (`create_agent(name=...)`), whose output is its last message's
+text. `stream`/`astream` called directly run no frame of their own: their tools are still journaled and
+their requests recorded in the frame they run in.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.pregel import Pregel
+
+from devtool.core.frame import CURRENT_FRAME
+from devtool.instrument.functions import agent_frame, journaled_tool, journaled_tool_sync
+
+_MARK = "__devtool_recorded__"
+_MESSAGE = "langchainToolMessage"  # a journaled output that is a ToolMessage's parts
+
+
+def instrument() -> bool:
+    """Wrap `BaseTool.run`/`arun` and `Pregel.invoke`/`ainvoke`. False if it was done already."""
+    if getattr(BaseTool.run, _MARK, False):
+        return False
+    run, arun = BaseTool.run, BaseTool.arun
+    invoke, ainvoke = Pregel.invoke, Pregel.ainvoke
+
+    @functools.wraps(run)
+    def recorded_run(self: BaseTool, tool_input: Any, *args: Any, tool_call_id: str | None = None, **kwargs: Any) -> Any:
+        if CURRENT_FRAME.get(None) is None:
+            return run(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs)
+        output = journaled_tool_sync(
+            self.name,
+            _arguments(self, tool_input),
+            lambda: _parts(run(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs)),
+            tool_call_id=tool_call_id,
+        )
+        return _message(self, output, tool_call_id)
+
+    @functools.wraps(arun)
+    async def recorded_arun(
+        self: BaseTool, tool_input: Any, *args: Any, tool_call_id: str | None = None, **kwargs: Any
+    ) -> Any:
+        if CURRENT_FRAME.get(None) is None:
+            return await arun(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs)
+
+        async def running() -> Any:
+            return _parts(await arun(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs))
+
+        output = await journaled_tool(self.name, _arguments(self, tool_input), running, tool_call_id=tool_call_id)
+        return _message(self, output, tool_call_id)
+
+    @functools.wraps(invoke)
+    def recorded_invoke(self: Pregel, input: Any, *args: Any, **kwargs: Any) -> Any:
+        with agent_frame(self.name or "graph", lambda: None) as result:
+            output = invoke(self, input, *args, **kwargs)
+            result.append(_answer(output))
+        return output
+
+    @functools.wraps(ainvoke)
+    async def recorded_ainvoke(self: Pregel, input: Any, *args: Any, **kwargs: Any) -> Any:
+        with agent_frame(self.name or "graph", lambda: None) as result:
+            output = await ainvoke(self, input, *args, **kwargs)
+            result.append(_answer(output))
+        return output
+
+    for owner, name, wrapped in (
+        (BaseTool, "run", recorded_run),
+        (BaseTool, "arun", recorded_arun),
+        (Pregel, "invoke", recorded_invoke),
+        (Pregel, "ainvoke", recorded_ainvoke),
+    ):
+        setattr(wrapped, _MARK, True)
+        setattr(owner, name, wrapped)
+    return True
+
+
+def _arguments(tool: BaseTool, tool_input: Any) -> Any:
+    """The call's arguments as the model gave them: those of the tool's `tool_call_schema`."""
+    if not isinstance(tool_input, dict):
+        return tool_input
+    fields = getattr(tool.tool_call_schema, "model_fields", None)
+    if not isinstance(fields, dict):
+        return tool_input
+    return {key: value for key, value in tool_input.items() if key in fields}
+
+
+def _parts(output: Any) -> Any:
+    """A tool's output as the journal holds it: a `ToolMessage` as its content (with its artifact and
+    status, when it has an artifact or failed)."""
+    if not isinstance(output, ToolMessage):
+        return output
+    if output.artifact is None and output.status == "success":
+        return output.content
+    return {_MESSAGE: {"content": output.content, "artifact": output.artifact, "status": output.status}}
+
+
+def _message(tool: BaseTool, output: Any, tool_call_id: str | None) -> Any:
+    """The journaled output as the tool gave it: for a model's call, the `ToolMessage` made again."""
+    parts = output.get(_MESSAGE) if isinstance(output, dict) and len(output) == 1 else None
+    if isinstance(parts, dict):
+        content, artifact, status = parts["content"], parts.get("artifact"), parts.get("status", "success")
+    elif tool_call_id is not None and isinstance(output, (str, list)):  # message content, as `run` made it
+        content, artifact, status = output, None, "success"
+    else:
+        return output
+    return ToolMessage(content, artifact=artifact, tool_call_id=tool_call_id or "", name=tool.name, status=status)
+
+
+def _answer(output: Any) -> Any:
+    """A graph's result as its frame's output: the last message's text when it keeps messages."""
+    messages = output.get("messages") if isinstance(output, dict) else None
+    if isinstance(messages, list) and messages:
+        return getattr(messages[-1], "content", None)
+    return None
