@@ -107,11 +107,19 @@ def openai_agents_async(fake: FakeProvider) -> Callable[[], Any]:
 
 
 def langgraph_agent(fake: FakeProvider) -> Any:
+    import httpx
     from langchain.agents import create_agent
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
 
-    model = ChatOpenAI(model="gpt-4.1-mini", base_url=fake.openai_base_url, api_key=KEY)  # type: ignore[arg-type]
+    # Its own async HTTP client: langchain-openai's default one is shared by the process and bound to the
+    # first event loop, and a test runs several (a program is run once a process).
+    model = ChatOpenAI(
+        model="gpt-4.1-mini",
+        base_url=fake.openai_base_url,
+        api_key=KEY,  # type: ignore[arg-type]
+        http_async_client=httpx.AsyncClient(),
+    )
     return create_agent(model, tools=[tool(weather)], system_prompt="You plan trips.", name="travel")
 
 

@@ -5,14 +5,14 @@ with `props` from `--props`; a FUNC that takes no parameter (a `@devtool.record`
 called with none. A sync FUNC runs in a worker thread given the run's context, with no event loop
 running in it, so the frameworks' own sync entrypoints (`agent.run_sync`, `Runner.run_sync`,
 `graph.invoke`, which start a loop of their own) run, record and replay. The run is named as FUNC
-(a `@devtool.record("name")` function: that name), so a replay is listed as the run it replays. The entrypoint and props are recorded in the `runWith:start` event's
-metadata, which is what the DevTool's Replay button runs again. Events go to the DevTool at `--to`
-(or `$DEVTOOL_URL`) and/or to a JSONL file (`--trace`); `--snapshot` replays from a snapshot file
-or a DevTool snapshot URL. A DevTool with a team token wants it with both (`$DEVTOOL_TOKEN`, or
+(a `@devtool.record("name")` function: that name), so a replay is listed as the run it replays.
+The entrypoint and props are recorded in the `runWith:start` event's metadata, which is what the
+DevTool's Replay button runs again. Events go to the DevTool at `--to` (or `$DEVTOOL_URL`) and/or
+to a JSONL file (`--trace`); `--snapshot` replays from a snapshot file or a DevTool snapshot URL. A DevTool with a team token wants it with both (`$DEVTOOL_TOKEN`, or
 `--token`, which other users of the machine can see in `ps`). `--only-replayable` refuses a FUNC
 that MODULE does not define and declare `@replayable` (what the DevTool's replays run with); without
 it, a FUNC not so declared runs and a note says the DevTool will not offer to replay it. This command
-needs only the core library.
+needs only the core library (and `devtool.instrument`'s `@record` names).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         call = (lambda: func(args.props)) if _takes_props(func) else func
         if not isinstance(func, Agent) and not inspect.iscoroutinefunction(func):
-            call = _in_thread(call)
+            call = in_thread(call)
         scope = RunScope(snapshot=snapshot, sinks=sinks, metadata=metadata, name=run_name(func))
         result = asyncio.run(run_in(scope, call))
     except CoreError as exc:
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _in_thread(call: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
+def in_thread(call: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
     """`call()` in a worker thread (given the run's context: `asyncio.to_thread` copies it), with no
     event loop running there; an awaitable it returns is awaited here."""
 

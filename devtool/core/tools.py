@@ -134,9 +134,7 @@ async def run_batch(frame: Frame, calls: Sequence[PlannedCall], parent_span: str
     return outcomes
 
 
-def call_function(
-    name: str, input: Any, run: Callable[[], Any], *, tool_call_id: str | None = None
-) -> Awaitable[Any]:
+def call_function(name: str, input: Any, run: Callable[[], Any], *, tool_call_id: str | None = None) -> Awaitable[Any]:
     """`run()` (whose result, if awaitable, is awaited) as one recorded, journaled call of a tool `name`.
 
     For code that is not a `Tool` (`devtool.instrument`'s `@tool` functions and the frameworks' tools):

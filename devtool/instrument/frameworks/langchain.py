@@ -37,7 +37,9 @@ def instrument() -> bool:
     invoke, ainvoke = Pregel.invoke, Pregel.ainvoke
 
     @functools.wraps(run)
-    def recorded_run(self: BaseTool, tool_input: Any, *args: Any, tool_call_id: str | None = None, **kwargs: Any) -> Any:
+    def recorded_run(
+        self: BaseTool, tool_input: Any, *args: Any, tool_call_id: str | None = None, **kwargs: Any
+    ) -> Any:
         if CURRENT_FRAME.get(None) is None:
             return run(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs)
         output = journaled_tool_sync(
@@ -62,14 +64,14 @@ def instrument() -> bool:
         return _message(self, output, tool_call_id)
 
     @functools.wraps(invoke)
-    def recorded_invoke(self: Pregel, input: Any, *args: Any, **kwargs: Any) -> Any:
+    def recorded_invoke(self: Pregel[Any, Any, Any, Any], input: Any, *args: Any, **kwargs: Any) -> Any:
         with agent_frame(self.name or "graph", lambda: None) as result:
             output = invoke(self, input, *args, **kwargs)
             result.append(_answer(output))
         return output
 
     @functools.wraps(ainvoke)
-    async def recorded_ainvoke(self: Pregel, input: Any, *args: Any, **kwargs: Any) -> Any:
+    async def recorded_ainvoke(self: Pregel[Any, Any, Any, Any], input: Any, *args: Any, **kwargs: Any) -> Any:
         with agent_frame(self.name or "graph", lambda: None) as result:
             output = await ainvoke(self, input, *args, **kwargs)
             result.append(_answer(output))

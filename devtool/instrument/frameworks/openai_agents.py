@@ -83,10 +83,14 @@ def instrument() -> bool:
             result.append(streamed.final_output)
             frame.__exit__(None, None, None)
 
-        streamed.stream_events = events
+        streamed.stream_events = events  # type: ignore[method-assign]
         return streamed
 
-    for name, wrapped in (("run", recorded_run), ("run_sync", recorded_run_sync), ("run_streamed", recorded_run_streamed)):
+    for name, wrapped in (
+        ("run", recorded_run),
+        ("run_sync", recorded_run_sync),
+        ("run_streamed", recorded_run_streamed),
+    ):
         setattr(wrapped, _MARK, True)
         setattr(Runner, name, staticmethod(wrapped))
     return True

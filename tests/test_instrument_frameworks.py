@@ -1,0 +1,187 @@
+"""Framework agents recorded whole with `devtool.instrument.install()` and no decorator
+(`framework_agents.PROGRAMS`: Pydantic AI, the OpenAI Agents SDK with a handoff, LangGraph; each with a
+sync and an async entrypoint), against the fake provider over real HTTP: the run holds the framework's
+agents as frames and its tool calls with their inputs; a whole replay asks nothing and runs no tool; a
+cut before the last model request asks once and runs no tool; a cut before the tool call runs it once.
+And a `@devtool.record` sync `main()` recorded and replayed through `devtool run` (no event loop in its
+thread), which compares equal, frame for frame, with its replay."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import devtool
+import devtool.instrument
+from devtool.cli.run import in_thread
+from devtool.core import MemorySink, run_with
+from devtool.core.debugger import restore_snapshot
+from devtool.store import Store
+from devtool.store.load import load_file
+from devtool.web.pages.compare import compare
+from testkit.fake_provider import FakeProvider
+from tests.conftest import REPO
+from tests.framework_agents import ANSWER, PROGRAMS, QUESTION, TOOL_RUNS, Program, call, script
+
+devtool.instrument.install()
+
+
+def recorded(program: Program, fake: FakeProvider) -> tuple[Any, list[dict[str, Any]]]:
+    """The program's output and events, recorded with `devtool.record` only."""
+    sink = MemorySink()
+    with devtool.record(program.name, to=sink):
+        output = call(program.make(fake))
+    return output, sink.events
+
+
+def replayed(program: Program, snapshot: Any, fake: FakeProvider) -> tuple[Any, int, list[Any]]:
+    """The program replayed from `snapshot` as `devtool run` runs it (a sync entrypoint in a worker
+    thread; its clients made afresh, as in the new process a replay is): its output, the requests that
+    reached the provider, the events."""
+    before, sink, entrypoint = fake.count(), MemorySink(), program.make(fake)
+    run = entrypoint if inspect.iscoroutinefunction(entrypoint) else in_thread(entrypoint)
+    output = asyncio.run(run_with(run, snapshot=snapshot, sinks=[sink]))
+    return output, fake.count() - before, sink.events
+
+
+def spans(events: list[Any], kind: str) -> list[str]:
+    return [e["trace"]["spanId"] for e in events if e["type"] == kind]
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=[p.name for p in PROGRAMS])
+def test_a_framework_agent_is_recorded_whole_and_replays_without_running_its_tool(
+    program: Program, fake_provider: FakeProvider
+) -> None:
+    script(fake_provider, handoff=program.handoff)
+    TOOL_RUNS.clear()
+    output, events = recorded(program, fake_provider)
+    assert output == ANSWER
+    assert fake_provider.count() == program.requests
+    assert TOOL_RUNS == ["Lisbon"]
+
+    # The framework's own agent names are the frames, nested as they ran (a handoff inside its triage).
+    starts = [e for e in events if e["type"] == "agent:start"]
+    assert [e["agentId"] for e in starts] == list(program.agents)
+    travel = starts[-1]["callId"]
+    assert travel == "/".join(["root", *(f"agent:{name}:0" for name in program.agents)])
+    # The tool call is journaled with its input and output, in the frame of the agent that called it.
+    (result,) = [r for e in events if e["type"] == "tools:execute:end" for r in e["toolResults"]]
+    assert result["toolName"] == "weather"
+    assert result["input"] == {"city": "Lisbon"}
+    assert result["output"] == "Lisbon: sunny"
+    assert result["callPath"] == f"{travel}/tool:weather:0"
+    assert result["contentHash"]
+    assert not result["cache"]
+    turns = [e for e in events if e["type"] == "turn:start"]
+    assert QUESTION in orjson.dumps(turns[0]["messages"]).decode()
+    assert turns[-1]["callId"].startswith(travel + "/turn:")
+
+    # A whole replay asks nothing, runs no tool, and gives the same answer.
+    TOOL_RUNS.clear()
+    again, asked, replay_events = replayed(program, restore_snapshot(events), fake_provider)
+    assert (again, asked, TOOL_RUNS) == (ANSWER, 0, [])
+    assert [r["cache"] for e in replay_events if e["type"] == "tools:execute:end" for r in e["toolResults"]] == [True]
+
+    # A cut before the last model request: that one request, and the tool before it served.
+    last_turn = spans(events, "turn:start")[-1]
+    again, asked, _ = replayed(program, restore_snapshot(events, span_id=last_turn, anchor="before"), fake_provider)
+    assert (again, asked, TOOL_RUNS) == (ANSWER, 1, [])
+
+    # A cut before the tool call: the tool runs once, and the request after it is made.
+    (tool_span,) = spans(events, "tools:execute:start")
+    again, asked, _ = replayed(program, restore_snapshot(events, span_id=tool_span, anchor="before"), fake_provider)
+    assert (again, asked, TOOL_RUNS) == (ANSWER, 1, ["Lisbon"])
+
+
+def test_an_agent_run_as_a_tool_is_drawn_inside_that_tool_call(fake_provider: FakeProvider) -> None:
+    import agents
+    import openai
+
+    from tests.framework_agents import KEY, weather
+
+    agents.set_default_openai_client(openai.AsyncOpenAI(base_url=fake_provider.openai_base_url, api_key=KEY), False)
+    agents.set_default_openai_api("chat_completions")
+    agents.set_tracing_disabled(True)
+    travel = agents.Agent(name="travel", instructions="You plan trips.", tools=[agents.function_tool(weather)])
+    lead = agents.Agent(name="lead", instructions="You lead.", tools=[travel.as_tool("ask_travel", "Ask travel")])
+    fake_provider.reply({"tool_calls": [{"name": "ask_travel", "arguments": {"input": QUESTION}}]}, last="lead")
+    script(fake_provider)
+    fake_provider.reply({"text": "Done."}, last=ANSWER, times=None)
+    TOOL_RUNS.clear()
+    sink = MemorySink()
+    with devtool.record("lead", to=sink):
+        agents.Runner.run_sync(lead, "lead: " + QUESTION)
+    assert TOOL_RUNS == ["Lisbon"]
+    events = sink.events
+    asked = next(e for e in events if e["type"] == "tools:execute:start" and e["toolNames"] == ["ask_travel"])
+    inner = next(e for e in events if e["type"] == "agent:start" and e["agentId"] == "travel")
+    assert inner["trace"]["parentSpanId"] == asked["trace"]["spanId"]
+    assert inner["callId"] == "root/agent:lead:0/agent:travel:0"
+
+
+MODULE = '''
+import devtool
+import devtool.instrument
+from devtool.core import replayable
+from pydantic_ai import Agent
+
+devtool.instrument.install()
+RUNS = []
+
+
+def weather(city: str) -> str:
+    """The weather in a city."""
+    with open("tool_runs.txt", "a") as runs:
+        runs.write(city + "\\n")
+    return f"{city}: sunny"
+
+
+agent = Agent("openai:gpt-4.1-mini", name="travel", tools=[weather])
+
+
+@replayable
+@devtool.record("trip")
+def main():
+    return agent.run_sync("Plan a day in Lisbon").output
+'''
+
+
+def test_a_sync_entrypoint_records_and_replays_through_devtool_run(
+    tmp_path: Path, fake_provider: FakeProvider, store: Store
+) -> None:
+    (tmp_path / "trip.py").write_text(MODULE)
+    script(fake_provider)
+    env = {**os.environ, **fake_provider.env(api_key="sk-frameworks-0123456789"), "PYTHONPATH": str(REPO)}
+
+    def devtool_run(*args: str) -> str:
+        command = [sys.executable, "-m", "devtool", "run", "trip:main", "--only-replayable", *args]
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert orjson.loads(devtool_run("--trace", "first.jsonl")) == ANSWER
+    assert (tmp_path / "tool_runs.txt").read_text() == "Lisbon\n"
+    first = [orjson.loads(line) for line in (tmp_path / "first.jsonl").read_bytes().splitlines()]
+    (tmp_path / "snapshot.json").write_bytes(orjson.dumps(restore_snapshot(first)))
+    before = fake_provider.count()
+    assert orjson.loads(devtool_run("--snapshot", "snapshot.json", "--trace", "again.jsonl")) == ANSWER
+    assert fake_provider.count() == before
+    assert (tmp_path / "tool_runs.txt").read_text() == "Lisbon\n"
+
+    left, right = (load_file(store, tmp_path / name).traces[0] for name in ("first.jsonl", "again.jsonl"))
+    comparison = compare(store, left, right)
+    assert comparison.differences == 0, [row for row in comparison.rows if row.differs]
+    assert [row.call_id for row in comparison.rows] == ["root", "root/agent:travel:0"]
+    # The replay carries the run's recorded name, on its root span (the runs list names both alike).
+    roots = store.query("SELECT name FROM spans WHERE trace_id IN (?, ?) AND kind = 'runWith'", [left, right])
+    assert [name for (name,) in roots] == ["trip", "trip"]
+    runs = store.query("SELECT name FROM runs WHERE trace_id IN (?, ?)", [left, right])
+    assert [name for (name,) in runs] == ["travel", "travel"]
