@@ -8,10 +8,11 @@ running in it, so the frameworks' own sync entrypoints (`agent.run_sync`, `Runne
 (a `@devtool.record("name")` function: that name), so a replay is listed as the run it replays.
 The entrypoint and props are recorded in the `runWith:start` event's metadata, which is what the
 DevTool's Replay button runs again. Events go to the DevTool at `--to` (or `$DEVTOOL_URL`) and/or
-to a JSONL file (`--trace`); `--snapshot` replays from a snapshot file or a DevTool snapshot URL. A DevTool with a team token wants it with both (`$DEVTOOL_TOKEN`, or
-`--token`, which other users of the machine can see in `ps`). `--only-replayable` refuses a FUNC
-that MODULE does not define and declare `@replayable` (what the DevTool's replays run with); without
-it, a FUNC not so declared runs and a note says the DevTool will not offer to replay it. This command
+to a JSONL file (`--trace`); `--snapshot` replays from a snapshot file or a DevTool snapshot URL. A
+DevTool with a team token wants it with both (`$DEVTOOL_TOKEN`, or `--token`, which other users of
+the machine can see in `ps`). `--only-replayable` refuses a FUNC that MODULE does not define and
+declare `@replayable` (what the DevTool's replays run with); without it, a FUNC not so declared runs
+and a note says the DevTool will not offer to replay it. This command
 needs only the core library (and `devtool.instrument`'s `@record` names).
 """
 
