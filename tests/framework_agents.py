@@ -31,13 +31,15 @@ def weather(city: str) -> str:
     return f"{city}: sunny"
 
 
-def script(fake: FakeProvider, *, handoff: bool = False) -> None:
-    """Answers by each request's last message, so a replay's live requests get the same answers."""
+def script(fake: FakeProvider, *, handoff: bool = False, cities: tuple[str, ...] = ("Lisbon",)) -> None:
+    """Answers by each request's last message, so a replay's live requests get the same answers; the
+    model asks for the weather of each of `cities` at once (parallel tool calls when more than one)."""
+    calls = {"tool_calls": [{"name": "weather", "arguments": {"city": city}} for city in cities]}
     if handoff:
         fake.reply({"tool_calls": [{"name": "transfer_to_travel", "arguments": {}}]}, last=QUESTION, times=None)
-        fake.reply({"tool_calls": [{"name": "weather", "arguments": {"city": "Lisbon"}}]}, last="travel", times=None)
+        fake.reply(calls, last="travel", times=None)
     else:
-        fake.reply({"tool_calls": [{"name": "weather", "arguments": {"city": "Lisbon"}}]}, last=QUESTION, times=None)
+        fake.reply(calls, last=QUESTION, times=None)
     fake.reply({"text": ANSWER}, last="sunny", times=None)
 
 

@@ -101,6 +101,32 @@ def test_a_framework_agent_is_recorded_whole_and_replays_without_running_its_too
     assert (again, asked, TOOL_RUNS) == (ANSWER, 1, ["Lisbon"])
 
 
+# LangGraph's sync `ToolNode` runs parallel calls on threads, which take their callIds in the order they
+# start: a replay still serves each by its input, but may number them otherwise (DESIGN.md says so).
+ORDERED = [p for p in PROGRAMS if p.name != "langgraph-sync"]
+
+
+@pytest.mark.parametrize("program", ORDERED, ids=[p.name for p in ORDERED])
+def test_parallel_tool_calls_number_in_the_models_order_in_a_run_and_its_replay(
+    program: Program, fake_provider: FakeProvider
+) -> None:
+    cities = ("Lisbon", "Porto", "Faro")
+    script(fake_provider, handoff=program.handoff, cities=cities)
+    TOOL_RUNS.clear()
+    _, events = recorded(program, fake_provider)
+    assert sorted(TOOL_RUNS) == sorted(cities)
+
+    def numbered(events: list[Any]) -> dict[str, tuple[str, bool]]:
+        results = [r for e in events if e["type"] == "tools:execute:end" for r in e["toolResults"]]
+        return {r["input"]["city"]: (r["callPath"].rsplit("/", 1)[1], r["cache"]) for r in results}
+
+    assert numbered(events) == {city: (f"tool:weather:{n}", False) for n, city in enumerate(cities)}
+    TOOL_RUNS.clear()
+    _, asked, replay_events = replayed(program, restore_snapshot(events), fake_provider)
+    assert (asked, TOOL_RUNS) == (0, [])
+    assert numbered(replay_events) == {city: (f"tool:weather:{n}", True) for n, city in enumerate(cities)}
+
+
 def test_an_agent_run_as_a_tool_is_drawn_inside_that_tool_call(fake_provider: FakeProvider) -> None:
     import agents
     import openai
