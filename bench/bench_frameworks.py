@@ -152,14 +152,12 @@ def main() -> None:
             ratios.append(got["recorded"] / got["bare"])
     load_after = os.getloadavg()
     print(f"{args.framework}: {args.rounds} rounds of {args.steps} steps, {date.today()}, {platform.python_version()}")
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} CPUs; load average before {load_before[0]:.2f}, after {load_after[0]:.2f}"
-    )
+    machine = f"{platform.machine()}, {os.cpu_count()} CPUs"
+    print(f"machine: {machine}; load average before {load_before[0]:.2f}, after {load_after[0]:.2f}")
     for mode, values in cpu.items():
         print(f"{mode:>9}: {statistics.median(values) * 1000:.2f} ms CPU a step (median)")
-    print(
-        f"recorded/bare: {statistics.median(ratios):.3f} (median of paired rounds; min {min(ratios):.3f}, max {max(ratios):.3f})"
-    )
+    spread = f"min {min(ratios):.3f}, max {max(ratios):.3f}"
+    print(f"recorded/bare: {statistics.median(ratios):.3f} (median of paired rounds; {spread})")
 
 
 if __name__ == "__main__":
