@@ -39,6 +39,7 @@ __all__ = [
     "agent",
     "anthropic",
     "install",
+    "installed",
     "installed_sdks",
     "langchain",
     "openai",
@@ -100,6 +101,14 @@ FRAMEWORKS = (("pydantic_ai", pydantic_ai), ("agents", openai_agents), ("langcha
 def install() -> list[str]:
     """Instrument every SDK and framework that is installed (their names: a framework as the program
     imports it), and start the process's run when `DEVTOOL_URL` or `DEVTOOL_TRACE` says where to send it."""
+    done = installed()
+    start_process_run()
+    return done
+
+
+def installed() -> list[str]:
+    """Instrument every SDK and framework that is installed, and only that: their names (a framework is
+    instrumented when the program imports it, here if it did already)."""
     from devtool.instrument.frameworks import when_imported
 
     done = installed_sdks()
@@ -107,7 +116,6 @@ def install() -> list[str]:
         if importlib.util.find_spec(module) is not None:
             when_imported(module, wrap)
             done.append(module)
-    start_process_run()
     return done
 
 
