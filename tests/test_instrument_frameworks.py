@@ -29,7 +29,7 @@ from devtool.store.load import load_file
 from devtool.web.pages.compare import compare
 from testkit.fake_provider import FakeProvider
 from tests.conftest import REPO
-from tests.framework_agents import ANSWER, PROGRAMS, QUESTION, TOOL_RUNS, Program, call, script
+from tests.framework_agents import ANSWER, PROGRAMS, QUESTION, TOOL_RUNS, Program, call, script, weather
 
 devtool.instrument.install()
 
@@ -131,7 +131,7 @@ def test_an_agent_run_as_a_tool_is_drawn_inside_that_tool_call(fake_provider: Fa
     import agents
     import openai
 
-    from tests.framework_agents import KEY, weather
+    from tests.framework_agents import KEY
 
     agents.set_default_openai_client(openai.AsyncOpenAI(base_url=fake_provider.openai_base_url, api_key=KEY), False)
     agents.set_default_openai_api("chat_completions")
@@ -151,6 +151,49 @@ def test_an_agent_run_as_a_tool_is_drawn_inside_that_tool_call(fake_provider: Fa
     inner = next(e for e in events if e["type"] == "agent:start" and e["agentId"] == "travel")
     assert inner["trace"]["parentSpanId"] == asked["trace"]["spanId"]
     assert inner["callId"] == "root/agent:lead:0/agent:travel:0"
+
+
+def test_a_pydantic_ai_agent_delegated_to_from_a_tool_runs_inside_that_call(fake_provider: FakeProvider) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from tests.framework_agents import KEY
+
+    def make() -> Any:
+        provider = OpenAIProvider(base_url=fake_provider.openai_base_url, api_key=KEY)
+        model = OpenAIChatModel("gpt-4.1-mini", provider=provider)
+        travel = Agent(model, name="travel", tools=[weather])
+
+        async def ask_travel(question: str) -> str:
+            """Ask the travel agent."""
+            return (await travel.run(question)).output
+
+        lead = Agent(model, name="lead", tools=[ask_travel])
+
+        async def main() -> str:
+            return (await lead.run("lead: " + QUESTION)).output
+
+        return main
+
+    fake_provider.reply({"tool_calls": [{"name": "ask_travel", "arguments": {"question": QUESTION}}]}, last="lead")
+    fake_provider.reply({"text": "Done."}, last=ANSWER, times=None)  # the lead, given the travel agent's answer
+    script(fake_provider)
+    TOOL_RUNS.clear()
+    sink = MemorySink()
+    with devtool.record("lead", to=sink):
+        assert call(make()) == "Done."
+    assert TOOL_RUNS == ["Lisbon"]
+    events = sink.events
+    asked = next(e for e in events if e["type"] == "tools:execute:start" and e["toolNames"] == ["ask_travel"])
+    inner = next(e for e in events if e["type"] == "agent:start" and e["agentId"] == "travel")
+    assert inner["trace"]["parentSpanId"] == asked["trace"]["spanId"]
+    assert inner["callId"] == "root/agent:lead:0/agent:travel:0"
+    # A whole replay serves the delegating call: the agent inside it does not run, nor its tool.
+    TOOL_RUNS.clear()
+    before = fake_provider.count()
+    assert asyncio.run(run_with(make(), snapshot=restore_snapshot(events))) == "Done."
+    assert (fake_provider.count() - before, TOOL_RUNS) == (0, [])
 
 
 MODULE = '''
