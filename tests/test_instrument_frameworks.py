@@ -254,3 +254,21 @@ def test_a_sync_entrypoint_records_and_replays_through_devtool_run(
     assert [name for (name,) in roots] == ["trip", "trip"]
     runs = store.query("SELECT name FROM runs WHERE trace_id IN (?, ?)", [left, right])
     assert [name for (name,) in runs] == ["travel", "travel"]
+
+
+def test_install_imports_no_framework_and_instruments_each_as_it_is_imported() -> None:
+    code = (
+        "import sys, devtool.instrument\n"
+        "names = devtool.instrument.install()\n"
+        "frameworks = ('pydantic_ai', 'agents', 'langchain_core', 'langgraph')\n"
+        "print(names, [m for m in frameworks if m in sys.modules])\n"
+        "import pydantic_ai, agents, langchain_core.tools, langgraph.pregel\n"
+        "marks = [pydantic_ai.Agent.iter, agents.Runner.run, langchain_core.tools.BaseTool.run,"
+        " langgraph.pregel.Pregel.invoke]\n"
+        "print([getattr(f, '__devtool_recorded__', False) for f in marks], pydantic_ai.__spec__.loader is not None)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert first == "['openai', 'anthropic', 'pydantic_ai', 'agents', 'langchain_core'] []"
+    assert second == "[True, True, True, True] True"

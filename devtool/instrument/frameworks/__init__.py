@@ -79,7 +79,10 @@ class _Then(importlib.abc.Loader):
         return self.loader.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
+        # The module is its own loader's, as if this one had never been there (resources, source lookups).
         module.__loader__ = self.loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self.loader
         self.loader.exec_module(module)
         for then in self.waiting:
             _call(self.name, then)

@@ -16,11 +16,11 @@ their requests recorded in the frame they run in.
 from __future__ import annotations
 
 import functools
+import importlib.util
 from typing import Any
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
-from langgraph.pregel import Pregel
 
 from devtool.core.frame import CURRENT_FRAME
 from devtool.instrument.functions import agent_frame, journaled_tool, journaled_tool_sync
@@ -30,11 +30,18 @@ _MESSAGE = "langchainToolMessage"  # a journaled output that is a ToolMessage's 
 
 
 def instrument() -> bool:
-    """Wrap `BaseTool.run`/`arun` and `Pregel.invoke`/`ainvoke`. False if it was done already."""
+    """Wrap `BaseTool.run`/`arun`, and `Pregel.invoke`/`ainvoke` when LangGraph is installed. False if
+    it was done already."""
     if getattr(BaseTool.run, _MARK, False):
         return False
+    _wrap_tools()
+    if importlib.util.find_spec("langgraph") is not None:
+        _wrap_graphs()
+    return True
+
+
+def _wrap_tools() -> None:
     run, arun = BaseTool.run, BaseTool.arun
-    invoke, ainvoke = Pregel.invoke, Pregel.ainvoke
 
     @functools.wraps(run)
     def recorded_run(
@@ -63,6 +70,16 @@ def instrument() -> bool:
         output = await journaled_tool(self.name, _arguments(self, tool_input), running, tool_call_id=tool_call_id)
         return _message(self, output, tool_call_id)
 
+    for name, wrapped in (("run", recorded_run), ("arun", recorded_arun)):
+        setattr(wrapped, _MARK, True)
+        setattr(BaseTool, name, wrapped)
+
+
+def _wrap_graphs() -> None:
+    from langgraph.pregel import Pregel
+
+    invoke, ainvoke = Pregel.invoke, Pregel.ainvoke
+
     @functools.wraps(invoke)
     def recorded_invoke(self: Pregel[Any, Any, Any, Any], input: Any, *args: Any, **kwargs: Any) -> Any:
         with agent_frame(self.name or "graph", lambda: None) as result:
@@ -77,15 +94,9 @@ def instrument() -> bool:
             result.append(_answer(output))
         return output
 
-    for owner, name, wrapped in (
-        (BaseTool, "run", recorded_run),
-        (BaseTool, "arun", recorded_arun),
-        (Pregel, "invoke", recorded_invoke),
-        (Pregel, "ainvoke", recorded_ainvoke),
-    ):
+    for name, wrapped in (("invoke", recorded_invoke), ("ainvoke", recorded_ainvoke)):
         setattr(wrapped, _MARK, True)
-        setattr(owner, name, wrapped)
-    return True
+        setattr(Pregel, name, wrapped)
 
 
 def _arguments(tool: BaseTool, tool_input: Any) -> Any:
