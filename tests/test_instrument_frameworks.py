@@ -272,3 +272,29 @@ def test_install_imports_no_framework_and_instruments_each_as_it_is_imported() -
     first, second = done.stdout.splitlines()
     assert first == "['openai', 'anthropic', 'pydantic_ai', 'agents', 'langchain_core'] []"
     assert second == "[True, True, True, True] True"
+
+
+def test_a_langgraph_subgraph_is_a_frame_inside_its_graph() -> None:
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+
+    class State(TypedDict):
+        x: int
+
+    inner = StateGraph(State)
+    inner.add_node("double", lambda state: {"x": state["x"] * 2})
+    inner.add_edge(START, "double")
+    inner.add_edge("double", END)
+    outer = StateGraph(State)
+    outer.add_node("inc", lambda state: {"x": state["x"] + 1})
+    outer.add_node("sub", inner.compile(name="doubler"))
+    outer.add_edge(START, "inc")
+    outer.add_edge("inc", "sub")
+    outer.add_edge("sub", END)
+    graph = outer.compile(name="pipeline")
+    sink = MemorySink()
+    with devtool.record("pipeline", to=sink):
+        assert graph.invoke({"x": 1}) == {"x": 4}
+    starts = [e["callId"] for e in sink.events if e["type"] == "agent:start"]
+    assert starts == ["root/agent:pipeline:0", "root/agent:pipeline:0/agent:doubler:0"]
