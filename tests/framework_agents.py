@@ -49,7 +49,8 @@ class Program:
 
     name: str
     make: Callable[[FakeProvider], Callable[[], Any]]  # the entrypoint, sync or async, bound to the fake
-    agents: tuple[str, ...]  # the framework's agent names, as frames
+    agents: tuple[str, ...]  # the framework's agent names (and LangGraph's nodes), as frames in start order
+    tool_frame: str  # the callId of the frame the tool is called in
     requests: int = 2
     handoff: bool = False
 
@@ -143,13 +144,15 @@ def langgraph_async(fake: FakeProvider) -> Callable[[], Any]:
     return main
 
 
+HANDED_OFF = "root/agent:triage:0/agent:travel:0"
+NODES = ("travel", "model", "tools", "model")  # the graph, and its nodes as they ran
 PROGRAMS = [
-    Program("pydantic-ai-sync", pydantic_ai_sync, ("travel",)),
-    Program("pydantic-ai-async", pydantic_ai_async, ("travel",)),
-    Program("openai-agents-sync", openai_agents_sync, ("triage", "travel"), requests=3, handoff=True),
-    Program("openai-agents-async", openai_agents_async, ("triage", "travel"), requests=3, handoff=True),
-    Program("langgraph-sync", langgraph_sync, ("travel",)),
-    Program("langgraph-async", langgraph_async, ("travel",)),
+    Program("pydantic-ai-sync", pydantic_ai_sync, ("travel",), "root/agent:travel:0"),
+    Program("pydantic-ai-async", pydantic_ai_async, ("travel",), "root/agent:travel:0"),
+    Program("openai-agents-sync", openai_agents_sync, ("triage", "travel"), HANDED_OFF, requests=3, handoff=True),
+    Program("openai-agents-async", openai_agents_async, ("triage", "travel"), HANDED_OFF, requests=3, handoff=True),
+    Program("langgraph-sync", langgraph_sync, NODES, "root/agent:travel:0/agent:tools:0"),
+    Program("langgraph-async", langgraph_async, NODES, "root/agent:travel:0/agent:tools:0"),
 ]
 
 

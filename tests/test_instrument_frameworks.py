@@ -67,22 +67,22 @@ def test_a_framework_agent_is_recorded_whole_and_replays_without_running_its_too
     assert fake_provider.count() == program.requests
     assert TOOL_RUNS == ["Lisbon"]
 
-    # The framework's own agent names are the frames, nested as they ran (a handoff inside its triage).
+    # The framework's own agent names are the frames, nested as they ran (a handoff inside its triage,
+    # LangGraph's nodes inside their graph).
     starts = [e for e in events if e["type"] == "agent:start"]
     assert [e["agentId"] for e in starts] == list(program.agents)
-    travel = starts[-1]["callId"]
-    assert travel == "/".join(["root", *(f"agent:{name}:0" for name in program.agents)])
+    assert program.tool_frame in [e["callId"] for e in starts]
     # The tool call is journaled with its input and output, in the frame of the agent that called it.
     (result,) = [r for e in events if e["type"] == "tools:execute:end" for r in e["toolResults"]]
     assert result["toolName"] == "weather"
     assert result["input"] == {"city": "Lisbon"}
     assert result["output"] == "Lisbon: sunny"
-    assert result["callPath"] == f"{travel}/tool:weather:0"
+    assert result["callPath"] == f"{program.tool_frame}/tool:weather:0"
     assert result["contentHash"]
     assert not result["cache"]
     turns = [e for e in events if e["type"] == "turn:start"]
     assert QUESTION in orjson.dumps(turns[0]["messages"]).decode()
-    assert turns[-1]["callId"].startswith(travel + "/turn:")
+    assert all(turn["callId"].startswith(starts[0]["callId"] + "/") for turn in turns)
 
     # A whole replay asks nothing, runs no tool, and gives the same answer.
     TOOL_RUNS.clear()
@@ -118,13 +118,17 @@ def test_parallel_tool_calls_number_in_the_models_order_in_a_run_and_its_replay(
 
     def numbered(events: list[Any]) -> dict[str, tuple[str, bool]]:
         results = [r for e in events if e["type"] == "tools:execute:end" for r in e["toolResults"]]
-        return {r["input"]["city"]: (r["callPath"].rsplit("/", 1)[1], r["cache"]) for r in results}
+        return {r["input"]["city"]: (r["callPath"], r["cache"]) for r in results}
 
-    assert numbered(events) == {city: (f"tool:weather:{n}", False) for n, city in enumerate(cities)}
+    # Numbered in the model's order (the tool's seq; LangGraph's: the seq of the `tools` node run for it).
+    paths = numbered(events)
+    assert [paths[city][0] for city in cities] == sorted(path for path, _ in paths.values())
+    assert len({path for path, _ in paths.values()}) == len(cities)
+    assert not any(cached for _, cached in paths.values())
     TOOL_RUNS.clear()
     _, asked, replay_events = replayed(program, restore_snapshot(events), fake_provider)
     assert (asked, TOOL_RUNS) == (0, [])
-    assert numbered(replay_events) == {city: (f"tool:weather:{n}", True) for n, city in enumerate(cities)}
+    assert numbered(replay_events) == {city: (path, True) for city, (path, _) in paths.items()}
 
 
 def test_an_agent_run_as_a_tool_is_drawn_inside_that_tool_call(fake_provider: FakeProvider) -> None:
@@ -274,7 +278,7 @@ def test_install_imports_no_framework_and_instruments_each_as_it_is_imported() -
     assert second == "[True, True, True, True] True"
 
 
-def test_a_langgraph_subgraph_is_a_frame_inside_its_graph() -> None:
+def test_langgraph_nodes_and_subgraphs_are_frames_inside_their_graph() -> None:
     from typing import TypedDict
 
     from langgraph.graph import END, START, StateGraph
@@ -297,4 +301,9 @@ def test_a_langgraph_subgraph_is_a_frame_inside_its_graph() -> None:
     with devtool.record("pipeline", to=sink):
         assert graph.invoke({"x": 1}) == {"x": 4}
     starts = [e["callId"] for e in sink.events if e["type"] == "agent:start"]
-    assert starts == ["root/agent:pipeline:0", "root/agent:pipeline:0/agent:doubler:0"]
+    assert starts == [
+        "root/agent:pipeline:0",
+        "root/agent:pipeline:0/agent:inc:0",
+        "root/agent:pipeline:0/agent:doubler:0",
+        "root/agent:pipeline:0/agent:doubler:0/agent:double:0",
+    ]

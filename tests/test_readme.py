@@ -71,7 +71,15 @@ def test_python_examples_run(tmp_path: Path, fake_provider: FakeProvider) -> Non
 FRAMEWORKS = [
     ("time is it in Lisbon", "local_time", {"city": "Lisbon"}, "09:30", "It is 09:30.", "clock", ["clock"]),
     ("billing", "refund", {"order_id": "A17"}, "refunded", "A17 is refunded.", "refunds", ["triage", "billing"]),
-    ("rain in Porto", "rain", {"city": "Porto"}, "mm of rain", "Yes, 4 mm.", "rain", ["forecaster"]),
+    (
+        "rain in Porto",
+        "rain",
+        {"city": "Porto"},
+        "mm of rain",
+        "Yes, 4 mm.",
+        "rain",
+        ["forecaster", "model", "tools", "model"],
+    ),
 ]
 
 

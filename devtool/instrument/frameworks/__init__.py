@@ -7,7 +7,8 @@ when its `devtool.instrument.<framework>()` is called (importing this package im
   frame of the agent handed to, inside the one that handed off, and every `FunctionTool` call a journaled
   one (its `on_invoke_tool`); an agent run as a tool runs inside that tool call.
 - `langchain.py`: every `BaseTool` call (LangChain and LangGraph's `ToolNode`) a journaled tool call, every
-  LangGraph graph run (`invoke`/`ainvoke`, subgraphs too) an agent frame named by the graph's `name`.
+  LangGraph graph run (`invoke`/`ainvoke`, subgraphs too) an agent frame named by the graph's `name`,
+  and each run of its nodes a frame named by the node.
 
 Their tools go through `functions.journaled_tool` (core's `call_function`, as `@devtool.tool`): a replay
 returns the recorded output and does not run the tool. Outside a recorded run they change nothing.

@@ -1,4 +1,5 @@
-"""LangChain and LangGraph recorded whole: each tool call a journaled call, each graph run an agent frame.
+"""LangChain and LangGraph recorded whole: each tool call a journaled call, each graph run and each node
+run an agent frame.
 
 LangChain's callbacks only watch (a handler cannot answer a tool call, and LangGraph runs them where a
 ContextVar they set is lost), so they serve neither. The public extension points that can: a tool is a
@@ -6,11 +7,13 @@ ContextVar they set is lost), so they serve neither. The public extension points
 its public `run`/`arun`; a graph is a `Pregel`, run by its public `invoke`/`ainvoke` (a subgraph too, as
 a node). Both are wrapped on their classes. A tool call is journaled by its arguments (the ones its
 `tool_call_schema` shows the model: arguments LangGraph injects, its state or runtime, are left out)
-and its content (with its artifact and status when the call came from a model: the `ToolMessage` is
-made again from them with the call's id), so a replay answers it without running the tool. A graph run
-is a frame named by the graph's `name` (`create_agent(name=...)`), whose output is its last message's
-text. `stream`/`astream` called directly run no frame of their own: their tools are still journaled and
-their requests recorded in the frame they run in.
+and its content (with its artifact and status when it has them: the `ToolMessage` is made again with
+the call's id), so a replay answers it without running the tool. A graph run is a frame named by the
+graph's `name` (`create_agent(name=...)`), whose output is its last message's text. A node has no
+public hook: a node made of functions (LangGraph's `RunnableCallable`, which calls its `func`/`afunc`
+in the node's own context) has them wrapped, once a graph, at its first recorded run, so each run of
+the node is a frame named by the node (`model`, `tools`, ...). `stream`/`astream` called directly run
+no frame of their own: their nodes and tools are still recorded, in the frame they run in.
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ def _wrap_graphs() -> None:
 
     @functools.wraps(invoke)
     def recorded_invoke(self: Pregel[Any, Any, Any, Any], input: Any, *args: Any, **kwargs: Any) -> Any:
+        _frame_nodes(self)
         with agent_frame(self.name or "graph", lambda: None) as result:
             output = invoke(self, input, *args, **kwargs)
             result.append(_answer(output))
@@ -89,6 +93,7 @@ def _wrap_graphs() -> None:
 
     @functools.wraps(ainvoke)
     async def recorded_ainvoke(self: Pregel[Any, Any, Any, Any], input: Any, *args: Any, **kwargs: Any) -> Any:
+        _frame_nodes(self)
         with agent_frame(self.name or "graph", lambda: None) as result:
             output = await ainvoke(self, input, *args, **kwargs)
             result.append(_answer(output))
@@ -97,6 +102,49 @@ def _wrap_graphs() -> None:
     for name, wrapped in (("invoke", recorded_invoke), ("ainvoke", recorded_ainvoke)):
         setattr(wrapped, _MARK, True)
         setattr(Pregel, name, wrapped)
+
+
+def _frame_nodes(graph: Any) -> None:
+    """Make each call of each of the graph's nodes a frame named by the node, once a graph. LangGraph
+    has no public hook around a node's run: a node made of a function (its `RunnableCallable`, with the
+    `func`/`afunc` it calls in the node's own context) has them wrapped; a subgraph is a frame already."""
+    if CURRENT_FRAME.get(None) is None or getattr(graph, _MARK, False):
+        return
+    setattr(graph, _MARK, True)
+    for name, node in graph.nodes.items():
+        bound: Any = getattr(node, "bound", None)
+        if name.startswith("__") or getattr(bound, _MARK, False):
+            continue
+        func, afunc = getattr(bound, "func", None), getattr(bound, "afunc", None)
+        if not callable(func) and not callable(afunc):
+            continue
+        if callable(func):
+            bound.func = _framed(name, func)
+        if callable(afunc):
+            bound.afunc = _framed_async(name, afunc)
+        setattr(bound, _MARK, True)
+
+
+def _framed(name: str, func: Any) -> Any:
+    @functools.wraps(func)
+    def node(*args: Any, **kwargs: Any) -> Any:
+        with agent_frame(name, lambda: None) as result:
+            output = func(*args, **kwargs)
+            result.append(_answer(output))
+        return output
+
+    return node
+
+
+def _framed_async(name: str, afunc: Any) -> Any:
+    @functools.wraps(afunc)
+    async def node(*args: Any, **kwargs: Any) -> Any:
+        with agent_frame(name, lambda: None) as result:
+            output = await afunc(*args, **kwargs)
+            result.append(_answer(output))
+        return output
+
+    return node
 
 
 def _arguments(tool: BaseTool, tool_input: Any) -> Any:
