@@ -50,6 +50,30 @@ def test_support():
     assert ask("Say thanks in French.") == "Merci."
 """
 
+FRAMEWORK_AGENT = """
+from pathlib import Path
+
+import pytest
+from pydantic_ai import Agent
+
+LOG = Path(__file__).with_name("side-effects.log")
+
+
+def weather(city: str) -> str:
+    \"\"\"The weather in a city.\"\"\"
+    with LOG.open("a") as log:
+        log.write(f"weather {city}\\n")
+    return f"{city}: sunny"
+
+
+agent = Agent("openai:gpt-4.1-mini", name="travel", tools=[weather])
+
+
+@pytest.mark.agent_cassette
+def test_trip():
+    assert agent.run_sync("Plan a day in Lisbon").output == "Lisbon is sunny."
+"""
+
 CORE_AGENT = """
 from pathlib import Path
 

@@ -46,9 +46,9 @@ def test_python_examples_run(tmp_path: Path, fake_provider: FakeProvider) -> Non
     )
     env = child_env({**os.environ, **fake_provider.env(api_key="sk-readme-0000000000")})
     blocks = re.findall(r"```python\n(.*?)```", README[: README.index(CI_SECTION)], re.S)
-    assert len(blocks) == 3
+    assert len(blocks) == 3 + len(FRAMEWORKS)
     outputs = []
-    for index, code in enumerate(blocks):
+    for index, code in enumerate(blocks[:3]):
         script = tmp_path / f"readme_{index}.py"
         script.write_text(code)
         result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env)
@@ -65,6 +65,45 @@ def test_python_examples_run(tmp_path: Path, fake_provider: FakeProvider) -> Non
     events = [orjson.loads(line) for line in (tmp_path / "forecast.jsonl").read_bytes().splitlines()]
     (batch,) = [e for e in events if e["type"] == "tools:execute:end"]
     assert batch["toolResults"][0]["output"] == "Lisbon: 21°C and sunny"
+
+
+# The frameworks' examples: the last message each tool call answers, the call, the tool's output that the
+# answer follows, the answer, the trace file and its agents.
+FRAMEWORKS = [
+    ("time is it in Lisbon", "local_time", {"city": "Lisbon"}, "09:30", "It is 09:30.", "clock", ["clock"]),
+    ("billing", "refund", {"order_id": "A17"}, "refunded", "A17 is refunded.", "refunds", ["triage", "billing"]),
+    (
+        "rain in Porto",
+        "rain",
+        {"city": "Porto"},
+        "mm of rain",
+        "Yes, 4 mm.",
+        "rain",
+        ["forecaster", "model", "tools", "model"],
+    ),
+]
+
+
+def test_the_framework_examples_record_their_agents_and_tools(tmp_path: Path, fake_provider: FakeProvider) -> None:
+    fake_provider.reply({"tool_calls": [{"name": "transfer_to_billing", "arguments": {}}]}, last="Refund my order")
+    for asked, tool, arguments, output, answer, _, _ in FRAMEWORKS:
+        fake_provider.reply({"tool_calls": [{"name": tool, "arguments": arguments}]}, last=asked)
+        fake_provider.reply({"text": answer}, last=output)
+    # The Agents SDK would also send its own traces to OpenAI: not from a test.
+    env = {**os.environ, **fake_provider.env(api_key="sk-readme-0000000000"), "OPENAI_AGENTS_DISABLE_TRACING": "1"}
+    blocks = re.findall(r"```python\n(.*?)```", README[: README.index(CI_SECTION)], re.S)[3:]
+    for index, (code, (_, tool, arguments, _, answer, trace, agents)) in enumerate(
+        zip(blocks, FRAMEWORKS, strict=True)
+    ):
+        script = tmp_path / f"readme_framework_{index}.py"
+        script.write_text(code)
+        result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == answer + "\n"
+        events = [orjson.loads(line) for line in (tmp_path / f"{trace}.jsonl").read_bytes().splitlines()]
+        assert [e["agentId"] for e in events if e["type"] == "agent:start"] == agents
+        (call,) = [r for e in events if e["type"] == "tools:execute:end" for r in e["toolResults"]]
+        assert (call["toolName"], call["input"]) == (tool, arguments)
 
 
 def test_the_ci_example_records_then_replays_without_the_model(tmp_path: Path, fake_provider: FakeProvider) -> None:

@@ -18,6 +18,7 @@ from testkit.checkout import child_env
 from testkit.fake_provider import DEFAULT_KEY, FakeProvider
 from tests.plugin_projects import (
     CORE_AGENT,
+    FRAMEWORK_AGENT,
     SUPPORT_BOT,
     assert_refused,
     cassette,
@@ -107,6 +108,27 @@ def test_core_agents_and_devtool_tools_replay_without_calling_anything(
     )
     assert fake_provider.count() == 2
     assert log.read_text() == "weather Lisbon\norder A17\n"
+
+
+def test_a_framework_agents_tool_is_a_cassette_call_and_does_not_run_on_replay(
+    project: pytest.Pytester, fake_provider: FakeProvider
+) -> None:
+    fake_provider.reply({"tool_calls": [{"name": "weather", "arguments": {"city": "Lisbon"}}]}, last="Plan a day")
+    fake_provider.reply({"text": "Lisbon is sunny."}, last="sunny")
+    project.makepyfile(test_trip=FRAMEWORK_AGENT)
+    pytest_run(project).assert_outcomes(passed=1)
+    log = project.path / "side-effects.log"
+    assert log.read_text() == "weather Lisbon\n"
+    assert fake_provider.count() == 2
+    calls = json.loads(cassette(project, "test_trip", "test_trip").read_text())["calls"]
+    assert [(c["agent"], c["kind"], c["callId"]) for c in calls] == [
+        ("travel", "tool", "root/agent:travel:0/tool:weather:0"),
+        ("travel", "prompt", "root/agent:travel:0/turn:gpt-4.1-mini:0"),
+        ("travel", "prompt", "root/agent:travel:0/turn:gpt-4.1-mini:1"),
+    ]
+    pytest_run(project, "--devtool-record=none").assert_outcomes(passed=1)
+    assert fake_provider.count() == 2
+    assert log.read_text() == "weather Lisbon\n"  # the replay served the tool: it did not run again
 
 
 def test_a_changed_prompt_fails_with_its_diff_and_the_command_that_records_just_it(

@@ -2,14 +2,18 @@
 
 `FUNC(props)` is called inside `run_with` (an async function, or an agent made by `create_agent`),
 with `props` from `--props`; a FUNC that takes no parameter (a `@devtool.record` script's `main()`) is
-called with none. The entrypoint and props are recorded in the `runWith:start` event's
-metadata, which is what the DevTool's Replay button runs again. Events go to the DevTool at `--to`
-(or `$DEVTOOL_URL`) and/or to a JSONL file (`--trace`); `--snapshot` replays from a snapshot file
-or a DevTool snapshot URL. A DevTool with a team token wants it with both (`$DEVTOOL_TOKEN`, or
-`--token`, which other users of the machine can see in `ps`). `--only-replayable` refuses a FUNC
-that MODULE does not define and declare `@replayable` (what the DevTool's replays run with); without
-it, a FUNC not so declared runs and a note says the DevTool will not offer to replay it. This command
-needs only the core library.
+called with none. A sync FUNC runs in a worker thread given the run's context, with no event loop
+running in it, so the frameworks' own sync entrypoints (`agent.run_sync`, `Runner.run_sync`,
+`graph.invoke`, which start a loop of their own) run, record and replay. The run is named as FUNC
+(a `@devtool.record("name")` function: that name), so a replay is listed as the run it replays.
+The entrypoint and props are recorded in the `runWith:start` event's metadata, which is what the
+DevTool's Replay button runs again. Events go to the DevTool at `--to` (or `$DEVTOOL_URL`) and/or
+to a JSONL file (`--trace`); `--snapshot` replays from a snapshot file or a DevTool snapshot URL. A
+DevTool with a team token wants it with both (`$DEVTOOL_TOKEN`, or `--token`, which other users of
+the machine can see in `ps`). `--only-replayable` refuses a FUNC that MODULE does not define and
+declare `@replayable` (what the DevTool's replays run with); without it, a FUNC not so declared runs
+and a note says the DevTool will not offer to replay it. This command
+needs only the core library (and `devtool.instrument`'s `@record` names).
 """
 
 from __future__ import annotations
@@ -22,13 +26,17 @@ import json
 import os
 import sys
 import urllib.request
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from devtool.cli.errors import CliError
-from devtool.core import Agent, CoreError, JsonlSink, is_replayable, run_with
+from devtool.core import Agent, CoreError, JsonlSink, is_replayable
 from devtool.core.http_sink import HttpSink
 from devtool.core.jsonvalue import JSON, describe
+from devtool.core.run import RunScope
+from devtool.core.scoped import run_in
+from devtool.instrument.recording import RUN_NAME
 
 
 def register(subparsers: Any) -> None:
@@ -82,7 +90,10 @@ def run(args: argparse.Namespace) -> int:
         metadata["snapshot"] = args.snapshot
     try:
         call = (lambda: func(args.props)) if _takes_props(func) else func
-        result = asyncio.run(run_with(call, snapshot=snapshot, sinks=sinks, metadata=metadata))
+        if not isinstance(func, Agent) and not inspect.iscoroutinefunction(func):
+            call = in_thread(call)
+        scope = RunScope(snapshot=snapshot, sinks=sinks, metadata=metadata, name=run_name(func))
+        result = asyncio.run(run_in(scope, call))
     except CoreError as exc:
         raise CliError(str(exc)) from exc
     finally:
@@ -90,6 +101,25 @@ def run(args: argparse.Namespace) -> int:
             sink.close()
     print(json.dumps(describe(result), ensure_ascii=False))
     return 0
+
+
+def in_thread(call: Callable[[], Any]) -> Callable[[], Awaitable[Any]]:
+    """`call()` in a worker thread (given the run's context: `asyncio.to_thread` copies it), with no
+    event loop running there; an awaitable it returns is awaited here."""
+
+    async def threaded() -> Any:
+        result = await asyncio.to_thread(call)
+        return await result if inspect.isawaitable(result) else result
+
+    return threaded
+
+
+def run_name(func: Any) -> str | None:
+    """What the run is called: a `@devtool.record` function's name, else FUNC's own (an agent's id)."""
+    if isinstance(func, Agent):
+        return func.id
+    named = getattr(func, RUN_NAME, None) or getattr(func, "__name__", None)
+    return named if isinstance(named, str) else None
 
 
 def _takes_props(func: Any) -> bool:

@@ -9,13 +9,14 @@ snapshot frame, `children[callId]`.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import Token
 from typing import Any
 
 from devtool.core.events import EVENTS, TraceEvent, trace_event
-from devtool.core.frame import CURRENT_FRAME, Frame
+from devtool.core.frame import CURRENT_FRAME, TOOL_SPAN, Frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import describe
 from devtool.core.model import Model
@@ -94,6 +95,9 @@ class AgentScope:
         if run.enable_snapshot:
             parent.children[call_id] = self.frame
         self.props = describe(props)
+        # Started inside a tool call of its parent (an agent run as a tool): drawn inside that call.
+        tool = TOOL_SPAN.get()
+        self.parent_span = tool[1] if tool is not None and tool[0] is parent else parent.span_id
         self._started = 0.0
         self._token: Token[Frame] | None = None
 
@@ -101,7 +105,7 @@ class AgentScope:
         self._started = time.perf_counter()
         emit = self.frame.run.emitter.emit
         fields = {"props": self.props, **AGENT_FIELDS}
-        emit(self._event(EVENTS.AGENT_START, self.agent_span, self.parent.span_id, **fields))
+        emit(self._event(EVENTS.AGENT_START, self.agent_span, self.parent_span, **fields))
         emit(
             self._event(
                 EVENTS.GENERATION_START, self.generation_span, self.agent_span, generationId=0, props=self.props
@@ -112,7 +116,10 @@ class AgentScope:
 
     def close(self, result: Any = None, *, error: BaseException | None = None) -> None:
         if self._token is not None:
-            CURRENT_FRAME.reset(self._token)
+            # A frame closed in another context than it was opened in (a framework's handoff, opened in
+            # its run loop's task and closed when the run returns) leaves that context alone.
+            with contextlib.suppress(ValueError):
+                CURRENT_FRAME.reset(self._token)
             self._token = None
         frame, run = self.frame, self.frame.run
         outcome = frame.settle(result, error)
@@ -127,7 +134,7 @@ class AgentScope:
                         memory=memory, endReason=reason, draft=EMPTY_DRAFT, duration=elapsed, **outcome)
         )  # fmt: skip
         run.emitter.emit(
-            self._event(EVENTS.AGENT_END, self.agent_span, self.parent.span_id, props=self.props, duration=elapsed,
+            self._event(EVENTS.AGENT_END, self.agent_span, self.parent_span, props=self.props, duration=elapsed,
                         generationCount=1, **AGENT_FIELDS, **outcome)
         )  # fmt: skip
 

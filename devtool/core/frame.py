@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from devtool.core.model import Model
 
 CURRENT_FRAME: ContextVar[Frame] = ContextVar("devtool_current_frame")
+# The tool call running now, as (its frame, its `tools:execute` span): an agent started inside a tool
+# (a framework's agent-as-a-tool) hangs under that span, not beside it.
+TOOL_SPAN: ContextVar[tuple[Frame, str] | None] = ContextVar("devtool_tool_span", default=None)
 
 
 @dataclass(frozen=True)

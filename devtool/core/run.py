@@ -129,11 +129,12 @@ class RunScope:
         return trace_event(kind, "", self.run.trace_id, self.span, "", callId=ROOT_CALL_ID, **fields)
 
 
-def close_with_sinks(scope: RunScope, sinks: Iterable[Sink], error: BaseException | None) -> None:
-    """Close `scope` with `error`, then the `sinks` its opener made for it (each that has a `close`), even
-    when closing the scope raised: a sink left open would keep its buffered events and its file or thread."""
+def close_with_sinks(scope: RunScope, sinks: Iterable[Sink], error: BaseException | None, result: Any = None) -> None:
+    """Close `scope` with `error` (or `result`), then the `sinks` its opener made for it (each that has a
+    `close`), even when closing the scope raised: a sink left open would keep its buffered events and
+    its file or thread."""
     try:
-        scope.close(error=error)
+        scope.close(result, error=error)
     finally:
         for sink in sinks:
             close = getattr(sink, "close", None)

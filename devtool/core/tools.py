@@ -18,7 +18,7 @@ from typing import Any
 
 from devtool.core.errors import CoreError, ToolError
 from devtool.core.events import EVENTS, ErrorInfo, ToolResult, error_info, trace_event
-from devtool.core.frame import Frame, current_frame
+from devtool.core.frame import TOOL_SPAN, Frame, current_frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, NotJSONError, content_hash_of_json, describe, json_copy
 from devtool.core.model import ToolDefinition
@@ -122,31 +122,37 @@ class Outcome:
 async def run_batch(frame: Frame, calls: Sequence[PlannedCall], parent_span: str) -> list[Outcome]:
     """Run `calls` concurrently as one `tools:execute` span under `parent_span`."""
     batch = _Batch(frame, calls, parent_span)
-    if len(calls) == 1:
-        outcomes = [await _execute(frame, calls[0])]
-    else:
-        outcomes = list(await asyncio.gather(*(_execute(frame, call) for call in calls)))
+    token = TOOL_SPAN.set((frame, batch.span))
+    try:
+        if len(calls) == 1:
+            outcomes = [await _execute(frame, calls[0])]
+        else:
+            outcomes = list(await asyncio.gather(*(_execute(frame, call) for call in calls)))
+    finally:
+        TOOL_SPAN.reset(token)
     batch.end(outcomes)
     return outcomes
 
 
-def call_function(name: str, input: Any, run: Callable[[], Any]) -> Awaitable[Any]:
+def call_function(name: str, input: Any, run: Callable[[], Any], *, tool_call_id: str | None = None) -> Awaitable[Any]:
     """`run()` (whose result, if awaitable, is awaited) as one recorded, journaled call of a tool `name`.
 
-    For code that is not a `Tool` (`devtool.instrument`'s `@tool` functions): `input` is what the call
-    is hashed and shown by (the function's arguments), `run` what it does when the journal has no
-    answer. The callId is taken now, as a `Tool`'s is.
+    For code that is not a `Tool` (`devtool.instrument`'s `@tool` functions and the frameworks' tools):
+    `input` is what the call is hashed and shown by (the function's arguments), `run` what it does when
+    the journal has no answer, `tool_call_id` the model's id for the call if a model asked for it. The
+    callId is taken now, as a `Tool`'s is.
     """
     frame = current_frame(f"tool {name!r}")
-    return _call_directly(frame, _planned_function(frame, name, input, run))
+    return _call_directly(frame, _planned_function(frame, name, input, run, tool_call_id))
 
 
-def call_function_sync(name: str, input: Any, run: Callable[[], Any]) -> Any:
+def call_function_sync(name: str, input: Any, run: Callable[[], Any], *, tool_call_id: str | None = None) -> Any:
     """`call_function` for code that does not await: the same span, journal and events, in this thread."""
     frame = current_frame(f"tool {name!r}")
-    planned = _planned_function(frame, name, input, run)
+    planned = _planned_function(frame, name, input, run, tool_call_id)
     batch = _Batch(frame, [planned], frame.span_id)
     step = _Step(frame, planned)
+    token = TOOL_SPAN.set((frame, batch.span))
     try:
         call = step.begin()
         entry = step.cached(call)
@@ -156,15 +162,19 @@ def call_function_sync(name: str, input: Any, run: Callable[[], Any]) -> Any:
             outcome = step.succeeded(call.tool.handler(**call.input), served_from_journal=False)
     except Exception as exc:
         outcome = step.failed(exc)
+    finally:
+        TOOL_SPAN.reset(token)
     batch.end([outcome])
     if outcome.exception is not None:
         raise outcome.exception
     return outcome.output
 
 
-def _planned_function(frame: Frame, name: str, input: Any, run: Callable[[], Any]) -> PlannedCall:
+def _planned_function(
+    frame: Frame, name: str, input: Any, run: Callable[[], Any], tool_call_id: str | None
+) -> PlannedCall:
     tool = Tool(name, lambda **_: run(), description="", parameters=None, middleware=())
-    return PlannedCall(tool, input, frame.next_call_id("tool", name), None)
+    return PlannedCall(tool, input, frame.next_call_id("tool", name), tool_call_id)
 
 
 class _Batch:

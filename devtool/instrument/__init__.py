@@ -10,13 +10,17 @@
   request made in a recorded run as a turn, journaled under the content hash of its meaning; a run
   that replays a snapshot answers a journaled request from it, as the SDK's own objects and streams,
   with no request sent (`stainless.py`, `exchange.py`). Outside a recorded run nothing changes.
-- `install()`: both (those installed: `installed_sdks()`), and, when `DEVTOOL_URL` or `DEVTOOL_TRACE`
-  is set, a run of the whole process from then to its exit, sent there.
+- `pydantic_ai()`, `openai_agents()`, `langchain()` (LangChain and LangGraph): that framework recorded
+  whole, with no decorator: its agents as frames named by the framework's own names, its tool calls
+  journaled (a replay returns their recorded output and does not run them): `frameworks/`.
+- `install()`: every SDK and framework installed (`installed_sdks()`; a framework is instrumented when
+  the program imports it, not imported here), and, when `DEVTOOL_URL` or `DEVTOOL_TRACE` is set, a run
+  of the whole process from then to its exit, sent there.
 - `record`, `agent`, `tool` (also `devtool.record`, `devtool.agent`, `devtool.tool`): a run around
   existing code, plain functions as agent frames and journaled tool calls (`recording.py`,
   `functions.py`).
 
-Importing this package imports no SDK: `openai()` and `anthropic()` import theirs.
+Importing this package imports no SDK or framework: `openai()`, `pydantic_ai()`... import theirs.
 """
 
 from __future__ import annotations
@@ -35,8 +39,12 @@ __all__ = [
     "agent",
     "anthropic",
     "install",
+    "installed",
     "installed_sdks",
+    "langchain",
     "openai",
+    "openai_agents",
+    "pydantic_ai",
     "record",
     "tool",
 ]
@@ -60,12 +68,60 @@ def anthropic() -> bool:
     return instrument("anthropic", (Messages(),))
 
 
+def pydantic_ai() -> bool:
+    """Record Pydantic AI's agent runs (frames named by `Agent(name=)`) and tool calls (journaled).
+    False if it was already instrumented; `SdkMissingError` if it is not installed."""
+    _require("pydantic_ai", "pydantic-ai")
+    from devtool.instrument.frameworks.pydantic_ai import instrument
+
+    return instrument()
+
+
+def openai_agents() -> bool:
+    """Record the OpenAI Agents SDK's runs (frames named by `Agent.name`, handoffs inside) and function
+    tool calls (journaled), as `pydantic_ai()` does."""
+    _require("agents", "openai-agents")
+    from devtool.instrument.frameworks.openai_agents import instrument
+
+    return instrument()
+
+
+def langchain() -> bool:
+    """Record LangChain tool calls (journaled) and LangGraph graph runs (frames named by the graph's
+    `name`), as `pydantic_ai()` does."""
+    _require("langchain_core", "langchain-core")
+    from devtool.instrument.frameworks.langchain import instrument
+
+    return instrument()
+
+
+FRAMEWORKS = (("pydantic_ai", pydantic_ai), ("agents", openai_agents), ("langchain_core", langchain))
+
+
 def install() -> list[str]:
-    """Instrument every SDK that is installed (their names), and start the process's run when
-    `DEVTOOL_URL` or `DEVTOOL_TRACE` says where to send it."""
-    done = installed_sdks()
+    """Instrument every SDK and framework that is installed (their names: a framework as the program
+    imports it), and start the process's run when `DEVTOOL_URL` or `DEVTOOL_TRACE` says where to send it."""
+    done = installed()
     start_process_run()
     return done
+
+
+def installed() -> list[str]:
+    """Instrument every SDK and framework that is installed, and only that: their names (a framework is
+    instrumented when the program imports it, here if it did already)."""
+    from devtool.instrument.frameworks import when_imported
+
+    done = installed_sdks()
+    for module, wrap in FRAMEWORKS:
+        if importlib.util.find_spec(module) is not None:
+            when_imported(module, wrap)
+            done.append(module)
+    return done
+
+
+def _require(module: str, package: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise SdkMissingError(f"{package} is not installed: pip install {package}")
 
 
 def installed_sdks() -> list[str]:

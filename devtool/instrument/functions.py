@@ -28,7 +28,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextvars import ContextVar
 from typing import Any, TypeVar, overload
 
 from devtool.core.agents import AgentScope
@@ -36,6 +37,8 @@ from devtool.core.frame import CURRENT_FRAME
 from devtool.core.tools import call_function, call_function_sync
 
 F = TypeVar("F", bound=Callable[..., Any])
+# True while a framework's tool call runs (`journaled_tool`): the `@tool` function it calls is part of it.
+_IN_FRAMEWORK_TOOL: ContextVar[bool] = ContextVar("devtool_in_framework_tool", default=False)
 
 
 @overload
@@ -48,23 +51,8 @@ def agent(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -
     def decorate(fn: F) -> F:
         agent_id = name or fn.__name__
 
-        @contextlib.contextmanager
-        def framed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[list[Any]]:
-            """The call's frame around the block, which puts the call's result in the list it is given."""
-            parent = CURRENT_FRAME.get(None)
-            if parent is None:
-                yield []
-                return
-            props = _arguments(fn, args, kwargs, ())
-            scope = AgentScope(parent, parent.next_call_id("agent", agent_id), agent_id, props, model=None)
-            scope.open()
-            result: list[Any] = []
-            try:
-                yield result
-            except BaseException as exc:
-                scope.close(error=exc)
-                raise
-            scope.close(result[0] if result else None)
+        def framed(args: tuple[Any, ...], kwargs: dict[str, Any]) -> contextlib.AbstractContextManager[list[Any]]:
+            return agent_frame(agent_id, lambda: _arguments(fn, args, kwargs, ()))
 
         if inspect.iscoroutinefunction(fn):
 
@@ -85,6 +73,60 @@ def agent(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -
     return decorate(fn) if fn is not None else decorate
 
 
+@contextlib.contextmanager
+def agent_frame(agent_id: str, props: Callable[[], Any]) -> Iterator[list[Any]]:
+    """An agent frame named `agent_id` around the block, in the current run (none outside one), which
+    puts the call's result in the list it is given; `props()` what the frame shows it was given."""
+    parent = CURRENT_FRAME.get(None)
+    if parent is None:
+        yield []
+        return
+    scope = AgentScope(parent, parent.next_call_id("agent", agent_id), agent_id, props(), model=None)
+    scope.open()
+    result: list[Any] = []
+    try:
+        yield result
+    except BaseException as exc:
+        scope.close(error=exc)
+        raise
+    scope.close(result[0] if result else None)
+
+
+def journaled_tool(name: str, input: Any, run: Callable[[], Any], *, tool_call_id: str | None = None) -> Awaitable[Any]:
+    """A framework's tool call as one journaled call (`call_function`): `run()`, awaited if it gives an
+    awaitable, when the journal has no answer, its result as JSON where it can be (a pydantic model
+    dumped), so a recording and its replay hand the framework the same value. Inside it, `@tool`
+    functions run plain: the framework's call is the one a replay serves."""
+
+    async def running() -> Any:
+        token = _IN_FRAMEWORK_TOOL.set(True)
+        try:
+            result = run()
+            return to_json(await result if inspect.isawaitable(result) else result)
+        finally:
+            _IN_FRAMEWORK_TOOL.reset(token)
+
+    return call_function(name, to_json(input), running, tool_call_id=tool_call_id)
+
+
+def journaled_tool_sync(name: str, input: Any, run: Callable[[], Any], *, tool_call_id: str | None = None) -> Any:
+    """`journaled_tool` for a framework that calls its tool without awaiting, in this thread."""
+
+    def running() -> Any:
+        token = _IN_FRAMEWORK_TOOL.set(True)
+        try:
+            return to_json(run())
+        finally:
+            _IN_FRAMEWORK_TOOL.reset(token)
+
+    return call_function_sync(name, to_json(input), running, tool_call_id=tool_call_id)
+
+
+def _recording_tool() -> bool:
+    """Whether a `@tool` call now is a call of its own: in a run, and not inside a framework's tool call."""
+    return CURRENT_FRAME.get(None) is not None and not _IN_FRAMEWORK_TOOL.get()
+
+
 @overload
 def tool(fn: F, /) -> F: ...
 @overload
@@ -98,7 +140,7 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None, ex
         if inspect.iscoroutinefunction(fn):
 
             async def call_async(*args: Any, **kwargs: Any) -> Any:
-                if CURRENT_FRAME.get(None) is None:
+                if not _recording_tool():
                     return await fn(*args, **kwargs)
                 return await call_function(
                     tool_name, _arguments(fn, args, kwargs, left_out), lambda: fn(*args, **kwargs)
@@ -107,7 +149,7 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None, ex
             return functools.wraps(fn)(call_async)  # type: ignore[return-value]
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            if CURRENT_FRAME.get(None) is None:
+            if not _recording_tool():
                 return fn(*args, **kwargs)
             return call_function_sync(tool_name, _arguments(fn, args, kwargs, left_out), lambda: fn(*args, **kwargs))
 
@@ -121,8 +163,8 @@ def _arguments(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     try:
         bound = _signature(fn).bind(*args, **kwargs)
     except TypeError:  # the call itself is wrong: the function will say so when it runs
-        return {"args": [_json(a) for a in args], "kwargs": {k: _json(v) for k, v in kwargs.items()}}
-    return {key: _json(value) for key, value in bound.arguments.items() if key not in exclude}
+        return {"args": [to_json(a) for a in args], "kwargs": {k: to_json(v) for k, v in kwargs.items()}}
+    return {key: to_json(value) for key, value in bound.arguments.items() if key not in exclude}
 
 
 @functools.cache
@@ -130,7 +172,8 @@ def _signature(fn: Callable[..., Any]) -> inspect.Signature:
     return inspect.signature(fn)
 
 
-def _json(value: Any) -> Any:
+def to_json(value: Any) -> Any:
+    """`value` as JSON where a framework value has a JSON form (pydantic models, tuples); else as it is."""
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, type):
         try:
@@ -138,5 +181,5 @@ def _json(value: Any) -> Any:
         except Exception:  # not a pydantic model after all: shown described
             return value
     if isinstance(value, tuple):
-        return [_json(item) for item in value]
+        return [to_json(item) for item in value]
     return value

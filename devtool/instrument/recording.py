@@ -42,6 +42,8 @@ from devtool.core.sinks import JsonlSink
 from devtool.instrument.errors import EntrypointError
 
 URL_ENV: Final = "DEVTOOL_URL"
+# The name a `@record` function's runs have, on the function (`devtool run` names a replay by it).
+RUN_NAME: Final = "__devtool_run_name__"
 TRACE_ENV: Final = "DEVTOOL_TRACE"
 Destination = str | os.PathLike[str] | Sink
 
@@ -68,6 +70,7 @@ class record:  # lower case: used as `with devtool.record(...)` and `@devtool.re
         self.trace_id: str | None = None
         self._scope: RunScope | None = None
         self._sinks: list[Sink] = []
+        self.result: Any = None  # what the decorated call returned: the run's output
 
     def __enter__(self) -> record:
         if CURRENT_FRAME.get(None) is not None:  # already in a run (a replay's, an outer record's): join it
@@ -86,7 +89,7 @@ class record:  # lower case: used as `with devtool.record(...)` and `@devtool.re
     ) -> None:
         scope, self._scope = self._scope, None
         if scope is not None:
-            close_with_sinks(scope, self._sinks, error)
+            close_with_sinks(scope, self._sinks, error, None if error is not None else self.result)
 
     async def __aenter__(self) -> record:
         return self.__enter__()
@@ -107,16 +110,21 @@ class record:  # lower case: used as `with devtool.record(...)` and `@devtool.re
         if inspect.iscoroutinefunction(fn):
 
             async def run_async(*args: Any, **kwargs: Any) -> Any:
-                with around(args):
-                    return await fn(*args, **kwargs)
+                with around(args) as run:
+                    run.result = await fn(*args, **kwargs)
+                return run.result
 
-            return functools.wraps(fn)(run_async)
+            wrapped = functools.wraps(fn)(run_async)
+        else:
 
-        def run(*args: Any, **kwargs: Any) -> Any:
-            with around(args):
-                return fn(*args, **kwargs)
+            def run_sync(*args: Any, **kwargs: Any) -> Any:
+                with around(args) as run:
+                    run.result = fn(*args, **kwargs)
+                return run.result
 
-        return functools.wraps(fn)(run)
+            wrapped = functools.wraps(fn)(run_sync)
+        setattr(wrapped, RUN_NAME, name)
+        return wrapped
 
 
 def entrypoint_of(target: Callable[..., Any] | str) -> str:

@@ -42,7 +42,7 @@ from devtool.core.jsonvalue import JSON, describe
 from devtool.core.lookups import Lookup
 from devtool.core.run import RunScope, close_with_sinks
 from devtool.core.snapshot import FrameSnapshot
-from devtool.instrument import installed_sdks
+from devtool.instrument import installed
 from devtool.testing import cassette
 from devtool.testing.errors import CassetteError, CassetteMiss, TestingError
 from devtool.testing.report import Miss, miss_report
@@ -121,7 +121,7 @@ class AgentCassette:
                 f"{self.test}: a test's cassette holds one run; put its agent code in one `with agent_cassette:` block"
             )
         self._used = True
-        installed_sdks()
+        installed()  # the SDKs and frameworks: a framework's tools are the cassette's calls too
         exists = self.path.exists()
         replaying = exists and self.mode != Mode.ALL
         recorded = cassette.load(self.path) if replaying else []
