@@ -14,6 +14,7 @@ from typing import Any
 
 from devtool.store import Store
 from devtool.store.queries import RunSummary, SpanDetail, TimelineWindow, timeline_window
+from devtool.store.queries.cause import run_faults
 from devtool.store.queries.navigation import span_place
 from devtool.web.pages.frame_tree import run_tree
 from devtool.web.pages.run_url_state import RunUrlState
@@ -37,7 +38,11 @@ class Overview:
 
 
 def selection(store: Store, run: RunSummary, url_state: RunUrlState) -> dict[str, Any]:
-    """What the tree and the detail pane show: the tree opened down to the selected span, and its detail."""
+    """What the tree and the detail pane show: the tree opened down to the selected span, and its detail.
+    A failed run opened with no span selected opens on its failure's cause (`queries.cause`)."""
+    faults = run_faults(store, run.id)
+    if url_state.span is None and faults.cause is not None:
+        url_state = url_state.with_span(faults.cause.span_id)
     tree, path = run_tree(store, run.id, url_state.span)
     detail = span_detail_pane(store, run.id, url_state.span, path) if url_state.span else None
     return {
@@ -47,6 +52,7 @@ def selection(store: Store, run: RunSummary, url_state: RunUrlState) -> dict[str
         "path": {step.span_id for step in path},
         "detail": detail,
         "selected": _selected(detail.detail) if detail is not None else None,
+        "faults": faults,
     }
 
 

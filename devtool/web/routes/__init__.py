@@ -2,6 +2,7 @@
 
 - `runs_list`: `/` (every run and process journal), `POST /upload`, `/live/runs`
 - `run`: `/runs/<trace_id>` and everything under it (panes, rewind, actions, compare, export, live)
+- `run_why`: `/runs/<trace_id>/cause` and `/find` (why it failed, the text inside it)
 - `snapshots`: `/snapshots…` (pages, upload, fork, replay) and `/replays/<id>`
 - `processes`: `/processes/<process_id>` and its rewind (and the old `/process-rewind`, redirected)
 - `ingest`: `POST /api/v1/traces`
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from devtool.web.routes import ingest, local, login, otlp, processes, run, runs_list, snapshots
+from devtool.web.routes import ingest, local, login, otlp, processes, run, run_why, runs_list, snapshots
 
 ROUTES: list[BaseRoute] = [
     *login.routes,
@@ -25,6 +26,7 @@ ROUTES: list[BaseRoute] = [
     *snapshots.routes,
     *processes.routes,
     *run.routes,
+    *run_why.routes,
     *ingest.routes,
     *otlp.routes,
     *local.routes,

@@ -34,6 +34,8 @@ from devtool.actions.run_rewind import RewindError, rewind
 from devtool.store import NotFoundError, Store
 from devtool.store.export import export_run, export_run_otlp, export_run_perfetto
 from devtool.store.queries import get_run
+from devtool.store.queries.cause import run_faults
+from devtool.store.queries.find import find_in_run
 from devtool.store.queries.live import derived_through
 from devtool.store.queries.navigation import first_span_in, search_spans
 from devtool.store.queries.run_meta import replays_of, run_exists, run_metadata, snapshot_dumps
@@ -113,7 +115,8 @@ def run_tree_fragment(request: Request) -> HTMLResponse:
     trace_id, url_state = _trace_and_state(request)
     run = _or_404(get_run, store, trace_id)
     tree, path = run_tree(store, trace_id, url_state.span)
-    context = {"run": run, "view": url_state, "tree": tree, "path": {step.span_id for step in path}}
+    path_ids = {step.span_id for step in path}
+    context = {"run": run, "view": url_state, "tree": tree, "path": path_ids, "faults": run_faults(store, trace_id)}
     return render(request, "_tree.html", context)
 
 
@@ -122,7 +125,8 @@ def run_tree_children(request: Request) -> HTMLResponse:
     trace_id, url_state = _trace_and_state(request)
     offset = _int(request.query_params.get("offset", "0"), "offset")
     node = _or_404(children_page, store, trace_id, request.path_params["span_id"], offset)
-    context = {"run_id": trace_id, "view": url_state, "node": node, "path": set()}
+    faults = run_faults(store, trace_id)
+    context = {"run_id": trace_id, "view": url_state, "node": node, "path": set(), "faults": faults}
     return render(request, "_tree_children.html", context)
 
 
@@ -149,7 +153,10 @@ def run_search(request: Request) -> HTMLResponse:
     trace_id, url_state = _trace_and_state(request)
     text = request.query_params.get("q", "").strip()[:200]
     hits = search_spans(store, trace_id, text) if text else []
-    return render(request, "_span_search.html", {"run_id": trace_id, "view": url_state, "hits": hits, "q": text})
+    # And the text inside its spans (messages, answers, tools, memory, errors): `queries/find.py`.
+    inside = [hit for hit in _or_404(find_in_run, store, trace_id, text) if hit.field != "name"] if text else []
+    context = {"run_id": trace_id, "view": url_state, "hits": hits, "inside": inside, "q": text}
+    return render(request, "_span_search.html", context)
 
 
 async def run_rewind(request: Request) -> Response:

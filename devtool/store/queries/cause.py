@@ -1,0 +1,254 @@
+"""Why a run failed: the chain of spans its failure came up through, the span that ended it, and the
+failures that were caught on the way.
+
+A failure *propagated* from a span to its parent when the parent failed with the same error: the
+same message, or one that holds it (a re-raise that wraps it). From the run's failed root, the chain
+follows at each step the failed child whose error the span failed with (the last to end, when
+several did), down to the innermost: the cause. A prompt loop that gave up because its model's
+answers failed the schema ends in the turn whose answer failed last; such a turn is a *failed
+attempt*: its own span says `completed` (its model answered), the `validation:failure` after it says
+why the answer was refused. A failed span whose parent did not fail with its error was *handled*:
+something above it caught it, and the run went on.
+
+Everything here is read from the run's failed spans: one read of `spans` filtered on the run and on
+`status` (DuckDB reads those two columns of each row group and the rest only of the rows that
+failed), then one read of the turns of the prompt loops that refused answers. A run of ten million
+events fails in a few thousand spans at most: the walk over them is in memory.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from devtool.store.database import Store
+from devtool.store.errors import NotFoundError
+from devtool.store.span_sql import HIDDEN_KINDS
+
+
+class NoFailure(ValueError):
+    """The run did not fail: it has no cause to show."""
+
+
+@dataclass(frozen=True, slots=True)
+class FailedSpan:
+    span_id: str
+    parent_span_id: str | None
+    kind: str
+    instant: bool
+    name: str
+    agent_id: str | None
+    call_id: str | None
+    start_ms: float
+    end_ms: float | None
+    error: str | None
+    end_event_id: int | None
+    depth: int
+
+    @property
+    def shown(self) -> bool:
+        return not self.instant and self.kind not in HIDDEN_KINDS
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """The span whose failure ended the run, the shown spans from the root down to it, and the error."""
+
+    span_id: str
+    call_id: str | None
+    chain: tuple[FailedSpan, ...]
+    error_name: str
+    error_message: str
+    attempt_error: str | None  # a failed attempt's: why its answer was refused
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "spanId": self.span_id,
+            "callId": self.call_id,
+            "chain": [step.span_id for step in self.chain],
+            "error": {"name": self.error_name, "message": self.error_message},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """A turn whose answer was refused: when it started, why, and its prompt loop."""
+
+    start_ms: float
+    why: str
+    loop: str
+    name: str
+    call_id: str | None
+
+
+@dataclass(frozen=True)
+class Faults:
+    """A run's failures as the page marks them: the cause (None: the run did not fail), the spans whose
+    failure was handled, the turns whose answer was refused (with why), and where each failure began
+    (a shown span that failed of itself, not by a child's failure, or a refused turn), in time order:
+    what `n` and `p` step through."""
+
+    cause: Cause | None
+    handled: frozenset[str] = frozenset()
+    attempts: dict[str, str] = field(default_factory=dict)
+    errors: tuple[str, ...] = ()
+
+
+_FAILED = """
+    SELECT span_id, parent_span_id, kind, instant, name, agent_id, call_id, start_ts, end_ts, error, end_event_id, depth
+    FROM spans WHERE trace_id = ? AND status = 'failed'
+    ORDER BY start_ts, start_event_id
+"""
+
+
+def run_faults(store: Store, trace_id: str) -> Faults:
+    """The failures of run `trace_id` (`NotFoundError` when there is no such run)."""
+    with store.reader() as cursor:
+        status = cursor.execute("SELECT status FROM runs WHERE trace_id = ?", [trace_id]).fetchall()
+        if not status:
+            raise NotFoundError(f"no run {trace_id!r} in this DevTool")
+        failed = [FailedSpan(*row) for row in cursor.execute(_FAILED, [trace_id]).fetchall()]
+        by_id = {span.span_id: span for span in failed}
+        children: dict[str, list[FailedSpan]] = defaultdict(list)
+        for span in failed:
+            if span.parent_span_id:
+                children[span.parent_span_id].append(span)
+        attempts = _attempts(cursor, trace_id, failed)
+        handled = frozenset(
+            span.span_id
+            for span in failed
+            if span.shown and span.parent_span_id and not _propagated(span, by_id.get(span.parent_span_id))
+        )
+        # Where each failure began: a shown failed span that no failed child passed its failure up to.
+        origins = [
+            span
+            for span in failed
+            if span.shown
+            and not any(not child.instant and _propagated(child, span) for child in children.get(span.span_id, []))
+        ]
+        errors = tuple(
+            span_id
+            for _, span_id in sorted(
+                [(span.start_ms, span.span_id) for span in origins]
+                + [(attempt.start_ms, span_id) for span_id, attempt in attempts.items()]
+            )
+        )
+        cause = _cause(cursor, failed, children, attempts) if status[0][0] == "failed" else None
+    refused = {span_id: attempt.why for span_id, attempt in attempts.items()}
+    return Faults(cause, handled, refused, errors)
+
+
+def run_cause(store: Store, trace_id: str) -> Cause:
+    """The cause of run `trace_id`'s failure; `NoFailure` when it did not fail."""
+    cause = run_faults(store, trace_id).cause
+    if cause is None:
+        raise NoFailure(f"run {trace_id} did not fail: it has no cause to show")
+    return cause
+
+
+def _propagated(child: FailedSpan, parent: FailedSpan | None) -> bool:
+    """Whether `child`'s failure is what `parent` failed with (not caught between them)."""
+    if parent is None:
+        return False
+    if parent.error is None or child.error is None:
+        return parent.error is None
+    return child.error == parent.error or child.error in parent.error
+
+
+def _cause(
+    cursor: Any,
+    failed: list[FailedSpan],
+    children: dict[str, list[FailedSpan]],
+    attempts: dict[str, Attempt],
+) -> Cause | None:
+    """Down from the failed root along the failure's propagation to the innermost span it came from."""
+    spans = [span for span in failed if not span.instant]
+    if not spans:
+        return None
+    top = min(span.depth for span in spans)
+    step = next(span for span in spans if span.depth == top)
+    path = [step]
+    while True:
+        below = [child for child in children.get(step.span_id, []) if not child.instant and _propagated(child, step)]
+        if not below:
+            break
+        step = max(below, key=lambda child: (child.end_ms or child.start_ms, child.start_ms))
+        path.append(step)
+    innermost = path[-1]
+    chain = [span for span in path if span.shown]
+    refused = _last_refused(innermost, children, attempts)
+    if refused is not None:
+        chain.append(refused)
+    if not chain:
+        return None
+    cause = chain[-1]
+    return Cause(
+        span_id=cause.span_id,
+        call_id=cause.call_id,
+        chain=tuple(chain),
+        error_name=_error_name(cursor, innermost),
+        error_message=innermost.error or "",
+        attempt_error=attempts[refused.span_id].why if refused is not None else None,
+    )
+
+
+def _last_refused(
+    span: FailedSpan, children: dict[str, list[FailedSpan]], attempts: dict[str, Attempt]
+) -> FailedSpan | None:
+    """The last turn of prompt loop `span` whose answer was refused, as a step of the chain."""
+    refusals = [child for child in children.get(span.span_id, []) if child.kind.startswith("validation:")]
+    if not refusals:
+        return None
+    last = refusals[-1]
+    turns = [
+        (attempt.start_ms, span_id)
+        for span_id, attempt in attempts.items()
+        if attempt.loop == span.span_id and attempt.start_ms <= last.start_ms
+    ]
+    if not turns:
+        return None
+    start, span_id = max(turns)
+    turn = attempts[span_id]
+    return FailedSpan(
+        span_id, span.span_id, "turn", False, turn.name, last.agent_id, turn.call_id, start, None, last.error, None, 0
+    )
+
+
+def _attempts(cursor: Any, trace_id: str, failed: list[FailedSpan]) -> dict[str, Attempt]:
+    """The turns whose answer was refused: each `validation:*` failure's turn (the last of its prompt loop
+    to start before it), with its start and why."""
+    refusals = [span for span in failed if span.instant and span.kind.startswith("validation:")]
+    if not refusals:
+        return {}
+    loops = sorted({span.parent_span_id for span in refusals if span.parent_span_id})
+    marks = ", ".join("?" for _ in loops)
+    turns = cursor.execute(
+        f"""
+        SELECT parent_span_id, span_id, start_ts, name, call_id FROM spans
+        WHERE trace_id = ? AND kind = 'turn' AND parent_span_id IN ({marks}) ORDER BY start_ts
+        """,
+        [trace_id, *loops],
+    ).fetchall()
+    by_loop: dict[str, list[tuple[float, str, str, str | None]]] = defaultdict(list)
+    for loop, span_id, start, name, call_id in turns:
+        by_loop[loop].append((start, span_id, name, call_id))
+    found: dict[str, Attempt] = {}
+    for refusal in refusals:
+        before = [turn for turn in by_loop.get(refusal.parent_span_id or "", []) if turn[0] <= refusal.start_ms]
+        if before:
+            start, span_id, name, call_id = before[-1]
+            found[span_id] = Attempt(start, refusal.error or refusal.name, refusal.parent_span_id or "", name, call_id)
+    return found
+
+
+def _error_name(cursor: Any, span: FailedSpan) -> str:
+    """The name of the error span ended with (`PromptError`), from its end event; `Error` when it has none."""
+    if span.end_event_id is None:
+        return "Error"
+    rows = cursor.execute("SELECT body FROM events WHERE event_id = ?", [span.end_event_id]).fetchall()
+    error = orjson.loads(rows[0][0]).get("error") if rows else None
+    name = error.get("name") if isinstance(error, dict) else None
+    return name if isinstance(name, str) and name else "Error"

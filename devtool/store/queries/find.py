@@ -1,0 +1,177 @@
+"""Text inside a run: which spans' messages, answers, tool inputs and outputs, memory, errors or names
+hold it, each hit named by its span and field with a snippet around the match.
+
+`find_in_run` asks the run's words first (`search_terms`, the runs search's index): a text with a
+word that is part of none of the run's words is in no event, and is answered without reading one.
+Otherwise the run's events are read in growing slices of its ids (the first 64k, then eight times
+more each step), the bodies of each slice searched, until the page of hits is full: a text many
+events hold is answered from the run's first slice. A match is then placed in the event's parsed
+JSON: its field is the path to the string that holds it (`message.content`, `messages[2].content`,
+`toolResults[0].output`, `memory.release`, `error.message`).
+
+Model calls' events are not searched (a turn's own events hold the same texts); a prompt loop's
+events count as hits of the span it is in, the one the frame tree shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from devtool.store.database import Store
+from devtool.store.errors import NotFoundError
+from devtool.store.queries.navigation import search_spans
+from devtool.store.search import words
+
+# Characters of context on each side of a match in a snippet.
+CONTEXT = 48
+# The first slice of a run's events read, and how much bigger each next one is.
+FIRST_SLICE = 65_536
+SLICE_GROWTH = 8
+# Bodies parsed at most for one find: a text that is mostly in keys ("content") holds every event.
+MAX_READ = 5_000
+# Keys of an event that hold no searched text (ids, hashes, times, counts, schemas: the span's name,
+# agent and callId are found by name), and a key that holds none at any depth (a stack trace names the
+# code's files and lines, not what the agents said).
+_SKIPPED = frozenset(
+    {
+        "trace",
+        "schemaVersion",
+        "timestamp",
+        "contentHash",
+        "duration",
+        "usage",
+        "costs",
+        "schema",
+        "toolConfig",
+        "_seq",
+        "agentId",
+        "callId",
+        "type",
+        "generationId",
+        "callPath",
+    }
+)
+_NEVER = "stack"
+
+
+@dataclass(frozen=True, slots=True)
+class FindHit:
+    """One field of one span that holds the text: the snippet is `before`, the match, `after`."""
+
+    span_id: str
+    call_id: str | None
+    field: str
+    before: str
+    match: str
+    after: str
+
+    @property
+    def snippet(self) -> str:
+        return self.before + self.match + self.after
+
+    def to_json(self) -> dict[str, Any]:
+        return {"spanId": self.span_id, "callId": self.call_id, "field": self.field, "snippet": self.snippet}
+
+
+def find_in_run(store: Store, trace_id: str, text: str, *, limit: int = 50) -> list[FindHit]:
+    """The first `limit` fields of run `trace_id`'s spans that hold `text` (case-insensitive): spans
+    named so first, then the run's events in order, a field of a span once. `NotFoundError` when
+    there is no such run."""
+    needle = text.strip().lower()
+    with store.reader() as cursor:
+        rows = cursor.execute(
+            "SELECT first_event_id, last_event_id FROM runs WHERE trace_id = ?", [trace_id]
+        ).fetchall()
+        if not rows:
+            raise NotFoundError(f"no run {trace_id!r} in this DevTool")
+        if not needle:
+            return []
+        first, last = rows[0]
+        if not _may_hold(cursor, trace_id, needle):
+            return []
+        hits: dict[tuple[str, str], FindHit] = {}
+        for span in search_spans(store, trace_id, text.strip(), limit=limit):
+            start = span.name.lower().find(needle)
+            if start >= 0:
+                hits[(span.span_id, "name")] = _hit(span.span_id, span.call_id, "name", span.name, start, len(needle))
+        low, size, read = int(first), FIRST_SLICE, 0
+        while low <= last and len(hits) < limit and read < MAX_READ:
+            high = min(int(last), low + size - 1)
+            for span_id, call_id, body in _events_holding(cursor, trace_id, needle, low, high, MAX_READ - read):
+                read += 1
+                for path, value, start in _matches(orjson.loads(body), needle):
+                    hits.setdefault((span_id, path), _hit(span_id, call_id, path, value, start, len(needle)))
+                if len(hits) >= limit:
+                    break
+            low, size = high + 1, size * SLICE_GROWTH
+    return list(hits.values())[:limit]
+
+
+def _may_hold(cursor: Any, trace_id: str, needle: str) -> bool:
+    """Whether each word of `needle` is part of one of the run's words (else no event holds it)."""
+    found = words(needle)
+    if not found:
+        return True  # punctuation only: the index has no word to ask for
+    params: dict[str, object] = {"trace": trace_id, **{f"w{i}": word for i, word in enumerate(found)}}
+    # One row per word held: every word must be.
+    union = " UNION ALL ".join(
+        f"SELECT count(*) > 0 FROM search_terms WHERE trace_id = $trace AND contains(term, $w{i})"
+        for i in range(len(found))
+    )
+    return all(held for (held,) in cursor.execute(union, params).fetchall())
+
+
+def _events_holding(
+    cursor: Any, trace_id: str, needle: str, low: int, high: int, most: int
+) -> list[tuple[str, str, str]]:
+    """The first `most` events with ids `low`..`high` of the run whose JSON holds `needle`, in order, as
+    (the span the tree shows them in, its callId, the body)."""
+    return [
+        (row[0], row[1], row[2])
+        for row in cursor.execute(
+            """
+            SELECT CASE WHEN type LIKE 'promptAgent:%' THEN coalesce(parent_span_id, span_id) ELSE span_id END,
+                   call_id, body
+            FROM events
+            WHERE event_id BETWEEN $low AND $high AND trace_id = $trace AND type NOT LIKE 'model:call:%'
+              AND contains(lower(body), $needle)
+            ORDER BY event_id LIMIT $most
+            """,
+            {"low": low, "high": high, "trace": trace_id, "needle": needle, "most": most},
+        ).fetchall()
+    ]
+
+
+def _matches(value: Any, needle: str, path: str = "") -> Iterator[tuple[str, str, int]]:
+    """Each string of a parsed event that holds `needle`, as (its path, the string, where the match starts)."""
+    if isinstance(value, str):
+        start = value.lower().find(needle)
+        if start >= 0:
+            yield path, value, start
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if (not path and key in _SKIPPED) or key == _NEVER:
+                continue
+            yield from _matches(item, needle, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _matches(item, needle, f"{path}[{index}]")
+
+
+def _hit(span_id: str, call_id: str | None, field: str, text: str, start: int, length: int) -> FindHit:
+    """The hit with `CONTEXT` characters of `text` either side of its match (… where cut)."""
+    end = start + length
+    before = text[max(0, start - CONTEXT) : start]
+    after = text[end : end + CONTEXT]
+    return FindHit(
+        span_id,
+        call_id,
+        field,
+        ("…" if start > CONTEXT else "") + before,
+        text[start:end],
+        after + ("…" if end + CONTEXT < len(text) else ""),
+    )
