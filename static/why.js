@@ -27,15 +27,20 @@
     return cause && cause.dataset[name] ? cause.dataset[name].split(" ") : [];
   };
 
+  // The error last asked for, until its selection arrives: keys pressed meanwhile step on from it.
+  let wanted = null;
+
   function step(forward) {
     const errors = listOf("errors");
     if (!errors.length) return;
-    const current = ($("#selection") || {}).dataset?.span || "";
+    const current = wanted ?? (($("#selection") || {}).dataset?.span || "");
     const at = errors.indexOf(current);
     let next;
     if (at < 0) next = forward ? 0 : errors.length - 1;
     else next = Math.min(errors.length - 1, Math.max(0, at + (forward ? 1 : -1)));
-    if (errors[next] !== current) open(errors[next]);
+    if (errors[next] === current) return;
+    wanted = errors[next];
+    open(wanted);
   }
 
   document.addEventListener("keydown", (event) => {
@@ -108,6 +113,7 @@
     const box = $("#" + ERRORS_ONLY);
     if (box) box.checked = document.body.classList.contains(ERRORS_ONLY);
     const current = ($("#selection") || {}).dataset?.span || "";
+    if (current === wanted) wanted = null;
     document.querySelectorAll("#cause a.select").forEach((a) => a.classList.toggle("current", a.dataset.span === current));
     markAttempts();
     // Only a newly shown detail: while the find box is typed in, its hits change, not the detail.
