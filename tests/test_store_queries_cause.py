@@ -46,7 +46,8 @@ def test_the_demos_failed_run_ends_in_fallbacks_refused_answer(store: Store, tmp
     assert sorted(_names(store, trace, sorted(faults.handled))) == ["probe", "prober"]
     assert not faults.handled & {step.span_id for step in cause.chain}
     # Fallback's three turns were answered and refused: failed attempts, each with why.
-    assert _names(store, trace, sorted(faults.attempts, key=list(faults.errors).index)) == ["turn 0", "turn 1", "turn 2"]
+    refused = sorted(faults.attempts, key=list(faults.errors).index)
+    assert _names(store, trace, refused) == ["turn 0", "turn 1", "turn 2"]
     assert set(faults.attempts.values()) == {"$.healthy must be boolean"}
     # Where failures began, in time order: the prober's own raise, its probe, the three refused turns.
     assert _names(store, trace, faults.errors) == ["generation 0", "probe", "turn 0", "turn 1", "turn 2"]
