@@ -16,7 +16,7 @@ from tests.web_runs import record
 
 def test_a_word_of_a_model_answer_names_its_turn_and_field(store: Store, tmp_path: Path) -> None:
     trace = record(store, tmp_path, failing.main, name="release-check")
-    hits = find_in_run(store, trace, "Looked")
+    hits = find_in_run(store, trace, "Looked").hits
     first = hits[0]
     assert first.field == "message.content"
     assert first.call_id == "root/agent:release-checker:0/agent:fallback:0/turn:demo-model:0"
@@ -31,20 +31,22 @@ def test_a_word_of_a_model_answer_names_its_turn_and_field(store: Store, tmp_pat
 
 def test_tools_memory_errors_and_names_are_found(store: Store, tmp_path: Path) -> None:
     trace = record(store, tmp_path, failing.main, name="release-check")
-    fields = {hit.field for hit in find_in_run(store, trace, "payments-api")}
+    fields = {hit.field for hit in find_in_run(store, trace, "payments-api").hits}
     assert {"toolResults[0].input.service", "toolResults[0].error.message"} <= fields
-    assert "memory.release" in {hit.field for hit in find_in_run(store, trace, "2026.11.3")}
-    assert "error.message" in {hit.field for hit in find_in_run(store, trace, "must be boolean")}
-    named = find_in_run(store, trace, "fallback")
+    assert "memory.release" in {hit.field for hit in find_in_run(store, trace, "2026.11.3").hits}
+    assert "error.message" in {hit.field for hit in find_in_run(store, trace, "must be boolean").hits}
+    named = find_in_run(store, trace, "fallback").hits
     assert named[0].field == "name"
     # Stack traces name the code's files, not what the agents said: not searched.
-    assert not [hit for hit in find_in_run(store, trace, "Traceback") if "stack" in hit.field]
+    assert not [hit for hit in find_in_run(store, trace, "Traceback").hits if "stack" in hit.field]
 
 
 def test_a_word_the_run_does_not_hold_finds_nothing(store: Store, tmp_path: Path) -> None:
     trace = record(store, tmp_path, failing.main, name="release-check")
-    assert find_in_run(store, trace, "zebra") == []
-    assert find_in_run(store, trace, "   ") == []
+    nothing = find_in_run(store, trace, "zebra")
+    assert nothing.hits == []
+    assert nothing.complete
+    assert find_in_run(store, trace, "   ").hits == []
     with pytest.raises(NotFoundError):
         find_in_run(store, "f" * 32, "zebra")
 
@@ -57,7 +59,7 @@ def test_a_long_text_is_cut_around_the_match(store: Store, tmp_path: Path) -> No
     t.end(turn, success=True, message={"role": "assistant", "content": text})
     t.end(root, success=True)
     trace = load_file(store, t.write(tmp_path / "long.jsonl")).traces[0]
-    [hit] = find_in_run(store, trace, "needle")
+    [hit] = find_in_run(store, trace, "needle").hits
     assert hit.span_id == turn
     assert hit.before == "…" + "a" * (CONTEXT - 1) + " "
     assert hit.after == " " + "b" * (CONTEXT - 1) + "…"

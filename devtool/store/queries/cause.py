@@ -2,7 +2,8 @@
 failures that were caught on the way.
 
 A failure *propagated* from a span to its parent when the parent failed with the same error: the
-same message, or one that holds it (a re-raise that wraps it). From the run's failed root, the chain
+same message, or one that holds it (a re-raise that wraps it); a failure without a message, or under
+a parent failed without one, is taken as passed up (nothing tells them apart). From the run's failed root, the chain
 follows at each step the failed child whose error the span failed with (the last to end, when
 several did), down to the innermost: the cause. A prompt loop that gave up because its model's
 answers failed the schema ends in the turn whose answer failed last; such a turn is a *failed
@@ -126,8 +127,7 @@ def run_faults(store: Store, trace_id: str) -> Faults:
         origins = [
             span
             for span in failed
-            if span.shown
-            and not any(not child.instant and _propagated(child, span) for child in children.get(span.span_id, []))
+            if span.shown and not any(_passes_up(child, span) for child in children.get(span.span_id, []))
         ]
         errors = tuple(
             span_id
@@ -149,12 +149,18 @@ def run_cause(store: Store, trace_id: str) -> Cause:
     return cause
 
 
+def _passes_up(child: FailedSpan, parent: FailedSpan) -> bool:
+    """Whether `parent` failed of `child`'s failure, as far as where failures began is concerned: a model
+    call's failure is its turn's own."""
+    return not child.instant and child.kind != "model:call" and _propagated(child, parent)
+
+
 def _propagated(child: FailedSpan, parent: FailedSpan | None) -> bool:
     """Whether `child`'s failure is what `parent` failed with (not caught between them)."""
     if parent is None:
         return False
     if parent.error is None or child.error is None:
-        return parent.error is None
+        return True  # a failure with no message: nothing tells it apart from the parent's, taken as passed up
     return child.error == parent.error or child.error in parent.error
 
 
@@ -177,6 +183,9 @@ def _cause(
             break
         step = max(below, key=lambda child: (child.end_ms or child.start_ms, child.start_ms))
         path.append(step)
+    # Spans without a message below the last one with it (a failed turn's model call) add nothing to it.
+    while len(path) > 1 and path[-1].error is None and any(span.error is not None for span in path):
+        path.pop()
     innermost = path[-1]
     chain = [span for span in path if span.shown]
     refused = _last_refused(innermost, children, attempts)

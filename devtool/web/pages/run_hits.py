@@ -27,7 +27,7 @@ def first_hits(store: Store, runs: Sequence[RunSummary], q: str) -> dict[str, tu
         if run.kind != "trace":
             continue
         for text in dict.fromkeys(texts):
-            hits = find_in_run(store, run.id, text, limit=1)
+            hits = find_in_run(store, run.id, text, limit=1).hits
             if hits:
                 found[run.id] = (hits[0], text)
                 break

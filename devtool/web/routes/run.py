@@ -154,8 +154,9 @@ def run_search(request: Request) -> HTMLResponse:
     text = request.query_params.get("q", "").strip()[:200]
     hits = search_spans(store, trace_id, text) if text else []
     # And the text inside its spans (messages, answers, tools, memory, errors): `queries/find.py`.
-    inside = [hit for hit in _or_404(find_in_run, store, trace_id, text) if hit.field != "name"] if text else []
-    context = {"run_id": trace_id, "view": url_state, "hits": hits, "inside": inside, "q": text}
+    found = _or_404(find_in_run, store, trace_id, text)
+    inside = [hit for hit in found.hits if hit.field != "name"]
+    context = {"run_id": trace_id, "view": url_state, "hits": hits, "inside": inside, "found": found, "q": text}
     return render(request, "_span_search.html", context)
 
 

@@ -5,7 +5,9 @@
   that did not fail is a 404 whose `{"error"}` says so. Otherwise the breadcrumb fragment the run page
   shows (`_cause.html`).
 - `GET /runs/<trace_id>/find?q=`: the fields of the run's spans that hold the text, as JSON, a list of
-  `{"spanId", "callId", "field", "snippet"}` (`devtool.store.queries.find`).
+  `{"spanId", "callId", "field", "snippet"}` (`devtool.store.queries.find`); its `Find-Searched` header
+  says how many of the run's events were looked through, of how many (`1000000/10000000`: a big run's
+  first million only).
 
 The run page itself opens a failed run on its cause and finds text with the same queries
 (`pages/run_workspace.py`, `routes/run.py`'s `/search`).
@@ -55,10 +57,12 @@ def run_find(request: Request) -> Response:
     if len(text) > MAX_FIND:
         return _error(True, 400, f"q is {len(text)} characters long: find looks for at most {MAX_FIND}")
     try:
-        hits = find_in_run(store, trace_id, text)
+        found = find_in_run(store, trace_id, text)
     except NotFoundError as exc:
         return _error(True, 404, str(exc))
-    return JSONResponse([hit.to_json() for hit in hits])
+    # How much of the run was looked through (a find stops at `MAX_SCANNED` events): `<events>/<of>`.
+    searched = {"Find-Searched": f"{found.searched}/{found.events}"}
+    return JSONResponse([hit.to_json() for hit in found.hits], headers=searched)
 
 
 def _error(as_json: bool, status: int, message: str) -> Response:
