@@ -96,10 +96,10 @@ class Found:
         return self.searched >= self.events
 
 
-def find_in_run(store: Store, trace_id: str, text: str, *, limit: int = 50) -> Found:
+def find_in_run(store: Store, trace_id: str, text: str, *, limit: int = 50, max_scanned: int = MAX_SCANNED) -> Found:
     """The first `limit` fields of run `trace_id`'s spans that hold `text` (case-insensitive): spans
-    named so first, then the run's events in order, a field of a span once. `NotFoundError` when
-    there is no such run."""
+    named so first, then the run's events in order (the first `max_scanned` of them), a field of a
+    span once. `NotFoundError` when there is no such run."""
     needle = text.strip().lower()
     with store.reader() as cursor:
         rows = cursor.execute(
@@ -119,8 +119,8 @@ def find_in_run(store: Store, trace_id: str, text: str, *, limit: int = 50) -> F
                 hits[(named.span_id, "name")] = hit
         low, size, read = first, FIRST_SLICE, 0
         pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        while low <= last and len(hits) < limit and read < MAX_READ and low - first < MAX_SCANNED:
-            high = min(last, low + size - 1, first + MAX_SCANNED - 1)
+        while low <= last and len(hits) < limit and read < MAX_READ and low - first < max_scanned:
+            high = min(last, low + size - 1, first + max_scanned - 1)
             after = low
             while len(hits) < limit and read < MAX_READ:
                 page = _events_holding(cursor, trace_id, pattern, after, high, min(PAGE, MAX_READ - read))
