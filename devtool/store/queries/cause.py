@@ -12,14 +12,15 @@ why the answer was refused. A failed span whose parent did not fail with its err
 something above it caught it, and the run went on.
 
 Everything here is read from the run's failed spans: one read of `spans` filtered on the run and on
-`status` (DuckDB reads those two columns of each row group and the rest only of the rows that
-failed), then one read of the turns of the prompt loops that refused answers. A run of ten million
-events fails in a few thousand spans at most: the walk over them is in memory.
+`status`, then one read of the turns of the prompt loops that refused answers; the walk over them is
+in memory. Failed spans are scattered over the run, so that read touches most of its row groups
+(0.1-0.2 s a million events): the answer is kept for the run as it is (`KEPT_RUNS`).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+import threading
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +99,13 @@ class Faults:
     errors: tuple[str, ...] = ()
 
 
+# The faults of the runs asked for last: reading a run's failed spans is a read of most of `spans`'
+# row groups (0.1-0.2 s a million events), and a page asks for each pane. Keyed by the run's last event
+# and status, so a run that grew or ended is read again.
+KEPT_RUNS = 16
+_KEPT: OrderedDict[tuple[str, str, str, int], Faults] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+
 _FAILED = """
     SELECT span_id, parent_span_id, kind, instant, name, agent_id, call_id, start_ts, end_ts, error, end_event_id, depth
     FROM spans WHERE trace_id = ? AND status = 'failed'
@@ -106,11 +114,28 @@ _FAILED = """
 
 
 def run_faults(store: Store, trace_id: str) -> Faults:
-    """The failures of run `trace_id` (`NotFoundError` when there is no such run)."""
+    """The failures of run `trace_id` (`NotFoundError` when there is no such run); kept for the run as
+    it is (its last event and status), as every pane of its page asks."""
     with store.reader() as cursor:
-        status = cursor.execute("SELECT status FROM runs WHERE trace_id = ?", [trace_id]).fetchall()
-        if not status:
-            raise NotFoundError(f"no run {trace_id!r} in this DevTool")
+        found = cursor.execute("SELECT status, last_event_id FROM runs WHERE trace_id = ?", [trace_id]).fetchall()
+    if not found:
+        raise NotFoundError(f"no run {trace_id!r} in this DevTool")
+    key = (str(store.path), trace_id, found[0][0], found[0][1])
+    with _KEPT_LOCK:
+        kept = _KEPT.get(key)
+        if kept is not None:
+            _KEPT.move_to_end(key)
+            return kept
+    faults = _faults(store, trace_id, found[0][0])
+    with _KEPT_LOCK:
+        _KEPT[key] = faults
+        while len(_KEPT) > KEPT_RUNS:
+            _KEPT.popitem(last=False)
+    return faults
+
+
+def _faults(store: Store, trace_id: str, status: str) -> Faults:
+    with store.reader() as cursor:
         failed = [FailedSpan(*row) for row in cursor.execute(_FAILED, [trace_id]).fetchall()]
         by_id = {span.span_id: span for span in failed}
         children: dict[str, list[FailedSpan]] = defaultdict(list)
@@ -136,7 +161,7 @@ def run_faults(store: Store, trace_id: str) -> Faults:
                 + [(attempt.start_ms, span_id) for span_id, attempt in attempts.items()]
             )
         )
-        cause = _cause(cursor, failed, children, attempts) if status[0][0] == "failed" else None
+        cause = _cause(cursor, failed, children, attempts) if status == "failed" else None
     refused = {span_id: attempt.why for span_id, attempt in attempts.items()}
     return Faults(cause, handled, refused, errors)
 
