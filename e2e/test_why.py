@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from e2e.conftest import Server, Shoot
-from e2e.demo_server import running_demo
+from e2e.demo_server import demo_traces, running_demo
 
 SHOTS = Path("/work/wt/shots/h39a")
 
@@ -24,12 +24,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dic
     """`devtool demo`, and its runs' trace ids by file."""
     home = tmp_path_factory.mktemp("demo-home")
     with running_demo(home) as server:
-        data = home / "devtool" / "demo-data"
-        traces = {
-            name: json.loads((data / f"{name}.trace.jsonl").read_text().splitlines()[0])["trace"]["traceId"]
-            for name in ("research", "release-check")
-        }
-        yield server, traces
+        yield server, demo_traces(home)
 
 
 def _json(url: str) -> object:
