@@ -65,7 +65,7 @@ def test_the_failed_run_opens_on_the_fallbacks_refused_answer_with_the_chain(
     expect(probe.locator(".badge.handled")).to_have_count(1)
     # The refused turns are failed attempts in the tree and failed on the timeline.
     expect(page.locator("#tree .badge", has_text="failed attempt")).to_have_count(3)
-    expect(page.locator(f"#bars rect[data-span='{cause['spanId']}'].s-failed")).to_have_count(1)
+    expect(page.locator(f"#bars rect[data-span='{cause['spanId']}'].attempt")).to_have_count(1)
     _keep(shoot, page, "cause", screenshot_path("x").parent)  # type: ignore[operator]
 
 

@@ -99,13 +99,11 @@
     pane.scrollTop += box.top - view.top - view.height / 3;
   }
 
-  // A refused turn's bar is drawn failed, as its row in the tree is.
+  // A refused turn's bar is drawn failed, as its row in the tree is (its span completed: the run's
+  // count of failed spans, and the bars of its status, stay the store's).
   function markAttempts() {
     for (const span of listOf("attempts")) {
-      document.querySelectorAll(`#bars rect[data-span="${CSS.escape(span)}"]`).forEach((bar) => {
-        bar.classList.remove("s-completed");
-        bar.classList.add("s-failed", "attempt");
-      });
+      document.querySelectorAll(`#bars rect[data-span="${CSS.escape(span)}"]`).forEach((bar) => bar.classList.add("attempt"));
     }
   }
 
