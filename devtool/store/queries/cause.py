@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 from devtool.store.span_sql import HIDDEN_KINDS
@@ -37,13 +38,13 @@ class NoFailure(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class FailedSpan:
+    """What the walk needs of a failed span (its name and callId are read for the chain's steps only:
+    strings of rows scattered over the run cost most of the read)."""
+
     span_id: str
     parent_span_id: str | None
     kind: str
     instant: bool
-    name: str
-    agent_id: str | None
-    call_id: str | None
     start_ms: float
     end_ms: float | None
     error: str | None
@@ -56,12 +57,22 @@ class FailedSpan:
 
 
 @dataclass(frozen=True, slots=True)
+class ChainStep:
+    """A span of a cause's chain, as its breadcrumb names it."""
+
+    span_id: str
+    kind: str
+    name: str
+    call_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Cause:
     """The span whose failure ended the run, the shown spans from the root down to it, and the error."""
 
     span_id: str
     call_id: str | None
-    chain: tuple[FailedSpan, ...]
+    chain: tuple[ChainStep, ...]
     error_name: str
     error_message: str
     attempt_error: str | None  # a failed attempt's: why its answer was refused
@@ -82,8 +93,6 @@ class Attempt:
     start_ms: float
     why: str
     loop: str
-    name: str
-    call_id: str | None
 
 
 @dataclass(frozen=True)
@@ -107,7 +116,7 @@ _KEPT: OrderedDict[tuple[str, str, str, int], Faults] = OrderedDict()
 _KEPT_LOCK = threading.Lock()
 
 _FAILED = """
-    SELECT span_id, parent_span_id, kind, instant, name, agent_id, call_id, start_ts, end_ts, error, end_event_id, depth
+    SELECT span_id, parent_span_id, kind, instant, start_ts, end_ts, error, end_event_id, depth
     FROM spans WHERE trace_id = ? AND status = 'failed'
     ORDER BY start_ts, start_event_id
 """
@@ -161,7 +170,7 @@ def _faults(store: Store, trace_id: str, status: str) -> Faults:
                 + [(attempt.start_ms, span_id) for span_id, attempt in attempts.items()]
             )
         )
-        cause = _cause(cursor, failed, children, attempts) if status == "failed" else None
+        cause = _cause(cursor, trace_id, failed, children, attempts) if status == "failed" else None
     refused = {span_id: attempt.why for span_id, attempt in attempts.items()}
     return Faults(cause, handled, refused, errors)
 
@@ -191,6 +200,7 @@ def _propagated(child: FailedSpan, parent: FailedSpan | None) -> bool:
 
 def _cause(
     cursor: Any,
+    trace_id: str,
     failed: list[FailedSpan],
     children: dict[str, list[FailedSpan]],
     attempts: dict[str, Attempt],
@@ -218,11 +228,11 @@ def _cause(
         chain.append(refused)
     if not chain:
         return None
-    cause = chain[-1]
+    steps = _named(cursor, trace_id, chain)
     return Cause(
-        span_id=cause.span_id,
-        call_id=cause.call_id,
-        chain=tuple(chain),
+        span_id=steps[-1].span_id,
+        call_id=steps[-1].call_id,
+        chain=steps,
         error_name=_error_name(cursor, innermost),
         error_message=innermost.error or "",
         attempt_error=attempts[refused.span_id].why if refused is not None else None,
@@ -245,10 +255,7 @@ def _last_refused(
     if not turns:
         return None
     start, span_id = max(turns)
-    turn = attempts[span_id]
-    return FailedSpan(
-        span_id, span.span_id, "turn", False, turn.name, last.agent_id, turn.call_id, start, None, last.error, None, 0
-    )
+    return FailedSpan(span_id, span.span_id, "turn", False, start, None, last.error, None, 0)
 
 
 def _attempts(cursor: Any, trace_id: str, failed: list[FailedSpan]) -> dict[str, Attempt]:
@@ -261,21 +268,29 @@ def _attempts(cursor: Any, trace_id: str, failed: list[FailedSpan]) -> dict[str,
     marks = ", ".join("?" for _ in loops)
     turns = cursor.execute(
         f"""
-        SELECT parent_span_id, span_id, start_ts, name, call_id FROM spans
+        SELECT parent_span_id, span_id, start_ts FROM spans
         WHERE trace_id = ? AND kind = 'turn' AND parent_span_id IN ({marks}) ORDER BY start_ts
         """,
         [trace_id, *loops],
     ).fetchall()
-    by_loop: dict[str, list[tuple[float, str, str, str | None]]] = defaultdict(list)
-    for loop, span_id, start, name, call_id in turns:
-        by_loop[loop].append((start, span_id, name, call_id))
+    by_loop: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for loop, span_id, start in turns:
+        by_loop[loop].append((start, span_id))
     found: dict[str, Attempt] = {}
     for refusal in refusals:
         before = [turn for turn in by_loop.get(refusal.parent_span_id or "", []) if turn[0] <= refusal.start_ms]
         if before:
-            start, span_id, name, call_id = before[-1]
-            found[span_id] = Attempt(start, refusal.error or refusal.name, refusal.parent_span_id or "", name, call_id)
+            start, span_id = before[-1]
+            found[span_id] = Attempt(start, refusal.error or refusal.kind, refusal.parent_span_id or "")
     return found
+
+
+def _named(cursor: Any, trace_id: str, chain: list[FailedSpan]) -> tuple[ChainStep, ...]:
+    """The chain's spans with their names and callIds (by their keys when the run is keyed)."""
+    where, params = span_keys.where_spans(cursor, trace_id, [span.span_id for span in chain])
+    rows = cursor.execute(f"SELECT span_id, name, call_id FROM spans WHERE {where}", params).fetchall()
+    named = {span_id: (name, call_id) for span_id, name, call_id in rows}
+    return tuple(ChainStep(span.span_id, span.kind, *named.get(span.span_id, (span.kind, None))) for span in chain)
 
 
 def _error_name(cursor: Any, span: FailedSpan) -> str:
