@@ -12,7 +12,9 @@ it has stopped growing: its last event is the same at two looks `rewind_index_in
 a live run is not indexed again at every batch. Indexing a run of a million events takes about
 twenty seconds of one core, on the cores the server leaves idle; until its index is ready (or after
 the run grows again), a rewind of the run walks its events instead, and makes the same snapshot,
-slower. One run at a time, never more than one thread: the machine's cores are for the pages.
+slower. One run at a time, never more than one thread: the machine's cores are for the pages. A run
+that stopped growing also has its failures read once (`devtool.store.queries.cause`, kept while the
+run stays as it is), so its page's first view does not wait for them.
 """
 
 from __future__ import annotations
