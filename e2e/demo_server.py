@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,3 +20,12 @@ def running_demo(home: Path) -> Iterator[Served]:
         yield served
     finally:
         served.stop()
+
+
+def demo_traces(home: Path) -> dict[str, str]:
+    """The trace ids of the runs `devtool demo` recorded in `home`, by file (`research`, `release-check`)."""
+    data = home / "devtool" / "demo-data"
+    return {
+        name: json.loads((data / f"{name}.trace.jsonl").read_text().splitlines()[0])["trace"]["traceId"]
+        for name in ("research", "release-check")
+    }

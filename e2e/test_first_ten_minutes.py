@@ -4,7 +4,6 @@ retry, the process table, the panes and the snapshot's memory."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 from playwright.sync_api import ConsoleMessage, Page, expect
 
 from e2e.conftest import Server, ServerFactory, Shoot
-from e2e.demo_server import running_demo
+from e2e.demo_server import demo_traces, running_demo
 from tests.conftest import CORPUS, Trace
 
 
@@ -22,12 +21,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dic
     """`devtool demo`, and its runs' trace ids by file (`research`, `release-check`)."""
     home = tmp_path_factory.mktemp("demo-home")
     with running_demo(home) as server:
-        data = home / "devtool" / "demo-data"
-        traces = {
-            name: json.loads((data / f"{name}.trace.jsonl").read_text().splitlines()[0])["trace"]["traceId"]
-            for name in ("research", "release-check")
-        }
-        yield server, traces
+        yield server, demo_traces(home)
 
 
 def open_run(page: Page, demo: tuple[Server, dict[str, str]], name: str) -> None:

@@ -21,12 +21,12 @@ import pytest
 
 import devtool
 import devtool.instrument
+from devtool.actions.compare import compare
 from devtool.cli.run import in_thread
 from devtool.core import MemorySink, run_with
 from devtool.core.debugger import restore_snapshot
 from devtool.store import Store
 from devtool.store.load import load_file
-from devtool.actions.compare import compare
 from testkit.fake_provider import FakeProvider
 from tests.conftest import REPO
 from tests.framework_agents import ANSWER, PROGRAMS, QUESTION, TOOL_RUNS, Program, call, script, weather

@@ -74,6 +74,8 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "/runs/{trace_id:id}/export.otlp.jsonl": (),
     "/runs/{trace_id:id}/export.perfetto.json": (),
     "/runs/{trace_id:id}/live": ("after",),
+    "/runs/{trace_id:id}/cause": ("span", "start", "end"),
+    "/runs/{trace_id:id}/find": ("q",),
 }
 STREAMS = {"/live/runs", "/runs/{trace_id:id}/live"}
 STARTS = {"", "0", "10000000000000000"}  # event ids a stream may start after: it then stays open

@@ -15,6 +15,7 @@ from typing import Any
 from devtool.store import Store
 from devtool.store.queries import RunSummary, SpanDetail, TimelineWindow, timeline_window
 from devtool.store.queries.agent_labels import agent_labels
+from devtool.store.queries.cause import run_faults
 from devtool.store.queries.navigation import span_place
 from devtool.store.queries.replay_calls import unrecorded_spans
 from devtool.web.pages.frame_tree import run_tree
@@ -39,7 +40,11 @@ class Overview:
 
 
 def selection(store: Store, run: RunSummary, url_state: RunUrlState) -> dict[str, Any]:
-    """What the tree and the detail pane show: the tree opened down to the selected span, and its detail."""
+    """What the tree and the detail pane show: the tree opened down to the selected span, and its detail.
+    A failed run opened with no span selected opens on its failure's cause (`queries.cause`)."""
+    faults = run_faults(store, run.id)
+    if url_state.span is None and faults.cause is not None:
+        url_state = url_state.with_span(faults.cause.span_id)
     tree, path = run_tree(store, run.id, url_state.span)
     detail = span_detail_pane(store, run.id, url_state.span, path) if url_state.span else None
     return {
@@ -50,6 +55,7 @@ def selection(store: Store, run: RunSummary, url_state: RunUrlState) -> dict[str
         "detail": detail,
         "selected": _selected(detail.detail) if detail is not None else None,
         "unrecorded_spans": unrecorded_spans(store, run.id),
+        "faults": faults,
     }
 
 

@@ -6,6 +6,7 @@
 - `run_ids`: `/api/v1/runs/<id or short prefix>` (JSON: the run's whole id)
 - `counterfactual`: `POST /runs/<trace_id>/fork` (one call edited: "change the past")
 - `playground`: `/runs/<trace_id>/spans/<span_id>/playground` (a turn asked again, edited)
+- `run_why`: `/runs/<trace_id>/cause` and `/find` (why it failed, the text inside it)
 - `snapshots`: `/snapshots…` (pages, upload, fork, replay) and `/replays/<id>`
 - `processes`: `/processes/<process_id>` and its rewind (and the old `/process-rewind`, redirected)
 - `ingest`: `POST /api/v1/traces`
@@ -32,6 +33,7 @@ from devtool.web.routes import (
     processes,
     run,
     run_ids,
+    run_why,
     runs_list,
     snapshots,
 )
@@ -45,6 +47,7 @@ ROUTES: list[BaseRoute] = [
     *run.routes,
     *counterfactual.routes,
     *playground.routes,
+    *run_why.routes,
     *ingest.routes,
     *otlp.routes,
     *local.routes,

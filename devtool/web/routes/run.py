@@ -35,6 +35,8 @@ from devtool.actions.run_rewind import RewindError, rewind
 from devtool.store import NotFoundError, Store
 from devtool.store.export import export_run, export_run_otlp, export_run_perfetto
 from devtool.store.queries import get_run
+from devtool.store.queries.cause import run_faults
+from devtool.store.queries.find import find_in_run
 from devtool.store.queries.lineage import lineages, named_replays
 from devtool.store.queries.live import derived_through
 from devtool.store.queries.navigation import first_span_in, search_spans
@@ -132,7 +134,8 @@ def run_tree_fragment(request: Request) -> HTMLResponse:
     trace_id, url_state = _trace_and_state(request)
     run = _or_404(get_run, store, trace_id)
     tree, path = run_tree(store, trace_id, url_state.span)
-    context = {"run": run, "view": url_state, "tree": tree, "path": {step.span_id for step in path}}
+    path_ids = {step.span_id for step in path}
+    context = {"run": run, "view": url_state, "tree": tree, "path": path_ids, "faults": run_faults(store, trace_id)}
     context["unrecorded_spans"] = unrecorded_spans(store, trace_id)
     return render(request, "_tree.html", context)
 
@@ -142,7 +145,8 @@ def run_tree_children(request: Request) -> HTMLResponse:
     trace_id, url_state = _trace_and_state(request)
     offset = _int(request.query_params.get("offset", "0"), "offset")
     node = _or_404(children_page, store, trace_id, request.path_params["span_id"], offset)
-    context = {"run_id": trace_id, "view": url_state, "node": node, "path": set()}
+    faults = run_faults(store, trace_id)
+    context = {"run_id": trace_id, "view": url_state, "node": node, "path": set(), "faults": faults}
     context["unrecorded_spans"] = unrecorded_spans(store, trace_id)
     return render(request, "_tree_children.html", context)
 
@@ -170,7 +174,11 @@ def run_search(request: Request) -> HTMLResponse:
     trace_id, url_state = _trace_and_state(request)
     text = request.query_params.get("q", "").strip()[:200]
     hits = search_spans(store, trace_id, text) if text else []
-    return render(request, "_span_search.html", {"run_id": trace_id, "view": url_state, "hits": hits, "q": text})
+    # And the text inside its spans (messages, answers, tools, memory, errors): `queries/find.py`.
+    found = _or_404(find_in_run, store, trace_id, text)
+    inside = [hit for hit in found.hits if hit.field != "name"]
+    context = {"run_id": trace_id, "view": url_state, "hits": hits, "inside": inside, "found": found, "q": text}
+    return render(request, "_span_search.html", context)
 
 
 async def run_rewind(request: Request) -> Response:

@@ -42,6 +42,7 @@ from devtool.store.queries import last_event_id
 from devtool.store.queries.runs import STATUSES
 from devtool.web.live.streams import RUNS_INTERVAL, RunsFeed, sse_response
 from devtool.web.pages.live_hint import live_hint
+from devtool.web.pages.run_hits import first_hits
 from devtool.web.pages.runs_filter import BadFilter, RunsFilter, RunsList, runs_list
 from devtool.web.pages.upload_outcome import FileOutcome, UploadResult, loaded
 from devtool.web.state import state
@@ -64,7 +65,8 @@ def runs_page(request: Request) -> HTMLResponse:
     # Read first: the page's live stream starts after it, so no run stored while it renders is missed.
     live_after = last_event_id(state(request).store)
     listing = runs_list(state(request).store, chosen)
-    context = _page_context(request, listing, filter_error=error, live_after=live_after)
+    found = first_hits(state(request).store, listing.runs, chosen.q)
+    context = _page_context(request, listing, filter_error=error, live_after=live_after, found=found)
     return render(request, "runs.html", context, fragment="_runs_table.html", status_code=400 if error else 200)
 
 
