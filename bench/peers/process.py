@@ -83,7 +83,9 @@ class Running:
                 self.process.wait()
 
 
-def start(command: Sequence[str], url: str, first_page: str, data: Path, env: dict[str, str], timeout: float = 180) -> Running:
+def start(
+    command: Sequence[str], url: str, first_page: str, data: Path, env: dict[str, str], timeout: float = 180
+) -> Running:
     """Spawn `command` (its output to `data`/server.log) and wait for `url + first_page` to answer 200."""
     data.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()

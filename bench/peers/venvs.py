@@ -22,12 +22,16 @@ def ensure(scratch: Path, name: str) -> Path:
         log = venv.parent / f"{name}.log"
         with log.open("w") as out:
             done = subprocess.run(
-                [str(venv / "bin" / "python"), "-m", "pip", "install", SPECS[name]], stdout=out, stderr=subprocess.STDOUT
+                [str(venv / "bin" / "python"), "-m", "pip", "install", SPECS[name]],
+                stdout=out,
+                stderr=subprocess.STDOUT,
             )
         if done.returncode != 0:
             raise RuntimeError(f"pip install {SPECS[name]} failed: see {log}")
         version = subprocess.run(
-            [str(venv / "bin" / "python"), "-m", "pip", "show", SPECS[name].split(">")[0]], capture_output=True, text=True
+            [str(venv / "bin" / "python"), "-m", "pip", "show", SPECS[name].split(">")[0]],
+            capture_output=True,
+            text=True,
         ).stdout
         marker.write_text(version)
     return venv / "bin"

@@ -49,7 +49,9 @@ def _messages(rng: random.Random, number: int, turn: int) -> tuple[str, str]:
     question = f"Why was order {number} refunded twice? Turn {turn}."
     history = [{"role": "user", "parts": [{"type": "text", "content": question}]}]
     for earlier in range(turn):
-        history.append({"role": "tool", "parts": [{"type": "tool_call_response", "id": f"c{earlier}", "response": FILLER}]})
+        history.append(
+            {"role": "tool", "parts": [{"type": "tool_call_response", "id": f"c{earlier}", "response": FILLER}]}
+        )
     size = rng.randint(1000, 2000) - sum(len(FILLER) for _ in range(turn))
     history[0]["parts"][0]["content"] += " " + (FILLER * (max(size, 200) // len(FILLER) + 1))[: max(size, 200)]
     return json.dumps([{"type": "text", "content": "You are a precise support agent."}]), json.dumps(history)
@@ -60,8 +62,11 @@ def _trace(tracer: Any, rng: random.Random, number: int, clock: int, word: bool)
     from opentelemetry import trace
 
     agent = f"agent-{number % 7}"
-    root = tracer.start_span(f"invoke_agent {agent}", start_time=clock, attributes={
-        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent})
+    root = tracer.start_span(
+        f"invoke_agent {agent}",
+        start_time=clock,
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent},
+    )
     parent = trace.set_span_in_context(root)
     for turn in range(3):
         start = clock + (turn * 400 + 1) * 1_000_000
@@ -70,21 +75,40 @@ def _trace(tracer: Any, rng: random.Random, number: int, clock: int, word: bool)
         answer = f"Run {number}: the refund was issued twice because the retry did not see the first one."
         if last and word:
             answer += f" See {WORD} for details."
-        chat = tracer.start_span("chat gpt-4.1-mini", context=parent, kind=trace.SpanKind.CLIENT, start_time=start,
-                                 attributes={
-            "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
-            "gen_ai.request.model": "gpt-4.1-mini", "gen_ai.agent.name": agent,
-            "gen_ai.system_instructions": system, "gen_ai.input.messages": history,
-            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]),
-            "gen_ai.usage.input_tokens": 400 + 100 * turn, "gen_ai.usage.output_tokens": rng.randint(10, 90),
-            "gen_ai.response.finish_reasons": ["stop" if last else "tool_calls"]})
+        chat = tracer.start_span(
+            "chat gpt-4.1-mini",
+            context=parent,
+            kind=trace.SpanKind.CLIENT,
+            start_time=start,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "openai",
+                "gen_ai.request.model": "gpt-4.1-mini",
+                "gen_ai.agent.name": agent,
+                "gen_ai.system_instructions": system,
+                "gen_ai.input.messages": history,
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+                ),
+                "gen_ai.usage.input_tokens": 400 + 100 * turn,
+                "gen_ai.usage.output_tokens": rng.randint(10, 90),
+                "gen_ai.response.finish_reasons": ["stop" if last else "tool_calls"],
+            },
+        )
         chat.end(end_time=start + 300_000_000)
         if not last:
-            tool = tracer.start_span("execute_tool search_orders", context=parent, start_time=start + 310_000_000,
-                                     attributes={
-                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search_orders",
-                "gen_ai.tool.call.id": f"c{turn}", "gen_ai.tool.call.arguments": json.dumps({"order": number}),
-                "gen_ai.tool.call.result": f"{rng.randint(1, 9)} rows"})
+            tool = tracer.start_span(
+                "execute_tool search_orders",
+                context=parent,
+                start_time=start + 310_000_000,
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "search_orders",
+                    "gen_ai.tool.call.id": f"c{turn}",
+                    "gen_ai.tool.call.arguments": json.dumps({"order": number}),
+                    "gen_ai.tool.call.result": f"{rng.randint(1, 9)} rows",
+                },
+            )
             tool.end(end_time=start + 380_000_000)
     end = clock + 1_300_000_000
     root.end(end_time=end)
@@ -99,9 +123,18 @@ def _big(tracer: Any, clock: int) -> None:
     parent = trace.set_span_in_context(root)
     for n in range(BIG_SPANS - 1):
         start = clock + (n + 1) * 1_000_000
-        span = tracer.start_span("chat gpt-4.1-mini", context=parent, start_time=start, attributes={
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4.1-mini",
-            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": f"Step {n}."}]}])})
+        span = tracer.start_span(
+            "chat gpt-4.1-mini",
+            context=parent,
+            start_time=start,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4.1-mini",
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": f"Step {n}."}]}]
+                ),
+            },
+        )
         span.end(end_time=start + 900_000)
     root.end(end_time=clock + (BIG_SPANS + 1) * 1_000_000)
 
@@ -159,13 +192,16 @@ def load(folder: Path, name: str, spans: int) -> Workload:
     if not facts_path.exists():
         folder.mkdir(parents=True, exist_ok=True)
         began = time.perf_counter()
-        bodies, trace_ids, words = _make(name, {"ingest": spans, "probes": PROBES * SPANS_PER_TRACE}.get(name, BIG_SPANS))
+        bodies, trace_ids, words = _make(
+            name, {"ingest": spans, "probes": PROBES * SPANS_PER_TRACE}.get(name, BIG_SPANS)
+        )
         with bodies_path.open("wb") as out:
             for body in bodies:
                 out.write(struct.pack(">I", len(body)) + body)
         made = {"spans": _count(bodies), "trace_ids": trace_ids, "word_traces": words}
         facts_path.write_text(json.dumps(made))
-        print(f"workload {name}: {made['spans']:,} spans in {len(bodies)} bodies, made in {time.perf_counter() - began:.1f} s")
+        took = time.perf_counter() - began
+        print(f"workload {name}: {made['spans']:,} spans in {len(bodies)} bodies, made in {took:.1f} s")
     facts = json.loads(facts_path.read_text())
     return Workload(list(_read(bodies_path)), facts["spans"], facts["trace_ids"], facts["word_traces"])
 
