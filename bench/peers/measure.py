@@ -38,16 +38,24 @@ def ingest(system: ModuleType, running: Any, load: Workload, connections: int = 
     exporters = [web.Exporter(running.url, system.HEADERS) for _ in range(connections)]
     cpu = running.cpu()
     began = time.perf_counter()
-    threads = [
-        threading.Thread(target=lambda k=k: [exporters[k].post(body) for body in load.bodies[k::connections]])
-        for k in range(connections)
-    ]
+    failures: list[BaseException] = []
+
+    def send(k: int) -> None:
+        try:
+            for body in load.bodies[k::connections]:
+                exporters[k].post(body)
+        except Exception as error:  # raised again below, on the bench's thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=send, args=(k,)) for k in range(connections)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    if failures:
+        raise failures[0]
     posted = time.perf_counter() - began
-    wait(lambda: system.visible(running, len(load.trace_ids)), timeout=3600, every=0.1)
+    wait(lambda: system.visible(running, len(load.trace_ids), load.spans), timeout=3600, every=0.1)
     took = time.perf_counter() - began
     for exporter in exporters:
         exporter.close()

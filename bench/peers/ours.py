@@ -38,7 +38,7 @@ def _rows(running: process.Running, query: str, page: int) -> tuple[list[tuple[s
     return rows, "Older →" in html
 
 
-def visible(running: process.Running, traces: int) -> bool:
+def visible(running: process.Running, traces: int, spans: int) -> bool:
     last = max((traces + PAGE - 1) // PAGE, 1)
     rows, more = _rows(running, "status=completed", last)
     if more or len(rows) != traces - (last - 1) * PAGE:

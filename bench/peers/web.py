@@ -30,8 +30,11 @@ def post_json(url: str, body: Any, timeout: float = 600) -> Any:
 
 
 class Exporter:
-    """One kept-alive connection posting OTLP protobuf bodies to `url`/v1/traces; a 429/503 is retried
-    after a pause, as the SDK's exporter does (each retry counted)."""
+    """One kept-alive connection posting OTLP protobuf bodies to `url`/v1/traces; a 429/503 or a dropped
+    connection (a server's worker restarting) is retried after a pause, as the SDK's exporter does
+    (each retry counted), at most RETRIES times a body."""
+
+    RETRIES = 20
 
     def __init__(self, url: str, headers: dict[str, str]) -> None:
         parts = urlsplit(url)
@@ -41,17 +44,22 @@ class Exporter:
 
     def post(self, body: bytes) -> None:
         pause = 0.5
-        while True:
-            self.connection.request("POST", "/v1/traces", body, self.headers)
-            answer = self.connection.getresponse()
-            text = answer.read()
-            if answer.status == 200:
-                return
-            if answer.status not in (429, 502, 503, 504):
-                raise RuntimeError(f"POST /v1/traces answered {answer.status}: {text[:300]!r}")
+        for _ in range(self.RETRIES):
+            try:
+                self.connection.request("POST", "/v1/traces", body, self.headers)
+                answer = self.connection.getresponse()
+                text = answer.read()
+            except (ConnectionError, http.client.HTTPException):
+                self.connection.close()  # the next request opens a new one
+            else:
+                if answer.status == 200:
+                    return
+                if answer.status not in (429, 502, 503, 504):
+                    raise RuntimeError(f"POST /v1/traces answered {answer.status}: {text[:300]!r}")
             self.retries += 1
             time.sleep(pause)
             pause = min(pause * 2, 8)
+        raise RuntimeError(f"POST /v1/traces: no answer after {self.RETRIES} tries")
 
     def close(self) -> None:
         self.connection.close()
