@@ -4,7 +4,9 @@ Visible: the projects list of its GraphQL API (what its UI's home page reads) co
 every span of the workload (`traceCount`, `recordCount`). One trace: the project's
 `trace(traceId) { numSpans }` has all its spans. Opening a trace: the trace view's query, the span
 tree's first page of 1,000 spans (the UI pages the rest). Search: the spans table's filter
-condition, a substring of the answers' attribute, every page of it."""
+condition, `'word' in attributes[['gen_ai', 'output', 'messages']]` (Phoenix keeps attributes nested
+by their dots; its `output.value`, which it fills from `gen_ai.*` for other shapes, stays empty
+here), every page of it."""
 
 from __future__ import annotations
 
@@ -69,7 +71,7 @@ def open_trace(running: process.Running, trace_id: str) -> int:
 
 
 def search(running: process.Running, word: str) -> int:
-    condition = f"'{word}' in attributes['gen_ai.output.messages']"
+    condition = f"'{word}' in attributes[['gen_ai', 'output', 'messages']]"
     found: set[str] = set()
     for node in _projects(running, "name"):
         after = None
