@@ -1,8 +1,9 @@
 """The DevTool of this checkout as the peers bench sees it: `devtool serve` on a fresh DuckDB file.
 
 Visible: the runs list (`/?status=completed&page=N`, the fragment the page swaps in) lists every
-trace of the workload as completed, each with as many events as the others (a trace missing spans
-would show fewer). One trace: its run header (`/runs/<id>/header`) says completed, with all its
+trace of the workload as completed (its last page has the last of them); then, checked once and not
+timed unless it fails, each has as many events as the others (a trace missing spans would show
+fewer). One trace: its run header (`/runs/<id>/header`) says completed, with all its
 spans. Opening a trace: its run page (`/runs/<id>`), the page a user opens. Search: the runs list's
 `?q=`, every page of it."""
 
@@ -41,8 +42,12 @@ def _rows(running: process.Running, query: str, page: int) -> tuple[list[tuple[s
 def visible(running: process.Running, traces: int, spans: int) -> bool:
     last = max((traces + PAGE - 1) // PAGE, 1)
     rows, more = _rows(running, "status=completed", last)
-    if more or len(rows) != traces - (last - 1) * PAGE:
-        return False
+    return not more and len(rows) == traces - (last - 1) * PAGE
+
+
+def complete(running: process.Running, traces: int, spans: int) -> bool:
+    """Every page of the list: the traces all have as many events (a trace missing spans has fewer)."""
+    last = max((traces + PAGE - 1) // PAGE, 1)
     events = {count for page in range(1, last + 1) for _, _, count in _rows(running, "status=completed", page)[0]}
     return len(events) == 1
 
