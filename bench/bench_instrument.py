@@ -283,9 +283,9 @@ def main() -> None:
         )
     if args.peer:
         for form in ("whole", "streamed"):
-            bare = times[f"{form} bare"]["whole"]
-            ours = paired_median(times[f"{form} recorded"]["whole"], bare)
-            theirs = paired_median(times[f"{form} openinference"]["whole"], bare)
+            baseline = times[f"{form} bare"]["whole"]
+            ours = paired_median(times[f"{form} recorded"]["whole"], baseline)
+            theirs = paired_median(times[f"{form} openinference"]["whole"], baseline)
             print(
                 f"{form}: CPU over bare, ours recorded {ours * 1e6:.0f} µs, OpenInference + BatchSpanProcessor +"
                 f" OTLP/HTTP {theirs * 1e6:.0f} µs: ours ÷ OpenInference = {ours / theirs:.2f} (target ≤ 0.33)"

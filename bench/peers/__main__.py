@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     titles = {"ours": "DevTool"}
     for name in args.systems:
         if name != "ours":
-            systems[name].BIN = venvs.ensure(scratch, name)
+            systems[name].BIN = venvs.ensure(scratch, name)  # type: ignore[attr-defined]
             titles[name] = f"{systems[name].TITLE} {venvs.version(scratch, name)}"
     loads = {name: workload.load(scratch / "workload", name, args.spans) for name in ("ingest", "probes", "big")}
     print(f"workload: {loads['ingest'].spans:,} spans in {len(loads['ingest'].trace_ids):,} traces", flush=True)

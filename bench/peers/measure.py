@@ -3,6 +3,7 @@ the 10,000-span trace, the search, and its storage and peak memory; the figures 
 
 from __future__ import annotations
 
+import functools
 import statistics
 import threading
 import time
@@ -80,7 +81,7 @@ def probes(system: ModuleType, running: Any, load: Workload) -> dict[str, float]
     for body, trace_id in zip(load.bodies, load.trace_ids, strict=True):
         began = time.perf_counter()
         exporter.post(body)
-        wait(lambda trace_id=trace_id: system.trace_visible(running, trace_id, 6), timeout=120, every=POLL)
+        wait(functools.partial(system.trace_visible, running, trace_id, 6), timeout=120, every=POLL)
         latencies.append((time.perf_counter() - began) * 1000)
         time.sleep(PROBE_GAP)
     exporter.close()

@@ -54,7 +54,7 @@ def _search(running: process.Running, filter_string: str = "") -> list[dict[str,
 
 
 def visible(running: process.Running, traces: int, spans: int) -> bool:
-    return sum(info.get("state") == "OK" for info in _search(running)) >= traces
+    return sum(bool(info.get("state") == "OK") for info in _search(running)) >= traces
 
 
 def complete(running: process.Running, traces: int, spans: int) -> bool:

@@ -52,7 +52,7 @@ def _projects(running: process.Running, fields: str, **variables: Any) -> list[d
 
 def visible(running: process.Running, traces: int, spans: int) -> bool:
     nodes = _projects(running, "traceCount recordCount")
-    return sum(n["traceCount"] for n in nodes) >= traces and sum(n["recordCount"] for n in nodes) >= spans
+    return bool(sum(n["traceCount"] for n in nodes) >= traces and sum(n["recordCount"] for n in nodes) >= spans)
 
 
 def complete(running: process.Running, traces: int, spans: int) -> bool:

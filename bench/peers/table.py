@@ -33,7 +33,9 @@ def render(medians: dict[str, dict[str, float]], titles: dict[str, str]) -> str:
         ratios = []
         for peer in peers:
             ours, theirs = medians.get("ours", {}).get(key), medians[peer].get(key)
-            fit = key not in ("search_found", "ingest_retries") and ours is not None and theirs
-            ratios.append(f"{ours / theirs:.2f}" if fit else "")
+            if key in ("search_found", "ingest_retries") or ours is None or not theirs:
+                ratios.append("")
+            else:
+                ratios.append(f"{ours / theirs:.2f}")
         lines.append("| " + " | ".join([label, *cells, *ratios]) + " |")
     return "\n".join(lines)

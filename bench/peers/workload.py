@@ -47,7 +47,7 @@ class Workload:
 
 def _messages(rng: random.Random, number: int, turn: int) -> tuple[str, str]:
     question = f"Why was order {number} refunded twice? Turn {turn}."
-    history = [{"role": "user", "parts": [{"type": "text", "content": question}]}]
+    history: list[dict[str, Any]] = [{"role": "user", "parts": [{"type": "text", "content": question}]}]
     for earlier in range(turn):
         history.append(
             {"role": "tool", "parts": [{"type": "tool_call_response", "id": f"c{earlier}", "response": FILLER}]}
