@@ -110,4 +110,17 @@ def start(
         time.sleep(0.05)
     running = Running(url, process, data, time.perf_counter() - began)
     running.sample()
+    settle(running)
     return running
+
+
+def settle(running: Running, idle: float = 0.1, longest: float = 180) -> None:
+    """Wait until the process tree is idle (under `idle` of a core over a second): a server whose first
+    page answers may still be starting its other workers (MLflow's uvicorn starts four), and the
+    measurements after must not pay for that."""
+    deadline = time.monotonic() + longest
+    while time.monotonic() < deadline:
+        cpu = running.cpu()
+        time.sleep(1)
+        if running.cpu() - cpu < idle:
+            return

@@ -36,6 +36,6 @@ def render(medians: dict[str, dict[str, float]], titles: dict[str, str]) -> str:
             if key in ("search_found", "ingest_retries") or ours is None or not theirs:
                 ratios.append("")
             else:
-                ratios.append(f"{ours / theirs:.2f}")
+                ratios.append(f"{ours / theirs:.2g}")
         lines.append("| " + " | ".join([label, *cells, *ratios]) + " |")
     return "\n".join(lines)
