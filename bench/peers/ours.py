@@ -49,7 +49,7 @@ def complete(running: process.Running, traces: int, spans: int) -> bool:
     """Every page of the list: the traces all have as many events (a trace missing spans has fewer)."""
     last = max((traces + PAGE - 1) // PAGE, 1)
     events = {count for page in range(1, last + 1) for _, _, count in _rows(running, "status=completed", page)[0]}
-    return len(events) == 1
+    return len(events) == 1 and 0 not in events  # 0: the events column was not found
 
 
 def trace_visible(running: process.Running, trace_id: str, spans: int) -> bool:
