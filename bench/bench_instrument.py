@@ -1,6 +1,6 @@
 """Overhead of the SDK instrumentation per request, over the bare SDK call, against the fake provider.
 
-    python bench/bench_instrument.py [--rounds 200] [--block 10] [--chars 400] [--in-memory] [--vary]
+    python bench/bench_instrument.py [--rounds 200] [--block 10] [--chars 400] [--in-memory] [--vary] [--peer]
 
 A real fake provider process (`testkit.fake_provider`) answers every request with the same text
 (`--chars` characters; streamed in 8-character chunks, with usage) over loopback HTTP. One
@@ -32,6 +32,14 @@ server process, whose jitter on a loaded machine is milliseconds. With `--vary`,
 messages differ (a counter in the user's message), so each has its own content hash and the run's
 journal grows by one entry per recorded request, as a real agent's does.
 
+With `--peer`, the peer a user would install instead is measured side by side (issue 43):
+- openinference: `openinference-instrumentation-openai` on a client of its own (its wrapper around
+  the SDK's unwrapped `request`, so neither instrumentation sees the other's requests), its spans
+  through a `BatchSpanProcessor` and the OTLP/HTTP exporter to a real `devtool serve`; its block's
+  whole cost includes `force_flush()`, the export of the block's spans, as ours includes its settling.
+and the report ends with ours ÷ the peer's overhead over bare, whole and streamed (the default
+`--chars 400` streams 50 chunks); the target is at most a third.
+
 Reported per request: each kind's median, and the median over rounds of its difference to that
 round's bare block (paired, so a burst of load falls on both), for the request path and the whole
 cost; the same over the first and the last quarter of the rounds (whether the overhead grows with the
@@ -42,6 +50,7 @@ their time. The target is an overhead of at most 50 µs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import contextvars
 import gc
 import os
@@ -63,6 +72,7 @@ import openai
 import devtool
 import devtool.instrument
 from devtool.core.frame import CURRENT_FRAME
+from testkit import served
 from testkit.fake_provider import FakeProviderProcess
 
 # The SDK's http library (this release of the SDKs ships httpx as `httpx2`).
@@ -92,7 +102,13 @@ class GcCount:
 
 
 def measure(
-    client: openai.OpenAI, bare_client: openai.OpenAI, rounds: int, block: int, trace: Path, vary: bool
+    client: openai.OpenAI,
+    bare_client: openai.OpenAI,
+    rounds: int,
+    block: int,
+    trace: Path,
+    vary: bool,
+    peer: tuple[openai.OpenAI, Callable[[], Any]] | None = None,
 ) -> tuple[dict[str, Times], GcCount]:
     counter = iter(range(10**9))
 
@@ -106,6 +122,8 @@ def measure(
         kinds[f"{form} bare"] = asker(bare_client, streamed=streamed, messages=messages)
         kinds[f"{form} unrecorded"] = lambda ask=ask: outside.run(ask)
         kinds[f"{form} recorded"] = ask
+        if peer is not None:
+            kinds[f"{form} openinference"] = asker(peer[0], streamed=streamed, messages=messages)
     times: dict[str, Times] = {kind: {"path": [], "whole": []} for kind in kinds}
     order, shuffle = list(kinds), random.Random(15).shuffle
     collections = GcCount(order)
@@ -113,6 +131,7 @@ def measure(
         emitter = CURRENT_FRAME.get().run.emitter
         # An emitter before deferred work (the code this one is compared with) has nothing to settle.
         settle = getattr(emitter, "settle", lambda: None)
+        settles = {kind: peer[1] if peer is not None and kind.endswith("openinference") else settle for kind in kinds}
         gc.callbacks.append(collections)
         for round_ in range(rounds + WARMUP):  # the first rounds warm connections, caches and the server up
             shuffle(order)
@@ -123,7 +142,7 @@ def measure(
                 for _ in range(block):
                     ask()
                 path = time.thread_time() - path
-                settle()  # what the block left pending, in its own time
+                settles[kind]()  # what the block left pending, in its own time
                 cpu = time.process_time() - cpu
                 if round_ >= WARMUP:
                     times[kind]["path"].append(path / block)
@@ -202,6 +221,7 @@ def main() -> None:
     parser.add_argument("--chars", type=int, default=400)
     parser.add_argument("--in-memory", action="store_true", help="the fake provider's answers, with no socket")
     parser.add_argument("--vary", action="store_true", help="every request's messages differ (the journal grows)")
+    parser.add_argument("--peer", action="store_true", help="also openinference-instrumentation-openai, side by side")
     args = parser.parse_args()
     devtool.instrument.openai()
     load_before = os.getloadavg()
@@ -217,7 +237,16 @@ def main() -> None:
             clients.append(sdk_class(**settings))
         client, bare_client = clients
         trace = Path(folder) / "trace.jsonl"
-        times, collections = measure(client, bare_client, args.rounds, args.block, trace, args.vary)
+        with contextlib.ExitStack() as stack:
+            peer = None
+            if args.peer:
+                if args.in_memory:
+                    settings["http_client"] = openai.DefaultHttpxClient(transport=answers_of(process.url))
+                collector = stack.enter_context(
+                    served.serving(Path(folder) / "spans.duckdb", log=Path(folder) / "serve.log")
+                )
+                peer = openinference_client(settings, collector.url.rstrip("/"))
+            times, collections = measure(client, bare_client, args.rounds, args.block, trace, args.vary, peer)
         turns = trace.read_bytes().count(b'"type":"turn:end"')
         # Only the recorded kinds' requests are turns: bare and unrecorded went past the instrumentation.
         expected = 2 * args.block * (args.rounds + WARMUP)
@@ -235,7 +264,7 @@ def main() -> None:
     print("CPU per request; over bare: the median over rounds of the difference to that round's bare block")
     quarter = max(args.rounds // 4, 1)
     print(
-        f"{'what':<20} {'path':>9} {'over bare':>10} {'whole':>9} {'over bare':>10}"
+        f"{'what':<22} {'path':>9} {'over bare':>10} {'whole':>9} {'over bare':>10}"
         f" {'1st quarter':>12} {'last quarter':>12}   gc per 1,000 requests (gen 0/1/2, µs per request)"
     )
     requests = args.rounds * args.block / 1000
@@ -248,10 +277,39 @@ def main() -> None:
         gcs = "/".join(f"{count / requests:.1f}" for count, _ in counts)
         gc_time = sum(took for _, took in counts) / (requests * 1000) * 1e6
         print(
-            f"{kind:<20} {statistics.median(measured['path']) * 1e6:>6.0f} µs {over['path'] * 1e6:>7.1f} µs"
+            f"{kind:<22} {statistics.median(measured['path']) * 1e6:>6.0f} µs {over['path'] * 1e6:>7.1f} µs"
             f" {statistics.median(measured['whole']) * 1e6:>6.0f} µs {over['whole'] * 1e6:>7.1f} µs"
             f" {first * 1e6:>9.1f} µs {last * 1e6:>9.1f} µs   {gcs} ({gc_time:.1f} µs)"
         )
+    if args.peer:
+        for form in ("whole", "streamed"):
+            baseline = times[f"{form} bare"]["whole"]
+            ours = paired_median(times[f"{form} recorded"]["whole"], baseline)
+            theirs = paired_median(times[f"{form} openinference"]["whole"], baseline)
+            print(
+                f"{form}: CPU over bare, ours recorded {ours * 1e6:.0f} µs, OpenInference + BatchSpanProcessor +"
+                f" OTLP/HTTP {theirs * 1e6:.0f} µs: ours ÷ OpenInference = {ours / theirs:.2f} (target ≤ 0.33)"
+            )
+
+
+def openinference_client(settings: dict[str, Any], collector: str) -> tuple[openai.OpenAI, Callable[[], Any]]:
+    """A client instrumented by OpenInference alone, exporting to `collector`; and its flush."""
+    import wrapt
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{collector}/v1/traces")))
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    wrapper = vars(openai.OpenAI)["request"]._self_wrapper
+    # Back as it was, so ours and the bare client stay untouched: only this client's class carries it.
+    instrumentor.uninstrument()
+    bare = openai._base_client.SyncAPIClient.request.__wrapped__  # type: ignore[attr-defined]
+    sdk_class = type("OpenInferenceOpenAI", (openai.OpenAI,), {"request": wrapt.FunctionWrapper(bare, wrapper)})
+    return sdk_class(**settings), provider.force_flush
 
 
 def paired_median(measured: list[float], bare: list[float]) -> float:

@@ -1,0 +1,136 @@
+"""One round of one system: start it on a fresh data folder, then ingest, one small trace at a time,
+the 10,000-span trace, the search, and its storage and peak memory; the figures as a dict."""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from bench.peers import web
+from bench.peers.workload import WORD, Workload
+
+POLL = 0.005  # s between looks at a single trace
+PROBE_GAP = 0.05  # s between two probes, so each is alone
+
+
+def wait(check: Callable[[], bool], timeout: float, every: float, relative: float = 0.0) -> float:
+    """Seconds until `check()` holds, looked at every `every` s or, once longer, every `relative` of the
+    time waited so far (a look costs the system under test too: a count over 100,000 spans every
+    0.1 s for 15 minutes would slow the peer it measures); raises past `timeout`."""
+    began = time.perf_counter()
+    while not check():
+        waited = time.perf_counter() - began
+        if waited > timeout:
+            raise TimeoutError(f"not visible after {timeout:.0f} s")
+        time.sleep(max(every, relative * waited))
+    return time.perf_counter() - began
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def ingest(system: ModuleType, running: Any, load: Workload, connections: int = 2) -> dict[str, float]:
+    """Post the bodies over `connections` connections at once, then wait until all are visible."""
+    exporters = [web.Exporter(running.url, system.HEADERS) for _ in range(connections)]
+    cpu = running.cpu()
+    began = time.perf_counter()
+    failures: list[BaseException] = []
+
+    def send(k: int) -> None:
+        try:
+            for body in load.bodies[k::connections]:
+                exporters[k].post(body)
+        except Exception as error:  # raised again below, on the bench's thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=send, args=(k,)) for k in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+    posted = time.perf_counter() - began
+    traces = len(load.trace_ids)
+    wait(lambda: system.visible(running, traces, load.spans), timeout=3600, every=0.1, relative=0.01)
+    took = time.perf_counter() - began
+    # The full check (ours: every page of the runs list) is not timed when it holds at once.
+    if not system.complete(running, traces, load.spans):
+        wait(lambda: system.complete(running, traces, load.spans), timeout=3600, every=0.1, relative=0.01)
+        took = time.perf_counter() - began
+    for exporter in exporters:
+        exporter.close()
+    return {
+        "ingest_s": took,
+        "ingest_posted_s": posted,
+        "ingest_spans_per_s": load.spans / took,
+        "ingest_cpu_s": running.cpu() - cpu,
+        "ingest_retries": sum(exporter.retries for exporter in exporters),
+    }
+
+
+def probes(system: ModuleType, running: Any, load: Workload) -> dict[str, float]:
+    """Each small trace posted alone, then looked for every POLL s: export to visible, in ms."""
+    exporter = web.Exporter(running.url, system.HEADERS)
+    latencies = []
+    for body, trace_id in zip(load.bodies, load.trace_ids, strict=True):
+        began = time.perf_counter()
+        exporter.post(body)
+        wait(functools.partial(system.trace_visible, running, trace_id, 6), timeout=120, every=POLL)
+        latencies.append((time.perf_counter() - began) * 1000)
+        time.sleep(PROBE_GAP)
+    exporter.close()
+    return {"visible_p50_ms": percentile(latencies, 0.5), "visible_p95_ms": percentile(latencies, 0.95)}
+
+
+def big_trace(system: ModuleType, running: Any, load: Workload) -> dict[str, float]:
+    """The 10,000-span trace posted, then opened as a user would: first, and again (warm)."""
+    exporter = web.Exporter(running.url, system.HEADERS)
+    for body in load.bodies:
+        exporter.post(body)
+    exporter.close()
+    trace_id = load.trace_ids[0]
+    wait(lambda: system.trace_visible(running, trace_id, load.spans), timeout=1800, every=0.2)
+    times, sizes = [], []
+    for _ in range(2):
+        began = time.perf_counter()
+        sizes.append(system.open_trace(running, trace_id))
+        times.append(time.perf_counter() - began)
+    # What came back (bytes, or spans where the API pages them), to see that it was the whole view.
+    return {"open_first_s": times[0], "open_warm_s": times[1], "open_answered": sizes[0]}
+
+
+def search(system: ModuleType, running: Any, expected: int) -> dict[str, float]:
+    began = time.perf_counter()
+    found = system.search(running, WORD)
+    took = time.perf_counter() - began
+    return {"search_ms": took * 1000, "search_found": found, "search_expected": expected}
+
+
+def one_round(system: ModuleType, data: Path, loads: dict[str, Workload]) -> dict[str, float]:
+    """Every figure of `system` on a fresh `data` folder; it is stopped on the way out."""
+    running = system.start(data)
+    figures: dict[str, float] = {"cold_start_s": running.cold_start}
+    try:
+        figures |= ingest(system, running, loads["ingest"])
+        figures |= probes(system, running, loads["probes"])
+        figures |= big_trace(system, running, loads["big"])
+        figures |= search(system, running, loads["ingest"].word_traces)
+        figures["peak_rss_mb"] = running.peak_rss / 1e6
+    finally:
+        running.stop()
+    figures["storage_mb"] = running.storage() / 1e6
+    print(f"  {system.NAME}: " + ", ".join(f"{key} {value:,.3g}" for key, value in figures.items()), flush=True)
+    return figures
+
+
+def medians(rounds: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
