@@ -19,12 +19,13 @@ import orjson
 import pytest
 
 from scripts.gen_cli_docs import cli_reference
+from testkit import served
 from testkit.checkout import child_env
 from testkit.fake_provider import FakeProvider
 from tests.docs_examples import DOCS, blocks, page, run_example
 
 # The pages whose examples need a scripted model, and how many each test below runs.
-SCRIPTED = {"recording.md": 6, "testing.md": 1}
+SCRIPTED = {"recording.md": 6, "testing.md": 1, "http-api.md": 1}
 STANDALONE = [
     (path.name, index)
     for path in sorted(DOCS.glob("*.md"))
@@ -166,3 +167,16 @@ def test_the_cli_reference_names_every_command_and_option() -> None:
             for option in action.option_strings:
                 assert option in reference, (name, option)
     assert not (DOCS / "cli.md").exists()  # written at build time only, so it cannot go stale
+
+
+def test_the_http_api_example_finds_its_run_on_a_running_devtool(tmp_path: Path) -> None:
+    (code,) = blocks(page("http-api.md"), "python")
+    server = served.start(tmp_path / "api.duckdb", log=tmp_path / "serve.log")
+    try:
+        result = run_example(code, tmp_path, "api_example.py", child_env({**os.environ, "DEVTOOL_URL": server.url}))
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr
+    first, *hits = result.stdout.splitlines()
+    assert "'name': 'support'" in first
+    assert "toolResults[0].output · order A17: lost in transit" in hits
