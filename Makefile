@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SOURCES := $(wildcard devtool tests e2e bench scripts examples testkit)
 
-.PHONY: demo test setup chromium node lint unit e2e bench
+.PHONY: demo test setup chromium node lint unit e2e bench docs
 
 # A bare Debian has python3 without ensurepip (the python3-venv package): as root, install it.
 $(STAMP): pyproject.toml
@@ -39,5 +39,10 @@ unit: setup node
 e2e: chromium node
 	$(PY) -m pytest e2e
 
-test: setup chromium node lint
+test: setup chromium node lint docs
 	$(PY) -m pytest tests e2e
+
+# The docs site (docs/, mkdocs.yml) into site/, strictly: a broken link or a missing page fails it. Its
+# CLI page is written from devtool.cli's parsers at each build (scripts/gen_cli_docs.py), never stale.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
