@@ -84,8 +84,9 @@ def run(args: argparse.Namespace) -> int:
             continue
         return _export(args, itertools.chain([first], chunks))
     where = " nor in ".join(looked)
-    hint = "" if args.db else " (pass --db PATH for another database)"
-    raise CliError(f"no {what} in {where}{hint}")
+    named = "" if args.snapshot else "; a run is named by its id or the first 4 or more characters of it"
+    hint = "" if args.db else "; pass --db PATH for another database"
+    raise CliError(f"no {what} in {where}{named}{hint}")
 
 
 class _Missing(Exception):
