@@ -101,12 +101,7 @@ def test_a_framework_agent_is_recorded_whole_and_replays_without_running_its_too
     assert (again, asked, TOOL_RUNS) == (ANSWER, 1, ["Lisbon"])
 
 
-# LangGraph's sync `ToolNode` runs parallel calls on threads, which take their callIds in the order they
-# start: a replay still serves each by its input, but may number them otherwise (DESIGN.md says so).
-ORDERED = [p for p in PROGRAMS if p.name != "langgraph-sync"]
-
-
-@pytest.mark.parametrize("program", ORDERED, ids=[p.name for p in ORDERED])
+@pytest.mark.parametrize("program", PROGRAMS, ids=[p.name for p in PROGRAMS])
 def test_parallel_tool_calls_number_in_the_models_order_in_a_run_and_its_replay(
     program: Program, fake_provider: FakeProvider
 ) -> None:

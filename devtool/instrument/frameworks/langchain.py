@@ -20,16 +20,26 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
+from weakref import WeakKeyDictionary
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from devtool.core.frame import CURRENT_FRAME
+from devtool.core.frame import CURRENT_FRAME, Frame
 from devtool.instrument.functions import agent_frame, journaled_tool, journaled_tool_sync
 
 _MARK = "__devtool_recorded__"
 _MESSAGE = "langchainToolMessage"  # a journaled output that is a ToolMessage's parts
+# The tool calls the running node was given, as (id, name) in the model's order: a sync `ToolNode` runs
+# them on threads (which copy this), each numbered by its place among those of its tool.
+_GIVEN: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("devtool_langgraph_given", default=())
+# Per graph frame, each tool call id its nodes' models asked for -> the ids of that answer, in order: a
+# node run sent one call (`Send`, as create_agent's `tools`) is numbered by its place in the answer,
+# since sync LangGraph starts the runs on threads in any order.
+_ASKED: WeakKeyDictionary[Frame, dict[str, tuple[str, ...]]] = WeakKeyDictionary()
 
 
 def instrument() -> bool:
@@ -57,6 +67,7 @@ def _wrap_tools() -> None:
             _arguments(self, tool_input),
             lambda: _parts(run(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs)),
             tool_call_id=tool_call_id,
+            together=_together(self.name),
         )
         return _message(self, output, tool_call_id)
 
@@ -70,7 +81,9 @@ def _wrap_tools() -> None:
         async def running() -> Any:
             return _parts(await arun(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs))
 
-        output = await journaled_tool(self.name, _arguments(self, tool_input), running, tool_call_id=tool_call_id)
+        output = await journaled_tool(
+            self.name, _arguments(self, tool_input), running, tool_call_id=tool_call_id, together=_together(self.name)
+        )
         return _message(self, output, tool_call_id)
 
     for name, wrapped in (("run", recorded_run), ("arun", recorded_arun)):
@@ -128,9 +141,15 @@ def _frame_nodes(graph: Any) -> None:
 def _framed(name: str, func: Any) -> Any:
     @functools.wraps(func)
     def node(*args: Any, **kwargs: Any) -> Any:
-        with agent_frame(name, lambda: None) as result:
-            output = func(*args, **kwargs)
+        given = _given(args[0] if args else None)
+        with agent_frame(name, lambda: None, place=_place(given)) as result:
+            token = _GIVEN.set(given[0])
+            try:
+                output = func(*args, **kwargs)
+            finally:
+                _GIVEN.reset(token)
             result.append(_answer(output))
+        _remember(output)
         return output
 
     return node
@@ -139,12 +158,80 @@ def _framed(name: str, func: Any) -> Any:
 def _framed_async(name: str, afunc: Any) -> Any:
     @functools.wraps(afunc)
     async def node(*args: Any, **kwargs: Any) -> Any:
-        with agent_frame(name, lambda: None) as result:
-            output = await afunc(*args, **kwargs)
+        given = _given(args[0] if args else None)
+        with agent_frame(name, lambda: None, place=_place(given)) as result:
+            token = _GIVEN.set(given[0])
+            try:
+                output = await afunc(*args, **kwargs)
+            finally:
+                _GIVEN.reset(token)
             result.append(_answer(output))
+        _remember(output)
         return output
 
     return node
+
+
+def _given(input: Any) -> tuple[tuple[tuple[str, str], ...], bool]:
+    """The tool calls a node's input holds, as (id, name), and whether it was sent them alone (a list
+    of tool calls or a `ToolCallWithContext`, as `Send` gives a `ToolNode`) rather than in a state (the
+    last AI message's, as `ToolNode` reads them)."""
+    if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
+        return _calls([input.get("tool_call")]), True
+    if isinstance(input, list) and input and all(isinstance(c, dict) and c.get("type") == "tool_call" for c in input):
+        return _calls(input), True
+    messages = input.get("messages") if isinstance(input, dict) else getattr(input, "messages", None)
+    if isinstance(messages, list):
+        last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        if last is not None:
+            return _calls(last.tool_calls), False
+    return (), False
+
+
+def _calls(calls: Any) -> tuple[tuple[str, str], ...]:
+    return tuple((c["id"], c["name"]) for c in calls if isinstance(c, dict) and c.get("id") and c.get("name"))
+
+
+def _place(given: tuple[tuple[tuple[str, str], ...], bool]) -> tuple[tuple[str, ...], str] | None:
+    """Where a node run sent one tool call stands among the calls of the answer that asked for it."""
+    calls, sent = given
+    graph = CURRENT_FRAME.get(None)
+    if not sent or len(calls) != 1 or graph is None:
+        return None
+    asked = _ASKED.get(graph, {}).get(calls[0][0])
+    return (asked, calls[0][0]) if asked else None
+
+
+def _together(tool: str) -> tuple[str, ...]:
+    """The ids of the calls of this tool the running node was given, in the model's order."""
+    return tuple(call_id for call_id, name in _GIVEN.get() if name == tool)
+
+
+def _remember(output: Any) -> None:
+    """Note, in the graph's frame, the tool calls a node's model asked for (`_place` reads them)."""
+    graph = CURRENT_FRAME.get(None)
+    if graph is None:
+        return
+    for ids in _asked(output):
+        asked = _ASKED.get(graph)
+        if asked is None:
+            asked = _ASKED.setdefault(graph, {})
+        asked.update(dict.fromkeys(ids, ids))
+
+
+def _asked(output: Any) -> Iterator[tuple[str, ...]]:
+    """The tool call ids of each AI message in a node's output (a state update, a `Command`'s, a list)."""
+    if isinstance(output, AIMessage):
+        ids = tuple(str(call["id"]) for call in output.tool_calls if call.get("id"))
+        if ids:
+            yield ids
+    elif isinstance(output, dict):
+        yield from _asked(output.get("messages"))
+    elif isinstance(output, (list, tuple)):
+        for item in output:
+            yield from _asked(item)
+    elif isinstance(getattr(output, "update", None), (dict, list, tuple)):  # a `Command`
+        yield from _asked(output.update)
 
 
 def _arguments(tool: BaseTool, tool_input: Any) -> Any:
