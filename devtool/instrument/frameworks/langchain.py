@@ -5,15 +5,17 @@ LangChain's callbacks only watch (a handler cannot answer a tool call, and LangG
 ContextVar they set is lost), so they serve neither. The public extension points that can: a tool is a
 `BaseTool`, and every way of calling one (`invoke`, LangGraph's `ToolNode`, an agent executor) ends in
 its public `run`/`arun`; a graph is a `Pregel`, run by its public `invoke`/`ainvoke` (a subgraph too, as
-a node). Both are wrapped on their classes. A tool call is journaled by its arguments (the ones its
+a node) and `stream`/`astream` (which `invoke` runs, and which a caller may run directly, in any
+`stream_mode`). Both are wrapped on their classes (LangGraph has no public hook around a run that
+could open a frame its nodes run in). A tool call is journaled by its arguments (the ones its
 `tool_call_schema` shows the model: arguments LangGraph injects, its state or runtime, are left out)
 and its content (with its artifact and status when it has them: the `ToolMessage` is made again with
 the call's id), so a replay answers it without running the tool. A graph run is a frame named by the
 graph's `name` (`create_agent(name=...)`), whose output is its last message's text. A node has no
 public hook: a node made of functions (LangGraph's `RunnableCallable`, which calls its `func`/`afunc`
 in the node's own context) has them wrapped, once a graph, at its first recorded run, so each run of
-the node is a frame named by the node (`model`, `tools`, ...). `stream`/`astream` called directly run
-no frame of their own: their nodes and tools are still recorded, in the frame they run in.
+the node is a frame named by the node (`model`, `tools`, ...). A graph streamed directly is a frame
+too, whose output is the last message's text of its last "values" or "updates" chunk.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ _GIVEN: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("devtool_langgraph_
 # node run sent one call (`Send`, as create_agent's `tools`) is numbered by its place in the answer,
 # since sync LangGraph starts the runs on threads in any order.
 _ASKED: WeakKeyDictionary[Frame, dict[str, tuple[str, ...]]] = WeakKeyDictionary()
+# The graph whose `invoke`/`ainvoke` is running its own `stream`/`astream` (framed once, by `invoke`).
+_INVOKING: ContextVar[Any] = ContextVar("devtool_langgraph_invoking", default=None)
 
 
 def instrument() -> bool:
@@ -94,13 +98,17 @@ def _wrap_tools() -> None:
 def _wrap_graphs() -> None:
     from langgraph.pregel import Pregel
 
-    invoke, ainvoke = Pregel.invoke, Pregel.ainvoke
+    invoke, ainvoke, stream, astream = Pregel.invoke, Pregel.ainvoke, Pregel.stream, Pregel.astream
 
     @functools.wraps(invoke)
     def recorded_invoke(self: Pregel[Any, Any, Any, Any], input: Any, *args: Any, **kwargs: Any) -> Any:
         _frame_nodes(self)
         with agent_frame(self.name or "graph", lambda: None) as result:
-            output = invoke(self, input, *args, **kwargs)
+            token = _INVOKING.set(self)
+            try:
+                output = invoke(self, input, *args, **kwargs)
+            finally:
+                _INVOKING.reset(token)
             result.append(_answer(output))
         return output
 
@@ -108,13 +116,77 @@ def _wrap_graphs() -> None:
     async def recorded_ainvoke(self: Pregel[Any, Any, Any, Any], input: Any, *args: Any, **kwargs: Any) -> Any:
         _frame_nodes(self)
         with agent_frame(self.name or "graph", lambda: None) as result:
-            output = await ainvoke(self, input, *args, **kwargs)
+            token = _INVOKING.set(self)
+            try:
+                output = await ainvoke(self, input, *args, **kwargs)
+            finally:
+                _INVOKING.reset(token)
             result.append(_answer(output))
         return output
 
-    for name, wrapped in (("invoke", recorded_invoke), ("ainvoke", recorded_ainvoke)):
+    @functools.wraps(stream)
+    def recorded_stream(self: Pregel[Any, Any, Any, Any], input: Any, *args: Any, **kwargs: Any) -> Any:
+        if _INVOKING.get() is self:  # `invoke`'s own stream: its frame is open already
+            _INVOKING.set(None)
+            yield from stream(self, input, *args, **kwargs)
+            return
+        _frame_nodes(self)
+        with agent_frame(self.name or "graph", lambda: None) as result:
+            last: list[Any] = [None]
+            try:
+                for chunk in stream(self, input, *args, **kwargs):
+                    _last_answer(chunk, last)
+                    yield chunk
+            except GeneratorExit:  # the caller stopped reading: the graph ran as far as it read
+                pass
+            result.append(last[0])
+
+    @functools.wraps(astream)
+    async def recorded_astream(self: Pregel[Any, Any, Any, Any], input: Any, *args: Any, **kwargs: Any) -> Any:
+        if _INVOKING.get() is self:
+            _INVOKING.set(None)
+            async for chunk in astream(self, input, *args, **kwargs):
+                yield chunk
+            return
+        _frame_nodes(self)
+        with agent_frame(self.name or "graph", lambda: None) as result:
+            last: list[Any] = [None]
+            try:
+                async for chunk in astream(self, input, *args, **kwargs):
+                    _last_answer(chunk, last)
+                    yield chunk
+            except GeneratorExit:
+                pass
+            result.append(last[0])
+
+    wrappers = {"invoke": recorded_invoke, "ainvoke": recorded_ainvoke, "stream": recorded_stream}
+    wrappers["astream"] = recorded_astream
+    for name, wrapped in wrappers.items():
         setattr(wrapped, _MARK, True)
         setattr(Pregel, name, wrapped)
+
+
+def _last_answer(chunk: Any, last: list[Any]) -> None:
+    """Keep in `last` the graph's answer so far from a streamed chunk: the last message text of a
+    "values" chunk (the state) or an "updates" one (`{node: its update}`), as the chunk itself (one
+    mode), `(mode, value)` (several), `{"type", "data"}` (the v2 format); the graph's own, not a
+    subgraph's (`subgraphs=True` chunks name it)."""
+    mode, value = None, chunk
+    if isinstance(chunk, tuple) and len(chunk) in (2, 3):
+        if len(chunk) == 3 and chunk[0]:
+            return
+        mode, value = chunk[-2], chunk[-1]
+    elif isinstance(chunk, dict) and "type" in chunk and "data" in chunk:
+        if chunk.get("ns"):
+            return
+        mode, value = chunk["type"], chunk["data"]
+    if not (mode is None or (isinstance(mode, str) and mode in ("values", "updates"))):
+        return
+    answer = _answer(value)
+    if answer is None and isinstance(value, dict):  # an update: the last node's, with messages
+        answer = next((a for a in map(_answer, reversed(list(value.values()))) if a is not None), None)
+    if answer is not None:
+        last[0] = answer
 
 
 def _frame_nodes(graph: Any) -> None:
