@@ -271,7 +271,7 @@ def _confirm_context(request: Request, store: Store, stored: StoredSnapshot) -> 
     if entrypoint is not None:
         try:
             declared = check_entrypoint(entrypoint, state(request).replays.root)
-            plan = ReplayPlan(stored.info.snapshot_id, trace_id, entrypoint, props, declared)
+            plan = ReplayPlan(stored.info.snapshot_id, trace_id, entrypoint, props, declared, start.name)
         except ReplayRefused as exc:
             refusal = str(exc)
     return {
