@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from devtool.actions.compare import compare
+from devtool.actions.replay_by_hand import by_hand
 from devtool.actions.replay_runner import ReplayPlan, check_entrypoint
 from devtool.core.debugger import restore_snapshot
 from devtool.store import Store
@@ -88,6 +89,7 @@ def test_a_record_block_replays_under_its_name_and_compares_equal(
     )
     argv = plan.argv("http://127.0.0.1:1", "r1")
     assert "--name=trip" in argv
+    assert by_hand("trip:main", start.props, "http://x/s.json", "http://x", start.name).shell.endswith("--name trip")
     events = [orjson.loads(line) for line in (tmp_path / "first.jsonl").read_bytes().splitlines()]
     (tmp_path / "snapshot.json").write_bytes(orjson.dumps(restore_snapshot(events)))
     replay_args = [a for a in argv[3:] if not a.startswith(("--to=", "--snapshot=", "--props="))]

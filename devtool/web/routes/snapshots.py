@@ -287,7 +287,7 @@ def _confirm_context(request: Request, store: Store, stored: StoredSnapshot) -> 
         "token_passed": state(request).replays.token is not None,
         "snapshot_url": snapshot_url,
         "base_url": base_url,
-        "by_hand": by_hand(entrypoint, props, snapshot_url, base_url),
+        "by_hand": by_hand(entrypoint, props, snapshot_url, base_url, start.name),
     }
 
 
