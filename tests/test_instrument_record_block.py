@@ -24,29 +24,11 @@ from devtool.store.queries.run_meta import run_start
 from testkit.fake_provider import FakeProvider
 from tests.conftest import REPO
 from tests.framework_agents import ANSWER, script
+from tests.test_instrument_frameworks import MODULE as DECORATED
 
-MODULE = '''
-import devtool.instrument
-from devtool.core import replayable
-from pydantic_ai import Agent
-
-devtool.instrument.install()
-
-
-def weather(city: str) -> str:
-    """The weather in a city."""
-    with open("tool_runs.txt", "a") as runs:
-        runs.write(city + "\\n")
-    return f"{city}: sunny"
-
-
-agent = Agent("openai:gpt-4.1-mini", name="travel", tools=[weather])
-
-
-@replayable
-def main():
-    return agent.run_sync("Plan a day in Lisbon").output
-'''
+# The trip agent of the `@devtool.record` test, its `main` a plain replayable function here.
+MODULE = DECORATED.replace('@devtool.record("trip")\n', "")
+assert "@devtool.record" not in MODULE
 
 RECORD = """
 import sys
