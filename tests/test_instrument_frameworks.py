@@ -101,12 +101,7 @@ def test_a_framework_agent_is_recorded_whole_and_replays_without_running_its_too
     assert (again, asked, TOOL_RUNS) == (ANSWER, 1, ["Lisbon"])
 
 
-# LangGraph's sync `ToolNode` runs parallel calls on threads, which take their callIds in the order they
-# start: a replay still serves each by its input, but may number them otherwise (DESIGN.md says so).
-ORDERED = [p for p in PROGRAMS if p.name != "langgraph-sync"]
-
-
-@pytest.mark.parametrize("program", ORDERED, ids=[p.name for p in ORDERED])
+@pytest.mark.parametrize("program", PROGRAMS, ids=[p.name for p in PROGRAMS])
 def test_parallel_tool_calls_number_in_the_models_order_in_a_run_and_its_replay(
     program: Program, fake_provider: FakeProvider
 ) -> None:
@@ -308,3 +303,49 @@ def test_langgraph_nodes_and_subgraphs_are_frames_inside_their_graph() -> None:
         "root/agent:pipeline:0/agent:doubler:0",
         "root/agent:pipeline:0/agent:doubler:0/agent:double:0",
     ]
+
+
+STREAMS = [
+    ("stream", {}),
+    ("stream", {"stream_mode": "updates"}),
+    ("stream", {"stream_mode": ["values", "messages"]}),
+    ("astream", {"stream_mode": "values"}),
+    ("astream", {"stream_mode": "values", "version": "v2"}),
+]
+
+
+@pytest.mark.parametrize(("method", "options"), STREAMS, ids=[f"{m}-{o}" for m, o in STREAMS])
+def test_a_langgraph_graph_streamed_directly_is_a_frame_like_invoke(
+    method: str, options: dict[str, Any], fake_provider: FakeProvider
+) -> None:
+    from tests.framework_agents import langgraph_agent
+
+    def make(fake: FakeProvider) -> Any:
+        graph = langgraph_agent(fake)
+        question = {"messages": [{"role": "user", "content": QUESTION}]}
+        if method == "stream":
+            return lambda: len(list(graph.stream(question, **options)))
+
+        async def main() -> int:
+            return len([chunk async for chunk in graph.astream(question, **options)])
+
+        return main
+
+    program = Program("langgraph-stream", make, (), "")
+    script(fake_provider)
+    TOOL_RUNS.clear()
+    chunks, events = recorded(program, fake_provider)
+    assert (fake_provider.count(), TOOL_RUNS) == (2, ["Lisbon"])
+    starts = [e["callId"] for e in events if e["type"] == "agent:start"]
+    assert starts == [
+        "root/agent:travel:0",
+        "root/agent:travel:0/agent:model:0",
+        "root/agent:travel:0/agent:tools:0",
+        "root/agent:travel:0/agent:model:1",
+    ]
+    (graph_end,) = [e for e in events if e["type"] == "agent:end" and e["callId"] == "root/agent:travel:0"]
+    assert graph_end["result"] == ANSWER
+    TOOL_RUNS.clear()
+    again, asked, replay_events = replayed(program, restore_snapshot(events), fake_provider)
+    assert (again, asked, TOOL_RUNS) == (chunks, 0, [])
+    assert [e["callId"] for e in replay_events if e["type"] == "agent:start"] == starts

@@ -33,7 +33,9 @@ def calls_sql(name: str, trace_param: str) -> str:
 {name}_all AS (
     SELECT f.call_id, f.event_id, -1 AS idx,
            CASE WHEN f.type = 'turn:end' THEN hash(f.content_hash) ELSE hash(x[1]) END AS h_in,
-           hash(CASE WHEN f.type = 'turn:end' THEN x[4] ELSE x[2] END) AS h_out,
+           -- A root with no output (a `record` block sets none unless told) has none to compare.
+           CASE WHEN f.type = 'runWith:end' AND coalesce(CAST(x[2] AS VARCHAR), 'null') = 'null' THEN NULL
+                ELSE hash(CASE WHEN f.type = 'turn:end' THEN x[4] ELSE x[2] END) END AS h_out,
            hash(x[3]) AS h_err,
            CASE WHEN f.type = 'runWith:end' THEN hash(x[5]) ELSE g.h_mem END AS h_mem,
            CASE WHEN f.type = 'runWith:end' THEN f.event_id ELSE g.mem_ev END AS mem_ev,

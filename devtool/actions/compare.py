@@ -3,7 +3,8 @@
 The one place that decides what "the same" means for two runs; the compare page, its JSON
 (`GET /compare?a=&b=`) and `devtool diff` all ask `compare`. Calls (frames, turns, tool calls) are
 aligned by callId (fingerprints from `call_sql`, joined in one DuckDB query); a call differs in its
-`input`, `output`, `error` or `memory`, or is in one run only (`call`). The **first divergence** is
+`input`, `output`, `error` or `memory`, or is in one run only (`call`); the root's output only
+where both runs have one (a `devtool.record` block records none unless it sets one). The **first divergence** is
 the differing call that ended first in run A (a call ends before its parent, so of a tool whose
 output changed and the agent whose answer changed with it, the tool comes first: innermost first);
 a call only B has is placed where B has it. Everything after it is "downstream". Values are read
@@ -98,7 +99,10 @@ joined AS (
            coalesce(a.pos, b.pos) AS ord, a.event_id AS a_event, a.idx AS a_idx, a.mem_ev AS a_mem,
            b.event_id AS b_event, b.idx AS b_idx, b.mem_ev AS b_mem, coalesce(b.served, -1) AS b_served,
            a.h_in IS DISTINCT FROM b.h_in AS d_input, a.h_err IS DISTINCT FROM b.h_err AS d_error,
-           a.h_out IS DISTINCT FROM b.h_out AS d_output, a.h_mem IS DISTINCT FROM b.h_mem AS d_memory
+           -- The root's output differs only where both runs have one (`call_sql`: a `record` block's has none).
+           CASE WHEN coalesce(a.call_id, b.call_id) = 'root' THEN coalesce(a.h_out <> b.h_out, false)
+                ELSE a.h_out IS DISTINCT FROM b.h_out END AS d_output,
+           a.h_mem IS DISTINCT FROM b.h_mem AS d_memory
     FROM a_calls a FULL JOIN b_calls b USING (call_id)
 ),
 marked AS (SELECT *, one_sided OR d_input OR d_error OR d_output OR d_memory AS differs FROM joined)

@@ -37,9 +37,10 @@ class ByHand:
     shell: str
 
 
-def by_hand(entrypoint: Any, props: Any, snapshot_url: str, base_url: str) -> ByHand:
+def by_hand(entrypoint: Any, props: Any, snapshot_url: str, base_url: str, name: str | None = None) -> ByHand:
     """The lines that replay the run recorded with `entrypoint` and `props` from the snapshot at
-    `snapshot_url`, streaming into the DevTool at `base_url`."""
+    `snapshot_url`, streaming into the DevTool at `base_url` (the shell line naming the replay as the
+    recorded run, `name`, as the Replay button does)."""
     known = _usable(entrypoint)
     spec: str = entrypoint if known else PLACEHOLDER
     module, _, function = spec.partition(":")
@@ -77,6 +78,8 @@ def by_hand(entrypoint: Any, props: Any, snapshot_url: str, base_url: str) -> By
     if props is not None:
         words += ["--props", orjson.dumps(props).decode()]
     words += ["--snapshot", snapshot_url, "--to", base_url]
+    if name and name != function.rpartition(".")[2]:  # `devtool run` names it after the function already
+        words += ["--name", name]
     return ByHand(spec, known, "\n".join(lines), " ".join(shlex.quote(word) for word in words))
 
 

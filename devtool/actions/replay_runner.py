@@ -86,6 +86,7 @@ class ReplayPlan:
     entrypoint: str
     props: Any
     declaration: Declaration
+    name: str | None = None  # the recorded run's name, which the replay is called by too
 
     @property
     def fingerprint(self) -> str:
@@ -109,6 +110,7 @@ class ReplayPlan:
             f"--to={server_url}",
             f"--snapshot={server_url}/snapshots/{self.snapshot_id}.json",
             f"--metadata={orjson.dumps(metadata).decode()}",
+            *([f"--name={self.name}"] if self.name else []),
         ]
 
 

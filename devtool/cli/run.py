@@ -50,6 +50,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--snapshot", metavar="FILE_OR_URL", help="replay from this snapshot")
     parser.add_argument("--metadata", type=_json_arg, default={}, metavar="JSON", help="extra run metadata")
     parser.add_argument(
+        "--name",
+        help="what the run is called (default: FUNC's @devtool.record name, else its own); a replay passes "
+        "the name of the run it replays",
+    )
+    parser.add_argument(
         "--token",
         default=os.environ.get("DEVTOOL_TOKEN"),
         help="the DevTool's team token, if it has one (default: $DEVTOOL_TOKEN)",
@@ -92,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         call = (lambda: func(args.props)) if _takes_props(func) else func
         if not isinstance(func, Agent) and not inspect.iscoroutinefunction(func):
             call = in_thread(call)
-        scope = RunScope(snapshot=snapshot, sinks=sinks, metadata=metadata, name=run_name(func))
+        scope = RunScope(snapshot=snapshot, sinks=sinks, metadata=metadata, name=args.name or run_name(func))
         result = asyncio.run(run_in(scope, call))
     except CoreError as exc:
         raise CliError(str(exc)) from exc

@@ -12,6 +12,7 @@ import contextlib
 import copy
 import functools
 import itertools
+import threading
 from collections.abc import Iterator, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -101,6 +102,10 @@ class Memory(MutableMapping[str, JSON]):
         return {key: describe(value) for key, value in self._data.items()}
 
 
+# Taken while calls started together reserve their seqs (`Frame.ordered_call_id`), from any thread.
+_RESERVING = threading.Lock()
+
+
 class Frame:
     """One agent call (or the run's root) while it runs, and after, until the run ends."""
 
@@ -134,6 +139,8 @@ class Frame:
         self.error: ErrorInfo | None = None
         self.budget = Budget()
         self._counters: dict[str, itertools.count[int]] = {}
+        # `ordered_call_id`'s reservations: kind:configId -> the calls started together -> (first seq, taken).
+        self._together: dict[str, dict[tuple[str, ...], tuple[int, set[str]]]] = {}
 
     def next_call_id(self, kind: str, config_id: str) -> str:
         """`<callId>/<kind>:<configId>:<seq>`, seq counting per frame per kind:configId in call order."""
@@ -142,6 +149,24 @@ class Frame:
         # ids too: `setdefault` and `next` of a counter are each one step under the GIL, so none repeats.
         counter = self._counters.get(key) or self._counters.setdefault(key, itertools.count())
         return f"{self.call_id}/{key}:{next(counter)}"
+
+    def ordered_call_id(self, kind: str, config_id: str, together: tuple[str, ...], member: str) -> str:
+        """The callId of `member`, one of calls started together (`together`: their ids in the order
+        that should number them, a model's tool calls in its order), whichever thread starts first: the
+        first to start takes a seq for each at once, and each takes the one at its place, so threads
+        that start in any order number them as a run and its replay both do."""
+        key = f"{kind}:{config_id}"
+        with _RESERVING:
+            reserved = self._together.setdefault(key, {})
+            first, taken = reserved.get(together, (0, {member}))
+            if member in taken:  # new, or the same ids asked again (a later turn): a reservation of its own
+                counter = self._counters.get(key) or self._counters.setdefault(key, itertools.count())
+                first, taken = next(counter), set()
+                for _ in together[1:]:
+                    next(counter)
+                reserved[together] = (first, taken)
+            taken.add(member)
+        return f"{self.call_id}/{key}:{first + together.index(member)}"
 
     def cached(self, kind: LookupKind, content_hash: str | None, *, call_id: str, request: Any) -> JournalRecord | None:
         """The recorded output for this input, from the snapshot being replayed (a fork's edit of this call

@@ -134,22 +134,28 @@ async def run_batch(frame: Frame, calls: Sequence[PlannedCall], parent_span: str
     return outcomes
 
 
-def call_function(name: str, input: Any, run: Callable[[], Any], *, tool_call_id: str | None = None) -> Awaitable[Any]:
+def call_function(
+    name: str, input: Any, run: Callable[[], Any], *, tool_call_id: str | None = None, together: tuple[str, ...] = ()
+) -> Awaitable[Any]:
     """`run()` (whose result, if awaitable, is awaited) as one recorded, journaled call of a tool `name`.
 
     For code that is not a `Tool` (`devtool.instrument`'s `@tool` functions and the frameworks' tools):
     `input` is what the call is hashed and shown by (the function's arguments), `run` what it does when
     the journal has no answer, `tool_call_id` the model's id for the call if a model asked for it. The
-    callId is taken now, as a `Tool`'s is.
+    callId is taken now, as a `Tool`'s is; when the call is one of `together` (the tool_call_ids of the
+    calls the model asked for at once, in its order, that a framework may start on threads in any
+    order), it is the one at its place among them (`Frame.ordered_call_id`).
     """
     frame = current_frame(f"tool {name!r}")
-    return _call_directly(frame, _planned_function(frame, name, input, run, tool_call_id))
+    return _call_directly(frame, _planned_function(frame, name, input, run, tool_call_id, together))
 
 
-def call_function_sync(name: str, input: Any, run: Callable[[], Any], *, tool_call_id: str | None = None) -> Any:
+def call_function_sync(
+    name: str, input: Any, run: Callable[[], Any], *, tool_call_id: str | None = None, together: tuple[str, ...] = ()
+) -> Any:
     """`call_function` for code that does not await: the same span, journal and events, in this thread."""
     frame = current_frame(f"tool {name!r}")
-    planned = _planned_function(frame, name, input, run, tool_call_id)
+    planned = _planned_function(frame, name, input, run, tool_call_id, together)
     batch = _Batch(frame, [planned], frame.span_id)
     step = _Step(frame, planned)
     token = TOOL_SPAN.set((frame, batch.span))
@@ -171,10 +177,14 @@ def call_function_sync(name: str, input: Any, run: Callable[[], Any], *, tool_ca
 
 
 def _planned_function(
-    frame: Frame, name: str, input: Any, run: Callable[[], Any], tool_call_id: str | None
+    frame: Frame, name: str, input: Any, run: Callable[[], Any], tool_call_id: str | None, together: tuple[str, ...]
 ) -> PlannedCall:
     tool = Tool(name, lambda **_: run(), description="", parameters=None, middleware=())
-    return PlannedCall(tool, input, frame.next_call_id("tool", name), tool_call_id)
+    if tool_call_id is not None and tool_call_id in together:
+        call_id = frame.ordered_call_id("tool", name, together, tool_call_id)
+    else:
+        call_id = frame.next_call_id("tool", name)
+    return PlannedCall(tool, input, call_id, tool_call_id)
 
 
 class _Batch:

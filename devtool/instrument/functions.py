@@ -74,14 +74,22 @@ def agent(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -
 
 
 @contextlib.contextmanager
-def agent_frame(agent_id: str, props: Callable[[], Any]) -> Iterator[list[Any]]:
+def agent_frame(
+    agent_id: str, props: Callable[[], Any], *, place: tuple[tuple[str, ...], str] | None = None
+) -> Iterator[list[Any]]:
     """An agent frame named `agent_id` around the block, in the current run (none outside one), which
-    puts the call's result in the list it is given; `props()` what the frame shows it was given."""
+    puts the call's result in the list it is given; `props()` what the frame shows it was given.
+    `place`: the frame is one of several started together (`Frame.ordered_call_id`'s `together`, and
+    its own id among them), numbered by its place there rather than by when its thread starts."""
     parent = CURRENT_FRAME.get(None)
     if parent is None:
         yield []
         return
-    scope = AgentScope(parent, parent.next_call_id("agent", agent_id), agent_id, props(), model=None)
+    if place is None:
+        call_id = parent.next_call_id("agent", agent_id)
+    else:
+        call_id = parent.ordered_call_id("agent", agent_id, *place)
+    scope = AgentScope(parent, call_id, agent_id, props(), model=None)
     scope.open()
     result: list[Any] = []
     try:
@@ -92,11 +100,14 @@ def agent_frame(agent_id: str, props: Callable[[], Any]) -> Iterator[list[Any]]:
     scope.close(result[0] if result else None)
 
 
-def journaled_tool(name: str, input: Any, run: Callable[[], Any], *, tool_call_id: str | None = None) -> Awaitable[Any]:
+def journaled_tool(
+    name: str, input: Any, run: Callable[[], Any], *, tool_call_id: str | None = None, together: tuple[str, ...] = ()
+) -> Awaitable[Any]:
     """A framework's tool call as one journaled call (`call_function`): `run()`, awaited if it gives an
     awaitable, when the journal has no answer, its result as JSON where it can be (a pydantic model
     dumped), so a recording and its replay hand the framework the same value. Inside it, `@tool`
-    functions run plain: the framework's call is the one a replay serves."""
+    functions run plain: the framework's call is the one a replay serves. `together`: as
+    `call_function`'s (the ids of the calls the model asked for at once, numbered by their order)."""
 
     async def running() -> Any:
         token = _IN_FRAMEWORK_TOOL.set(True)
@@ -106,10 +117,12 @@ def journaled_tool(name: str, input: Any, run: Callable[[], Any], *, tool_call_i
         finally:
             _IN_FRAMEWORK_TOOL.reset(token)
 
-    return call_function(name, to_json(input), running, tool_call_id=tool_call_id)
+    return call_function(name, to_json(input), running, tool_call_id=tool_call_id, together=together)
 
 
-def journaled_tool_sync(name: str, input: Any, run: Callable[[], Any], *, tool_call_id: str | None = None) -> Any:
+def journaled_tool_sync(
+    name: str, input: Any, run: Callable[[], Any], *, tool_call_id: str | None = None, together: tuple[str, ...] = ()
+) -> Any:
     """`journaled_tool` for a framework that calls its tool without awaiting, in this thread."""
 
     def running() -> Any:
@@ -119,7 +132,7 @@ def journaled_tool_sync(name: str, input: Any, run: Callable[[], Any], *, tool_c
         finally:
             _IN_FRAMEWORK_TOOL.reset(token)
 
-    return call_function_sync(name, to_json(input), running, tool_call_id=tool_call_id)
+    return call_function_sync(name, to_json(input), running, tool_call_id=tool_call_id, together=together)
 
 
 def _recording_tool() -> bool:

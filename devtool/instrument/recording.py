@@ -7,6 +7,9 @@
     @devtool.record("support-bot")        # as a decorator: each call is a run, and a replayable one
     def main(): ...
 
+    with devtool.record("support-bot", entrypoint=main) as run:   # a block a replay runs as `main()`
+        run.result = main()               # optional: the run's output (a block returns nothing)
+
 The block (or each call) is one run: its root frame is current, so instrumented SDK requests, `@agent`
 frames and `@tool` calls inside it are recorded. `to` is a DevTool's URL (events are posted to its
 `/api/v1/traces` in the background, with `DEVTOOL_TOKEN` if it has one), a `.jsonl` path, or any sink;
@@ -18,7 +21,10 @@ What a replay runs is the run's entrypoint, `module:function` in its `runWith:st
 `devtool run` records it: the decorator records the function it wraps; a `with` block records the
 `entrypoint=` it is given (a function, or its `module:function`), else none (the run is recorded, and
 rewound and forked from the DevTool, but not replayed from it). The function is called with the run's
-`props` if it takes an argument, else with none.
+`props` if it takes an argument, else with none. A replay is called as the run it replays
+(`devtool run --name`). A block's run has no output unless the block sets `result` on the object
+`with` gives it; the compare does not count a root output that one run has and the other lacks (a
+block's and its replay's) as a difference.
 """
 
 from __future__ import annotations

@@ -5,31 +5,45 @@ LangChain's callbacks only watch (a handler cannot answer a tool call, and LangG
 ContextVar they set is lost), so they serve neither. The public extension points that can: a tool is a
 `BaseTool`, and every way of calling one (`invoke`, LangGraph's `ToolNode`, an agent executor) ends in
 its public `run`/`arun`; a graph is a `Pregel`, run by its public `invoke`/`ainvoke` (a subgraph too, as
-a node). Both are wrapped on their classes. A tool call is journaled by its arguments (the ones its
+a node) and `stream`/`astream` (which `invoke` runs, and which a caller may run directly, in any
+`stream_mode`). Both are wrapped on their classes (LangGraph has no public hook around a run that
+could open a frame its nodes run in). A tool call is journaled by its arguments (the ones its
 `tool_call_schema` shows the model: arguments LangGraph injects, its state or runtime, are left out)
 and its content (with its artifact and status when it has them: the `ToolMessage` is made again with
 the call's id), so a replay answers it without running the tool. A graph run is a frame named by the
 graph's `name` (`create_agent(name=...)`), whose output is its last message's text. A node has no
 public hook: a node made of functions (LangGraph's `RunnableCallable`, which calls its `func`/`afunc`
 in the node's own context) has them wrapped, once a graph, at its first recorded run, so each run of
-the node is a frame named by the node (`model`, `tools`, ...). `stream`/`astream` called directly run
-no frame of their own: their nodes and tools are still recorded, in the frame they run in.
+the node is a frame named by the node (`model`, `tools`, ...). A graph streamed directly is a frame
+too, whose output is the last message's text of its last "values" or "updates" chunk.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
+from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Any
+from weakref import WeakKeyDictionary
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
-from devtool.core.frame import CURRENT_FRAME
+from devtool.core.frame import CURRENT_FRAME, Frame
 from devtool.instrument.functions import agent_frame, journaled_tool, journaled_tool_sync
 
 _MARK = "__devtool_recorded__"
 _MESSAGE = "langchainToolMessage"  # a journaled output that is a ToolMessage's parts
+# The tool calls the running node was given, as (id, name) in the model's order: a sync `ToolNode` runs
+# them on threads (which copy this), each numbered by its place among those of its tool.
+_GIVEN: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("devtool_langgraph_given", default=())
+# Per graph frame, each tool call id its nodes' models asked for -> the ids of that answer, in order: a
+# node run sent one call (`Send`, as create_agent's `tools`) is numbered by its place in the answer,
+# since sync LangGraph starts the runs on threads in any order.
+_ASKED: WeakKeyDictionary[Frame, dict[str, tuple[str, ...]]] = WeakKeyDictionary()
+# The graph whose `invoke`/`ainvoke` is running its own `stream`/`astream` (framed once, by `invoke`).
+_INVOKING: ContextVar[Any] = ContextVar("devtool_langgraph_invoking", default=None)
 
 
 def instrument() -> bool:
@@ -57,6 +71,7 @@ def _wrap_tools() -> None:
             _arguments(self, tool_input),
             lambda: _parts(run(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs)),
             tool_call_id=tool_call_id,
+            together=_together(self.name),
         )
         return _message(self, output, tool_call_id)
 
@@ -70,7 +85,9 @@ def _wrap_tools() -> None:
         async def running() -> Any:
             return _parts(await arun(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs))
 
-        output = await journaled_tool(self.name, _arguments(self, tool_input), running, tool_call_id=tool_call_id)
+        output = await journaled_tool(
+            self.name, _arguments(self, tool_input), running, tool_call_id=tool_call_id, together=_together(self.name)
+        )
         return _message(self, output, tool_call_id)
 
     for name, wrapped in (("run", recorded_run), ("arun", recorded_arun)):
@@ -81,13 +98,17 @@ def _wrap_tools() -> None:
 def _wrap_graphs() -> None:
     from langgraph.pregel import Pregel
 
-    invoke, ainvoke = Pregel.invoke, Pregel.ainvoke
+    invoke, ainvoke, stream, astream = Pregel.invoke, Pregel.ainvoke, Pregel.stream, Pregel.astream
 
     @functools.wraps(invoke)
     def recorded_invoke(self: Pregel[Any, Any, Any, Any], input: Any, *args: Any, **kwargs: Any) -> Any:
         _frame_nodes(self)
         with agent_frame(self.name or "graph", lambda: None) as result:
-            output = invoke(self, input, *args, **kwargs)
+            token = _INVOKING.set(self)
+            try:
+                output = invoke(self, input, *args, **kwargs)
+            finally:
+                _INVOKING.reset(token)
             result.append(_answer(output))
         return output
 
@@ -95,13 +116,77 @@ def _wrap_graphs() -> None:
     async def recorded_ainvoke(self: Pregel[Any, Any, Any, Any], input: Any, *args: Any, **kwargs: Any) -> Any:
         _frame_nodes(self)
         with agent_frame(self.name or "graph", lambda: None) as result:
-            output = await ainvoke(self, input, *args, **kwargs)
+            token = _INVOKING.set(self)
+            try:
+                output = await ainvoke(self, input, *args, **kwargs)
+            finally:
+                _INVOKING.reset(token)
             result.append(_answer(output))
         return output
 
-    for name, wrapped in (("invoke", recorded_invoke), ("ainvoke", recorded_ainvoke)):
+    @functools.wraps(stream)
+    def recorded_stream(self: Pregel[Any, Any, Any, Any], input: Any, *args: Any, **kwargs: Any) -> Any:
+        if _INVOKING.get() is self:  # `invoke`'s own stream: its frame is open already
+            _INVOKING.set(None)
+            yield from stream(self, input, *args, **kwargs)
+            return
+        _frame_nodes(self)
+        with agent_frame(self.name or "graph", lambda: None) as result:
+            last: list[Any] = [None]
+            try:
+                for chunk in stream(self, input, *args, **kwargs):
+                    _last_answer(chunk, last)
+                    yield chunk
+            except GeneratorExit:  # the caller stopped reading: the graph ran as far as it read
+                pass
+            result.append(last[0])
+
+    @functools.wraps(astream)
+    async def recorded_astream(self: Pregel[Any, Any, Any, Any], input: Any, *args: Any, **kwargs: Any) -> Any:
+        if _INVOKING.get() is self:
+            _INVOKING.set(None)
+            async for chunk in astream(self, input, *args, **kwargs):
+                yield chunk
+            return
+        _frame_nodes(self)
+        with agent_frame(self.name or "graph", lambda: None) as result:
+            last: list[Any] = [None]
+            try:
+                async for chunk in astream(self, input, *args, **kwargs):
+                    _last_answer(chunk, last)
+                    yield chunk
+            except GeneratorExit:
+                pass
+            result.append(last[0])
+
+    wrappers = {"invoke": recorded_invoke, "ainvoke": recorded_ainvoke, "stream": recorded_stream}
+    wrappers["astream"] = recorded_astream
+    for name, wrapped in wrappers.items():
         setattr(wrapped, _MARK, True)
         setattr(Pregel, name, wrapped)
+
+
+def _last_answer(chunk: Any, last: list[Any]) -> None:
+    """Keep in `last` the graph's answer so far from a streamed chunk: the last message text of a
+    "values" chunk (the state) or an "updates" one (`{node: its update}`), as the chunk itself (one
+    mode), `(mode, value)` (several), `{"type", "data"}` (the v2 format); the graph's own, not a
+    subgraph's (`subgraphs=True` chunks name it)."""
+    mode, value = None, chunk
+    if isinstance(chunk, tuple) and len(chunk) in (2, 3):
+        if len(chunk) == 3 and chunk[0]:
+            return
+        mode, value = chunk[-2], chunk[-1]
+    elif isinstance(chunk, dict) and "type" in chunk and "data" in chunk:
+        if chunk.get("ns"):
+            return
+        mode, value = chunk["type"], chunk["data"]
+    if not (mode is None or (isinstance(mode, str) and mode in ("values", "updates"))):
+        return
+    answer = _answer(value)
+    if answer is None and isinstance(value, dict):  # an update: the last node's, with messages
+        answer = next((a for a in map(_answer, reversed(list(value.values()))) if a is not None), None)
+    if answer is not None:
+        last[0] = answer
 
 
 def _frame_nodes(graph: Any) -> None:
@@ -128,9 +213,15 @@ def _frame_nodes(graph: Any) -> None:
 def _framed(name: str, func: Any) -> Any:
     @functools.wraps(func)
     def node(*args: Any, **kwargs: Any) -> Any:
-        with agent_frame(name, lambda: None) as result:
-            output = func(*args, **kwargs)
+        given = _given(args[0] if args else None)
+        with agent_frame(name, lambda: None, place=_place(given)) as result:
+            token = _GIVEN.set(given[0])
+            try:
+                output = func(*args, **kwargs)
+            finally:
+                _GIVEN.reset(token)
             result.append(_answer(output))
+        _remember(output)
         return output
 
     return node
@@ -139,12 +230,80 @@ def _framed(name: str, func: Any) -> Any:
 def _framed_async(name: str, afunc: Any) -> Any:
     @functools.wraps(afunc)
     async def node(*args: Any, **kwargs: Any) -> Any:
-        with agent_frame(name, lambda: None) as result:
-            output = await afunc(*args, **kwargs)
+        given = _given(args[0] if args else None)
+        with agent_frame(name, lambda: None, place=_place(given)) as result:
+            token = _GIVEN.set(given[0])
+            try:
+                output = await afunc(*args, **kwargs)
+            finally:
+                _GIVEN.reset(token)
             result.append(_answer(output))
+        _remember(output)
         return output
 
     return node
+
+
+def _given(input: Any) -> tuple[tuple[tuple[str, str], ...], bool]:
+    """The tool calls a node's input holds, as (id, name), and whether it was sent them alone (a list
+    of tool calls or a `ToolCallWithContext`, as `Send` gives a `ToolNode`) rather than in a state (the
+    last AI message's, as `ToolNode` reads them)."""
+    if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
+        return _calls([input.get("tool_call")]), True
+    if isinstance(input, list) and input and all(isinstance(c, dict) and c.get("type") == "tool_call" for c in input):
+        return _calls(input), True
+    messages = input.get("messages") if isinstance(input, dict) else getattr(input, "messages", None)
+    if isinstance(messages, list):
+        last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        if last is not None:
+            return _calls(last.tool_calls), False
+    return (), False
+
+
+def _calls(calls: Any) -> tuple[tuple[str, str], ...]:
+    return tuple((c["id"], c["name"]) for c in calls if isinstance(c, dict) and c.get("id") and c.get("name"))
+
+
+def _place(given: tuple[tuple[tuple[str, str], ...], bool]) -> tuple[tuple[str, ...], str] | None:
+    """Where a node run sent one tool call stands among the calls of the answer that asked for it."""
+    calls, sent = given
+    graph = CURRENT_FRAME.get(None)
+    if not sent or len(calls) != 1 or graph is None:
+        return None
+    asked = _ASKED.get(graph, {}).get(calls[0][0])
+    return (asked, calls[0][0]) if asked else None
+
+
+def _together(tool: str) -> tuple[str, ...]:
+    """The ids of the calls of this tool the running node was given, in the model's order."""
+    return tuple(call_id for call_id, name in _GIVEN.get() if name == tool)
+
+
+def _remember(output: Any) -> None:
+    """Note, in the graph's frame, the tool calls a node's model asked for (`_place` reads them)."""
+    graph = CURRENT_FRAME.get(None)
+    if graph is None:
+        return
+    for ids in _asked(output):
+        asked = _ASKED.get(graph)
+        if asked is None:
+            asked = _ASKED.setdefault(graph, {})
+        asked.update(dict.fromkeys(ids, ids))
+
+
+def _asked(output: Any) -> Iterator[tuple[str, ...]]:
+    """The tool call ids of each AI message in a node's output (a state update, a `Command`'s, a list)."""
+    if isinstance(output, AIMessage):
+        ids = tuple(str(call["id"]) for call in output.tool_calls if call.get("id"))
+        if ids:
+            yield ids
+    elif isinstance(output, dict):
+        yield from _asked(output.get("messages"))
+    elif isinstance(output, (list, tuple)):
+        for item in output:
+            yield from _asked(item)
+    elif isinstance(getattr(output, "update", None), (dict, list, tuple)):  # a `Command`
+        yield from _asked(output.update)
 
 
 def _arguments(tool: BaseTool, tool_input: Any) -> Any:

@@ -66,6 +66,7 @@ class RunStart:
     metadata: dict[str, Any]
     props: Any
     typescript: bool
+    name: str | None = None  # what the run is called (its `runWith:start` `name`), which a replay keeps
 
 
 def run_start(store: Store, trace_id: str) -> RunStart:
@@ -85,7 +86,8 @@ def run_start(store: Store, trace_id: str) -> RunStart:
     found = start.get("metadata")
     metadata: dict[str, Any] = found if isinstance(found, dict) else {}
     props = metadata["props"] if "props" in metadata else start.get("props", {})
-    return RunStart(metadata, props, bool(start) and "callId" not in start)
+    name = start.get("name") if start.get("type") == "runWith:start" else None
+    return RunStart(metadata, props, bool(start) and "callId" not in start, name if isinstance(name, str) else None)
 
 
 def run_of_replay(store: Store, replay_id: str) -> str | None:

@@ -271,7 +271,7 @@ def _confirm_context(request: Request, store: Store, stored: StoredSnapshot) -> 
     if entrypoint is not None:
         try:
             declared = check_entrypoint(entrypoint, state(request).replays.root)
-            plan = ReplayPlan(stored.info.snapshot_id, trace_id, entrypoint, props, declared)
+            plan = ReplayPlan(stored.info.snapshot_id, trace_id, entrypoint, props, declared, start.name)
         except ReplayRefused as exc:
             refusal = str(exc)
     return {
@@ -287,7 +287,7 @@ def _confirm_context(request: Request, store: Store, stored: StoredSnapshot) -> 
         "token_passed": state(request).replays.token is not None,
         "snapshot_url": snapshot_url,
         "base_url": base_url,
-        "by_hand": by_hand(entrypoint, props, snapshot_url, base_url),
+        "by_hand": by_hand(entrypoint, props, snapshot_url, base_url, start.name),
     }
 
 
