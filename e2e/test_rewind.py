@@ -167,12 +167,12 @@ def test_fork_by_editing_memory_replay_and_compare_opens_on_the_first_divergence
     expect(page.locator("#downstream")).to_contain_text("research-lead #0")
     # The path to the difference is open in the tree, the difference marked.
     writer = page.locator(f'li[data-call-id="{WRITER}"]')
-    expect(writer.locator("> details")).to_have_attribute("open", "")
+    expect(writer.locator("> input.cmp-open")).to_be_checked()
     expect(writer.locator(".badge.first-divergence")).to_be_visible()
-    expect(page.locator('li[data-call-id="root/agent:research-lead:0"] > details')).to_have_attribute("open", "")
+    expect(page.locator('li[data-call-id="root/agent:research-lead:0"] > input.cmp-open')).to_be_checked()
     shoot(page, "compare-fork")
     # The writer's answer, chosen from the tree: the fork's says "In detail", the original's not.
-    writer.locator("> details > summary a.cmp-call").click()
+    writer.locator("> a.cmp-call").click()
     answer = page.locator('#first-divergence .field-diff[data-field="output"] .word-diff')
     expect(answer.locator("ins")).to_contain_text("detail")
 

@@ -74,7 +74,8 @@
     const nodes = [];
     while (walker.nextNode()) {
       const node = walker.currentNode;
-      if (node.parentElement.closest("mark.found") || !node.nodeValue.toLowerCase().includes(text)) continue;
+      // A <textarea>'s text is its value, not drawn nodes (the fork editor's): a mark there never shows.
+      if (node.parentElement.closest("mark.found, textarea") || !node.nodeValue.toLowerCase().includes(text)) continue;
       nodes.push(node);
     }
     let first = null;
