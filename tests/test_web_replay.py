@@ -274,7 +274,7 @@ def test_the_compare_page_aligns_calls_by_call_id_and_opens_on_the_first_diverge
     assert "child #0" in downstream
     # Every frame on the path to a difference is open; the extra agent only the left run made is marked.
     for call_id in ("root", "root/agent:parent:0", child):
-        assert "open" in one(page, f'li[data-call-id="{call_id}"] > details').attributes, call_id
+        assert "checked" in one(page, f'li[data-call-id="{call_id}"] > input.cmp-open').attributes, call_id
     assert "first divergence" in one(page, f'li[data-call-id="{tool}"]').text()
     assert "only in one run" in one(page, 'li[data-call-id="root/agent:parent:0/agent:extra:0"]').text()
     # The memory of the child, key by key.
