@@ -12,8 +12,9 @@ to a JSONL file (`--trace`); `--snapshot` replays from a snapshot file or a DevT
 DevTool with a team token wants it with both (`$DEVTOOL_TOKEN`, or `--token`, which other users of
 the machine can see in `ps`). `--only-replayable` refuses a FUNC that MODULE does not define and
 declare `@replayable` (what the DevTool's replays run with); without it, a FUNC not so declared runs
-and a note says the DevTool will not offer to replay it. This command
-needs only the core library (and `devtool.instrument`'s `@record` names).
+and a note says the DevTool will not offer to replay it. The module is
+imported `without_process_run()`: an `install()` it calls then starts no run of the whole process
+beside the command's. This command needs only the core library (and `devtool.instrument.recording`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from devtool.core.http_sink import HttpSink
 from devtool.core.jsonvalue import JSON, describe
 from devtool.core.run import RunScope
 from devtool.core.scoped import run_in
-from devtool.instrument.recording import RUN_NAME
+from devtool.instrument.recording import RUN_NAME, without_process_run
 
 
 def register(subparsers: Any) -> None:
@@ -68,7 +69,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    func = load_entrypoint(args.entrypoint)
+    with without_process_run():  # an `install()` at import time: this command's run is the one
+        func = load_entrypoint(args.entrypoint)
     declared = is_declared_replayable(func, args.entrypoint.partition(":")[0])
     if args.only_replayable and not declared:
         raise CliError(

@@ -15,7 +15,8 @@
   journaled (a replay returns their recorded output and does not run them): `frameworks/`.
 - `install()`: every SDK and framework installed (`installed_sdks()`; a framework is instrumented when
   the program imports it, not imported here), and, when `DEVTOOL_URL` or `DEVTOOL_TRACE` is set, a run
-  of the whole process from then to its exit, sent there.
+  of the whole process from then to its exit, sent there (none inside a run, or in `devtool run`'s
+  import of its module); a `record` called in it is a run of its own, not part of it.
 - `record`, `agent`, `tool` (also `devtool.record`, `devtool.agent`, `devtool.tool`): a run around
   existing code, plain functions as agent frames and journaled tool calls (`recording.py`,
   `functions.py`).
@@ -100,7 +101,8 @@ FRAMEWORKS = (("pydantic_ai", pydantic_ai), ("agents", openai_agents), ("langcha
 
 def install() -> list[str]:
     """Instrument every SDK and framework that is installed (their names: a framework as the program
-    imports it), and start the process's run when `DEVTOOL_URL` or `DEVTOOL_TRACE` says where to send it."""
+    imports it), and start the process's run when `DEVTOOL_URL` or `DEVTOOL_TRACE` says where to send it
+    (not inside a run, nor as `devtool run` imports its entrypoint): a `record` in it is a run of its own."""
     done = installed()
     start_process_run()
     return done

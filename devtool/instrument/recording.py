@@ -16,7 +16,11 @@ frames and `@tool` calls inside it are recorded. `to` is a DevTool's URL (events
 without `to`, `DEVTOOL_URL` and/or `DEVTOOL_TRACE` say where.
 
 A run started by `devtool run` (a replay from the DevTool runs one) is already there when a recorded
-function is called: `record` then joins it instead of starting another, so the function replays.
+function is called: `record` then joins it instead of starting another, so the function replays; so
+does a `record` inside another `record`. The one run it does not join is the process run `install()`
+starts (`start_process_run`): there it opens a run of its own (its name, entrypoint, props and output),
+and the process run is current again when it ends. `devtool run` imports its entrypoint's module
+`without_process_run()`, so an `install()` at import time leaves the command's run the only one.
 What a replay runs is the run's entrypoint, `module:function` in its `runWith:start` metadata, as
 `devtool run` records it: the decorator records the function it wraps; a `with` block records the
 `entrypoint=` it is given (a function, or its `module:function`), else none (the run is recorded, and
@@ -30,17 +34,19 @@ block's and its replay's) as a difference.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import inspect
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
 from devtool.core.events import Sink
-from devtool.core.frame import CURRENT_FRAME
+from devtool.core.frame import CURRENT_FRAME, Frame
 from devtool.core.http_sink import HttpSink
 from devtool.core.jsonvalue import JSON, describe
 from devtool.core.run import RunScope, close_with_sinks
@@ -79,7 +85,7 @@ class record:  # lower case: used as `with devtool.record(...)` and `@devtool.re
         self.result: Any = None  # what the decorated call returned: the run's output
 
     def __enter__(self) -> record:
-        if CURRENT_FRAME.get(None) is not None:  # already in a run (a replay's, an outer record's): join it
+        if _joins(CURRENT_FRAME.get(None)):  # already in a run (a replay's, an outer record's): join it
             return self
         self._sinks = _sinks(self.to)
         metadata: dict[str, JSON] = dict(self.metadata or {})
@@ -186,13 +192,35 @@ def _sink(to: Destination) -> Sink:
     return JsonlSink(text)
 
 
+# The process run (at most one): a `record` inside it opens a run of its own instead of joining it.
 _process_run: list[record] = []
+# Set while `devtool run` imports its entrypoint's module: the command's run is the one to record into.
+_NO_PROCESS_RUN: ContextVar[bool] = ContextVar("devtool_no_process_run", default=False)
+
+
+def _joins(frame: Frame | None) -> bool:
+    """Whether a `record` opened where `frame` is current joins its run: any run but the process's."""
+    return frame is not None and not any(
+        each._scope is not None and frame.run is each._scope.run for each in _process_run
+    )
+
+
+@contextlib.contextmanager
+def without_process_run() -> Iterator[None]:
+    """Code run inside starts no process run (`devtool run` imports its entrypoint's module in it, so
+    a module that calls `install()` at import time does not record the command's process beside its run)."""
+    token = _NO_PROCESS_RUN.set(True)
+    try:
+        yield
+    finally:
+        _NO_PROCESS_RUN.reset(token)
 
 
 def start_process_run() -> record | None:
     """The run of a whole process, from now to its exit, when `DEVTOOL_URL` or `DEVTOOL_TRACE` is set
-    (what `install()` starts): named after the script; its entrypoint none (a script is no function)."""
-    if _process_run or CURRENT_FRAME.get(None) is not None:
+    (what `install()` starts): named after the script; its entrypoint none (a script is no function).
+    None where a run is open already or inside `without_process_run()`."""
+    if _process_run or _NO_PROCESS_RUN.get() or CURRENT_FRAME.get(None) is not None:
         return None
     if not (os.environ.get(URL_ENV) or os.environ.get(TRACE_ENV)):
         return None
