@@ -16,6 +16,10 @@ A message left as the editor showed it keeps its wire form (content parts, cache
 items): when the edit has as many messages as were shown, each wire message whose shown messages are
 unchanged is sent as it was, and only the changed ones are written anew. An edit that adds or removes
 messages is written anew whole.
+
+Only the edited turn's request is rewritten: the SDK's later requests are what the caller's code sends
+(a conversation that goes on holds the edited turn's new answer, so its input changed and it goes
+live); a `prompt()` turn, whose loop we own, goes on from the edited messages instead.
 """
 
 from __future__ import annotations
