@@ -179,3 +179,22 @@ def test_the_fork_editor_offers_an_sdk_turn_s_messages() -> None:
     assert edit is not None
     assert edit.messages is not None
     assert orjson.loads(edit.messages) == messages
+
+
+def test_an_async_client_sends_the_edited_messages(fake_provider: FakeProvider) -> None:
+    fake_provider.reply({"text": "arr"}, times=None, contains="PIRATE")
+    fake_provider.reply({"text": "plain"}, times=None)
+
+    async def main() -> str:
+        client = openai.AsyncOpenAI(base_url=fake_provider.openai_base_url, api_key=KEY)  # one per event loop
+        messages: Any = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "hi"}]
+        answer = await client.chat.completions.create(model="gpt-4.1-mini", messages=messages)
+        return answer.choices[0].message.content or ""
+
+    sink = MemorySink()
+    assert asyncio.run(run_with(main, sinks=[sink])) == "plain"
+    (start,) = [e for e in sink.events if e["type"] == "turn:start"]
+    edited = [{"role": "system", "content": PIRATE}, {"role": "user", "content": "hi"}]
+    fork = fork_snapshot(restore_snapshot(sink.events), messages={start["callId"]: edited})
+    assert asyncio.run(run_with(main, snapshot=fork)) == "arr"
+    assert fake_provider.requests()[-1]["body"]["messages"] == edited
