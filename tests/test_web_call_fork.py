@@ -5,19 +5,23 @@ answered in words; the page token required."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 from starlette.testclient import TestClient
 
+import devtool.instrument
 from devtool.core import ScriptedModel, create_agent, create_tool, prompt, run_with
 from devtool.store import Store, get_snapshot
 from devtool.web import create_app
 from devtool.web.state import AppState
+from testkit.fake_provider import FakeProvider
 from tests.web_runs import html, one, record, rewind, span_of
 
 SEARCH = "root/agent:researcher:0/tool:search:0"
@@ -164,3 +168,35 @@ def test_a_fork_without_the_page_token_is_refused(client: TestClient, store: Sto
     cross = {"Origin": "http://evil.example", "X-DevTool-CSRF": token(client)}
     assert client.post(f"/runs/{trace_id}/fork", data=form, headers=cross).status_code == 403
     assert store.query("SELECT count(*) FROM rewind.snapshots") == [(0,)]
+
+
+def test_an_sdk_turn_s_messages_edited_on_the_run_page_are_what_its_replay_sends(
+    client: TestClient, store: Store, tmp_path: Path, fake_provider: FakeProvider
+) -> None:
+    devtool.instrument.install()
+    sdk = openai.OpenAI(base_url=fake_provider.openai_base_url, api_key="sk-web-call-fork-0123456789")
+    fake_provider.reply({"text": "arr"}, times=None, contains="PIRATE")
+    fake_provider.reply({"text": "plain"}, times=None)
+
+    def ask(user: str) -> str:
+        system = {"role": "system", "content": "You research."}
+        messages: Any = [system, {"role": "user", "content": user}]
+        return sdk.chat.completions.create(model="gpt-4.1-mini", messages=messages).choices[0].message.content or ""
+
+    async def main() -> list[str]:
+        return [await asyncio.to_thread(ask, "cats"), await asyncio.to_thread(ask, "dogs")]
+
+    trace_id = record(store, tmp_path, main)
+    turns = span_of_all(store, trace_id, "turn")
+    page = html(client.get(f"/runs/{trace_id}?span={turns[1]}").text)
+    call_id = str(one(page, "#fork-messages-form input[name=call_id]").attributes["value"])
+    shown = json.loads(one(page, "#fork-messages").text())
+    assert shown == [{"role": "system", "content": "You research."}, {"role": "user", "content": "dogs"}]
+    shown[0]["content"] = "You are a PIRATE."
+    form = {"call_id": call_id, "messages": json.dumps(shown), "_csrf": token(client)}
+    fork = fork_of(client, store, client.post(f"/runs/{trace_id}/fork", data=form, headers=SAME_ORIGIN))
+    assert fake_provider.count() == 2
+    assert asyncio.run(run_with(main, snapshot=fork)) == ["plain", "arr"]
+    requests = fake_provider.requests()
+    assert len(requests) == 3  # the edited turn alone: the first is served
+    assert requests[-1]["body"]["messages"][0] == {"role": "system", "content": "You are a PIRATE."}

@@ -2,7 +2,7 @@
 
 The run is rewound to just after its root span ends (its whole journal, so a replay serves every call
 the edit does not reach), and that snapshot is forked with the edit (`fork.fork`, and so
-`devtool.core.counterfactual.fork_snapshot`): the call's output, or a `prompt()` turn's input messages.
+`devtool.core.counterfactual.fork_snapshot`): the call's output, or a turn's input messages.
 The fork is stored with the rewind as its parent; its page offers Replay.
 """
 

@@ -144,8 +144,8 @@ def _unreached(calls: dict[str, Any], events: list[dict[str, Any]]) -> list[Effe
         if call_id in reached:
             if isinstance(edit, dict) and "messages" in edit and sent.get(call_id) != edit["messages"]:
                 words = (
-                    "the edited messages were not sent: the turn sent its own (a turn recorded through an SDK "
-                    "sends the SDK's request; edit its answer instead, or ask again in the playground)"
+                    "the edited messages were not sent: the turn sent others (a request of an API the "
+                    "instrumentation cannot rewrite sends its own; edit its answer, or ask again in the playground)"
                 )
                 lost.append(Effect("call", call_id, words))
             continue

@@ -9,9 +9,10 @@ one call is kept by its call path, in `metadata.fork.calls` (`{callId: {"output"
   call's output; a turn's answer: its text, or a whole assistant message; for an SDK-recorded turn,
   text, from which `devtool.instrument` writes a provider answer of the request's API and form, or a
   whole `{"api", "status", "body"|"sse"}` entry);
-- edited input **messages** (a `prompt()` turn's, the system or user message) are what that turn
-  sends, and the prompt's later turns go on from them; so that turn and every later one whose input
-  changed miss the journal and run live, and the rest is served;
+- edited input **messages** (a turn's, the system or user message) are what that turn sends: a
+  `prompt()` turn's later turns go on from them; an SDK-recorded turn's request carries them, written
+  into its API's body by `devtool.instrument.edited_input`; so that turn and every later one whose
+  input changed miss the journal and run live, and the rest is served;
 - a **dropped** call runs live even though the journal has its answer.
 
 Memory edits change a frame's memory as before. The original snapshot is never changed. The
@@ -44,8 +45,8 @@ def fork_snapshot(
     drop: Iterable[str] = (),
     parent: str | None = None,
 ) -> AgentSnapshot:
-    """A new snapshot: `snapshot` with calls' outputs (`outputs`, by call path), `prompt()` turns' input
-    messages (`messages`), frames' memory (`memory`, by the frame's callId) edited, and `drop`'s calls
+    """A new snapshot: `snapshot` with calls' outputs (`outputs`, by call path), turns' input messages
+    (`messages`), frames' memory (`memory`, by the frame's callId) edited, and `drop`'s calls
     made to run live. `parent`, the id of the snapshot forked, goes into `metadata.fork`.
 
     `ForkError` for a value that is not JSON, a memory edit of a frame the snapshot does not have, a

@@ -31,6 +31,7 @@ from devtool.core.streaming import PROGRESS_INTERVAL, TurnProgress
 from devtool.core.turns import ModelCall, Turn
 from devtool.instrument.api import Api, StreamReader
 from devtool.instrument.edited import recorded_text
+from devtool.instrument.edited_input import edited_body
 from devtool.instrument.errors import StreamClosedError
 from devtool.instrument.sse import SseDecoder
 
@@ -94,6 +95,19 @@ class Exchange:
         self.turn: Turn | None = None
         self.call: ModelCall | None = None
         self._started = False  # the turn's start handed over (else with the model call's, in one work)
+
+    def edited(self) -> dict[str, Any] | None:
+        """A fork's edited input messages of this turn, as the body the request sends instead (now this
+        exchange's: its hash, and what its turn shows); None when the fork does not edit them."""
+        edits = self.frame.run.edits
+        edit = edits.get(self.call_id) if edits else None
+        messages = edit.get("messages") if edit is not None else None
+        if not isinstance(messages, list):
+            return None
+        body = edited_body(self.api.name, self.body, messages)  # type: ignore[arg-type]
+        if body is not None:
+            self._body, self.raw, self._meaning, self.digest = body, orjson.dumps(body), None, False
+        return body
 
     def recorded(self) -> Recorded | None:
         """The journaled answer to this request, if the run replays one of this API and form."""

@@ -84,6 +84,9 @@ class Sdk:
                 if raw is None:
                     return None
                 exchange = Exchange(frame, api, raw, merged.get("stream") is True, str(merged.get("model", "")))
+                if (edited := exchange.edited()) is not None:
+                    # A fork's edited messages: the SDK sends them (extra_body is in the body already).
+                    options = options.model_copy(update={"json_data": edited, "extra_json": None})
                 return Call(self, client, cast_to, options, stream, stream_cls, exchange)
         return None
 

@@ -1,10 +1,11 @@
 """What the fork editor of a span offers: the call it edits, and what the call returned (and, for a
-`prompt()` turn, the messages it sent), as the editor's starting text.
+turn, the messages it sent), as the editor's starting text.
 
 A turn's answer starts as its text when it is only text (the edit is then taken as text: for an
 SDK-recorded turn the replay writes it as the provider's answer), else as its message's JSON; a
-tool call's output as JSON. A turn recorded through an SDK (its end carries the provider's `response`)
-has no message edit here: its request is the SDK's body; the playground edits and re-asks it.
+tool call's output as JSON. A turn's messages are the ones its start showed, in our shape, for a
+`prompt()` turn and an SDK-recorded one alike (the replay writes the latter's edit into its API's
+request body: `devtool.instrument.edited_input`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def call_edit(
     else:
         output, form = editor_json(message), "json"
     messages = end.get("messages")
-    editable = "response" not in end and isinstance(messages, list) and bool(messages)
+    editable = isinstance(messages, list) and bool(messages)
     return CallEdit(call_id, "turn", output, form, editor_json(messages) if editable else None)
 
 

@@ -1,5 +1,5 @@
 """Changing the past from a run's page: `POST /runs/<trace_id>/fork` saves the run as a fork with one
-call's output (or a prompt turn's messages) edited, and goes to the fork's page, which offers Replay.
+call's output (or a turn's input messages) edited, and goes to the fork's page, which offers Replay.
 
 The form (`_fork_editor.html`, in a span's detail): `call_id` (the call path), and `output` (read as
 text when `format` is `text`: a turn's answer text; else as JSON) or `messages` (JSON). A bad edit is
