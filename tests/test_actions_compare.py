@@ -97,7 +97,7 @@ def test_the_first_divergence_is_the_innermost_earliest_call_and_the_rest_is_dow
     researcher = next(d for d in comparison.differences if d.call_id == RESEARCHER)
     assert set(researcher.fields) == {"output", "memory"}
     (memory_diff,) = [f for f in details(store, comparison, researcher).fields if f.field == "memory"]
-    assert [(k.key, k.change, k.a, k.b) for k in memory_diff.keys] == [
+    assert [(k.key, k.change, k.before, k.after) for k in memory_diff.keys] == [
         ("seen", "changed", "cats sleep all day", "cats hunt all night")
     ]
 

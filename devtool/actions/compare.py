@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 
 from devtool.actions.call_sql import CACHED, FRAME, LIVE, calls_sql
+from devtool.actions.key_diff import Change, diff
 from devtool.core.call_names import call_name
 from devtool.store import NotFoundError, Store
 
@@ -164,16 +165,6 @@ class Piece:
 
 
 @dataclass(frozen=True)
-class KeyChange:
-    """One memory key: `added`, `removed`, `changed` or `same`, with its values in A and B."""
-
-    key: str
-    change: str
-    a: Any = None
-    b: Any = None
-
-
-@dataclass(frozen=True)
 class FieldDiff:
     """One field of a call in both runs: the values, and the place inside them that differs (`path`,
     `.content` of a message) with its word diff, or the memory's keys."""
@@ -183,7 +174,7 @@ class FieldDiff:
     b: Any
     path: str = ""
     words: tuple[Piece, ...] = ()
-    keys: tuple[KeyChange, ...] = ()
+    keys: tuple[Change, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -307,18 +298,9 @@ def _add(pieces: list[Piece], op: str, text: str) -> None:
         pieces.append(Piece(op, text))
 
 
-def memory_changes(a: Any, b: Any) -> list[KeyChange]:
-    """Each key of either memory, in B's order then A's removed ones: added, removed, changed or same."""
-    a = a if isinstance(a, dict) else {}
-    b = b if isinstance(b, dict) else {}
-    changes = []
-    for key, new in b.items():
-        if key not in a:
-            changes.append(KeyChange(key, "added", b=new))
-        else:
-            changes.append(KeyChange(key, "same" if a[key] == new else "changed", a[key], new))
-    changes.extend(KeyChange(key, "removed", a=old) for key, old in a.items() if key not in b)
-    return changes
+def memory_changes(a: Any, b: Any) -> list[Change]:
+    """Each key of either memory (`before` A's, `after` B's), in B's order then A's removed ones."""
+    return diff(a if isinstance(a, dict) else None, b if isinstance(b, dict) else None)
 
 
 def summary_json(store: Store, comparison: Comparison) -> dict[str, Any]:

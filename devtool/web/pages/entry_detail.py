@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from devtool.actions.key_diff import Change, diff
 from devtool.store import Store
 from devtool.store.queries import JournalState, StoredEntry, journal_entries, journal_states
 from devtool.store.queries.journal_lane import JournalSpan, entry_position
 from devtool.web.links import run_url
-from devtool.web.pages.diff import Change, diff
 from devtool.web.pages.journal_words import KNOWN_TYPES, summarize
 from devtool.web.pages.timeline_layout import format_duration
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from devtool.actions.key_diff import Change, diff
 from devtool.store import NotFoundError, Store
 from devtool.store.queries import SpanDetail, span_detail
 from devtool.store.queries.navigation import PathStep, generation_memories
 from devtool.store.queries.streaming import answer_so_far
 from devtool.store.queries.usage import Usage, span_usage
 from devtool.web.pages.call_edit import CallEdit, call_edit
-from devtool.web.pages.diff import Change, diff
 
 
 @dataclass(frozen=True)

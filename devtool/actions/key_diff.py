@@ -1,4 +1,5 @@
-"""What changed between two JSON objects (memory, a process's context), key by key, for a page."""
+"""What changed between two JSON objects (memory, a process's context), key by key: the process page, a
+span's memory and the compare page all read it."""
 
 from __future__ import annotations
 
