@@ -19,9 +19,8 @@ counts and last event ids are the key), so asking again costs a lookup.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,9 +115,6 @@ SELECT count(*), count(*) FILTER (WHERE differs),
 FROM marked
 """  # noqa: S608 - constants of ours; the run ids are parameters
 
-_kept: OrderedDict[tuple[Any, ...], Comparison] = OrderedDict()
-_lock = threading.Lock()
-
 
 def compare(store: Store, a: str, b: str) -> Comparison:
     """Runs `a` and `b` (whole ids) compared call by call; `NotFoundError` when either is missing."""
@@ -128,20 +124,14 @@ def compare(store: Store, a: str, b: str) -> Comparison:
         if not rows:
             raise NotFoundError(f"no run {trace_id!r} in the store")
         versions.append(rows[0])
-    key = (str(store.path), a, b, *versions[0], *versions[1])
-    with _lock:
-        if key in _kept:
-            _kept.move_to_end(key)
-            return _kept[key]
-    found = _compared(store, a, b)
-    with _lock:
-        _kept[key] = found
-        while len(_kept) > KEPT_PAIRS:
-            _kept.popitem(last=False)
-    return found
+    return _compared(store, a, b, *versions[0], *versions[1])
 
 
-def _compared(store: Store, a: str, b: str) -> Comparison:
+# Kept for the last pairs asked, as the runs are (their event counts and last event ids): a run that
+# grew is compared again.
+@functools.lru_cache(maxsize=KEPT_PAIRS)
+def _compared(store: Store, a: str, b: str, *versions: int) -> Comparison:
+    """The two runs compared anew; `versions` only key the cache."""
     total, differing, cached, live, rows, every = store.query(_SQL, {"a": a, "b": b})[0]
     differences = []
     for call_id, one_sided, *flags, order, a_event, a_idx, a_mem, b_event, b_idx, b_mem in rows or ():

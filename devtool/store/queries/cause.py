@@ -19,8 +19,8 @@ in memory. Failed spans are scattered over the run, so that read touches most of
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict, defaultdict
+import functools
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,8 +112,6 @@ class Faults:
 # row groups (0.1-0.2 s a million events), and a page asks for each pane. Keyed by the run's last event
 # and status, so a run that grew or ended is read again.
 KEPT_RUNS = 16
-_KEPT: OrderedDict[tuple[str, str, str, int], Faults] = OrderedDict()
-_KEPT_LOCK = threading.Lock()
 
 _FAILED = """
     SELECT span_id, parent_span_id, kind, instant, start_ts, end_ts, error, end_event_id, depth
@@ -129,21 +127,12 @@ def run_faults(store: Store, trace_id: str) -> Faults:
         found = cursor.execute("SELECT status, last_event_id FROM runs WHERE trace_id = ?", [trace_id]).fetchall()
     if not found:
         raise NotFoundError(f"no run {trace_id!r} in this DevTool")
-    key = (str(store.path), trace_id, found[0][0], found[0][1])
-    with _KEPT_LOCK:
-        kept = _KEPT.get(key)
-        if kept is not None:
-            _KEPT.move_to_end(key)
-            return kept
-    faults = _faults(store, trace_id, found[0][0])
-    with _KEPT_LOCK:
-        _KEPT[key] = faults
-        while len(_KEPT) > KEPT_RUNS:
-            _KEPT.popitem(last=False)
-    return faults
+    return _faults(store, trace_id, found[0][0], found[0][1])
 
 
-def _faults(store: Store, trace_id: str, status: str) -> Faults:
+@functools.lru_cache(maxsize=KEPT_RUNS)
+def _faults(store: Store, trace_id: str, status: str, last_event_id: int) -> Faults:
+    """The run's failures read anew; `status` and `last_event_id` key the cache (`KEPT_RUNS`)."""
     with store.reader() as cursor:
         failed = [FailedSpan(*row) for row in cursor.execute(_FAILED, [trace_id]).fetchall()]
         by_id = {span.span_id: span for span in failed}
