@@ -128,6 +128,11 @@ class Store:
             _apply(conn, range(current + 1, min(REWIND_FILE_AT, len(MIGRATIONS) + 1)))
             rewind_file.attach(conn, self.path, main_version=current)
             _apply(conn, range(max(current + 1, REWIND_FILE_AT), len(MIGRATIONS) + 1))
+            if current < len(MIGRATIONS):
+                # Migrations left in the write-ahead log of a process killed before its first checkpoint
+                # fail DuckDB 1.5.5's replay ("GetDefaultDatabase with no default database set"): the
+                # new schema is written to the files at once.
+                conn.execute("CHECKPOINT; CHECKPOINT rewind")
 
     @property
     def schema_version(self) -> int:
