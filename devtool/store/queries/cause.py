@@ -11,10 +11,12 @@ attempt*: its own span says `completed` (its model answered), the `validation:fa
 why the answer was refused. A failed span whose parent did not fail with its error was *handled*:
 something above it caught it, and the run went on.
 
-Everything here is read from the run's failed spans: one read of `spans` filtered on the run and on
-`status`, then one read of the turns of the prompt loops that refused answers; the walk over them is
-in memory. Failed spans are scattered over the run, so that read touches most of its row groups
-(0.1-0.2 s a million events): the answer is kept for the run as it is (`KEPT_RUNS`).
+Everything here is read from the run's failed spans, then one read of the turns of the prompt loops
+that refused answers; the walk over them is in memory. A big run's failed spans are one range of
+its span keys (`span_failures`, with their names and callIds: made by the load or the server's
+indexer); another run's are a read of `spans` filtered on the run and on `status`, which touches most
+of its row groups, as failed spans are scattered over the run (0.1-0.2 s a million events). The answer
+is kept for the run as it is (`KEPT_RUNS`).
 """
 
 from __future__ import annotations
@@ -134,7 +136,13 @@ def run_faults(store: Store, trace_id: str) -> Faults:
 def _faults(store: Store, trace_id: str, status: str, last_event_id: int) -> Faults:
     """The run's failures read anew; `status` and `last_event_id` key the cache (`KEPT_RUNS`)."""
     with store.reader() as cursor:
-        failed = [FailedSpan(*row) for row in cursor.execute(_FAILED, [trace_id]).fetchall()]
+        keyed = span_keys.failed_spans(cursor, trace_id)
+        if keyed is None:
+            failed = [FailedSpan(*row) for row in cursor.execute(_FAILED, [trace_id]).fetchall()]
+            names: dict[str, tuple[str, str | None]] = {}
+        else:
+            failed = [FailedSpan(*row[:9]) for row in keyed]
+            names = {row[0]: (row[9], row[10]) for row in keyed}
         by_id = {span.span_id: span for span in failed}
         children: dict[str, list[FailedSpan]] = defaultdict(list)
         for span in failed:
@@ -159,7 +167,7 @@ def _faults(store: Store, trace_id: str, status: str, last_event_id: int) -> Fau
                 + [(attempt.start_ms, span_id) for span_id, attempt in attempts.items()]
             )
         )
-        cause = _cause(cursor, trace_id, failed, children, attempts) if status == "failed" else None
+        cause = _cause(cursor, trace_id, failed, children, attempts, names) if status == "failed" else None
     refused = {span_id: attempt.why for span_id, attempt in attempts.items()}
     return Faults(cause, handled, refused, errors)
 
@@ -193,8 +201,10 @@ def _cause(
     failed: list[FailedSpan],
     children: dict[str, list[FailedSpan]],
     attempts: dict[str, Attempt],
+    names: dict[str, tuple[str, str | None]],
 ) -> Cause | None:
-    """Down from the failed root along the failure's propagation to the innermost span it came from."""
+    """Down from the failed root along the failure's propagation to the innermost span it came from;
+    `names`: the names and callIds of failed spans known already."""
     spans = [span for span in failed if not span.instant]
     if not spans:
         return None
@@ -217,7 +227,7 @@ def _cause(
         chain.append(refused)
     if not chain:
         return None
-    steps = _named(cursor, trace_id, chain)
+    steps = _named(cursor, trace_id, chain, names)
     return Cause(
         span_id=steps[-1].span_id,
         call_id=steps[-1].call_id,
@@ -274,11 +284,17 @@ def _attempts(cursor: Any, trace_id: str, failed: list[FailedSpan]) -> dict[str,
     return found
 
 
-def _named(cursor: Any, trace_id: str, chain: list[FailedSpan]) -> tuple[ChainStep, ...]:
-    """The chain's spans with their names and callIds (by their keys when the run is keyed)."""
-    where, params = span_keys.where_spans(cursor, trace_id, [span.span_id for span in chain])
-    rows = cursor.execute(f"SELECT span_id, name, call_id FROM spans WHERE {where}", params).fetchall()
-    named = {span_id: (name, call_id) for span_id, name, call_id in rows}
+def _named(
+    cursor: Any, trace_id: str, chain: list[FailedSpan], known: dict[str, tuple[str, str | None]]
+) -> tuple[ChainStep, ...]:
+    """The chain's spans with their names and callIds: from `known`, the others read (by their keys when
+    the run is keyed)."""
+    named = dict(known)
+    missing = [span.span_id for span in chain if span.span_id not in named]
+    if missing:
+        where, params = span_keys.where_spans(cursor, trace_id, missing)
+        rows = cursor.execute(f"SELECT span_id, name, call_id FROM spans WHERE {where}", params).fetchall()
+        named |= {span_id: (name, call_id) for span_id, name, call_id in rows}
     return tuple(ChainStep(span.span_id, span.kind, *named.get(span.span_id, (span.kind, None))) for span in chain)
 
 

@@ -196,6 +196,26 @@ def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> 
     return [SpanHit(*row) for row in rows]
 
 
+def spans_named(store: Store, trace_id: str, text: str, *, limit: int = 50) -> list[SpanHit]:
+    """The earliest `limit` spans of a run whose name contains `text` (case-insensitive): from the run's
+    span keys when it is keyed (its names first, a few hundred rows), else by a scan."""
+    with store.reader() as cursor:
+        found = span_keys.named(cursor, trace_id, text, limit=limit)
+        if found is not None:
+            where, params = span_keys.where_located(trace_id, found)
+            rows = cursor.execute(f"SELECT {_HIT} FROM spans WHERE {where}", params).fetchall()
+            hits = {row[0]: row for row in rows}
+            return [SpanHit(*hits[span]) for span, _ in found if span in hits]
+    rows = store.query(
+        f"""
+        SELECT {_HIT} FROM spans WHERE trace_id = $trace AND {SHOWN} AND contains(lower(name), lower($text))
+        ORDER BY start_ts, start_event_id LIMIT $limit
+        """,
+        {"trace": trace_id, "text": text, "limit": limit},
+    )
+    return [SpanHit(*row) for row in rows]
+
+
 _HIT = "span_id, kind, name, agent_id, call_id, status, start_ts"
 
 
