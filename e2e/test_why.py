@@ -133,7 +133,7 @@ def test_a_word_of_a_model_answer_is_found_from_the_runs_search_to_its_field(
 
 
 def test_a_rare_text_at_the_end_of_a_long_run_is_found_and_opened(
-    page: Page, serve: ServerFactory, tmp_path: Path
+    page: Page, serve: ServerFactory, tmp_path: Path, shoot: Shoot
 ) -> None:
     """Eight blocks of the same tool calls, then one that failed with its own words: the find box reads
     the block its words are in, lists that field, and opens its span with the text marked."""
@@ -166,6 +166,7 @@ def test_a_rare_text_at_the_end_of_a_long_run_is_found_and_opened(
     marked = page.locator("#detail mark.found").first
     expect(marked).to_have_text("quota exceeded")
     expect(marked).to_be_in_viewport()
+    shoot(page, "find-late")
 
 
 def test_the_json_answers(demo: tuple[Server, dict[str, str]]) -> None:
