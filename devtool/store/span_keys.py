@@ -366,10 +366,19 @@ def named(cursor: duckdb.DuckDBPyConnection, trace_id: str, text: str, *, limit:
     return span_search.named(cursor, run, text, limit=limit, window=(origin, origin + width * TILES))
 
 
-def failed_spans(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> list[tuple[Any, ...]] | None:
-    """The run's failed spans (`span_failures.READ`), or None when it is not keyed."""
+def failed_relation(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> str | None:
+    """The run's failed spans as a relation of SQL (`span_failures.OF_RUN`), or None when it is not keyed."""
     run = _run(cursor, trace_id)
-    return None if run is None else cursor.execute(span_failures.READ, {"run": run}).fetchall()
+    return None if run is None else span_failures.OF_RUN.format(run=int(run))
+
+
+def failed_names(
+    cursor: duckdb.DuckDBPyConnection, trace_id: str, span_ids: Sequence[str]
+) -> dict[str, tuple[str, Any]]:
+    """The names and callIds of the run's failed spans `span_ids`, by id; none when it is not keyed."""
+    run = _run(cursor, trace_id)
+    rows = [] if run is None else cursor.execute(span_failures.NAMES, {"run": run, "ids": list(span_ids)}).fetchall()
+    return {span_id: (name, call_id) for span_id, name, call_id in rows}
 
 
 def generation_ends(
