@@ -160,8 +160,11 @@ def _ranges(cursor: Any, trace_id: str, needle: str, first: int, last: int) -> l
         return [(first, last)] if _may_hold(cursor, trace_id, found) else []
     params: dict[str, object] = {"trace": trace_id, **{f"w{i}": word for i, word in enumerate(found)}}
     held = " AND ".join(f"bool_or(contains(term, $w{i}))" for i in range(len(found)))
+    # Only the rows of a word are grouped: grouping all of a run's (1.6 million at 10M events) took twice as long.
+    any_word = " OR ".join(f"contains(term, $w{i})" for i in range(len(found)))
     blocks = cursor.execute(
-        f"SELECT block FROM search_blocks WHERE trace_id = $trace GROUP BY block HAVING {held} ORDER BY block",
+        f"SELECT block FROM search_blocks WHERE trace_id = $trace AND ({any_word}) "
+        f"GROUP BY block HAVING {held} ORDER BY block",
         params,
     ).fetchall()
     ranges: list[tuple[int, int]] = []
