@@ -22,6 +22,8 @@ from devtool.store import (
     span_search,
 )
 from devtool.store.frame_index_tables import index_state
+from devtool.store.queries.cause import run_cause
+from devtool.store.queries.find import find_in_run
 from devtool.store.queries.navigation import generation_ends
 from devtool.store.schema import MIGRATIONS
 from devtool.store.snapshots import save_tree
@@ -261,10 +263,9 @@ def test_migration_10_gives_runs_keyed_before_their_generation_ends_and_text_pie
             run.end(generation, memory={"n": n, "g": g})
         run.end(agent, success=True, result=n)
     run.end(root, success=True, result=None)
-    path = tmp_path / "old.duckdb"
+    path = old_store(tmp_path, monkeypatch, 9, run.events)  # today's append writes tables version 9 has not
     monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:9])
     old = Store(path)
-    append_events(old, run.events)
     call_ids = [f"root/agent:a:{n}" for n in range(3)]
     scanned = generation_ends(old, run.trace_id, call_ids)  # from the spans
     with old.transaction() as conn:  # keyed as version 9 keyed it (the rest of its keys are not read here)
@@ -292,5 +293,38 @@ def test_migration_10_gives_runs_keyed_before_their_generation_ends_and_text_pie
         assert [len(scanned[call_id]) for call_id in call_ids] == [1, 2, 3]
         assert len(keyed) == 6
         assert generation_ends(store, run.trace_id, call_ids) == scanned
+    finally:
+        store.close()
+
+
+def test_migration_12_keeps_finding_text_in_runs_stored_before_and_keys_their_failures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events stored before migration 12 have no blocks of words: a find reads them as it did (all of
+    them, if the run's words may hold the text); a run keyed before gets its failed spans kept."""
+    run = Trace()
+    root = run.start("runWith", callId="root")
+    tool = run.start("tools:execute", root, callId="root/tool:probe:0")
+    run.end(tool, success=False, error={"name": "OSError", "message": "disk quota exceeded"})
+    run.end(root, success=False, error={"name": "OSError", "message": "disk quota exceeded"})
+    path = old_store(tmp_path, monkeypatch, 11, run.events)
+    with duckdb.connect(str(path)) as conn:
+        conn.execute(f"ATTACH '{tmp_path / 'new.duckdb'}' AS new (READ_ONLY)")
+        conn.execute("INSERT INTO search_terms SELECT * FROM new.search_terms")
+        conn.execute(
+            "INSERT INTO keyed_runs SELECT trace_id, nextval('keyed_run_ids'), started_ts, 1, last_event_id FROM runs"
+        )
+    store = Store(path)
+    try:
+        assert store.query("SELECT count(*) FROM search_blocks") == [(0,)]
+        assert store.query("SELECT event_id > (SELECT max(event_id) FROM events) FROM search_blocks_since") == [(True,)]
+        hits = find_in_run(store, run.trace_id, "Quota").hits
+        assert {(hit.span_id, hit.field) for hit in hits} == {(tool, "error.message"), (root, "error.message")}
+        assert find_in_run(store, run.trace_id, "zebra").hits == []
+        assert store.query("SELECT span_id, name FROM span_failures ORDER BY start_ts") == [
+            (root, "runWith"),
+            (tool, "tools"),
+        ]
+        assert [step.span_id for step in run_cause(store, run.trace_id).chain] == [root, tool]
     finally:
         store.close()

@@ -3,9 +3,9 @@ text, so the runs page shows where it is and links straight to that span (`/runs
 
 The runs search matches a run whose every word is part of one of its words, anywhere; a field holds
 the whole text less often, so a run without one is shown the first field that holds its longest word.
-Each run's first `FIRST_SLICE` events are looked through, no more: a page of fifty big runs stays
-within the runs search's time (a run whose text comes later shows no snippet; its page's find box
-reads further).
+Each run's first `FIRST_SLICE` events of the blocks that hold the text's words are looked through, no
+more: a page of fifty big runs stays within the runs search's time (a run whose text is in more blocks
+than those shows no snippet; its page's find box reads further).
 """
 
 from __future__ import annotations
