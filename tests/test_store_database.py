@@ -261,10 +261,9 @@ def test_migration_10_gives_runs_keyed_before_their_generation_ends_and_text_pie
             run.end(generation, memory={"n": n, "g": g})
         run.end(agent, success=True, result=n)
     run.end(root, success=True, result=None)
-    path = tmp_path / "old.duckdb"
+    path = old_store(tmp_path, monkeypatch, 9, run.events)
     monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:9])
     old = Store(path)
-    append_events(old, run.events)
     call_ids = [f"root/agent:a:{n}" for n in range(3)]
     scanned = generation_ends(old, run.trace_id, call_ids)  # from the spans
     with old.transaction() as conn:  # keyed as version 9 keyed it (the rest of its keys are not read here)

@@ -44,6 +44,9 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - Migration 11 drops the snapshots and the frame indexes, which the rewind file took (its migration
   1 copied the snapshots and their nodes first), and keeps the rewind file's id in `rewind_file`: see
   `rewind_file.py` for why they have a file of their own.
+- Migration 12 adds `call_prints`, `print_buckets` and `printed_runs`, each run's calls as
+  fingerprints, what a compare joins (`call_prints.py`); a run stored before is not printed (a
+  compare reads its events).
 """
 
 from __future__ import annotations
@@ -396,5 +399,17 @@ MIGRATIONS: list[str] = [
     DROP TABLE rewind_frames;
     DROP TABLE rewind_chunks;
     DROP SEQUENCE rewind_builds;
+    """,
+    """
+    CREATE TABLE call_prints (
+        trace_id VARCHAR NOT NULL, bucket UBIGINT NOT NULL, call_id VARCHAR NOT NULL, pos BIGINT NOT NULL,
+        event_id BIGINT NOT NULL, idx INTEGER NOT NULL, mem_ev BIGINT NOT NULL, h_in UBIGINT, h_out UBIGINT,
+        h_err UBIGINT, h_mem UBIGINT NOT NULL, served INTEGER NOT NULL
+    );
+    CREATE TABLE print_buckets (
+        trace_id VARCHAR NOT NULL, bucket UBIGINT NOT NULL, calls BIGINT NOT NULL, digest UBIGINT NOT NULL,
+        cached BIGINT NOT NULL, live BIGINT NOT NULL
+    );
+    CREATE TABLE printed_runs (trace_id VARCHAR NOT NULL);
     """,
 ]
