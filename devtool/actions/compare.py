@@ -115,8 +115,6 @@ SELECT count(*), count(*) FILTER (WHERE differs),
                   FILTER (WHERE differs), 1, {MAX_DIFFERENCES})
 FROM marked
 """  # noqa: S608 - constants of ours; the run ids are parameters
-# Both runs printed: only the calls of their buckets that differ are joined (`call_prints.split`).
-_BUCKETS_JOINED = _JOIN.format(a_calls=bucket_prints("a", "buckets"), b_calls=bucket_prints("b", "buckets"))
 _ALL_JOINED = _JOIN.format(a_calls=run_prints("a"), b_calls=run_prints("b"))
 # Every call of two small runs, with how run B served it.
 _EVERY = f"""
@@ -145,11 +143,15 @@ def _compared(store: Store, a: str, b: str, *versions: int) -> Comparison:
     with closing(store.reader()) as cursor:
         cursor.execute("BEGIN TRANSACTION")  # one snapshot of both runs for every query below
         try:
+            # Both runs printed: only the calls of their buckets that differ are joined.
             found = split(cursor, a, b)
             if found is None:
                 answer = cursor.execute(_ALL_JOINED, {"a": a, "b": b}).fetchall()[0]
             else:
-                answer = cursor.execute(_BUCKETS_JOINED, {"a": a, "b": b, "buckets": list(found.buckets)}).fetchall()[0]
+                joined_sql = _JOIN.format(
+                    a_calls=bucket_prints("a", found.buckets), b_calls=bucket_prints("b", found.buckets)
+                )
+                answer = cursor.execute(joined_sql, {"a": a, "b": b}).fetchall()[0]
             joined, differing, cached, live, rows = answer
             total = joined + (found.alike if found else 0)
             if found is not None:
