@@ -13,24 +13,33 @@ ends before its parent, so the order puts the innermost first) and where its val
 Made where spans are (`derive.refresh`, in the same transaction): a load prints the runs it
 stores, and a live batch (or a second file of a run) prints the calls its events end, replacing a
 call that ended again, and again the agents whose memory a new generation changed; a call new to
-the run is placed after the run's others. `printed_runs` lists the runs printed whole since they
-began: a run stored before the table existed (an older store) is not, nor is one that grows, and
-`run_prints` then reads its calls from its events as they are (`PRINTS`), as every compare did
-before: right, and slower (seconds a million events).
+the run is placed after the run's others. Calls fall in `BUCKETS` buckets by a hash of their
+callId, and `print_buckets` keeps each bucket's count and digest (an XOR of its calls' hashes), so a
+compare joins only the calls of the buckets whose digests differ (`split`, `bucket_prints`).
+`printed_runs` lists the runs printed whole: a run stored before the tables existed (an older
+store) is not, nor becomes so as it grows, and `run_prints` then reads its calls from its events,
+as every compare did before (right, and slower: seconds a million events), until the server's
+background indexer prints it once it stops growing (`print_run`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import duckdb
+
+from devtool.store.database import rollback
+
+if TYPE_CHECKING:
+    from devtool.store.database import Store
 
 FRAME, LIVE, CACHED = 0, 1, 2  # `served` per call: a frame, a call that ran, a call served from the journal
 
 COLUMNS = "call_id, pos, event_id, idx, mem_ev, h_in, h_out, h_err, h_mem, served"
-# Calls fall in buckets by a hash of their callId; a bucket's digest folds its calls' fingerprints, so
-# two runs' buckets with equal digests hold the same calls alike and only the others are joined.
+# Two runs' buckets with equal digests hold the same calls, alike: only the others are joined.
 BUCKETS = 4096
 BUCKET_OF = f"hash(call_id) % {BUCKETS}"
 
@@ -135,6 +144,36 @@ def bucket_prints(trace_param: str, buckets: Sequence[int]) -> str:
     parameter list would be a join, read whole)."""
     listed = ", ".join(str(int(bucket)) for bucket in buckets) or "NULL"
     return f"SELECT {COLUMNS} FROM call_prints WHERE trace_id = ${trace_param} AND bucket IN ({listed})"
+
+
+def print_run(store: Store, trace_id: str) -> bool:
+    """Print run `trace_id` whole (one stored before the fingerprints were), in a transaction of its
+    own on a cursor of its own; False when a derive of it wrote meanwhile (the next look prints it)."""
+    with closing(store.reader()) as conn:
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            conn.execute("CREATE OR REPLACE TEMP TABLE touched_traces AS SELECT ? AS trace_id", [trace_id])
+            update(conn, 0)  # every event of a run is after 0: it is printed as a new run is
+            conn.execute("DROP TABLE touched_traces")
+            conn.execute("COMMIT")
+        except duckdb.TransactionException:
+            rollback(conn)
+            return False
+        except BaseException:
+            rollback(conn)
+            raise
+    return True
+
+
+def runs_to_print(store: Store, *, min_events: int) -> dict[str, int]:
+    """Runs of at least `min_events` events not printed (stored before the fingerprints were): their
+    last event id, by trace id (biggest first)."""
+    rows = store.query(
+        "SELECT trace_id, last_event_id FROM runs ANTI JOIN printed_runs USING (trace_id) WHERE events >= ? "
+        "ORDER BY events DESC, trace_id",
+        [min_events],
+    )
+    return dict(rows)
 
 
 def update(conn: duckdb.DuckDBPyConnection, after_event_id: int) -> None:
