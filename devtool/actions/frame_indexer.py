@@ -15,7 +15,7 @@ the run grows again), a rewind of the run walks its events instead, and makes th
 slower. One run at a time, never more than one thread: the machine's cores are for the pages. A run
 that stopped growing also has its failures read once (`devtool.store.queries.cause`, kept while the
 run stays as it is), so its page's first view does not wait for them, and one stored before call
-fingerprints were is printed (`devtool.store.call_prints.print_run`), so its first compare does not
+fingerprints were is printed (`devtool.store.print_older`), so its first compare does not
 read its events.
 """
 
@@ -30,7 +30,7 @@ import duckdb
 from devtool.actions.index_walker import walk_apart
 from devtool.core.frame_index_records import DUPLICATE_CALL_ID, NotIndexable
 from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS
-from devtool.store import Store, StoreError, call_prints, span_keys
+from devtool.store import Store, StoreError, print_older, span_keys
 from devtool.store.frame_index_tables import (
     BatchWriter,
     IndexState,
@@ -129,14 +129,14 @@ class FrameIndexer:
         """Runs stored before call fingerprints were (an older store): printed here, so their first
         compare does not read their events."""
         try:
-            return call_prints.runs_to_print(self.store, min_events=self.min_events)
+            return print_older.runs_to_print(self.store, min_events=self.min_events)
         except duckdb.Error as exc:  # the database going away under a background reader, say
             logger.warning("devtool: frame indexer: %s", exc)
             return {}
 
     def _print(self, trace_id: str, last_event_id: int, failed: dict[str, int]) -> None:
         try:
-            call_prints.print_run(self.store, trace_id)
+            print_older.print_run(self.store, trace_id)
         except Exception:  # a bug or a store error here must stop neither the server nor other runs
             failed[trace_id] = last_event_id
             if not self._stopping.is_set():

@@ -19,22 +19,15 @@ compare joins only the calls of the buckets whose digests differ (`split`, `buck
 `printed_runs` lists the runs printed whole: a run stored before the tables existed (an older
 store) is not, nor becomes so as it grows, and `run_prints` then reads its calls from its events,
 as every compare did before (right, and slower: seconds a million events), until the server's
-background indexer prints it once it stops growing (`print_run`).
+background indexer prints it once it stops growing (`print_older`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import closing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import duckdb
-
-from devtool.store.database import rollback
-
-if TYPE_CHECKING:
-    from devtool.store.database import Store
 
 FRAME, LIVE, CACHED = 0, 1, 2  # `served` per call: a frame, a call that ran, a call served from the journal
 
@@ -46,14 +39,11 @@ BUCKET_OF = f"hash(call_id) % {BUCKETS}"
 # The fingerprint rows of the end events chosen by `{frames}` (a condition on `events`), with the
 # memory of their agents from the generation ends chosen by `{gens}`; a call's latest end wins.
 _ROWS = """
-WITH ends AS (
+WITH frames AS (
     SELECT trace_id, CASE WHEN type = 'runWith:end' THEN 'root' ELSE call_id END AS call_id, event_id, type,
-           span_id, content_hash, cache, body
-    FROM events WHERE type IN ('runWith:end', 'agent:end', 'turn:end', 'tools:execute:end') AND ({frames})
-),
-frames AS (
-    SELECT *, json_extract(body, ['$.props', '$.result', '$.error', '$.message', '$.memory']) AS x
-    FROM ends WHERE type <> 'tools:execute:end'
+           span_id, content_hash, cache,
+           json_extract(body, ['$.props', '$.result', '$.error', '$.message', '$.memory']) AS x
+    FROM events WHERE type IN ('runWith:end', 'agent:end', 'turn:end') AND ({frames})
 ),
 gens AS (
     SELECT trace_id, parent_span_id AS span, max(event_id) AS mem_ev,
@@ -79,7 +69,7 @@ every AS (
            CASE WHEN r->>'cache' = 'true' THEN {CACHED} ELSE {LIVE} END
     FROM (SELECT trace_id, event_id, unnest(t) AS r, generate_subscripts(t, 1) AS i
           FROM (SELECT trace_id, event_id, CAST(json_extract(body, '$.toolResults') AS JSON[]) AS t
-                FROM ends WHERE type = 'tools:execute:end'))
+                FROM events WHERE type = 'tools:execute:end' AND ({frames})))
 )
 SELECT trace_id, call_id, event_id, idx, coalesce(mem_ev, -1) AS mem_ev, h_in, h_out, h_err,
        coalesce(h_mem, 0) AS h_mem, served
@@ -144,36 +134,6 @@ def bucket_prints(trace_param: str, buckets: Sequence[int]) -> str:
     parameter list would be a join, read whole)."""
     listed = ", ".join(str(int(bucket)) for bucket in buckets) or "NULL"
     return f"SELECT {COLUMNS} FROM call_prints WHERE trace_id = ${trace_param} AND bucket IN ({listed})"
-
-
-def print_run(store: Store, trace_id: str) -> bool:
-    """Print run `trace_id` whole (one stored before the fingerprints were), in a transaction of its
-    own on a cursor of its own; False when a derive of it wrote meanwhile (the next look prints it)."""
-    with closing(store.reader()) as conn:
-        conn.execute("BEGIN TRANSACTION")
-        try:
-            conn.execute("CREATE OR REPLACE TEMP TABLE touched_traces AS SELECT ? AS trace_id", [trace_id])
-            update(conn, 0)  # every event of a run is after 0: it is printed as a new run is
-            conn.execute("DROP TABLE touched_traces")
-            conn.execute("COMMIT")
-        except duckdb.TransactionException:
-            rollback(conn)
-            return False
-        except BaseException:
-            rollback(conn)
-            raise
-    return True
-
-
-def runs_to_print(store: Store, *, min_events: int) -> dict[str, int]:
-    """Runs of at least `min_events` events not printed (stored before the fingerprints were): their
-    last event id, by trace id (biggest first)."""
-    rows = store.query(
-        "SELECT trace_id, last_event_id FROM runs ANTI JOIN printed_runs USING (trace_id) WHERE events >= ? "
-        "ORDER BY events DESC, trace_id",
-        [min_events],
-    )
-    return dict(rows)
 
 
 def update(conn: duckdb.DuckDBPyConnection, after_event_id: int) -> None:
