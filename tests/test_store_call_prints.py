@@ -19,6 +19,7 @@ from devtool.core import MemorySink, run_with
 from devtool.core.debugger import fork_snapshot, restore_snapshot
 from devtool.store import Store, append_events, save_snapshot
 from devtool.store.call_prints import split
+from devtool.store.print_older import print_run, runs_to_print
 from devtool.web import create_app
 from tests.test_actions_compare import TOOL, program
 from tests.test_store_database import old_store
@@ -117,6 +118,7 @@ def test_runs_stored_before_the_fingerprints_compare_from_their_events(
     store = Store(old_store(tmp_path, monkeypatch, 11, first + second[:-3]))
     try:
         assert not printed(store, a, b)
+        assert set(runs_to_print(store, min_events=1)) == {a, b}
         before = compared(store, a, b)
         assert before.first is not None
         assert (before.first.call_id, before.first.field) == (TOOL, "output")
@@ -127,6 +129,11 @@ def test_runs_stored_before_the_fingerprints_compare_from_their_events(
         assert after.first is not None
         assert (after.first.call_id, after.first.field) == (TOOL, "output")
         assert "root/agent:lead:0" in {d.call_id for d in after.differences}
+        # The server's background indexer prints them: then the same answer from their fingerprints.
+        assert print_run(store, a)
+        assert print_run(store, b)
+        assert printed(store, a, b)
+        assert shape(compared(store, a, b)) == shape(after)
         fresh = Store(tmp_path / "fresh.duckdb")  # the same runs stored by today's code: printed
         try:
             append_events(fresh, first + second)
