@@ -64,12 +64,16 @@ every AS (
            CASE WHEN f.type <> 'turn:end' THEN {FRAME} WHEN f.cache THEN {CACHED} ELSE {LIVE} END AS served
     FROM frames f LEFT JOIN gens g ON g.trace_id = f.trace_id AND g.span = f.span_id AND f.type = 'agent:end'
     UNION ALL
-    SELECT trace_id, coalesce(r->>'callPath', r->>'callId'), event_id, i - 1,
-           hash(r->>'toolName', r->'input'), hash(r->'output'), hash(r->'error'), NULL, NULL,
-           CASE WHEN r->>'cache' = 'true' THEN {CACHED} ELSE {LIVE} END
-    FROM (SELECT trace_id, event_id, unnest(t) AS r, generate_subscripts(t, 1) AS i
-          FROM (SELECT trace_id, event_id, CAST(json_extract(body, '$.toolResults') AS JSON[]) AS t
-                FROM events WHERE type = 'tools:execute:end' AND ({frames})))
+    -- Each result of a batch parsed once, for all its fields (a result of tens of megabytes parsed
+    -- once a field would not fit a load's memory).
+    SELECT trace_id, coalesce(y[1]->>'$', y[2]->>'$'), event_id, i - 1, hash(y[3]->>'$', y[4]), hash(y[5]),
+           hash(y[6]), NULL, NULL, CASE WHEN y[7]->>'$' = 'true' THEN {CACHED} ELSE {LIVE} END
+    FROM (SELECT trace_id, event_id, i,
+                 json_extract(r, ['$.callPath', '$.callId', '$.toolName', '$.input', '$.output', '$.error', '$.cache'])
+                     AS y
+          FROM (SELECT trace_id, event_id, unnest(t) AS r, generate_subscripts(t, 1) AS i
+                FROM (SELECT trace_id, event_id, json_extract(body, '$.toolResults[*]') AS t
+                      FROM events WHERE type = 'tools:execute:end' AND ({frames}))))
 )
 SELECT trace_id, call_id, event_id, idx, coalesce(mem_ev, -1) AS mem_ev, h_in, h_out, h_err,
        coalesce(h_mem, 0) AS h_mem, served
