@@ -67,7 +67,7 @@ every AS (
     -- Each result of a batch parsed once, for all its fields (a result of tens of megabytes parsed
     -- once a field would not fit a load's memory).
     SELECT trace_id, coalesce(y[1]->>'$', y[2]->>'$'), event_id, i - 1, hash(y[3]->>'$', y[4]), hash(y[5]),
-           hash(y[6]), NULL, NULL, CASE WHEN y[7]->>'$' = 'true' THEN {CACHED} ELSE {LIVE} END
+           hash(y[6]), NULL, NULL, CASE WHEN (y[7]->>'$') = 'true' THEN {CACHED} ELSE {LIVE} END
     FROM (SELECT trace_id, event_id, i,
                  json_extract(r, ['$.callPath', '$.callId', '$.toolName', '$.input', '$.output', '$.error', '$.cache'])
                      AS y
