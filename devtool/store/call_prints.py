@@ -185,14 +185,19 @@ def update(conn: duckdb.DuckDBPyConnection, after_event_id: int) -> None:
     )
     touched = f"(trace_id, bucket) IN (SELECT DISTINCT (trace_id, {BUCKET_OF}) FROM placed_prints)"
     conn.execute(f"DELETE FROM print_buckets WHERE {printed_before} AND {touched}")
+    digest(conn, f"{scope} AND {touched}")
+    conn.execute("INSERT INTO printed_runs SELECT trace_id FROM print_runs ANTI JOIN printed_runs USING (trace_id)")
+    conn.execute("DROP TABLE print_runs; DROP TABLE new_prints; DROP TABLE placed_prints")
+
+
+def digest(conn: duckdb.DuckDBPyConnection, where: str) -> None:
+    """Count and digest the buckets of the stored fingerprints `where` chooses, into `print_buckets`."""
     conn.execute(
         f"""
         INSERT INTO print_buckets
         SELECT trace_id, bucket, count(*), bit_xor(hash(call_id, h_in, h_out, h_err, h_mem)),
                count(*) FILTER (WHERE served = {CACHED}), count(*) FILTER (WHERE served = {LIVE})
-        FROM call_prints WHERE {scope} AND {touched}
+        FROM call_prints WHERE {where}
         GROUP BY 1, 2 ORDER BY 1, 2
         """
     )
-    conn.execute("INSERT INTO printed_runs SELECT trace_id FROM print_runs ANTI JOIN printed_runs USING (trace_id)")
-    conn.execute("DROP TABLE print_runs; DROP TABLE new_prints; DROP TABLE placed_prints")
