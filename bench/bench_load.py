@@ -128,6 +128,8 @@ def _step(sql: str) -> str:
         return "span keys"
     if sql == "COMMIT":
         return "commit"
+    if "print_runs" in sql or "_prints" in sql or "print_buckets" in sql:
+        return "call fingerprints"
     return "spans (derive)"
 
 

@@ -49,6 +49,9 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   append indexed so (the events stored before have no blocks: a find reads them as it did).
   Migration 12 also adds `span_failures` to a keyed run's span keys, its failed spans
   (`span_failures.py`), made for the runs keyed before from their spans.
+- Migration 13 adds `call_prints`, `print_buckets` and `printed_runs`, each run's calls as
+  fingerprints, what a compare joins (`call_prints.py`); a run stored before is not printed (a
+  compare reads its events).
 """
 
 from __future__ import annotations
@@ -427,5 +430,17 @@ MIGRATIONS: list[str] = [
     FROM spans s JOIN keyed_runs k USING (trace_id)
     WHERE s.status = 'failed'
     ORDER BY k.run, s.start_ts, s.start_event_id;
+    """,
+    """
+    CREATE TABLE call_prints (
+        trace_id VARCHAR NOT NULL, bucket UBIGINT NOT NULL, call_id VARCHAR NOT NULL, pos BIGINT NOT NULL,
+        event_id BIGINT NOT NULL, idx INTEGER NOT NULL, mem_ev BIGINT NOT NULL, h_in UBIGINT, h_out UBIGINT,
+        h_err UBIGINT, h_mem UBIGINT NOT NULL, served INTEGER NOT NULL
+    );
+    CREATE TABLE print_buckets (
+        trace_id VARCHAR NOT NULL, bucket UBIGINT NOT NULL, calls BIGINT NOT NULL, digest UBIGINT NOT NULL,
+        cached BIGINT NOT NULL, live BIGINT NOT NULL
+    );
+    CREATE TABLE printed_runs (trace_id VARCHAR NOT NULL);
     """,
 ]
