@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import duckdb
@@ -28,6 +29,8 @@ from devtool.store.queries.navigation import generation_ends
 from devtool.store.schema import MIGRATIONS
 from devtool.store.snapshots import save_tree
 from tests.conftest import Trace, held_open
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def old_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int, events: list[dict[str, object]]) -> Path:
@@ -121,6 +124,16 @@ def test_a_file_from_a_newer_devtool_is_refused(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(StoreError, match=f"has schema version {len(MIGRATIONS) + 5}, newer than this devtool"):
         Store(tmp_path / "s.duckdb")
+
+
+def test_a_file_duckdb_2_wrote_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    # An empty database DuckDB 2.0.1 wrote (what DevTool releases before the lake kept their runs in).
+    path = tmp_path / "old.duckdb"
+    path.write_bytes(gzip.decompress((FIXTURES / "duckdb-2.0.1.duckdb.gz").read_bytes()))
+    written = path.read_bytes()
+    with pytest.raises(StoreError, match=r"written by a newer DuckDB than this DevTool's 1\.5\.5 .*devtool export"):
+        Store(path)
+    assert path.read_bytes() == written  # refused before anything was written to it
 
 
 def test_a_file_another_process_holds_says_which(tmp_path: Path) -> None:

@@ -94,6 +94,13 @@ class Store:
                     f"database {path} is open in another process{who}, and DuckDB lets one process at a "
                     "time write a file: stop that process, or use another database file"
                 ) from exc
+            if "created with an newer version of DuckDB" in str(exc):
+                # DevTool moved from DuckDB 2.0 to 1.5 for the lake's extensions: a 2.0 file is unreadable here.
+                raise StoreError(
+                    f"database {path} was written by a newer DuckDB than this DevTool's {duckdb.__version__} "
+                    "(DevTool releases before the team lake ran DuckDB 2.0): use another --db and load the "
+                    "trace files again, or export the runs with the DevTool that wrote it (devtool export)"
+                ) from exc
             raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from exc
         self._write_lock = threading.Lock()
         self._derive_lock = threading.Lock()
