@@ -26,6 +26,7 @@ from devtool.store.frame_index_tables import index_state
 from devtool.store.queries.cause import run_cause
 from devtool.store.queries.find import find_in_run
 from devtool.store.queries.navigation import generation_ends
+from devtool.store.rewind_file import ALIAS as REWIND_ALIAS
 from devtool.store.schema import MIGRATIONS
 from devtool.store.snapshots import save_tree
 from tests.conftest import Trace, held_open
@@ -124,6 +125,16 @@ def test_a_file_from_a_newer_devtool_is_refused(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(StoreError, match=f"has schema version {len(MIGRATIONS) + 5}, newer than this devtool"):
         Store(tmp_path / "s.duckdb")
+
+
+def test_new_files_are_in_the_storage_format_that_compresses_long_json(tmp_path: Path) -> None:
+    # DuckDB 1.5's default format is 1.0's, which has no ZSTD for strings: events' bodies 5x larger.
+    store = Store(tmp_path / "s.duckdb")
+    try:
+        versions = dict(store.query("SELECT database_name, tags['storage_version'] FROM duckdb_databases()"))
+        assert versions["s"] == versions[REWIND_ALIAS] == "v1.5.0+"
+    finally:
+        store.close()
 
 
 def test_a_file_duckdb_2_wrote_is_refused_with_what_to_do(tmp_path: Path) -> None:

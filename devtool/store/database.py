@@ -82,6 +82,9 @@ class Store:
                     "dynamic_or_filter_threshold": PER_STATEMENT,
                     "allocator_background_threads": True,
                     "checkpoint_threshold": CHECKPOINT_THRESHOLD,
+                    # New files in 1.5's own storage format: the default (1.0's, for older readers) has
+                    # no ZSTD for strings and so keeps the events' JSON bodies uncompressed.
+                    "storage_compatibility_version": "latest",
                 },
             )
         except (OSError, duckdb.Error) as exc:
