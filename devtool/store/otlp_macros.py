@@ -240,7 +240,8 @@ CREATE OR REPLACE TEMP MACRO otlp_genai_messages(x) AS CASE
 CREATE OR REPLACE TEMP MACRO otlp_genai_answer(x) AS CASE
     WHEN json_type(x) = 'ARRAY' THEN {_FIRST_MESSAGE} END;
 CREATE OR REPLACE TEMP MACRO otlp_system(value, parts) AS CASE
-    WHEN json_type(parts) = 'ARRAY' THEN otlp_base_of('"system"', list_transform(otlp_objects(parts), lambda p: otlp_part(p)))
+    WHEN json_type(parts) = 'ARRAY'
+    THEN otlp_base_of('"system"', list_transform(otlp_objects(parts), lambda p: otlp_part(p)))
     WHEN left(value, 1) = '"' THEN otlp_object([('role', '"system"'), ('content', value)]) END;
 """
 
