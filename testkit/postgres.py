@@ -78,3 +78,18 @@ def cluster(dbname: str = "devtool") -> Iterator[Cluster]:
             _run([str(BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+class Lakes:
+    """Fresh lakes in one cluster: each `new()` a database of its own and a data folder under `root`."""
+
+    def __init__(self, made: Cluster, root: Path) -> None:
+        self.cluster = made
+        self.root = root
+        self.made = 0
+
+    def new(self) -> tuple[str, Path]:
+        """A new empty lake: its `--lake` catalog and its `--lake-data` folder."""
+        self.made += 1
+        name = f"lake{self.made}"
+        return self.cluster.createdb(name), self.root / name

@@ -8,7 +8,7 @@ from devtool.store.lake.attach import ALIAS, Lake, attach_lake, detach_lake
 from devtool.store.lake.config import LakeConfig, LakeError, lake_config
 from devtool.store.lake.fetch import in_lake, open_run, open_snapshot, refresh_listing
 from devtool.store.lake.maintenance import Compacted, compact
-from devtool.store.lake.publish import Published, publish_run, publish_snapshot, unpublished_runs
+from devtool.store.lake.publish import Published, publish_run, publish_runs, publish_snapshot, unpublished_runs
 from devtool.store.lake.worker import LakeWorker
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "open_run",
     "open_snapshot",
     "publish_run",
+    "publish_runs",
     "publish_snapshot",
     "refresh_listing",
     "unpublished_runs",

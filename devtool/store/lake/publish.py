@@ -24,36 +24,42 @@ from devtool.store.lake.retry import in_lake_transaction
 from devtool.store.lake.tables import RUN_COLUMNS
 from devtool.store.snapshots import get_snapshot, read_nodes
 
-_EVENTS = """
+# The runs being published, each with the last local event it covers: `$traces`, `$throughs`.
+_BATCH = "SELECT unnest($traces::VARCHAR[]) AS trace_id, unnest($throughs::BIGINT[]) AS through"
+_EVENTS = f"""
     INSERT INTO lake.events
-    SELECT trace_id, event_key, event_id, span_id, parent_span_id, type, ts, agent_id, call_id,
+    SELECT e.trace_id, event_key, event_id, span_id, parent_span_id, type, ts, agent_id, call_id,
            prompt_tokens, completion_tokens, cost_micro_usd, body::VARCHAR
-    FROM main.events e
-    WHERE trace_id = $trace AND event_id <= $through
-      AND event_key NOT IN (SELECT event_key FROM lake.events WHERE trace_id = $trace)
-    ORDER BY event_id
+    FROM main.events e JOIN ({_BATCH}) b ON e.trace_id = b.trace_id AND e.event_id <= b.through
+    {{unseen}}
+    ORDER BY e.trace_id, event_id
 """
+# For a run the lake lists already: only the events it does not hold (by key within the trace).
+_UNSEEN_EVENTS = "WHERE event_key NOT IN (SELECT event_key FROM lake.events WHERE trace_id = ANY($traces))"
 _SPANS = """
     INSERT INTO lake.spans
     SELECT trace_id, span_id, parent_span_id, kind, instant, name, agent_id, call_id, start_ts, end_ts, status,
            error, depth, events
-    FROM main.spans WHERE trace_id = $trace
+    FROM main.spans WHERE trace_id = ANY($traces)
 """
 _TERMS = """
     INSERT INTO lake.search_terms
-    SELECT DISTINCT trace_id, term FROM main.search_terms
-    WHERE trace_id = $trace AND term NOT IN (SELECT term FROM lake.search_terms WHERE trace_id = $trace)
+    SELECT DISTINCT trace_id, term FROM main.search_terms t
+    WHERE trace_id = ANY($traces) {unseen}
 """
+_UNSEEN_TERMS = "AND NOT EXISTS (SELECT 1 FROM lake.search_terms l WHERE l.trace_id = t.trace_id AND l.term = t.term)"
 _JOURNAL = """
     INSERT INTO lake.journal_entries
     SELECT process_id, entry_id, entry_type, timestamp, ts_ms, data::VARCHAR, trace_id, entry_seq
     FROM main.journal_entries j
-    WHERE trace_id = $trace
-      AND NOT EXISTS (SELECT 1 FROM lake.journal_entries l
-                      WHERE l.trace_id = $trace AND l.process_id = j.process_id AND l.entry_id = j.entry_id)
+    WHERE trace_id = ANY($traces) {unseen}
 """
-_RUN = f"""
-    INSERT INTO lake.runs SELECT {RUN_COLUMNS}, $node, now() FROM main.runs WHERE trace_id = $trace
+_UNSEEN_ENTRIES = """
+    AND NOT EXISTS (SELECT 1 FROM lake.journal_entries l
+                    WHERE l.trace_id = j.trace_id AND l.process_id = j.process_id AND l.entry_id = j.entry_id)
+"""
+_RUNS = f"""
+    INSERT INTO lake.runs SELECT {RUN_COLUMNS}, $node, now() FROM main.runs WHERE trace_id = ANY($traces)
 """
 
 
@@ -68,28 +74,76 @@ class Published:
 
 def publish_run(store: Store, lake: Lake, trace_id: str) -> Published:
     """Publish run `trace_id` of `store` to `lake` (`NotFoundError`: no such run here)."""
-    rows = store.query("SELECT last_event_id FROM runs WHERE trace_id = ?", [trace_id])
-    if not rows:
-        raise NotFoundError(f"no run {trace_id!r} in the store")
-    through = int(rows[0][0])
-    params = {"trace": trace_id, "through": through}
+    return publish_runs(store, lake, [trace_id])[0]
 
-    def publish(conn: duckdb.DuckDBPyConnection) -> int:
-        added = _count(conn.execute(_EVENTS, params))
-        conn.execute(_TERMS, {"trace": trace_id})
-        conn.execute(_JOURNAL, {"trace": trace_id})
-        listed = conn.execute("SELECT count(*) FROM lake.runs WHERE trace_id = ?", [trace_id]).fetchall()[0][0]
-        if added or not listed:
-            if listed:
+
+def publish_runs(store: Store, lake: Lake, trace_ids: list[str]) -> list[Published]:
+    """Publish runs `trace_ids` of `store` in one lake transaction (all or nothing, together), in order.
+
+    The lake is read once, for which of them it lists: a run it does not list has none of its rows
+    there (a run's rows are committed together), so its rows are written without looking; a run it
+    lists has only what the lake lacks added, and its spans and runs row written anew if it grew.
+    """
+    found = dict(
+        store.query("SELECT trace_id, last_event_id FROM runs WHERE trace_id = ANY(?::VARCHAR[])", [trace_ids])
+    )
+    for trace_id in trace_ids:
+        if trace_id not in found:
+            raise NotFoundError(f"no run {trace_id!r} in the store")
+    local = dict(
+        store.query(
+            f"SELECT e.trace_id, count(*) FROM events e JOIN ({_BATCH}) b "
+            "ON e.trace_id = b.trace_id AND e.event_id <= b.through GROUP BY ALL",
+            {"traces": trace_ids, "throughs": [found[t] for t in trace_ids]},
+        )
+    )
+
+    journaled = {
+        row[0]
+        for row in store.query(
+            "SELECT DISTINCT trace_id FROM journal_entries WHERE trace_id = ANY(?::VARCHAR[])", [trace_ids]
+        )
+    }
+
+    def batch(traces: list[str]) -> dict[str, object]:
+        return {"traces": traces, "throughs": [found[t] for t in traces]}
+
+    def publish(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
+        listed = {
+            row[0]
+            for row in conn.execute(
+                "SELECT DISTINCT trace_id FROM lake.runs WHERE trace_id = ANY(?::VARCHAR[])", [trace_ids]
+            ).fetchall()
+        }
+        new = [t for t in trace_ids if t not in listed]
+        old = [t for t in trace_ids if t in listed]
+        added = {t: int(local.get(t, 0)) for t in new}
+        for traces, seen in ((new, False), (old, True)):
+            if not traces:
+                continue
+            conn.execute(_TERMS.format(unseen=_UNSEEN_TERMS if seen else ""), {"traces": traces})
+            if journaled & set(traces):
+                conn.execute(_JOURNAL.format(unseen=_UNSEEN_ENTRIES if seen else ""), {"traces": traces})
+        if new:
+            conn.execute(_EVENTS.format(unseen=""), batch(new))
+        for trace_id in old:
+            added[trace_id] = _count(conn.execute(_EVENTS.format(unseen=_UNSEEN_EVENTS), batch([trace_id])))
+            if added[trace_id]:
                 conn.execute("DELETE FROM lake.spans WHERE trace_id = ?", [trace_id])
                 conn.execute("DELETE FROM lake.runs WHERE trace_id = ?", [trace_id])
-            conn.execute(_SPANS, {"trace": trace_id})
-            conn.execute(_RUN, {"trace": trace_id, "node": lake.node})
+        rewritten = [t for t in trace_ids if t not in listed or added[t]]
+        if rewritten:
+            conn.execute(_SPANS, {"traces": rewritten})
+            conn.execute(_RUNS, {"traces": rewritten, "node": lake.node})
         return added
 
     added = in_lake_transaction(store, publish)
-    mark_published(store, trace_id, through)
-    return Published(trace_id, added, already=added == 0)
+    with store.transaction(derives=False) as conn:
+        conn.executemany(
+            "INSERT OR REPLACE INTO lake_published (trace_id, last_event_id) VALUES (?, ?)",
+            [[t, found[t]] for t in trace_ids],
+        )
+    return [Published(t, added[t], already=added[t] == 0) for t in trace_ids]
 
 
 def publish_snapshot(store: Store, lake: Lake, snapshot_id: str) -> bool:

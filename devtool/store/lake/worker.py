@@ -2,7 +2,8 @@
 compact on a schedule.
 
 Every `interval` seconds it publishes the finished runs and the snapshots not yet published (oldest
-first, a run per transaction: a run is acknowledged, in the lake, once its commit returns), then
+first, up to `batch` runs per lake transaction: each catalog transaction costs some 0.1 s of round
+trips, whatever it holds; a run is in the lake once its transaction's commit returns), then
 reads the lake's runs list into `lake_runs`; every `compact_every` seconds (0: never) it compacts the
 lake. A failure (the catalog unreachable for a while) is printed once per kind on stderr and tried
 again on the next round: nothing is marked published that the lake did not commit.
@@ -21,14 +22,17 @@ from devtool.store.errors import StoreError
 from devtool.store.lake.attach import Lake
 from devtool.store.lake.fetch import refresh_listing
 from devtool.store.lake.maintenance import compact
-from devtool.store.lake.publish import publish_run, publish_snapshot, unpublished_runs, unpublished_snapshots
+from devtool.store.lake.publish import publish_runs, publish_snapshot, unpublished_runs, unpublished_snapshots
 
 
 class LakeWorker:
     """A thread that keeps a store's lake up to date (`start`, `stop`)."""
 
-    def __init__(self, store: Store, lake: Lake, *, interval: float = 1.0, compact_every: float = 3600.0) -> None:
+    def __init__(
+        self, store: Store, lake: Lake, *, interval: float = 1.0, compact_every: float = 3600.0, batch: int = 20
+    ) -> None:
         self.store = store
+        self.batch = batch
         self.lake = lake
         self.interval = interval
         self.compact_every = compact_every
@@ -48,12 +52,9 @@ class LakeWorker:
     def round(self) -> int:
         """One round: publish what is waiting, read the runs list; the runs published."""
         done = 0
-        while not self._stop.is_set() and (waiting := unpublished_runs(self.store)):
-            for trace_id in waiting:
-                if self._stop.is_set():
-                    break
-                publish_run(self.store, self.lake, trace_id)
-                done += 1
+        while not self._stop.is_set() and (waiting := unpublished_runs(self.store, limit=self.batch)):
+            publish_runs(self.store, self.lake, waiting)
+            done += len(waiting)
         for snapshot_id in unpublished_snapshots(self.store):
             publish_snapshot(self.store, self.lake, snapshot_id)
         refresh_listing(self.store)
