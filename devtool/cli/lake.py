@@ -84,7 +84,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_publish(args: argparse.Namespace) -> int:
-    if args.lake is None:
+    if args.lake is None and args.lake_data is None:
         raise CliError(
             "publish needs --lake CATALOG and --lake-data PATH_OR_URL (or $DEVTOOL_LAKE and $DEVTOOL_LAKE_DATA)"
         )
@@ -93,7 +93,7 @@ def run_publish(args: argparse.Namespace) -> int:
     store = _own_store(args, "publish")
     try:
         lake = attach(store, args)
-        assert lake is not None
+        assert lake is not None  # --lake or --lake-data was given: attach raised for --lake-data alone
         return _publish(store, lake, args)
     finally:
         store.close()

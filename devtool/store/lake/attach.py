@@ -16,7 +16,7 @@ import duckdb
 
 from devtool.store.database import Store
 from devtool.store.extensions import load_extension
-from devtool.store.lake.config import POSTGRES, LakeConfig, LakeError
+from devtool.store.lake.config import POSTGRES, LakeConfig, LakeError, shown
 from devtool.store.lake.retry import in_lake_transaction
 from devtool.store.lake.tables import LAKE_TABLES, LAKE_VERSION, LOCAL_TABLES
 
@@ -48,7 +48,8 @@ def attach_lake(store: Store, config: LakeConfig) -> Lake:
                 f"ATTACH '{_quoted('ducklake:' + config.catalog)}' AS {ALIAS} (DATA_PATH '{_quoted(config.data)}')"
             )
         except duckdb.Error as exc:
-            raise LakeError(f"cannot open the lake catalog {config.shown!r}: {_first_line(exc)}") from None
+            # DuckDB's message repeats the connection string, password and all.
+            raise LakeError(f"cannot open the lake catalog {config.shown!r}: {shown(_first_line(exc))}") from None
         conn.execute(LOCAL_TABLES)
     try:
         in_lake_transaction(store, _make_tables)

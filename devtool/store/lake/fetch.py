@@ -20,6 +20,7 @@ from dataclasses import replace
 import duckdb
 
 from devtool.store.database import Store
+from devtool.store.errors import StoreError
 from devtool.store.lake.attach import Lake
 from devtool.store.lake.config import LakeError
 from devtool.store.lake.publish import mark_published
@@ -63,7 +64,7 @@ def open_run(store: Store, lake: Lake, trace_id: str) -> LoadResult | None:
         with closing(store.reader()) as conn:
             conn.execute(_WRITE.format(path=str(path).replace("'", "''")), {"trace": trace_id})
         result = load_file(store, path)
-    except duckdb.Error as exc:
+    except (duckdb.Error, StoreError) as exc:
         raise LakeError(f"cannot read run {trace_id} from the lake: {str(exc).strip().splitlines()[0]}") from None
     finally:
         path.unlink(missing_ok=True)
