@@ -6,10 +6,10 @@ snapshot B made; `devtool publish` of a run the lake holds adds nothing."""
 from __future__ import annotations
 
 import gzip
+import threading
 import time
 import urllib.error
 import urllib.request
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +44,20 @@ def http(url: str, form: dict[str, str] | None = None, body: bytes | None = None
         return error.code, error.read(), error.headers
 
 
-def lake_rows(catalog: str, sql: str) -> list[tuple[Any, ...]]:
-    """Rows of `sql` on the lake, read by this test on a connection of its own (read only)."""
-    with closing(duckdb.connect()) as conn:
-        load_extension(conn, "ducklake")
-        load_extension(conn, "postgres")
-        conn.execute(f"ATTACH 'ducklake:{catalog}' AS lake (READ_ONLY)")
-        return conn.execute(sql).fetchall()
+class LakeReader:
+    """This test's own read-only view of the lake (a DuckDB connection of its own, kept open)."""
+
+    def __init__(self, catalog: str) -> None:
+        self.conn = duckdb.connect()
+        load_extension(self.conn, "ducklake")
+        load_extension(self.conn, "postgres")
+        self.conn.execute(f"ATTACH 'ducklake:{catalog}' AS lake (READ_ONLY)")
+
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql).fetchall()
+
+    def one(self, sql: str) -> Any:
+        return self.rows(sql)[0][0]
 
 
 def wait_for(what: str, check: Any, timeout: float = 240) -> Any:
@@ -66,46 +73,63 @@ def serve(db: Path, catalog: str, data: Path, name: str, *files: str) -> Served:
     return start(db, *args, log=db.parent / f"{name}.log")
 
 
-def post_runs(server: Served, names: list[str]) -> list[str]:
-    """Post each run as one batch; the runs the server acknowledged (every event accepted)."""
-    acknowledged = []
+def post_runs(server: Served, names: list[str], acknowledged: list[str]) -> None:
+    """Post each run as one batch, as an agent's exporter does, adding to `acknowledged` the runs the
+    server answered for (every event accepted); stop at the first that gets no answer (a killed server)."""
     for name in names:
         events = run_events(name, SPANS)
-        status, body, _ = http(f"{server.url}api/v1/traces", body=orjson.dumps(events))
+        try:
+            status, body, _ = http(f"{server.url}api/v1/traces", body=orjson.dumps(events))
+        except OSError:
+            return
         assert status == 200, body
         assert orjson.loads(body)["accepted"] == len(events)
         acknowledged.append(trace_id_of(name))
-    return acknowledged
 
 
 def test_three_servers_share_one_lake(lakes: Lakes, tmp_path: Path, devtool: DevtoolRunner) -> None:
     catalog, data = lakes.new()
     servers: dict[str, Served] = {}
+    lake: LakeReader | None = None
     try:
         servers["a"] = serve(tmp_path / "a.duckdb", catalog, data, "A")
-        servers["b"] = serve(tmp_path / "b.duckdb", catalog, data, "B", str(CORPUS / "nested.trace.jsonl"))
+        servers["b"] = serve(tmp_path / "b.duckdb", catalog, data, "B")
         servers["c"] = serve(tmp_path / "c.duckdb", catalog, data, "C")
+        lake = LakeReader(catalog)  # after A made the lake's tables
         names = [f"run {n}" for n in range(RUNS)]
-        acknowledged = post_runs(servers["a"], names[: RUNS // 2]) + post_runs(servers["b"], names[RUNS // 2 :])
+        to_a, to_b = names[: RUNS // 2], names[RUNS // 2 :]
+        on_a: list[str] = []
+        on_b: list[str] = []
+        poster = threading.Thread(target=post_runs, args=(servers["a"], to_a, on_a))
+        poster.start()
+        post_runs(servers["b"], to_b, on_b)
+        # A real agent's run (the TypeScript library's), sent live to B: a snapshot is made of it below.
+        nested = [orjson.loads(line) for line in (CORPUS / "rejelly" / "nested.trace.jsonl").read_text().splitlines()]
+        status, body, _ = http(f"{servers['b'].url}api/v1/traces", body=orjson.dumps(nested))
+        assert status == 200, body
 
-        # A is killed while it publishes (some of its runs in the lake, not all), then started again.
+        # A is killed (SIGKILL) as soon as it has published, while runs still come in and wait to be
+        # published, then started again; the agent sends again what got no answer.
         by_a = "SELECT count(*) FROM lake.runs WHERE published_by = 'A'"
-        wait_for("A to be publishing", lambda: 0 < lake_rows(catalog, by_a)[0][0] < RUNS // 2 - 5, timeout=120)
+        wait_for("A to publish", lambda: lake.one(by_a) > 0)
         servers["a"].kill()
-        killed_at = lake_rows(catalog, by_a)[0][0]
-        assert killed_at < RUNS // 2
+        poster.join()
+        assert lake.one(by_a) < len(on_a), "A had published every run it acknowledged: not killed mid-publish"
         servers["a"] = serve(tmp_path / "a.duckdb", catalog, data, "A")
+        post_runs(servers["a"], [name for name in to_a if trace_id_of(name) not in on_a], on_a)
+        acknowledged = on_a + on_b
+        assert len(acknowledged) == RUNS
 
         wanted = set(acknowledged)
-        listed = "SELECT trace_id FROM lake.runs"
-        wait_for("every run in the lake", lambda: wanted <= {row[0] for row in lake_rows(catalog, listed)})
-        per_run = lake_rows(
-            catalog,
+        wait_for(
+            "every run in the lake", lambda: wanted <= {row[0] for row in lake.rows("SELECT trace_id FROM lake.runs")}
+        )
+        per_run = lake.rows(
             """
             SELECT r.trace_id, r.n, e.events, e.keys FROM (SELECT trace_id, count(*) AS n FROM lake.runs GROUP BY 1) r
             JOIN (SELECT trace_id, count(*) AS events, count(DISTINCT event_key) AS keys FROM lake.events GROUP BY 1) e
             USING (trace_id)
-            """,
+            """
         )
         counted = {trace: (n, events, keys) for trace, n, events, keys in per_run}
         for trace in acknowledged:
@@ -121,19 +145,15 @@ def test_three_servers_share_one_lake(lakes: Lakes, tmp_path: Path, devtool: Dev
         assert trace_id_of("run 7")[:8].encode() in listing
 
         # A snapshot B made opens on C from its link.
-        nested = orjson.loads((CORPUS / "nested.trace.jsonl").read_text().splitlines()[0])["trace"]["traceId"]
-        turn = next(
-            line["trace"]["spanId"]
-            for line in map(orjson.loads, (CORPUS / "nested.trace.jsonl").read_text().splitlines())
-            if line["type"] == "turn:start"
-        )
-        status, _, headers = http(f"{servers['b'].url}runs/{nested}/rewind", {"span_id": turn, "anchor": "after"})
+        turn = next(event["trace"]["spanId"] for event in nested if event["type"] == "turn:start")
+        nested_trace = nested[0]["trace"]["traceId"]
+        status, _, headers = http(f"{servers['b'].url}runs/{nested_trace}/rewind", {"span_id": turn, "anchor": "after"})
         assert status == 303
         snapshot = headers["location"]
         snapshot_id = snapshot.rsplit("/", 1)[1]
         wait_for(
             "B to publish its snapshot",
-            lambda: lake_rows(catalog, f"SELECT 1 FROM lake.snapshots WHERE snapshot_id = '{snapshot_id}'"),
+            lambda: lake.rows(f"SELECT 1 FROM lake.snapshots WHERE snapshot_id = '{snapshot_id}'"),
         )
         status, on_b, _ = http(f"{servers['b'].url}snapshots/{snapshot_id}.json")
         status_c, on_c, _ = http(f"{servers['c'].url}snapshots/{snapshot_id}.json")
@@ -146,14 +166,16 @@ def test_three_servers_share_one_lake(lakes: Lakes, tmp_path: Path, devtool: Dev
         (tmp_path / "again.jsonl").write_bytes(gzip.decompress(exported))
         elsewhere = str(tmp_path / "d.duckdb")
         assert devtool("load", str(tmp_path / "again.jsonl"), "--db", elsewhere).returncode == 0
-        before = lake_rows(catalog, "SELECT count(*) FROM lake.events")
+        before = lake.one("SELECT count(*) FROM lake.events")
         done = devtool("publish", from_a, "--db", elsewhere, "--lake", catalog, "--lake-data", str(data))
         assert done.returncode == 0, done.stderr
         assert f"{from_a}: already in the lake, nothing added" in done.stdout
-        assert lake_rows(catalog, "SELECT count(*) FROM lake.events") == before
-        assert lake_rows(catalog, f"SELECT count(*) FROM lake.runs WHERE trace_id = '{from_a}'") == [(1,)]
+        assert lake.one("SELECT count(*) FROM lake.events") == before
+        assert lake.one(f"SELECT count(*) FROM lake.runs WHERE trace_id = '{from_a}'") == 1
     finally:
         for server in servers.values():
             server.stop()
+        if lake is not None:
+            lake.conn.close()
     for name in ("A", "B", "C"):
         assert "Traceback" not in (tmp_path / f"{name}.log").read_text(), name

@@ -28,8 +28,11 @@ from devtool.store.load import LoadResult, load_file
 
 # The events' texts, one a line, as a trace file holds them: written as CSV with nothing quoted and a
 # delimiter no JSON text holds raw (JSON escapes control characters), so each line is the text itself.
+# Each key once: two servers that published the same run at the same instant both wrote it
+# (`DESIGN.md`, "A team's lake"), and a file's load does not look for repeats inside the file.
 _WRITE = (
-    "COPY (SELECT body FROM lake.events WHERE trace_id = $trace ORDER BY event_id) TO '{path}' "
+    "COPY (SELECT body FROM lake.events WHERE trace_id = $trace "
+    "QUALIFY row_number() OVER (PARTITION BY event_key ORDER BY event_id) = 1 ORDER BY event_id) TO '{path}' "
     "(FORMAT csv, HEADER false, QUOTE '', ESCAPE '', DELIMITER e'\\x01')"
 )
 _SNAPSHOTS = """
@@ -104,5 +107,7 @@ def refresh_listing(store: Store) -> int:
     many runs the lake lists."""
     with store.transaction(derives=False) as conn:
         conn.execute("DELETE FROM lake_runs")
-        conn.execute("INSERT INTO lake_runs SELECT * FROM lake.runs")
+        conn.execute(
+            "INSERT INTO lake_runs SELECT DISTINCT ON (trace_id) * FROM lake.runs ORDER BY trace_id, published_at DESC"
+        )
         return int(conn.execute("SELECT count(*) FROM lake_runs").fetchall()[0][0])
