@@ -4,6 +4,7 @@ line naming the option, exit code 2, never a traceback."""
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import orjson
@@ -42,9 +43,10 @@ def test_publish_then_load_from_the_lake_on_another_database(
     assert f"{trace}: 12 events, 6 spans from the lake" in loaded.stdout
     twice = devtool("load", "--lake", catalog, "--lake-data", str(data), trace, "--db", theirs)
     assert f"{trace}: in the store already, nothing added" in twice.stdout
-    shown = devtool("export", trace, "--db", theirs)
-    assert shown.returncode == 0, shown.stderr
-    assert len(shown.stdout.splitlines()) == 12
+    exported = devtool("export", trace, "--db", theirs)
+    assert exported.returncode == 0, exported.stderr
+    lines = gzip.decompress((tmp_path / f"{trace}.trace.jsonl.gz").read_bytes()).splitlines()
+    assert lines == (tmp_path / "shared.jsonl").read_bytes().splitlines()
 
     missing = devtool("load", "--lake", catalog, "--lake-data", str(data), "0" * 32, "--db", theirs)
     assert missing.returncode == 2

@@ -60,11 +60,11 @@ class LakeReader:
         return self.rows(sql)[0][0]
 
 
-def wait_for(what: str, check: Any, timeout: float = 240) -> Any:
+def wait_for(what: str, check: Any, timeout: float = 240, pause: float = 0.2) -> Any:
     deadline = time.monotonic() + timeout
     while not (found := check()):
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
+        time.sleep(pause)
     return found
 
 
@@ -100,25 +100,29 @@ def test_three_servers_share_one_lake(lakes: Lakes, tmp_path: Path, devtool: Dev
         to_a, to_b = names[: RUNS // 2], names[RUNS // 2 :]
         on_a: list[str] = []
         on_b: list[str] = []
-        poster = threading.Thread(target=post_runs, args=(servers["a"], to_a, on_a))
-        poster.start()
-        post_runs(servers["b"], to_b, on_b)
-        # A real agent's run (the TypeScript library's), sent live to B: a snapshot is made of it below.
-        nested = [orjson.loads(line) for line in (CORPUS / "rejelly" / "nested.trace.jsonl").read_text().splitlines()]
-        status, body, _ = http(f"{servers['b'].url}api/v1/traces", body=orjson.dumps(nested))
-        assert status == 200, body
+        posters = [
+            threading.Thread(target=post_runs, args=(servers["a"], to_a, on_a)),
+            threading.Thread(target=post_runs, args=(servers["b"], to_b, on_b)),
+        ]
+        for poster in posters:
+            poster.start()
 
         # A is killed (SIGKILL) as soon as it has published, while runs still come in and wait to be
         # published, then started again; the agent sends again what got no answer.
         by_a = "SELECT count(*) FROM lake.runs WHERE published_by = 'A'"
-        wait_for("A to publish", lambda: lake.one(by_a) > 0)
+        wait_for("A to publish", lambda: lake.one(by_a) > 0, pause=0.02)
         servers["a"].kill()
-        poster.join()
+        for poster in posters:
+            poster.join()
         assert lake.one(by_a) < len(on_a), "A had published every run it acknowledged: not killed mid-publish"
         servers["a"] = serve(tmp_path / "a.duckdb", catalog, data, "A")
         post_runs(servers["a"], [name for name in to_a if trace_id_of(name) not in on_a], on_a)
         acknowledged = on_a + on_b
         assert len(acknowledged) == RUNS
+        # A real agent's run (the TypeScript library's), sent live to B: a snapshot is made of it below.
+        nested = [orjson.loads(line) for line in (CORPUS / "rejelly" / "nested.trace.jsonl").read_text().splitlines()]
+        status, body, _ = http(f"{servers['b'].url}api/v1/traces", body=orjson.dumps(nested))
+        assert status == 200, body
 
         wanted = set(acknowledged)
         wait_for(

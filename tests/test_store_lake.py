@@ -118,7 +118,7 @@ def test_a_snapshot_published_by_one_store_opens_on_the_other(pair: tuple[Store,
     assert publish_snapshot(a, lake_a, snapshot_id) is False
     assert open_snapshot(b, "0" * 64) is False
     assert open_snapshot(b, snapshot_id) is True
-    assert get_snapshot(b, snapshot_id).snapshot() == get_snapshot(a, snapshot_id).snapshot()
+    assert get_snapshot(b, snapshot_id).snapshot == get_snapshot(a, snapshot_id).snapshot
 
 
 def test_compaction_merges_the_small_files_of_many_publishes(pair: tuple[Store, Lake, Store, Lake]) -> None:

@@ -133,6 +133,12 @@ class Store:
             _apply(conn, range(current + 1, min(REWIND_FILE_AT, len(MIGRATIONS) + 1)))
             rewind_file.attach(conn, self.path, main_version=current)
             _apply(conn, range(max(current + 1, REWIND_FILE_AT), len(MIGRATIONS) + 1))
+            if current < len(MIGRATIONS):
+                # Into the files now: DuckDB 1.5.5 cannot replay an ALTER TABLE from the WAL ("GetDefaultDatabase
+                # with no default database set"), so a server killed before its first checkpoint could not
+                # open its store again.
+                conn.execute("CHECKPOINT")
+                conn.execute(f"CHECKPOINT {rewind_file.ALIAS}")
 
     @property
     def schema_version(self) -> int:
