@@ -35,10 +35,11 @@ def pair(lakes: Lakes, tmp_path: Path) -> Iterator[tuple[Store, Lake, Store, Lak
     catalog, data = lakes.new()
     opened = []
     try:
-        for name in ("a", "b"):
+        # A's file is `lake.duckdb`: DuckDB names a file's database after it, which the lake's must not clash with.
+        for name, node in (("lake", "a"), ("b", "b")):
             store = Store(tmp_path / f"{name}.duckdb")
             opened.append(store)
-            opened.append(attach_lake(store, lake_config(catalog, str(data), f"node-{name}")))
+            opened.append(attach_lake(store, lake_config(catalog, str(data), f"node-{node}")))
         yield opened[0], opened[1], opened[2], opened[3]  # type: ignore[misc]
     finally:
         for store in opened[::2]:
@@ -49,10 +50,10 @@ def lake_counts(store: Store, trace_id: str) -> tuple[int, int, int, int]:
     """The lake's runs rows, events, distinct event keys and spans of `trace_id`."""
     return store.query(
         """
-        SELECT (SELECT count(*) FROM lake.runs WHERE trace_id = $t),
-               (SELECT count(*) FROM lake.events WHERE trace_id = $t),
-               (SELECT count(DISTINCT event_key) FROM lake.events WHERE trace_id = $t),
-               (SELECT count(*) FROM lake.spans WHERE trace_id = $t)
+        SELECT (SELECT count(*) FROM devtool_lake.runs WHERE trace_id = $t),
+               (SELECT count(*) FROM devtool_lake.events WHERE trace_id = $t),
+               (SELECT count(DISTINCT event_key) FROM devtool_lake.events WHERE trace_id = $t),
+               (SELECT count(*) FROM devtool_lake.spans WHERE trace_id = $t)
         """,
         {"t": trace_id},
     )[0]
@@ -107,7 +108,7 @@ def test_a_run_that_grew_adds_only_its_new_events_and_keeps_one_row(pair: tuple[
     assert grown.events == 1
     runs, stored, distinct, _ = lake_counts(a, trace)
     assert (runs, stored, distinct) == (1, 23, 23)
-    assert a.query("SELECT events FROM lake.runs WHERE trace_id = ?", [trace]) == [(23,)]
+    assert a.query("SELECT events FROM devtool_lake.runs WHERE trace_id = ?", [trace]) == [(23,)]
 
 
 def test_a_snapshot_published_by_one_store_opens_on_the_other(pair: tuple[Store, Lake, Store, Lake]) -> None:
@@ -127,8 +128,8 @@ def test_compaction_merges_the_small_files_of_many_publishes(pair: tuple[Store, 
     for name in names:
         append_events(a, run_events(name, 3))
         publish_run(a, lake_a, trace_id_of(name))
-    before = a.query("SELECT count(*), sum(hash(body)) FROM lake.events")[0]
+    before = a.query("SELECT count(*), sum(hash(body)) FROM devtool_lake.events")[0]
     done = compact(a)
     assert done.merged >= len(names)
     assert done.created >= 1
-    assert a.query("SELECT count(*), sum(hash(body)) FROM lake.events")[0] == before
+    assert a.query("SELECT count(*), sum(hash(body)) FROM devtool_lake.events")[0] == before

@@ -1,5 +1,5 @@
-"""Attaching a DuckLake beside the store: on the store's own connection, as `lake`, so one statement
-reads the local file and the lake (a publish reads local rows and writes the lake's; an open the
+"""Attaching a DuckLake beside the store: on the store's own connection, as `devtool_lake` (`ALIAS`),
+so one statement reads the local file and the lake (a publish reads local rows and writes the lake's; an open the
 reverse), each transaction writing one of the two, as DuckDB requires.
 
 The extensions come from their PyPI packages (`store.extensions`): ducklake, and postgres for a
@@ -20,7 +20,8 @@ from devtool.store.lake.config import POSTGRES, LakeConfig, LakeError, shown
 from devtool.store.lake.retry import in_lake_transaction
 from devtool.store.lake.tables import LAKE_TABLES, LAKE_VERSION, LOCAL_TABLES
 
-ALIAS = "lake"
+# Not `lake`: DuckDB names a file's own database after the file, and a store may be `lake.duckdb`.
+ALIAS = "devtool_lake"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +63,9 @@ def attach_lake(store: Store, config: LakeConfig) -> Lake:
 
 def _make_tables(conn: duckdb.DuckDBPyConnection) -> None:
     conn.execute(LAKE_TABLES)
-    (found,) = conn.execute("SELECT max(version) FROM lake.lake_version").fetchone() or (None,)
+    (found,) = conn.execute("SELECT max(version) FROM devtool_lake.lake_version").fetchone() or (None,)
     if found is None:
-        conn.execute("INSERT INTO lake.lake_version VALUES (?)", [LAKE_VERSION])
+        conn.execute("INSERT INTO devtool_lake.lake_version VALUES (?)", [LAKE_VERSION])
     elif found > LAKE_VERSION:
         raise LakeError(f"the lake's tables are version {found}, newer than this devtool's ({LAKE_VERSION}): upgrade")
 

@@ -31,7 +31,7 @@ from devtool.store.load import LoadResult, load_file
 # Each key once: two servers that published the same run at the same instant both wrote it
 # (`DESIGN.md`, "A team's lake"), and a file's load does not look for repeats inside the file.
 _WRITE = (
-    "COPY (SELECT body FROM lake.events WHERE trace_id = $trace "
+    "COPY (SELECT body FROM devtool_lake.events WHERE trace_id = $trace "
     "QUALIFY row_number() OVER (PARTITION BY event_key ORDER BY event_id) = 1 ORDER BY event_id) TO '{path}' "
     "(FORMAT csv, HEADER false, QUOTE '', ESCAPE '', DELIMITER e'\\x01')"
 )
@@ -39,20 +39,20 @@ _SNAPSHOTS = """
     INSERT OR IGNORE INTO rewind.snapshots (snapshot_id, parent_id, trace_id, span_id, anchor, source, created_at,
                                            body, created_by, root_id)
     SELECT snapshot_id, parent_id, trace_id, span_id, anchor, source, created_at, body, created_by, root_id
-    FROM lake.snapshots WHERE snapshot_id IN (SELECT snapshot_id FROM lake.snapshots WHERE {where})
+    FROM devtool_lake.snapshots WHERE snapshot_id IN (SELECT snapshot_id FROM devtool_lake.snapshots WHERE {where})
 """
 _NODES = """
     INSERT OR IGNORE INTO rewind.snapshot_nodes
     SELECT DISTINCT ON (n.node_id) n.node_id, n.body, n.frames, n.prompts, n.tools, n.tombstones
-    FROM lake.snapshot_nodes n
-    WHERE n.node_id IN (SELECT node_id FROM lake.snapshot_links
-                        WHERE snapshot_id IN (SELECT snapshot_id FROM lake.snapshots WHERE {where}))
+    FROM devtool_lake.snapshot_nodes n
+    WHERE n.node_id IN (SELECT node_id FROM devtool_lake.snapshot_links
+                        WHERE snapshot_id IN (SELECT snapshot_id FROM devtool_lake.snapshots WHERE {where}))
 """
 
 
 def in_lake(store: Store, trace_id: str) -> bool:
     """Whether the lake lists run `trace_id`."""
-    return bool(store.query("SELECT 1 FROM lake.runs WHERE trace_id = ?", [trace_id]))
+    return bool(store.query("SELECT 1 FROM devtool_lake.runs WHERE trace_id = ?", [trace_id]))
 
 
 def open_run(store: Store, lake: Lake, trace_id: str) -> LoadResult | None:
@@ -88,7 +88,7 @@ def open_run(store: Store, lake: Lake, trace_id: str) -> LoadResult | None:
 
 def open_snapshot(store: Store, snapshot_id: str) -> bool:
     """Copy snapshot `snapshot_id` (and its frame nodes) from the lake; whether the lake had it."""
-    if not store.query("SELECT 1 FROM lake.snapshots WHERE snapshot_id = ?", [snapshot_id]):
+    if not store.query("SELECT 1 FROM devtool_lake.snapshots WHERE snapshot_id = ?", [snapshot_id]):
         return False
     with store.transaction(derives=False) as conn:
         _copy_snapshots(conn, "snapshot_id = $key", snapshot_id)
@@ -108,6 +108,7 @@ def refresh_listing(store: Store) -> int:
     with store.transaction(derives=False) as conn:
         conn.execute("DELETE FROM lake_runs")
         conn.execute(
-            "INSERT INTO lake_runs SELECT DISTINCT ON (trace_id) * FROM lake.runs ORDER BY trace_id, published_at DESC"
+            "INSERT INTO lake_runs SELECT DISTINCT ON (trace_id) * FROM devtool_lake.runs "
+            "ORDER BY trace_id, published_at DESC"
         )
         return int(conn.execute("SELECT count(*) FROM lake_runs").fetchall()[0][0])

@@ -27,7 +27,7 @@ from devtool.store.snapshots import get_snapshot, read_nodes
 # The runs being published, each with the last local event it covers: `$traces`, `$throughs`.
 _BATCH = "SELECT unnest($traces::VARCHAR[]) AS trace_id, unnest($throughs::BIGINT[]) AS through"
 _EVENTS = f"""
-    INSERT INTO lake.events
+    INSERT INTO devtool_lake.events
     SELECT e.trace_id, event_key, event_id, span_id, parent_span_id, type, ts, agent_id, call_id,
            prompt_tokens, completion_tokens, cost_micro_usd, body::VARCHAR
     FROM main.events e JOIN ({_BATCH}) b ON e.trace_id = b.trace_id AND e.event_id <= b.through
@@ -35,31 +35,33 @@ _EVENTS = f"""
     ORDER BY e.trace_id, event_id
 """
 # For a run the lake lists already: only the events it does not hold (by key within the trace).
-_UNSEEN_EVENTS = "WHERE event_key NOT IN (SELECT event_key FROM lake.events WHERE trace_id = ANY($traces))"
+_UNSEEN_EVENTS = "WHERE event_key NOT IN (SELECT event_key FROM devtool_lake.events WHERE trace_id = ANY($traces))"
 _SPANS = """
-    INSERT INTO lake.spans
+    INSERT INTO devtool_lake.spans
     SELECT trace_id, span_id, parent_span_id, kind, instant, name, agent_id, call_id, start_ts, end_ts, status,
            error, depth, events
     FROM main.spans WHERE trace_id = ANY($traces)
 """
 _TERMS = """
-    INSERT INTO lake.search_terms
+    INSERT INTO devtool_lake.search_terms
     SELECT DISTINCT trace_id, term FROM main.search_terms t
     WHERE trace_id = ANY($traces) {unseen}
 """
-_UNSEEN_TERMS = "AND NOT EXISTS (SELECT 1 FROM lake.search_terms l WHERE l.trace_id = t.trace_id AND l.term = t.term)"
+_UNSEEN_TERMS = (
+    "AND NOT EXISTS (SELECT 1 FROM devtool_lake.search_terms l WHERE l.trace_id = t.trace_id AND l.term = t.term)"
+)
 _JOURNAL = """
-    INSERT INTO lake.journal_entries
+    INSERT INTO devtool_lake.journal_entries
     SELECT process_id, entry_id, entry_type, timestamp, ts_ms, data::VARCHAR, trace_id, entry_seq
     FROM main.journal_entries j
     WHERE trace_id = ANY($traces) {unseen}
 """
 _UNSEEN_ENTRIES = """
-    AND NOT EXISTS (SELECT 1 FROM lake.journal_entries l
+    AND NOT EXISTS (SELECT 1 FROM devtool_lake.journal_entries l
                     WHERE l.trace_id = j.trace_id AND l.process_id = j.process_id AND l.entry_id = j.entry_id)
 """
 _RUNS = f"""
-    INSERT INTO lake.runs SELECT {RUN_COLUMNS}, $node, now() FROM main.runs WHERE trace_id = ANY($traces)
+    INSERT INTO devtool_lake.runs SELECT {RUN_COLUMNS}, $node, now() FROM main.runs WHERE trace_id = ANY($traces)
 """
 
 
@@ -112,7 +114,7 @@ def publish_runs(store: Store, lake: Lake, trace_ids: list[str]) -> list[Publish
         listed = {
             row[0]
             for row in conn.execute(
-                "SELECT DISTINCT trace_id FROM lake.runs WHERE trace_id = ANY(?::VARCHAR[])", [trace_ids]
+                "SELECT DISTINCT trace_id FROM devtool_lake.runs WHERE trace_id = ANY(?::VARCHAR[])", [trace_ids]
             ).fetchall()
         }
         new = [t for t in trace_ids if t not in listed]
@@ -129,8 +131,8 @@ def publish_runs(store: Store, lake: Lake, trace_ids: list[str]) -> list[Publish
         for trace_id in old:
             added[trace_id] = _count(conn.execute(_EVENTS.format(unseen=_UNSEEN_EVENTS), batch([trace_id])))
             if added[trace_id]:
-                conn.execute("DELETE FROM lake.spans WHERE trace_id = ?", [trace_id])
-                conn.execute("DELETE FROM lake.runs WHERE trace_id = ?", [trace_id])
+                conn.execute("DELETE FROM devtool_lake.spans WHERE trace_id = ?", [trace_id])
+                conn.execute("DELETE FROM devtool_lake.runs WHERE trace_id = ?", [trace_id])
         rewritten = [t for t in trace_ids if t not in listed or added[t]]
         if rewritten:
             conn.execute(_SPANS, {"traces": rewritten})
@@ -152,21 +154,21 @@ def publish_snapshot(store: Store, lake: Lake, snapshot_id: str) -> bool:
     nodes = read_nodes(store, [stored.root_id])
 
     def publish(conn: duckdb.DuckDBPyConnection) -> bool:
-        if conn.execute("SELECT 1 FROM lake.snapshots WHERE snapshot_id = ?", [snapshot_id]).fetchall():
+        if conn.execute("SELECT 1 FROM devtool_lake.snapshots WHERE snapshot_id = ?", [snapshot_id]).fetchall():
             return False
         conn.execute(
-            "INSERT INTO lake.snapshots SELECT snapshot_id, parent_id, trace_id, span_id, anchor, source, created_at, "
-            "body::VARCHAR, created_by, root_id FROM rewind.snapshots WHERE snapshot_id = ?",
+            "INSERT INTO devtool_lake.snapshots SELECT snapshot_id, parent_id, trace_id, span_id, anchor, source, "
+            "created_at, body::VARCHAR, created_by, root_id FROM rewind.snapshots WHERE snapshot_id = ?",
             [snapshot_id],
         )
         ids = list(nodes)
-        conn.execute("INSERT INTO lake.snapshot_links SELECT ?, unnest(?::VARCHAR[])", [snapshot_id, ids])
+        conn.execute("INSERT INTO devtool_lake.snapshot_links SELECT ?, unnest(?::VARCHAR[])", [snapshot_id, ids])
         conn.execute(
             """
-            INSERT INTO lake.snapshot_nodes
+            INSERT INTO devtool_lake.snapshot_nodes
             SELECT node_id, body::VARCHAR, frames, prompts, tools, tombstones FROM rewind.snapshot_nodes
             WHERE node_id = ANY($ids)
-              AND node_id NOT IN (SELECT node_id FROM lake.snapshot_nodes WHERE node_id = ANY($ids))
+              AND node_id NOT IN (SELECT node_id FROM devtool_lake.snapshot_nodes WHERE node_id = ANY($ids))
             """,
             {"ids": ids},
         )

@@ -31,31 +31,31 @@ _RUNS = """
 """
 
 LAKE_TABLES = f"""
-    CREATE TABLE IF NOT EXISTS lake.lake_version (version INTEGER);
-    CREATE TABLE IF NOT EXISTS lake.runs ({_RUNS});
-    CREATE TABLE IF NOT EXISTS lake.events (
+    CREATE TABLE IF NOT EXISTS devtool_lake.lake_version (version INTEGER);
+    CREATE TABLE IF NOT EXISTS devtool_lake.runs ({_RUNS});
+    CREATE TABLE IF NOT EXISTS devtool_lake.events (
         trace_id VARCHAR NOT NULL, event_key UBIGINT NOT NULL, event_id BIGINT, span_id VARCHAR,
         parent_span_id VARCHAR, type VARCHAR, ts DOUBLE, agent_id VARCHAR, call_id VARCHAR,
         prompt_tokens BIGINT, completion_tokens BIGINT, cost_micro_usd DOUBLE, body VARCHAR NOT NULL
     );
-    CREATE TABLE IF NOT EXISTS lake.spans (
+    CREATE TABLE IF NOT EXISTS devtool_lake.spans (
         trace_id VARCHAR NOT NULL, span_id VARCHAR, parent_span_id VARCHAR, kind VARCHAR, instant BOOLEAN,
         name VARCHAR, agent_id VARCHAR, call_id VARCHAR, start_ts DOUBLE, end_ts DOUBLE, status VARCHAR,
         error VARCHAR, depth INTEGER, events INTEGER
     );
-    CREATE TABLE IF NOT EXISTS lake.search_terms (trace_id VARCHAR NOT NULL, term VARCHAR NOT NULL);
-    CREATE TABLE IF NOT EXISTS lake.journal_entries (
+    CREATE TABLE IF NOT EXISTS devtool_lake.search_terms (trace_id VARCHAR NOT NULL, term VARCHAR NOT NULL);
+    CREATE TABLE IF NOT EXISTS devtool_lake.journal_entries (
         process_id VARCHAR, entry_id VARCHAR, entry_type VARCHAR, timestamp VARCHAR, ts_ms DOUBLE,
         data VARCHAR, trace_id VARCHAR, entry_seq BIGINT
     );
-    CREATE TABLE IF NOT EXISTS lake.snapshots (
+    CREATE TABLE IF NOT EXISTS devtool_lake.snapshots (
         snapshot_id VARCHAR NOT NULL, parent_id VARCHAR, trace_id VARCHAR, span_id VARCHAR, anchor VARCHAR,
         source VARCHAR, created_at TIMESTAMPTZ, body VARCHAR, created_by VARCHAR, root_id VARCHAR
     );
-    CREATE TABLE IF NOT EXISTS lake.snapshot_nodes (
+    CREATE TABLE IF NOT EXISTS devtool_lake.snapshot_nodes (
         node_id VARCHAR NOT NULL, body VARCHAR, frames BIGINT, prompts BIGINT, tools BIGINT, tombstones BIGINT
     );
-    CREATE TABLE IF NOT EXISTS lake.snapshot_links (snapshot_id VARCHAR NOT NULL, node_id VARCHAR NOT NULL);
+    CREATE TABLE IF NOT EXISTS devtool_lake.snapshot_links (snapshot_id VARCHAR NOT NULL, node_id VARCHAR NOT NULL);
 """
 
 LOCAL_TABLES = f"""
