@@ -46,7 +46,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 
@@ -56,9 +56,6 @@ from devtool.store.errors import StoreError, StoreLockedError
 from devtool.store.id_lists import PER_STATEMENT
 from devtool.store.rewind_file import rewind_path, wal_path
 from devtool.store.schema import MIGRATIONS, REWIND_FILE_AT
-
-if TYPE_CHECKING:
-    from devtool.store.lake import Lake
 
 _LOCK_HOLDER = re.compile(r"\(PID (\d+)\)")
 
@@ -76,8 +73,6 @@ class Store:
 
     def __init__(self, path: Path, *, memory_limit: str = DEFAULT_MEMORY_LIMIT) -> None:
         self.path = path
-        # The team's lake, when one is attached (`devtool.store.lake.attach_lake`).
-        self.lake: Lake | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = duckdb.connect(
@@ -134,11 +129,10 @@ class Store:
             rewind_file.attach(conn, self.path, main_version=current)
             _apply(conn, range(max(current + 1, REWIND_FILE_AT), len(MIGRATIONS) + 1))
             if current < len(MIGRATIONS):
-                # Into the files now: DuckDB 1.5.5 cannot replay an ALTER TABLE from the WAL ("GetDefaultDatabase
-                # with no default database set"), so a server killed before its first checkpoint could not
-                # open its store again.
-                conn.execute("CHECKPOINT")
-                conn.execute(f"CHECKPOINT {rewind_file.ALIAS}")
+                # Migrations left in the write-ahead log of a process killed before its first checkpoint
+                # fail DuckDB 1.5.5's replay ("GetDefaultDatabase with no default database set"): the
+                # new schema is written to the files at once.
+                conn.execute("CHECKPOINT; CHECKPOINT rewind")
 
     @property
     def schema_version(self) -> int:
