@@ -46,7 +46,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -56,6 +56,9 @@ from devtool.store.errors import StoreError, StoreLockedError
 from devtool.store.id_lists import PER_STATEMENT
 from devtool.store.rewind_file import rewind_path, wal_path
 from devtool.store.schema import MIGRATIONS, REWIND_FILE_AT
+
+if TYPE_CHECKING:
+    from devtool.store.lake import Lake
 
 _LOCK_HOLDER = re.compile(r"\(PID (\d+)\)")
 
@@ -73,6 +76,8 @@ class Store:
 
     def __init__(self, path: Path, *, memory_limit: str = DEFAULT_MEMORY_LIMIT) -> None:
         self.path = path
+        # The team's lake, when one is attached (`devtool.store.lake.attach_lake`).
+        self.lake: Lake | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = duckdb.connect(

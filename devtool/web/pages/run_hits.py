@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from devtool.store import Store
 from devtool.store.queries import RunSummary
 from devtool.store.queries.find import FIRST_SLICE, FindHit, find_in_run
+from devtool.store.queries.runs import LAKE_KIND
 from devtool.store.search import words
 
 # Runs of a page given a snippet: a page shows 50 at most, each a find of its own.
@@ -27,7 +28,8 @@ def first_hits(store: Store, runs: Sequence[RunSummary], q: str) -> dict[str, tu
     texts = [q, *sorted(words(q), key=len, reverse=True)[:1]] if q else []
     found: dict[str, tuple[FindHit, str]] = {}
     for run in runs[:MAX_RUNS]:
-        if run.kind != "trace":
+        # A run only the team's lake holds has no events here yet: it is found by its name and id.
+        if run.kind != "trace" or run.source_kind == LAKE_KIND:
             continue
         for text in dict.fromkeys(texts):
             hits = find_in_run(store, run.id, text, limit=1, max_scanned=FIRST_SLICE).hits
