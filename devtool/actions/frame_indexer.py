@@ -25,8 +25,6 @@ import logging
 import threading
 import time
 
-import duckdb
-
 from devtool.actions.index_walker import walk_apart
 from devtool.core.frame_index_records import DUPLICATE_CALL_ID, NotIndexable
 from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS
@@ -130,7 +128,7 @@ class FrameIndexer:
         compare does not read their events."""
         try:
             return print_older.runs_to_print(self.store, min_events=self.min_events)
-        except duckdb.Error as exc:  # the database going away under a background reader, say
+        except StoreError as exc:
             logger.warning("devtool: frame indexer: %s", exc)
             return {}
 

@@ -13,6 +13,7 @@ import duckdb
 
 from devtool.store.call_prints import update
 from devtool.store.database import Store, rollback
+from devtool.store.errors import StoreError
 
 
 def print_run(store: Store, trace_id: str) -> bool:
@@ -37,9 +38,12 @@ def print_run(store: Store, trace_id: str) -> bool:
 def runs_to_print(store: Store, *, min_events: int) -> dict[str, int]:
     """Runs of at least `min_events` events not printed (stored before the fingerprints were): their
     last event id, by trace id (biggest first)."""
-    rows = store.query(
-        "SELECT trace_id, last_event_id FROM runs ANTI JOIN printed_runs USING (trace_id) WHERE events >= ? "
-        "ORDER BY events DESC, trace_id",
-        [min_events],
-    )
+    try:
+        rows = store.query(
+            "SELECT trace_id, last_event_id FROM runs ANTI JOIN printed_runs USING (trace_id) WHERE events >= ? "
+            "ORDER BY events DESC, trace_id",
+            [min_events],
+        )
+    except duckdb.Error as exc:  # the database going away under a background reader, say
+        raise StoreError(f"cannot list the runs due their call fingerprints: {exc}") from exc
     return dict(rows)
