@@ -161,7 +161,7 @@ def test_a_frame_of_thousands_of_children_is_stored_in_chunks_and_paged_through_
     stored = get_snapshot(store, save_snapshot(store, snapshot))
     assert stored.info.snapshot_id == tree_id(snapshot)
     assert stored.snapshot == snapshot
-    assert store.query("SELECT count(*) FROM rewind.snapshot_nodes WHERE body->>'chunk' IS NOT NULL")[0][0] > FANOUT
+    assert store.query("SELECT count(*) FROM rewind.snapshot_nodes WHERE (body->>'chunk') IS NOT NULL")[0][0] > FANOUT
     frames = depth_first(snapshot)
     assert snapshot_counts(store, stored).frames == len(frames)
     for offset in (0, 1, 5, 100, 101, 102, FANOUT * 40 + 3, len(frames) - 2):

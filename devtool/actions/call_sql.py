@@ -44,7 +44,7 @@ def calls_sql(name: str, trace_param: str) -> str:
     UNION ALL
     SELECT coalesce(r->>'callPath', r->>'callId'), event_id, i - 1,
            hash(r->>'toolName', r->'input'), hash(r->'output'), hash(r->'error'), NULL, NULL,
-           CASE WHEN r->>'cache' = 'true' THEN {CACHED} ELSE {LIVE} END
+           CASE WHEN (r->>'cache') = 'true' THEN {CACHED} ELSE {LIVE} END
     FROM (SELECT event_id, unnest(t) AS r, generate_subscripts(t, 1) AS i
           FROM (SELECT event_id, CAST(json_extract(body, '$.toolResults') AS JSON[]) AS t
                 FROM events WHERE trace_id = {t} AND type = 'tools:execute:end'))

@@ -68,7 +68,7 @@ def _id_sql(value: str, *, optional: bool = False) -> str:
     text = f"starts_with({value}, '\"') AND length({value} ->> '$') <= {MAX_ID_CHARS}"
     if optional:
         return f"({value} IS NULL OR json_type({value}) = 'NULL' OR ({text}))"
-    return f"({text} AND {value} ->> '$' <> '')"
+    return f"({text} AND ({value} ->> '$') <> '')"
 
 
 def _depth_sql() -> str:

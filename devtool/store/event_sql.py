@@ -109,7 +109,7 @@ def insert_events_sql(relation: str, *, live: bool = False, written: bool = Fals
         rule, returning = VALID_SQL, ""
         stored = (
             "ANTI JOIN (SELECT trace_id, event_key FROM events) stored"
-            " ON stored.event_key = fresh.k AND stored.trace_id = fresh.e.trace.traceId ->> '$'"
+            " ON stored.event_key = fresh.k AND stored.trace_id = (fresh.e.trace.traceId ->> '$')"
         )
     kind = "e.type" if written else "e.type ->> '$'"
     return f"""

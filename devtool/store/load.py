@@ -31,7 +31,7 @@ from devtool.store.errors import BadLinesError, LineProblem, LoadError
 from devtool.store.files import SourceFile
 from devtool.store.loaders import Loader, Reading, detect
 from devtool.store.loaders.journals import JournalJsonl
-from devtool.store.scan import MAX_LINE, Scan
+from devtool.store.scan import BOM, MAX_LINE, Scan
 from devtool.store.unpack import gunzipped, is_gzip, renamed
 
 # (phase, done, total): "reading" counts bytes hashed; "loading" DuckDB's progress, scaled to bytes.
@@ -124,13 +124,15 @@ def load_file(
                 refusal = exc
             except _AlreadyLoaded as known:
                 return known.result
+        # DuckDB 1.5's JSON reader refuses a file that begins with a byte order mark: the scan's copy has none.
+        bom = source.head.startswith(BOM)
         with tempfile.TemporaryDirectory(prefix="devtool-load-") as folder:
             good_path = Path(folder) / "good.jsonl"
             with good_path.open("wb") as good:
-                scan = loader.scan(source.stream(), good if bad_lines is BadLines.SKIP else None)
-            if scan.bad == 0:
+                scan = loader.scan(source.stream(), good if bad_lines is BadLines.SKIP or bom else None)
+            if scan.bad == 0 and not (bom and scan.good):
                 raise LoadError(path, f"DuckDB cannot read it as {loader.description}: {_first_line(refusal)}")
-            if bad_lines is BadLines.REJECT or scan.good == 0:
+            if scan.bad and (bad_lines is BadLines.REJECT or scan.good == 0):
                 raise BadLinesError(path, tuple(scan.problems), scan.bad, scan.good)
             try:
                 return _insert(store, source, loader, str(good_path), jsonl=True, progress=progress, scan=scan)

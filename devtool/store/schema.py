@@ -322,11 +322,12 @@ MIGRATIONS: list[str] = [
     INSERT INTO snapshot_nodes_8 SELECT * FROM snapshot_nodes;
     DROP TABLE snapshot_nodes;
     ALTER TABLE snapshot_nodes_8 RENAME TO snapshot_nodes;
+    -- Altered before emptied: DuckDB 1.5 refuses to commit a transaction that alters a table it deleted from.
+    ALTER TABLE rewind_frames ADD COLUMN aggregate JSON;
+    ALTER TABLE rewind_chunks ADD COLUMN aggregate JSON;
     DELETE FROM rewind_runs;
     DELETE FROM rewind_frames;
     DELETE FROM rewind_chunks;
-    ALTER TABLE rewind_frames ADD COLUMN aggregate JSON;
-    ALTER TABLE rewind_chunks ADD COLUMN aggregate JSON;
     """,
     """
     ALTER TABLE runs ADD COLUMN name_key DOUBLE;

@@ -23,8 +23,8 @@ INVALID_ENTRY = "devtool: invalid journal entry"
 _COLUMNS = "{'entry_id': 'JSON', 'process_id': 'JSON', 'timestamp': 'JSON', 'entry_type': 'JSON', 'data': 'JSON'}"
 
 _VALID = f"""
-    json_type(e.process_id) = 'VARCHAR' AND e.process_id->>'$' <> ''
-    AND json_type(e.entry_type) = 'VARCHAR' AND e.entry_type->>'$' <> ''
+    json_type(e.process_id) = 'VARCHAR' AND (e.process_id->>'$') <> ''
+    AND json_type(e.entry_type) = 'VARCHAR' AND (e.entry_type->>'$') <> ''
     AND coalesce(json_type(e.entry_id), 'NULL') IN ('NULL', 'VARCHAR')
     AND coalesce(json_type(body, '$.data'), 'OBJECT') = 'OBJECT'
     AND json_type(e.timestamp) = 'VARCHAR' AND regexp_full_match(e.timestamp->>'$', '{ISO_TIMESTAMP}')
