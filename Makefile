@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SOURCES := $(wildcard devtool tests e2e bench scripts examples testkit)
 
-.PHONY: demo test setup chromium node lint unit e2e bench docs
+.PHONY: demo test setup chromium node postgres lint unit e2e bench docs
 
 # A bare Debian has python3 without ensurepip (the python3-venv package): as root, install it.
 $(STAMP): pyproject.toml
@@ -28,18 +28,22 @@ chromium: setup
 node: setup
 	$(PY) scripts/ensure_node.py
 
+# Debian's PostgreSQL, for the lake's tests (each starts a throw-away cluster of its own).
+postgres: setup
+	$(PY) scripts/ensure_postgres.py
+
 lint: setup
 	$(VENV)/bin/ruff check $(SOURCES)
 	$(VENV)/bin/ruff format --check $(SOURCES)
 	$(VENV)/bin/mypy
 
-unit: setup node
+unit: setup node postgres
 	$(PY) -m pytest tests
 
-e2e: chromium node
+e2e: chromium node postgres
 	$(PY) -m pytest e2e
 
-test: setup chromium node lint docs
+test: setup chromium node postgres lint docs
 	$(PY) -m pytest tests e2e
 
 # The docs site (docs/, mkdocs.yml) into site/, strictly: a broken link or a missing page fails it. Its

@@ -8,8 +8,9 @@
 2. Starts a real `devtool serve --db NEW A B`, which loads both.
 3. Asks `GET /compare?a=A&b=B` with `Accept: application/json`: once cold (the runs' calls read
    from the store), then `--repeat` times (their fingerprints kept by the server while the runs do
-   not grow), and checks the answer names the changed call. Reports the server's own time
-   (`Server-Timing`): the cold one, the median (p50) and the worst of the warm ones.
+   not grow), and checks the answer names the changed call; then the compare page of the pair,
+   `--repeat` + 1 times. Reports the server's own time (`Server-Timing`): the cold one, the median
+   (p50) and the worst of the warm ones, the page's first and its median after.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ def main() -> None:
             took, raw = get(target, accept="application/json")
             assert json.loads(raw)["firstDivergence"]["callId"] == changed
             warm.append(took)
+        # The page of the same pair (the comparison kept by then: its own reads, the page's others).
+        page = f"{url}compare?{urlencode({'a': trace.trace_id, 'b': OTHER_TRACE})}"  # whole ids: no redirect
+        pages = [get(page, accept="text/html")[0] for _ in range(args.repeat + 1)]
     finally:
         process.terminate()
         process.wait(timeout=60)
@@ -95,6 +99,10 @@ def main() -> None:
     verdict = "met" if p50 <= BUDGET_MS else "MISSED"
     print(f"| again, p50 of {args.repeat} | {p50:.0f} ms | ≤ {BUDGET_MS} ms: {verdict} |")
     print(f"| again, worst of {args.repeat} | {max(warm):.0f} ms | - |")
+    page_p50 = statistics.median(pages[1:])
+    print(f"| the page (HTML), first | {pages[0]:.0f} ms | - |")
+    verdict = "met" if page_p50 <= BUDGET_MS else "MISSED"
+    print(f"| the page, p50 of {args.repeat} after | {page_p50:.0f} ms | ≤ {BUDGET_MS} ms: {verdict} |")
 
 
 if __name__ == "__main__":

@@ -122,12 +122,14 @@ def _step(sql: str) -> str:
         return "insert events"
     if sql.startswith(("INSERT INTO runs", "DELETE FROM runs")):
         return "run summaries"
-    if "search_terms" in sql or sql.startswith("COPY"):
+    if any(table in sql for table in ("search_terms", "search_blocks", "new_words")) or sql.startswith("COPY"):
         return "search index"
     if "keyed_now" in sql or "keyed_runs" in sql:
         return "span keys"
     if sql == "COMMIT":
         return "commit"
+    if "print_runs" in sql or "_prints" in sql or "print_buckets" in sql:
+        return "call fingerprints"
     return "spans (derive)"
 
 

@@ -5,10 +5,11 @@ The generated run ends well (its failed workers are handled); this makes it fail
 when it gives up on its last failed worker: the orchestrator's generation, the orchestrator and the run
 end with that worker's error, so the cause is that worker's failed turn, four levels down. Finds ask
 for a word of every model answer ("ledger": the first slice of events answers it), the error of the
-last failed worker (in a few events near the end: every slice is read), a phrase of a model answer,
-and a word of no event (the run's words answer it, no event is read). The first ask is shown apart:
-the run's faults are kept once read (`queries/cause.py`'s `KEPT_RUNS`), so the cause's later asks are
-a lookup.
+last failed worker (in a few events near the end: the blocks of its words are read), a phrase of a
+model answer, a word of no event (the run's words answer it, no event is read), and two words every
+block holds that no event says together (the worst case: every event is read, a million at most).
+The first ask is shown apart: the run's faults are kept once read (`queries/cause.py`'s `KEPT_RUNS`),
+so the cause's later asks are a lookup.
 
     .venv/bin/python bench/bench_why.py --events 1000000 [--db DB] [--repeat 7]
 
@@ -106,6 +107,8 @@ def main() -> None:
             "find, a phrase of answers": f"runs/{trace_id}/find?q=balance%20that%20does",
             "find, the last failure's error (rare, late)": f"runs/{trace_id}/find?q=serving%20worker%20{rare}",
             "find, a word of no event": f"runs/{trace_id}/find?q=zebra",
+            # Words every block holds, never said together: every event is read (a million at most).
+            "find, two words of every block, never together": f"runs/{trace_id}/find?q=ledger%20worker",
         }
         print(f"\n{events:,} events, run {trace_id}; median (worst) of {args.repeat} after one warm-up, server time\n")
         print("| request | first ask | server p50 | worst | wall p50 | answer |")

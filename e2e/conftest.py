@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import ConsoleMessage, Page
 
 from testkit import served
+from testkit.postgres import Lakes, cluster
 from testkit.served import Served
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,6 +39,13 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     if DEBIAN_CHROMIUM.exists():
         args["executable_path"] = str(DEBIAN_CHROMIUM)
     return args
+
+
+@pytest.fixture(scope="session")
+def lakes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lakes]:
+    """A real PostgreSQL cluster for the session (`testkit/postgres.py`): a database per lake test."""
+    with cluster() as made:
+        yield Lakes(made, tmp_path_factory.mktemp("lake-data"))
 
 
 @pytest.fixture

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from e2e.conftest import Server, Shoot
+from devtool.store.search import BLOCK
+from e2e.conftest import Server, ServerFactory, Shoot
 from e2e.demo_server import demo_traces, running_demo
+from tests.conftest import Trace
 
 SHOTS = Path("/work/wt/shots/h39a")
 
@@ -128,6 +130,43 @@ def test_a_word_of_a_model_answer_is_found_from_the_runs_search_to_its_field(
     second.click()
     expect(page.locator("#selection")).to_have_attribute("data-span", span)
     expect(page.locator("#detail mark.found").first).to_have_text("looked")
+
+
+def test_a_rare_text_at_the_end_of_a_long_run_is_found_and_opened(
+    page: Page, serve: ServerFactory, tmp_path: Path, shoot: Shoot
+) -> None:
+    """Eight blocks of the same tool calls, then one that failed with its own words: the find box reads
+    the block its words are in, lists that field, and opens its span with the text marked."""
+    t = Trace()
+    root = t.start("runWith", callId="root")
+    lead = t.start("agent", root, agentId="lead", callId="root/agent:lead:0")
+    for index in range(4 * BLOCK):
+        t.span("tools:execute", lead, agentId="lead", callId=f"root/agent:lead:0/tool:step:{index}",
+               toolResults=[{"toolName": "step", "input": {"n": index}, "output": "all quiet"}])  # fmt: skip
+    late = t.start("tools:execute", lead, agentId="lead", callId="root/agent:lead:0/tool:probe:0")
+    t.end(late, success=False, error={"name": "OSError", "message": "disk quota exceeded on /var/spool"})
+    t.end(lead, success=True)
+    t.end(root, success=True)
+    server = serve(str(t.write(tmp_path / "long.jsonl")))
+    found = _json(f"{server.url}runs/{t.trace_id}/find?q=quota%20exceeded")
+    assert found == [
+        {"spanId": late, "callId": "root/agent:lead:0/tool:probe:0", "field": "error.message",
+         "snippet": "disk quota exceeded on /var/spool"}
+    ]  # fmt: skip
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    page.goto(f"{server.url}runs/{t.trace_id}")
+    page.keyboard.press("/")
+    page.keyboard.type("quota exceeded")
+    hit = page.locator("#search-results .find-hits a.select")
+    expect(hit).to_have_count(1)
+    expect(hit.locator(".field")).to_have_text("error.message")
+    expect(hit.locator("mark")).to_have_text("quota exceeded")
+    hit.click()
+    expect(page.locator("#selection")).to_have_attribute("data-span", late)
+    marked = page.locator("#detail mark.found").first
+    expect(marked).to_have_text("quota exceeded")
+    expect(marked).to_be_in_viewport()
+    shoot(page, "find-late")
 
 
 def test_the_json_answers(demo: tuple[Server, dict[str, str]]) -> None:

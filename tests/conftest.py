@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from testkit.checkout import child_env
+from testkit.postgres import Lakes, cluster
 from testkit.served import Served, serving
 
 if TYPE_CHECKING:
@@ -142,3 +143,11 @@ def running_run(turns: int) -> tuple[Trace, str]:
     for _ in range(turns):
         t.span("turn", root)
     return t, root
+
+
+@pytest.fixture(scope="session")
+def lakes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lakes]:
+    """A real PostgreSQL cluster for the session (Debian's, in a temporary folder; `testkit/postgres.py`),
+    handing each lake test a database of its own and a data folder."""
+    with cluster() as made:
+        yield Lakes(made, tmp_path_factory.mktemp("lake-data"))

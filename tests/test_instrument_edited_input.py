@@ -198,3 +198,28 @@ def test_an_async_client_sends_the_edited_messages(fake_provider: FakeProvider) 
     fork = fork_snapshot(restore_snapshot(sink.events), messages={start["callId"]: edited})
     assert asyncio.run(run_with(main, snapshot=fork)) == "arr"
     assert fake_provider.requests()[-1]["body"]["messages"] == edited
+
+
+def test_two_edited_system_messages_reach_anthropic_as_two_blocks(fake_provider: FakeProvider) -> None:
+    fake_provider.reply({"text": "arr"}, times=None, contains="PIRATE")
+    fake_provider.reply({"text": "plain"}, times=None)
+
+    async def main() -> str:
+        return await asyncio.to_thread(_messages, fake_provider, SYSTEM, "hi", False)
+
+    sink = MemorySink()
+    assert asyncio.run(run_with(main, sinks=[sink])) == "plain"
+    (start,) = [e for e in sink.events if e["type"] == "turn:start"]
+    edited = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "system", "content": PIRATE},
+        {"role": "user", "content": "hi"},
+    ]
+    fork = fork_snapshot(restore_snapshot(sink.events), messages={start["callId"]: edited})
+    assert asyncio.run(run_with(main, snapshot=fork)) == "arr"
+    assert fake_provider.count() == 2
+    # Each system message is a block of its own, not one text the two were joined into.
+    assert fake_provider.requests()[-1]["body"]["system"] == [
+        {"type": "text", "text": SYSTEM},
+        {"type": "text", "text": PIRATE},
+    ]

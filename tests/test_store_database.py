@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import duckdb
@@ -22,10 +23,15 @@ from devtool.store import (
     span_search,
 )
 from devtool.store.frame_index_tables import index_state
+from devtool.store.queries.cause import run_cause
+from devtool.store.queries.find import find_in_run
 from devtool.store.queries.navigation import generation_ends
+from devtool.store.rewind_file import ALIAS as REWIND_ALIAS
 from devtool.store.schema import MIGRATIONS
 from devtool.store.snapshots import save_tree
 from tests.conftest import Trace, held_open
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def old_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int, events: list[dict[str, object]]) -> Path:
@@ -119,6 +125,26 @@ def test_a_file_from_a_newer_devtool_is_refused(tmp_path: Path) -> None:
     store.close()
     with pytest.raises(StoreError, match=f"has schema version {len(MIGRATIONS) + 5}, newer than this devtool"):
         Store(tmp_path / "s.duckdb")
+
+
+def test_new_files_are_in_the_storage_format_that_compresses_long_json(tmp_path: Path) -> None:
+    # DuckDB 1.5's default format is 1.0's, which has no ZSTD for strings: events' bodies 5x larger.
+    store = Store(tmp_path / "s.duckdb")
+    try:
+        versions = dict(store.query("SELECT database_name, tags['storage_version'] FROM duckdb_databases()"))
+        assert versions["s"] == versions[REWIND_ALIAS] == "v1.5.0+"
+    finally:
+        store.close()
+
+
+def test_a_file_duckdb_2_wrote_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    # An empty database DuckDB 2.0.1 wrote (what DevTool releases before the lake kept their runs in).
+    path = tmp_path / "old.duckdb"
+    path.write_bytes(gzip.decompress((FIXTURES / "duckdb-2.0.1.duckdb.gz").read_bytes()))
+    written = path.read_bytes()
+    with pytest.raises(StoreError, match=r"written by a newer DuckDB than this DevTool's 1\.5\.5 .*devtool export"):
+        Store(path)
+    assert path.read_bytes() == written  # refused before anything was written to it
 
 
 def test_a_file_another_process_holds_says_which(tmp_path: Path) -> None:
@@ -261,10 +287,9 @@ def test_migration_10_gives_runs_keyed_before_their_generation_ends_and_text_pie
             run.end(generation, memory={"n": n, "g": g})
         run.end(agent, success=True, result=n)
     run.end(root, success=True, result=None)
-    path = tmp_path / "old.duckdb"
+    path = old_store(tmp_path, monkeypatch, 9, run.events)  # today's append writes tables version 9 has not
     monkeypatch.setattr(database, "MIGRATIONS", MIGRATIONS[:9])
     old = Store(path)
-    append_events(old, run.events)
     call_ids = [f"root/agent:a:{n}" for n in range(3)]
     scanned = generation_ends(old, run.trace_id, call_ids)  # from the spans
     with old.transaction() as conn:  # keyed as version 9 keyed it (the rest of its keys are not read here)
@@ -292,5 +317,38 @@ def test_migration_10_gives_runs_keyed_before_their_generation_ends_and_text_pie
         assert [len(scanned[call_id]) for call_id in call_ids] == [1, 2, 3]
         assert len(keyed) == 6
         assert generation_ends(store, run.trace_id, call_ids) == scanned
+    finally:
+        store.close()
+
+
+def test_migration_12_keeps_finding_text_in_runs_stored_before_and_keys_their_failures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events stored before migration 12 have no blocks of words: a find reads them as it did (all of
+    them, if the run's words may hold the text); a run keyed before gets its failed spans kept."""
+    run = Trace()
+    root = run.start("runWith", callId="root")
+    tool = run.start("tools:execute", root, callId="root/tool:probe:0")
+    run.end(tool, success=False, error={"name": "OSError", "message": "disk quota exceeded"})
+    run.end(root, success=False, error={"name": "OSError", "message": "disk quota exceeded"})
+    path = old_store(tmp_path, monkeypatch, 11, run.events)
+    with duckdb.connect(str(path)) as conn:
+        conn.execute(f"ATTACH '{tmp_path / 'new.duckdb'}' AS new (READ_ONLY)")
+        conn.execute("INSERT INTO search_terms SELECT * FROM new.search_terms")
+        conn.execute(
+            "INSERT INTO keyed_runs SELECT trace_id, nextval('keyed_run_ids'), started_ts, 1, last_event_id FROM runs"
+        )
+    store = Store(path)
+    try:
+        assert store.query("SELECT count(*) FROM search_blocks") == [(0,)]
+        assert store.query("SELECT event_id > (SELECT max(event_id) FROM events) FROM search_blocks_since") == [(True,)]
+        hits = find_in_run(store, run.trace_id, "Quota").hits
+        assert {(hit.span_id, hit.field) for hit in hits} == {(tool, "error.message"), (root, "error.message")}
+        assert find_in_run(store, run.trace_id, "zebra").hits == []
+        assert store.query("SELECT span_id, name FROM span_failures ORDER BY start_ts") == [
+            (root, "runWith"),
+            (tool, "tools"),
+        ]
+        assert [step.span_id for step in run_cause(store, run.trace_id).chain] == [root, tool]
     finally:
         store.close()

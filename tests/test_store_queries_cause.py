@@ -123,7 +123,12 @@ def test_a_big_keyed_run_is_answered_the_same(store: Store, tmp_path: Path) -> N
     trace = load_file(store, t.write(tmp_path / "big.jsonl")).traces[0]
     assert store.query("SELECT count(*) FROM keyed_runs WHERE trace_id = ?", [trace])[0][0] == 1
 
+    # Its failed spans are kept with its keys, names and callIds with them: the cause reads them there.
+    kept = store.query("SELECT span_id, name, call_id FROM span_failures ORDER BY start_ts")
+    assert [span for span, _, _ in kept] == [root, lead, worker, deep]
     cause = run_cause(store, trace)
     assert [step.span_id for step in cause.chain] == [root, lead, worker, deep]
+    assert [(step.name, step.call_id) for step in cause.chain] == [(name, call) for _, name, call in kept]
+    assert cause.call_id == "root/agent:lead:0/agent:worker:0/tool:x:0"
     assert (cause.error_name, cause.error_message) == ("OSError", "disk full")
     assert search_spans(store, trace, "tool:x:0")[0].span_id == deep

@@ -375,6 +375,12 @@ def test_a_replay_runs_in_a_child_process_and_becomes_a_run_that_compares_with_i
     cached, live = (int(b.text().split()[0]) for b in researcher.css(".served")[0].css(".badge"))
     assert cached >= 3  # its first turn, its search and its second turn came from the snapshot...
     assert live >= 3  # ...the fetches it was rewound to before, and the turn after them, ran live
+    # Why each live call ran, told against the run it replayed: the rewind cut the fetches off.
+    reasons = one(html(compared), "#live-calls").text()
+    assert "fetch_page" in reasons, reasons
+    assert "ran live: not recorded" not in reasons, reasons
+    _, backwards, _ = http(f"{base}/compare?a={new_run}&b={original}")
+    assert not html(backwards).css("#live-calls")  # the original replayed nothing
 
 
 def test_a_typescript_run_shows_its_props_and_the_node_lines_to_replay_it(

@@ -37,12 +37,16 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-def ingest(system: ModuleType, running: Any, load: Workload, connections: int = 2) -> dict[str, float]:
-    """Post the bodies over `connections` connections at once, then wait until all are visible."""
+def ingest(system: ModuleType, running: Any, load: Workload, busy: Workload, connections: int = 2) -> dict[str, float]:
+    """Post the bodies over `connections` connections at once, then wait until all are visible; while
+    they are posted, the `busy` single traces go one at a time on a connection of their own, each
+    looked for as `probes` does (the time to visible of one small trace under that load)."""
     exporters = [web.Exporter(running.url, system.HEADERS) for _ in range(connections)]
     cpu = running.cpu()
     began = time.perf_counter()
     failures: list[BaseException] = []
+    posting = threading.Event()
+    latencies: list[float] = []
 
     def send(k: int) -> None:
         try:
@@ -51,44 +55,69 @@ def ingest(system: ModuleType, running: Any, load: Workload, connections: int = 
         except Exception as error:  # raised again below, on the bench's thread
             failures.append(error)
 
+    def probe() -> None:
+        try:
+            latencies.extend(_probe(system, running, busy, until=posting))
+        except Exception as error:
+            failures.append(error)
+
     threads = [threading.Thread(target=send, args=(k,)) for k in range(connections)]
-    for thread in threads:
+    prober = threading.Thread(target=probe)
+    posting.set()
+    for thread in [*threads, prober]:
         thread.start()
     for thread in threads:
         thread.join()
+    posting.clear()
+    prober.join()
     if failures:
         raise failures[0]
     posted = time.perf_counter() - began
-    traces = len(load.trace_ids)
-    wait(lambda: system.visible(running, traces, load.spans), timeout=3600, every=0.1, relative=0.01)
+    # The busy traces posted are visible too: the ingest is visible when all of them are.
+    traces, spans = len(load.trace_ids) + len(latencies), load.spans + len(latencies) * busy.spans // len(busy.bodies)
+    wait(lambda: system.visible(running, traces, spans), timeout=3600, every=0.1, relative=0.01)
     took = time.perf_counter() - began
     # The full check (ours: every page of the runs list) is not timed when it holds at once.
-    if not system.complete(running, traces, load.spans):
-        wait(lambda: system.complete(running, traces, load.spans), timeout=3600, every=0.1, relative=0.01)
+    if not system.complete(running, traces, spans):
+        wait(lambda: system.complete(running, traces, spans), timeout=3600, every=0.1, relative=0.01)
         took = time.perf_counter() - began
     for exporter in exporters:
         exporter.close()
+    during = (
+        {"busy_p50_ms": percentile(latencies, 0.5), "busy_p95_ms": percentile(latencies, 0.95)} if latencies else {}
+    )
     return {
         "ingest_s": took,
         "ingest_posted_s": posted,
         "ingest_spans_per_s": load.spans / took,
         "ingest_cpu_s": running.cpu() - cpu,
         "ingest_retries": sum(exporter.retries for exporter in exporters),
+        **during,
+        "busy_probes": len(latencies),
     }
 
 
 def probes(system: ModuleType, running: Any, load: Workload) -> dict[str, float]:
     """Each small trace posted alone, then looked for every POLL s: export to visible, in ms."""
+    latencies = _probe(system, running, load)
+    return {"visible_p50_ms": percentile(latencies, 0.5), "visible_p95_ms": percentile(latencies, 0.95)}
+
+
+def _probe(system: ModuleType, running: Any, load: Workload, until: threading.Event | None = None) -> list[float]:
+    """Post `load`'s single traces one at a time (while `until` is set, if given), each looked for every
+    POLL s until visible: each one's export to visible, in ms."""
     exporter = web.Exporter(running.url, system.HEADERS)
     latencies = []
     for body, trace_id in zip(load.bodies, load.trace_ids, strict=True):
+        if until is not None and not until.is_set():
+            break
         began = time.perf_counter()
         exporter.post(body)
-        wait(functools.partial(system.trace_visible, running, trace_id, 6), timeout=120, every=POLL)
+        wait(functools.partial(system.trace_visible, running, trace_id, 6), timeout=600, every=POLL)
         latencies.append((time.perf_counter() - began) * 1000)
         time.sleep(PROBE_GAP)
     exporter.close()
-    return {"visible_p50_ms": percentile(latencies, 0.5), "visible_p95_ms": percentile(latencies, 0.95)}
+    return latencies
 
 
 def big_trace(system: ModuleType, running: Any, load: Workload) -> dict[str, float]:
@@ -120,7 +149,7 @@ def one_round(system: ModuleType, data: Path, loads: dict[str, Workload]) -> dic
     running = system.start(data)
     figures: dict[str, float] = {"cold_start_s": running.cold_start}
     try:
-        figures |= ingest(system, running, loads["ingest"])
+        figures |= ingest(system, running, loads["ingest"], loads["busy"])
         figures |= probes(system, running, loads["probes"])
         figures |= big_trace(system, running, loads["big"])
         figures |= search(system, running, loads["ingest"].word_traces)
@@ -133,4 +162,5 @@ def one_round(system: ModuleType, data: Path, loads: dict[str, Workload]) -> dic
 
 
 def medians(rounds: list[dict[str, float]]) -> dict[str, float]:
-    return {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+    keys = {key: None for r in rounds for key in r}  # a round's busy probes may be none (a short ingest)
+    return {key: statistics.median(r[key] for r in rounds if key in r) for key in keys}

@@ -8,6 +8,9 @@ ROWS = [  # key, label, format
     ("ingest_spans_per_s", "  = spans a second", "{:,.0f}"),
     ("ingest_cpu_s", "  server CPU for it (s)", "{:,.1f}"),
     ("ingest_retries", "  retries the exporters made (429/503)", "{:,.0f}"),
+    ("busy_p50_ms", "  one small trace during it, export to visible, p50 (ms)", "{:,.0f}"),
+    ("busy_p95_ms", "  one small trace during it, export to visible, p95 (ms)", "{:,.0f}"),
+    ("busy_probes", "    small traces posted during it", "{:,.0f}"),
     ("visible_p50_ms", "one small trace, export to visible, p50 (ms)", "{:,.0f}"),
     ("visible_p95_ms", "one small trace, export to visible, p95 (ms)", "{:,.0f}"),
     ("open_first_s", "a 10,000-span trace: opened first (s)", "{:,.2f}"),
@@ -33,7 +36,7 @@ def render(medians: dict[str, dict[str, float]], titles: dict[str, str]) -> str:
         ratios = []
         for peer in peers:
             ours, theirs = medians.get("ours", {}).get(key), medians[peer].get(key)
-            if key in ("search_found", "ingest_retries") or ours is None or not theirs:
+            if key in ("search_found", "ingest_retries", "busy_probes") or ours is None or not theirs:
                 ratios.append("")
             else:
                 ratios.append(f"{ours / theirs:.2g}")

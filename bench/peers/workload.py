@@ -10,6 +10,8 @@ Three sets, each a file of bodies (`<name>.bodies`: 4-byte length, then the body
 - `ingest`: `--spans` spans in such traces, in bodies of 512 spans in end order (the SDK's
   `BatchSpanProcessor`'s batch);
 - `probes`: `PROBES` single traces, a body each, for the time to visible of one small trace;
+- `busy`: as many more, other traces, posted one at a time while the ingest runs (the time to visible
+  of one small trace under that load);
 - `big`: one trace of 10,000 spans (a root and its children), in bodies of 512.
 """
 
@@ -27,6 +29,7 @@ from typing import Any
 WORD = "quokkaberry"  # in 1% of answers, and nowhere else
 BATCH = 512
 PROBES = 40
+SINGLES = ("probes", "busy")  # the sets of single traces, a body each
 BIG_SPANS = 10_000
 SPANS_PER_TRACE = 6
 FILLER = (
@@ -168,7 +171,7 @@ def _make(name: str, spans: int) -> tuple[list[bytes], list[str], int]:
         word = number % 100 == 50
         words += word
         clock = _trace(tracer, rng, number, clock, word) + 1_000_000
-        if name == "probes":  # a body a trace
+        if name in SINGLES:  # a body a trace
             bodies.extend(_encode(list(exporter.get_finished_spans())))
             exporter.clear()
     ended = list(exporter.get_finished_spans())
@@ -176,7 +179,7 @@ def _make(name: str, spans: int) -> tuple[list[bytes], list[str], int]:
         bodies = _encode(ended)
     roots = [span for span in ended if span.parent is None] if name == "ingest" else []
     trace_ids = [f"{span.context.trace_id:032x}" for span in roots]
-    if name == "probes":
+    if name in SINGLES:
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
         for body in bodies:
@@ -186,14 +189,14 @@ def _make(name: str, spans: int) -> tuple[list[bytes], list[str], int]:
 
 
 def load(folder: Path, name: str, spans: int) -> Workload:
-    """The set `name` (`ingest`, `probes`, `big`) of `spans` spans, made and saved on first use."""
+    """The set `name` (`ingest`, `probes`, `busy`, `big`) of `spans` spans, made and saved on first use."""
     stem = folder / (f"{name}-{spans}" if name == "ingest" else name)
     facts_path, bodies_path = stem.with_suffix(".json"), stem.with_suffix(".bodies")
     if not facts_path.exists():
         folder.mkdir(parents=True, exist_ok=True)
         began = time.perf_counter()
         bodies, trace_ids, words = _make(
-            name, {"ingest": spans, "probes": PROBES * SPANS_PER_TRACE}.get(name, BIG_SPANS)
+            name, spans if name == "ingest" else PROBES * SPANS_PER_TRACE if name in SINGLES else BIG_SPANS
         )
         with bodies_path.open("wb") as out:
             for body in bodies:

@@ -2,7 +2,7 @@
 
 The one place that decides what "the same" means for two runs; the compare page, its JSON
 (`GET /compare?a=&b=`) and `devtool diff` all ask `compare`. Calls (frames, turns, tool calls) are
-aligned by callId (fingerprints from `call_sql`, joined in one DuckDB query); a call differs in its
+aligned by callId (their fingerprints, `store.call_prints`, joined in one DuckDB query); a call differs in its
 `input`, `output`, `error` or `memory`, or is in one run only (`call`); the root's output only
 where both runs have one (a `devtool.record` block records none unless it sets one). The **first divergence** is
 the differing call that ended first in run A (a call ends before its parent, so of a tool whose
@@ -11,9 +11,10 @@ a call only B has is placed where B has it. Everything after it is "downstream".
 again (`details`) only for the calls a reader shows: a text that differs becomes an inline word
 diff, a memory differs key by key.
 
-The query reads both runs' end events (about 3 s a run at a million events on a busy 2-core VM);
-its answer, a few rows, is kept for the last pairs compared while neither run grows (their event
-counts and last event ids are the key), so asking again costs a lookup.
+The query joins the two runs' stored fingerprints, a small row a call (a run stored before they
+were, or one that grew since, has its read from its events: seconds a million events); its answer,
+a few rows, is kept for the last pairs compared while neither run grows (their event counts and
+last event ids are the key), so asking again costs a lookup.
 """
 
 from __future__ import annotations
@@ -21,15 +22,16 @@ from __future__ import annotations
 import difflib
 import functools
 import re
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from devtool.actions.call_sql import CACHED, FRAME, LIVE, calls_sql
 from devtool.actions.key_diff import Change, diff
 from devtool.core.call_names import call_name
 from devtool.store import NotFoundError, Store
+from devtool.store.call_prints import CACHED, FRAME, LIVE, bucket_prints, run_prints, split
 
 FIELDS = ("call", "input", "error", "output", "memory")  # in the order a call's differences are named
 WORDS = re.compile(r"\s+|[^\s\w]|\w+")
@@ -91,15 +93,15 @@ class Comparison:
 
 
 # One aggregate row (window functions over the joined calls cost DuckDB minutes at a million events):
-# the counts, the differing calls in run order, and every call of a small run.
-_SQL = f"""
-WITH {calls_sql("a_calls", "a")}, {calls_sql("b_calls", "b")},
+# the counts and the differing calls in run order, of the calls `{a_calls}` and `{b_calls}` give.
+_JOIN = f"""
+WITH a_calls AS ({{a_calls}}), b_calls AS ({{b_calls}}),
 joined AS (
     SELECT coalesce(a.call_id, b.call_id) AS call_id, a.call_id IS NULL OR b.call_id IS NULL AS one_sided,
            coalesce(a.pos, b.pos) AS ord, a.event_id AS a_event, a.idx AS a_idx, a.mem_ev AS a_mem,
            b.event_id AS b_event, b.idx AS b_idx, b.mem_ev AS b_mem, coalesce(b.served, -1) AS b_served,
            a.h_in IS DISTINCT FROM b.h_in AS d_input, a.h_err IS DISTINCT FROM b.h_err AS d_error,
-           -- The root's output differs only where both runs have one (`call_sql`: a `record` block's has none).
+           -- The root's output differs only where both runs have one (`call_prints`: a `record` block's has none).
            CASE WHEN coalesce(a.call_id, b.call_id) = 'root' THEN coalesce(a.h_out <> b.h_out, false)
                 ELSE a.h_out IS DISTINCT FROM b.h_out END AS d_output,
            a.h_mem IS DISTINCT FROM b.h_mem AS d_memory
@@ -110,9 +112,15 @@ SELECT count(*), count(*) FILTER (WHERE differs),
        count(*) FILTER (WHERE b_served = {CACHED}), count(*) FILTER (WHERE b_served = {LIVE}),
        list_slice(list((call_id, one_sided, d_input, d_error, d_output, d_memory, ord,
                         a_event, a_idx, a_mem, b_event, b_idx, b_mem) ORDER BY ord, call_id)
-                  FILTER (WHERE differs), 1, {MAX_DIFFERENCES}),
-       list_slice(list((call_id, b_served) ORDER BY call_id), 1, {ALL_CALLS_UP_TO + 1})
+                  FILTER (WHERE differs), 1, {MAX_DIFFERENCES})
 FROM marked
+"""  # noqa: S608 - constants of ours; the run ids are parameters
+_ALL_JOINED = _JOIN.format(a_calls=run_prints("a"), b_calls=run_prints("b"))
+# Every call of two small runs, with how run B served it.
+_EVERY = f"""
+SELECT call_id, coalesce(b.served, -1)
+FROM ({run_prints("a")}) a FULL JOIN ({run_prints("b")}) b USING (call_id)
+ORDER BY call_id
 """  # noqa: S608 - constants of ours; the run ids are parameters
 
 
@@ -132,14 +140,32 @@ def compare(store: Store, a: str, b: str) -> Comparison:
 @functools.lru_cache(maxsize=KEPT_PAIRS)
 def _compared(store: Store, a: str, b: str, *versions: int) -> Comparison:
     """The two runs compared anew; `versions` only key the cache."""
-    total, differing, cached, live, rows, every = store.query(_SQL, {"a": a, "b": b})[0]
+    with closing(store.reader()) as cursor:
+        cursor.execute("BEGIN TRANSACTION")  # one snapshot of both runs for every query below
+        try:
+            # Both runs printed: only the calls of their buckets that differ are joined.
+            found = split(cursor, a, b)
+            if found is None:
+                answer = cursor.execute(_ALL_JOINED, {"a": a, "b": b}).fetchall()[0]
+            else:
+                joined_sql = _JOIN.format(
+                    a_calls=bucket_prints("a", found.buckets), b_calls=bucket_prints("b", found.buckets)
+                )
+                answer = cursor.execute(joined_sql, {"a": a, "b": b}).fetchall()[0]
+            joined, differing, cached, live, rows = answer
+            total = joined + (found.alike if found else 0)
+            if found is not None:
+                cached, live = found.cached, found.live
+            every = cursor.execute(_EVERY, {"a": a, "b": b}).fetchall() if total <= ALL_CALLS_UP_TO else None
+        finally:
+            cursor.execute("COMMIT")
     differences = []
     for call_id, one_sided, *flags, order, a_event, a_idx, a_mem, b_event, b_idx, b_mem in rows or ():
         fields = ("call",) if one_sided else tuple(n for n, f in zip(FIELDS[1:], flags, strict=True) if f)
         ref_a = Ref(a_event, a_idx, a_mem) if a_event is not None else None
         ref_b = Ref(b_event, b_idx, b_mem) if b_event is not None else None
         differences.append(Difference(call_id, fields, int(order), ref_a, ref_b))
-    calls = tuple((call_id, served) for call_id, served in every or ()) if total <= ALL_CALLS_UP_TO else None
+    calls = tuple((call_id, int(served)) for call_id, served in every) if every is not None else None
     return Comparison(a, b, tuple(differences), int(differing), int(total), (int(cached), int(live)), calls)
 
 

@@ -14,7 +14,9 @@ twenty seconds of one core, on the cores the server leaves idle; until its index
 the run grows again), a rewind of the run walks its events instead, and makes the same snapshot,
 slower. One run at a time, never more than one thread: the machine's cores are for the pages. A run
 that stopped growing also has its failures read once (`devtool.store.queries.cause`, kept while the
-run stays as it is), so its page's first view does not wait for them.
+run stays as it is), so its page's first view does not wait for them, and one stored before call
+fingerprints were is printed (`devtool.store.print_older`), so its first compare does not
+read its events.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Final
 from devtool.actions.index_walker import walk_apart
 from devtool.core.frame_index_records import DUPLICATE_CALL_ID, NotIndexable
 from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS
-from devtool.store import Store, StoreError, span_keys
+from devtool.store import Store, StoreError, print_older, span_keys
 from devtool.store.frame_index_tables import (
     BatchWriter,
     IndexState,
@@ -109,7 +111,8 @@ class FrameIndexer:
             except StoreError as exc:
                 logger.warning("devtool: frame indexer: %s", exc)
                 to_key, to_index = {}, {}
-            due = {**to_key, **to_index}
+            to_print = self._to_print()
+            due = {**to_key, **to_index, **to_print}
             for trace_id, last_event_id in due.items():
                 if self._stopping.is_set():
                     return
@@ -119,6 +122,8 @@ class FrameIndexer:
                 if trace_id in to_key:
                     self._key(trace_id, last_event_id, failed)
                 self._warm(trace_id)
+                if trace_id in to_print:
+                    self._print(trace_id, last_event_id, failed)
                 if trace_id in to_index:
                     self._index(trace_id, last_event_id, failed)
             seen = due
@@ -131,6 +136,23 @@ class FrameIndexer:
             failed[trace_id] = last_event_id
             if not self._stopping.is_set():
                 logger.exception("devtool: span keys of run %s failed", trace_id)
+
+    def _to_print(self) -> dict[str, int]:
+        """Runs stored before call fingerprints were (an older store): printed here, so their first
+        compare does not read their events."""
+        try:
+            return print_older.runs_to_print(self.store, min_events=self.min_events)
+        except StoreError as exc:
+            logger.warning("devtool: frame indexer: %s", exc)
+            return {}
+
+    def _print(self, trace_id: str, last_event_id: int, failed: dict[str, int]) -> None:
+        try:
+            print_older.print_run(self.store, trace_id)
+        except Exception:  # a bug or a store error here must stop neither the server nor other runs
+            failed[trace_id] = last_event_id
+            if not self._stopping.is_set():
+                logger.exception("devtool: call fingerprints of run %s failed", trace_id)
 
     def _warm(self, trace_id: str) -> None:
         """Read the run's failures once (`queries.cause`, kept while the run stays as it is), so the first

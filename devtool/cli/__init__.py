@@ -11,10 +11,10 @@ import sys
 from collections.abc import Sequence
 
 from devtool import __version__
-from devtool.cli import demo, diff, export, load, run, serve
+from devtool.cli import demo, diff, export, lake, load, run, serve
 from devtool.cli.errors import CliError
 
-COMMANDS = [serve, load, run, demo, export, diff]
+COMMANDS = [serve, load, run, demo, export, diff, lake]
 
 
 class _Parser(argparse.ArgumentParser):

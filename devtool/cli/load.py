@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from devtool.cli.errors import CliError
+from devtool.cli.lake import add_lake_options, load_from_lake
 from devtool.cli.options import add_db_option, default_db_path, open_store, require_web_extra
 from devtool.cli.server_file import RunningServer, running_server
 
@@ -36,9 +37,16 @@ BAR_WIDTH = 30
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("load", help="load trace and journal files into the store")
-    parser.add_argument("files", nargs="+", type=Path, metavar="FILES", help="TraceEvent JSONL or JSON, journal JSONL")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        type=Path,
+        metavar="FILES",
+        help="TraceEvent JSONL or JSON, journal JSONL (with --lake: the ids of runs in the lake)",
+    )
     add_db_option(parser)
     add_load_options(parser)
+    add_lake_options(parser, env=False)
     parser.set_defaults(run=run)
 
 
@@ -59,6 +67,10 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     require_web_extra()
+    if args.lake is not None or args.lake_data is not None:
+        if args.lake is None:
+            raise CliError("--lake-data needs --lake: the catalog (postgres:host=HOST dbname=DB) the lake is in")
+        return load_from_lake(args)
     server = running_server(args.db or default_db_path())
     if server is not None:
         print(f"devtool load: the DevTool at {server.url} has this database open: loading through it", file=sys.stderr)

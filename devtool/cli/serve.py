@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from devtool.cli.errors import CliError
+from devtool.cli.lake import add_lake_options, attach
 from devtool.cli.load import add_load_options, load_files
 from devtool.cli.options import add_db_option, open_store
 from devtool.cli.server_file import announced
@@ -72,6 +73,7 @@ def register(subparsers: Any) -> None:
         "--tls-cert", type=Path, metavar="CERT.pem", help="serve HTTPS with this certificate (PEM; with --tls-key)"
     )
     parser.add_argument("--tls-key", type=Path, metavar="KEY.pem", help="the certificate's private key (PEM)")
+    add_lake_options(parser, serve=True)
     parser.set_defaults(run=run)
 
 
@@ -107,7 +109,14 @@ def run(args: argparse.Namespace) -> int:
     for path in args.follow:
         if path.exists() and not path.is_file():
             raise CliError(f"--follow {path}: not a file (a trace file an agent writes, one JSON event a line)")
+    if args.lake_compact_every < 0:
+        raise CliError(f"--lake-compact-every {args.lake_compact_every:g} is negative (0: never compact)")
     store = open_store(args)
+    try:
+        lake = attach(store, args)
+    except BaseException:
+        store.close()
+        raise
     if args.files:
         # Loaded before the server starts, reported on stderr: stdout's first line is the URL.
         totals = load_files(
@@ -131,6 +140,12 @@ def run(args: argparse.Namespace) -> int:
         allow_hosts=allow_hosts,
     )
     app = create_app(store, settings)
+    worker = None
+    if lake is not None and args.get is None:
+        from devtool.store.lake import LakeWorker
+
+        worker = LakeWorker(store, lake, compact_every=args.lake_compact_every)
+        worker.start()
     try:
         if args.get is not None:
             return _print_page(app, args.get)
@@ -147,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
                 threading.Timer(0.5, webbrowser.open, [url]).start()
             _serve(app, sock, tls)
     finally:
+        if worker is not None:
+            worker.stop()
         store.close()
     return 0
 

@@ -129,9 +129,10 @@ class Frame:
         self.span_id = span_id
         self.memory = Memory(copy.deepcopy(restored["memory"]) if restored else None)
         # The snapshot's entries are the replay cache; `journal` starts with them and gains what this
-        # run records, so a dump taken during a replay holds both.
+        # run records, so a dump taken during a replay holds both. A new frame's are empty: no copy
+        # (a frame is made for every agent call, a framework's node runs too).
         self.replay: FrameJournal = restored["journal"] if restored else {"prompt": {}, "tool": {}}
-        self.journal: FrameJournal = copy.deepcopy(self.replay)
+        self.journal: FrameJournal = copy.deepcopy(self.replay) if restored else {"prompt": {}, "tool": {}}
         self.restored_children: dict[str, FrameSnapshot] = restored["children"] if restored else {}
         self.children: dict[str, Frame] = {}
         self.status: Status = "running"

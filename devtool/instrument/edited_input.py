@@ -9,8 +9,9 @@ hold messages change:
 - Chat Completions: `messages`, one wire message per message (a system message stays in the list);
 - Responses: `instructions` is the leading system message when the request had instructions (none in
   the edit: dropped); the rest is `input` (a lone user message of a text `input` stays text);
-- Anthropic Messages: `system` is the leading system message(s), joined (none: dropped); the rest is
-  `messages`, consecutive tool results in one user message of `tool_result` blocks.
+- Anthropic Messages: `system` is the leading system message, or one text block for each when there are
+  several (none: dropped); the rest is `messages`, consecutive tool results in one user message of
+  `tool_result` blocks.
 
 A message left as the editor showed it keeps its wire form (content parts, cache markers, reasoning
 items): when the edit has as many messages as were shown, each wire message whose shown messages are
@@ -137,9 +138,11 @@ def _anthropic(body: dict[str, Any], edited: list[dict[str, Any]]) -> dict[str, 
         texts = [m.get("content") for m in system]
         kept = body.get("system")
         # The request's own system (blocks with cache markers, say) when the edit left its text alone.
-        new["system"] = (
-            kept if len(texts) == 1 and texts[0] == _text(kept) else "\n\n".join(str(t or "") for t in texts)
-        )
+        if len(texts) == 1:
+            new["system"] = kept if texts[0] == _text(kept) else str(texts[0] or "")
+        else:
+            # Several system messages stay several: one text block each, as the API takes them.
+            new["system"] = [{"type": "text", "text": str(t or "")} for t in texts]
     else:
         new.pop("system", None)
     elements = [(m, [dict(s) for s in messages_shown(m)]) for m in body.get("messages") or () if isinstance(m, dict)]

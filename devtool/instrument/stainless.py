@@ -175,9 +175,12 @@ class Call:
             self.options = self.inner = options
             self.to = cast_to
         else:
-            self.options = options.model_copy()
-            # What the caller asked for (`with_streaming_response` names it in a header the SDK takes out).
-            self.to = client._maybe_override_cast_to(cast_to, self.options)
+            # What the caller asked for (`with_streaming_response` names it in a header the SDK takes out of
+            # the options, so of a copy of them); a raw response alone (LangChain's every request) takes
+            # nothing out: no copy.
+            overridden = sdk.override_header in headers
+            self.options = options.model_copy() if overridden else options
+            self.to = client._maybe_override_cast_to(cast_to, self.options) if overridden else cast_to
             headers = dict(self.options.headers) if isinstance(self.options.headers, Mapping) else {}
             # Asked for a raw response, the SDK would wrap ours in one: the header goes on it afterwards.
             self.raw = headers.pop(sdk.raw_header, None)

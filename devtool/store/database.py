@@ -46,7 +46,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -56,6 +56,9 @@ from devtool.store.errors import StoreError, StoreLockedError
 from devtool.store.id_lists import PER_STATEMENT
 from devtool.store.rewind_file import rewind_path, wal_path
 from devtool.store.schema import MIGRATIONS, REWIND_FILE_AT
+
+if TYPE_CHECKING:
+    from devtool.store.lake import Lake
 
 _LOCK_HOLDER = re.compile(r"\(PID (\d+)\)")
 
@@ -73,6 +76,8 @@ class Store:
 
     def __init__(self, path: Path, *, memory_limit: str = DEFAULT_MEMORY_LIMIT) -> None:
         self.path = path
+        # The team's lake, when one is attached (`devtool.store.lake.attach_lake`).
+        self.lake: Lake | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = duckdb.connect(
@@ -82,6 +87,9 @@ class Store:
                     "dynamic_or_filter_threshold": PER_STATEMENT,
                     "allocator_background_threads": True,
                     "checkpoint_threshold": CHECKPOINT_THRESHOLD,
+                    # New files in 1.5's own storage format: the default (1.0's, for older readers) has
+                    # no ZSTD for strings and so keeps the events' JSON bodies uncompressed.
+                    "storage_compatibility_version": "latest",
                 },
             )
         except (OSError, duckdb.Error) as exc:
@@ -93,6 +101,13 @@ class Store:
                 raise StoreLockedError(
                     f"database {path} is open in another process{who}, and DuckDB lets one process at a "
                     "time write a file: stop that process, or use another database file"
+                ) from exc
+            if "created with an newer version of DuckDB" in str(exc):
+                # DevTool moved from DuckDB 2.0 to 1.5 for the lake's extensions: a 2.0 file is unreadable here.
+                raise StoreError(
+                    f"database {path} was written by a newer DuckDB than this DevTool's {duckdb.__version__} "
+                    "(DevTool releases before the team lake ran DuckDB 2.0): use another --db and load the "
+                    "trace files again, or export the runs with the DevTool that wrote it (devtool export)"
                 ) from exc
             raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from exc
         self.memory_limit = memory_limit
@@ -129,6 +144,11 @@ class Store:
             _apply(conn, range(current + 1, min(REWIND_FILE_AT, len(MIGRATIONS) + 1)))
             rewind_file.attach(conn, self.path, main_version=current)
             _apply(conn, range(max(current + 1, REWIND_FILE_AT), len(MIGRATIONS) + 1))
+            if current < len(MIGRATIONS):
+                # Migrations left in the write-ahead log of a process killed before its first checkpoint
+                # fail DuckDB 1.5.5's replay ("GetDefaultDatabase with no default database set"): the
+                # new schema is written to the files at once.
+                conn.execute("CHECKPOINT; CHECKPOINT rewind")
 
     @property
     def schema_version(self) -> int:

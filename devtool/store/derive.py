@@ -22,14 +22,14 @@ stored traces (live ingest, a second file of one trace) it derives the new spans
 them alone, re-derives the stored spans they touch from all their events, walks the whole trace
 again only when a stored span's parent or depth may have changed, and moves the runs' summaries by
 what changed (`run_summary.update`); a load of new runs counts their summaries whole
-(`run_summary.rebuild`).
+(`run_summary.rebuild`). The runs' calls are fingerprinted with them (`call_prints.update`).
 """
 
 from __future__ import annotations
 
 import duckdb
 
-from devtool.store import derive_stream, run_summary
+from devtool.store import call_prints, derive_stream, run_summary
 from devtool.store.span_sql import (
     GROUPED,
     LOG_NAMES,
@@ -161,6 +161,7 @@ def refresh(
         conn.execute("DROP TABLE derived; DROP TABLE placed")
     if not incremental:
         run_summary.rebuild(conn)
+    call_prints.update(conn, after_event_id)
     traces = tuple(row[0] for row in conn.execute("SELECT trace_id FROM touched_traces ORDER BY 1").fetchall())
     conn.execute("DROP TABLE touched_traces")
     return derived, traces

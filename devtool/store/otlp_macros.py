@@ -188,38 +188,41 @@ _SPLIT = _let(
     "otlp_parts(m)",
     _let(
         "responses",
-        "list_filter(ps, lambda p: otlp_type(p) = 'tool_call_response')",
+        "list_filter(ps, lambda p: p.t = 'tool_call_response')",
         "list_concat(list_transform(responses, lambda p: otlp_object([('role', '\"tool\"'), "
-        "('tool_call_id', otlp_get(p, '$.id')), "
-        "('content', coalesce(otlp_get(p, '$.response'), otlp_get(p, '$.result')))])), "
+        "('tool_call_id', otlp_get(p.p, '$.id')), "
+        "('content', coalesce(otlp_get(p.p, '$.response'), otlp_get(p.p, '$.result')))])), "
         "CASE WHEN len(responses) = len(ps) AND len(ps) > 0 THEN [] ELSE [otlp_base_of(otlp_role(m), ps)] END)",
     ),
 )
 
 _FIRST_MESSAGE = _let("ms", "otlp_objects(x)", "CASE WHEN len(ms) > 0 THEN otlp_base(ms[1]) END")
 
-# messages.py's GenAI functions. `m` is one message's JSON text, `ps` its object parts.
+# messages.py's GenAI functions. `m` is one message's JSON text, `ps` its object parts, each read once
+# for its type (`otlp_part`: `p` its text, `t` its type): a part's type was asked five times, and each
+# `json_extract` reads the whole part again, its content with it (half the mapping of a chat span).
 _GENAI = f"""
 CREATE OR REPLACE TEMP MACRO otlp_role(m) AS
     CASE WHEN json_type(m, '$.role') = 'VARCHAR' THEN json_extract(m, '$.role')::VARCHAR END;
-CREATE OR REPLACE TEMP MACRO otlp_parts(m) AS
-    list_transform(list_filter(json_extract(m, '$.parts[*]'), lambda p: json_type(p) = 'OBJECT'), lambda p: p::VARCHAR);
+CREATE OR REPLACE TEMP MACRO otlp_part(p) AS {{'p': p, 't': otlp_type(p)}};
+CREATE OR REPLACE TEMP MACRO otlp_parts(m) AS list_transform(
+    list_filter(json_extract(m, '$.parts[*]'), lambda p: json_type(p) = 'OBJECT'), lambda p: otlp_part(p::VARCHAR));
 CREATE OR REPLACE TEMP MACRO otlp_is_text(p) AS
-    coalesce(otlp_type(p) = 'text' AND json_type(p, '$.content') = 'VARCHAR', false);
+    coalesce(p.t = 'text' AND json_type(p.p, '$.content') = 'VARCHAR', false);
 CREATE OR REPLACE TEMP MACRO otlp_content(others) AS CASE
     WHEN len(others) = 0 THEN NULL
     WHEN len(list_filter(others, lambda p: otlp_is_text(p))) = len(others)
-    THEN otlp_string(array_to_string(list_transform(others, lambda p: json_extract_string(p, '$.content')), chr(10)))
-    ELSE otlp_array(others) END;
+    THEN otlp_string(array_to_string(list_transform(others, lambda p: json_extract_string(p.p, '$.content')), chr(10)))
+    ELSE otlp_array(list_transform(others, lambda p: p.p)) END;
 CREATE OR REPLACE TEMP MACRO otlp_calls(calls) AS CASE WHEN len(calls) > 0 THEN otlp_array(list_transform(calls,
-    lambda p: otlp_object([('id', otlp_get(p, '$.id')), ('name', otlp_get(p, '$.name')),
-                           ('arguments', otlp_get(p, '$.arguments'))]))) END;
+    lambda p: otlp_object([('id', otlp_get(p.p, '$.id')), ('name', otlp_get(p.p, '$.name')),
+                           ('arguments', otlp_get(p.p, '$.arguments'))]))) END;
 -- messages._base, given the message's role and its parts
 CREATE OR REPLACE TEMP MACRO otlp_base_of(role, ps) AS otlp_object([
     ('role', role),
-    ('content', otlp_content(list_filter(ps, lambda p: otlp_type(p) IS DISTINCT FROM 'tool_call_response'
-                                                       AND otlp_type(p) IS DISTINCT FROM 'tool_call'))),
-    ('tool_calls', otlp_calls(list_filter(ps, lambda p: otlp_type(p) = 'tool_call')))]);
+    ('content', otlp_content(list_filter(ps, lambda p: p.t IS DISTINCT FROM 'tool_call_response'
+                                                       AND p.t IS DISTINCT FROM 'tool_call'))),
+    ('tool_calls', otlp_calls(list_filter(ps, lambda p: p.t = 'tool_call')))]);
 CREATE OR REPLACE TEMP MACRO otlp_base(m) AS CASE
     WHEN json_type(m, '$.parts') IS DISTINCT FROM 'ARRAY'
     THEN otlp_object([('role', otlp_role(m)), ('content', otlp_get(m, '$.content'))])
@@ -237,7 +240,8 @@ CREATE OR REPLACE TEMP MACRO otlp_genai_messages(x) AS CASE
 CREATE OR REPLACE TEMP MACRO otlp_genai_answer(x) AS CASE
     WHEN json_type(x) = 'ARRAY' THEN {_FIRST_MESSAGE} END;
 CREATE OR REPLACE TEMP MACRO otlp_system(value, parts) AS CASE
-    WHEN json_type(parts) = 'ARRAY' THEN otlp_base_of('"system"', otlp_objects(parts))
+    WHEN json_type(parts) = 'ARRAY'
+    THEN otlp_base_of('"system"', list_transform(otlp_objects(parts), lambda p: otlp_part(p)))
     WHEN left(value, 1) = '"' THEN otlp_object([('role', '"system"'), ('content', value)]) END;
 """
 

@@ -44,6 +44,14 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
 - Migration 11 drops the snapshots and the frame indexes, which the rewind file took (its migration
   1 copied the snapshots and their nodes first), and keeps the rewind file's id in `rewind_file`: see
   `rewind_file.py` for why they have a file of their own.
+- `search_blocks` (migration 12): each run's words by the block of events they are in (`search.py`),
+  what a find inside a run reads first; `search_blocks_since` is the first event id a load or an
+  append indexed so (the events stored before have no blocks: a find reads them as it did).
+  Migration 12 also adds `span_failures` to a keyed run's span keys, its failed spans
+  (`span_failures.py`), made for the runs keyed before from their spans.
+- Migration 13 adds `call_prints`, `print_buckets` and `printed_runs`, each run's calls as
+  fingerprints, what a compare joins (`call_prints.py`); a run stored before is not printed (a
+  compare reads its events).
 """
 
 from __future__ import annotations
@@ -397,5 +405,42 @@ MIGRATIONS: list[str] = [
     DROP TABLE rewind_frames;
     DROP TABLE rewind_chunks;
     DROP SEQUENCE rewind_builds;
+    """,
+    """
+    CREATE TABLE search_blocks (trace_id VARCHAR NOT NULL, block BIGINT NOT NULL, term VARCHAR NOT NULL);
+    CREATE TABLE search_blocks_since AS SELECT coalesce(max(event_id) + 1, 0)::BIGINT AS event_id FROM events;
+    CREATE TABLE span_failures (
+        run INTEGER NOT NULL,
+        span_id VARCHAR NOT NULL,
+        parent_span_id VARCHAR,
+        kind VARCHAR NOT NULL,
+        instant BOOLEAN NOT NULL,
+        start_ts DOUBLE NOT NULL,
+        end_ts DOUBLE,
+        error VARCHAR,
+        end_event_id BIGINT,
+        depth INTEGER NOT NULL,
+        start_event_id BIGINT,
+        name VARCHAR,
+        call_id VARCHAR
+    );
+    INSERT INTO span_failures
+    SELECT k.run, s.span_id, s.parent_span_id, s.kind, s.instant, s.start_ts, s.end_ts, s.error, s.end_event_id,
+           s.depth, s.start_event_id, s.name, s.call_id
+    FROM spans s JOIN keyed_runs k USING (trace_id)
+    WHERE s.status = 'failed'
+    ORDER BY k.run, s.start_ts, s.start_event_id;
+    """,
+    """
+    CREATE TABLE call_prints (
+        trace_id VARCHAR NOT NULL, bucket UBIGINT NOT NULL, call_id VARCHAR NOT NULL, pos BIGINT NOT NULL,
+        event_id BIGINT NOT NULL, idx INTEGER NOT NULL, mem_ev BIGINT NOT NULL, h_in UBIGINT, h_out UBIGINT,
+        h_err UBIGINT, h_mem UBIGINT NOT NULL, served INTEGER NOT NULL
+    );
+    CREATE TABLE print_buckets (
+        trace_id VARCHAR NOT NULL, bucket UBIGINT NOT NULL, calls BIGINT NOT NULL, digest UBIGINT NOT NULL,
+        cached BIGINT NOT NULL, live BIGINT NOT NULL
+    );
+    CREATE TABLE printed_runs (trace_id VARCHAR NOT NULL);
     """,
 ]

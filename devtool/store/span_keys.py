@@ -11,6 +11,7 @@ sorted so that DuckDB's zone maps find a key in one or two row groups:
   start: a parent's children are one range, so a page of them, or a child's place among them, is
   read from that range alone;
 - `span_text`, `span_labels`, `span_grams`: what the run page's span search reads (`span_search`);
+- `span_failures`: its failed spans, with their names and callIds: what its cause reads (`span_failures`);
 - `agent_generations`: each generation that ended, with its agent's callId, its name and its end, under
   a hash of its trace and that callId with an index on it: what a snapshot page reads to say where each
   frame's memory came from (its frames are named by callId), a lookup in the index per frame instead
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from devtool.store import span_search
+from devtool.store import span_failures, span_search
 from devtool.store.database import rollback
 from devtool.store.run_caches import stale_runs
 from devtool.store.span_sql import HIDDEN_KINDS, shown
@@ -109,6 +110,7 @@ _BUILD = f"""
     WHERE s.trace_id IN (SELECT trace_id FROM {{traces}}) AND {shown("s")}
     ORDER BY key, s.start_ts, s.start_event_id;
     {span_search.BUILD}
+    {span_failures.BUILD}
     INSERT INTO agent_generations
     SELECT hash(a.trace_id, a.call_id) AS key, k.run, a.call_id, g.name, g.end_ts, g.end_event_id
     FROM spans a JOIN spans g ON g.trace_id = a.trace_id AND g.parent_span_id = a.span_id
@@ -121,6 +123,7 @@ _BUILD = f"""
 
 _FORGET = (
     span_search.FORGET
+    + span_failures.FORGET
     + """
     DELETE FROM span_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
     DELETE FROM frame_keys WHERE run IN (SELECT run FROM keyed_runs WHERE trace_id IN (SELECT trace_id FROM {traces}));
@@ -352,6 +355,30 @@ def search(
     run, origin, width = found[0]
     window = (origin, origin + width * TILES)
     return span_search.search(cursor, run, text, ranks=ranks, prefix=prefix, limit=limit, window=window)
+
+
+def named(cursor: duckdb.DuckDBPyConnection, trace_id: str, text: str, *, limit: int) -> list[tuple[str, float]] | None:
+    """`span_search.named` of the run, or None when it is not keyed."""
+    found = cursor.execute(f"SELECT run, tile_origin, tile_ms FROM {_FRESH}", [trace_id]).fetchall()
+    if not found:
+        return None
+    run, origin, width = found[0]
+    return span_search.named(cursor, run, text, limit=limit, window=(origin, origin + width * TILES))
+
+
+def failed_relation(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> str | None:
+    """The run's failed spans as a relation of SQL (`span_failures.OF_RUN`), or None when it is not keyed."""
+    run = _run(cursor, trace_id)
+    return None if run is None else span_failures.OF_RUN.format(run=int(run))
+
+
+def failed_names(
+    cursor: duckdb.DuckDBPyConnection, trace_id: str, span_ids: Sequence[str]
+) -> dict[str, tuple[str, Any]]:
+    """The names and callIds of the run's failed spans `span_ids`, by id; none when it is not keyed."""
+    run = _run(cursor, trace_id)
+    rows = [] if run is None else cursor.execute(span_failures.NAMES, {"run": run, "ids": list(span_ids)}).fetchall()
+    return {span_id: (name, call_id) for span_id, name, call_id in rows}
 
 
 def generation_ends(

@@ -127,6 +127,21 @@ def search(
     return found + [(span, start) for span, start in rows]
 
 
+def named(
+    cursor: duckdb.DuckDBPyConnection, run: int, text: str, *, limit: int, window: tuple[float, float]
+) -> list[tuple[str, float]]:
+    """The earliest `limit` shown spans of keyed run `run` whose name holds `text` (case-insensitive), as
+    (span id, start): those of the labels whose name holds it, read as `search` reads a rank."""
+    labels = cursor.execute(
+        "SELECT name, kind FROM span_labels WHERE run = $run AND contains(lower(name), lower($text))",
+        {"run": run, "text": text},
+    ).fetchall()
+    if not labels:
+        return []
+    where, params = _any_label(labels)
+    return _earliest(cursor, run, where, params, limit, window)
+
+
 def _earliest(
     cursor: duckdb.DuckDBPyConnection,
     run: int,

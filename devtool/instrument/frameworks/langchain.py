@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -284,26 +283,30 @@ def _remember(output: Any) -> None:
     graph = CURRENT_FRAME.get(None)
     if graph is None:
         return
-    for ids in _asked(output):
+    found: list[tuple[str, ...]] = []
+    _asked(output, found)
+    for ids in found:
         asked = _ASKED.get(graph)
         if asked is None:
             asked = _ASKED.setdefault(graph, {})
         asked.update(dict.fromkeys(ids, ids))
 
 
-def _asked(output: Any) -> Iterator[tuple[str, ...]]:
-    """The tool call ids of each AI message in a node's output (a state update, a `Command`'s, a list)."""
+def _asked(output: Any, found: list[tuple[str, ...]]) -> None:
+    """Add to `found` the tool call ids of each AI message in a node's output (a state update, a
+    `Command`'s, a list). A plain walk, not generators: it runs after every node of a recorded graph."""
     if isinstance(output, AIMessage):
-        ids = tuple(str(call["id"]) for call in output.tool_calls if call.get("id"))
-        if ids:
-            yield ids
+        if output.tool_calls:
+            ids = tuple(str(call["id"]) for call in output.tool_calls if call.get("id"))
+            if ids:
+                found.append(ids)
     elif isinstance(output, dict):
-        yield from _asked(output.get("messages"))
+        _asked(output.get("messages"), found)
     elif isinstance(output, (list, tuple)):
         for item in output:
-            yield from _asked(item)
+            _asked(item, found)
     elif isinstance(getattr(output, "update", None), (dict, list, tuple)):  # a `Command`
-        yield from _asked(output.update)
+        _asked(output.update, found)
 
 
 def _arguments(tool: BaseTool, tool_input: Any) -> Any:

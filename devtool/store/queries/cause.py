@@ -11,10 +11,12 @@ attempt*: its own span says `completed` (its model answered), the `validation:fa
 why the answer was refused. A failed span whose parent did not fail with its error was *handled*:
 something above it caught it, and the run went on.
 
-Everything here is read from the run's failed spans: one read of `spans` filtered on the run and on
-`status`, then one read of the turns of the prompt loops that refused answers; the walk over them is
-in memory. Failed spans are scattered over the run, so that read touches most of its row groups
-(0.1-0.2 s a million events): the answer is kept for the run as it is (`KEPT_RUNS`).
+Everything here is read from the run's failed spans, then one read of the turns of the prompt loops
+that refused answers; the walk over them is in memory. A big run's failed spans are one range of
+its span keys (`span_failures`, with their names and callIds, read for the chain only: made by the
+load or the server's indexer); another run's are a read of `spans` filtered on the run and on
+`status`, which touches most of its row groups, as failed spans are scattered over the run (0.1-0.2 s
+a million events). The answer is kept for the run as it is (`KEPT_RUNS`).
 """
 
 from __future__ import annotations
@@ -113,11 +115,63 @@ class Faults:
 # and status, so a run that grew or ended is read again.
 KEPT_RUNS = 16
 
-_FAILED = """
-    SELECT span_id, parent_span_id, kind, instant, start_ts, end_ts, error, end_event_id, depth
-    FROM spans WHERE trace_id = ? AND status = 'failed'
-    ORDER BY start_ts, start_event_id
+# A run's failed spans: the columns of `FailedSpan` (`_COLUMNS`) and `start_event_id`, from `spans` (a
+# keyed run's from its span keys: `span_keys.failed_relation`).
+_COLUMNS = "span_id, parent_span_id, kind, instant, start_ts, end_ts, error, end_event_id, depth"
+_FAILED = f"(SELECT {_COLUMNS}, start_event_id FROM spans WHERE trace_id = $trace AND status = 'failed')"
+# Whether failed span `c`'s failure is what failed span `p` failed with, not caught between them: the same
+# message or one that holds it; a failure with no message is taken as passed up (nothing tells it apart).
+_PASSED = "(p.error IS NULL OR c.error IS NULL OR c.error = p.error OR contains(p.error, c.error))"
+_SHOWN = f"NOT c.instant AND c.kind NOT IN {HIDDEN_KINDS}"
+# Handled: a shown failed span whose parent did not fail with its error.
+_HANDLED = f"""
+    SELECT c.span_id FROM {{failed}} c LEFT JOIN {{failed}} p ON p.span_id = c.parent_span_id
+    WHERE {_SHOWN} AND coalesce(c.parent_span_id, '') <> '' AND NOT (p.span_id IS NOT NULL AND {_PASSED})
 """
+# Where failures began: a shown failed span that no failed child passed its failure up to (a model call's
+# failure is its turn's own).
+_ORIGINS = f"""
+    SELECT p.start_ts, p.span_id FROM {{failed}} p
+    WHERE NOT p.instant AND p.kind NOT IN {HIDDEN_KINDS} AND NOT EXISTS (
+        SELECT 1 FROM {{failed}} c
+        WHERE c.parent_span_id = p.span_id AND NOT c.instant AND c.kind <> 'model:call' AND {_PASSED}
+    )
+"""
+
+
+class _Failed:
+    """A run's failed spans as SQL reads them: the few a walk asks for are made `FailedSpan`s (a run of
+    ten million events has 46,668; making each of them one and walking them all in Python was most of
+    a first ask, 1.2 s)."""
+
+    def __init__(self, cursor: Any, trace_id: str) -> None:
+        self.cursor = cursor
+        keyed = span_keys.failed_relation(cursor, trace_id)
+        self.relation, self.params = (keyed, {}) if keyed is not None else (_FAILED, {"trace": trace_id})
+
+    def rows(self, sql: str, **params: object) -> list[tuple[Any, ...]]:
+        return list(self.cursor.execute(sql.format(failed=self.relation), {**self.params, **params}).fetchall())
+
+    def spans(
+        self, where: str, *, order: str = "start_ts, start_event_id", most: int | None = None, **params: object
+    ) -> list[FailedSpan]:
+        """The failed spans that meet `where`, in `order` (the first `most`)."""
+        limit = "" if most is None else f" LIMIT {int(most)}"
+        rows = self.rows(f"SELECT {_COLUMNS} FROM {{failed}} WHERE {where} ORDER BY {order}{limit}", **params)
+        return [FailedSpan(*row) for row in rows]
+
+    def passed_on(self, parent: FailedSpan) -> FailedSpan | None:
+        """The failed child of `parent` (not an instant) whose failure `parent` failed with (`_PASSED`), the
+        last to end when several did (then the last to start, then the first stored)."""
+        found = self.spans(
+            "parent_span_id = $parent AND NOT instant "
+            "AND (error IS NULL OR $error IS NULL OR error = $error OR contains($error, error))",
+            order="coalesce(nullif(end_ts, 0), start_ts) DESC, start_ts DESC, start_event_id",
+            most=1,
+            parent=parent.span_id,
+            error=parent.error,
+        )
+        return found[0] if found else None
 
 
 def run_faults(store: Store, trace_id: str) -> Faults:
@@ -134,32 +188,16 @@ def run_faults(store: Store, trace_id: str) -> Faults:
 def _faults(store: Store, trace_id: str, status: str, last_event_id: int) -> Faults:
     """The run's failures read anew; `status` and `last_event_id` key the cache (`KEPT_RUNS`)."""
     with store.reader() as cursor:
-        failed = [FailedSpan(*row) for row in cursor.execute(_FAILED, [trace_id]).fetchall()]
-        by_id = {span.span_id: span for span in failed}
-        children: dict[str, list[FailedSpan]] = defaultdict(list)
-        for span in failed:
-            if span.parent_span_id:
-                children[span.parent_span_id].append(span)
-        attempts = _attempts(cursor, trace_id, failed)
-        handled = frozenset(
-            span.span_id
-            for span in failed
-            if span.shown and span.parent_span_id and not _propagated(span, by_id.get(span.parent_span_id))
-        )
-        # Where each failure began: a shown failed span that no failed child passed its failure up to.
-        origins = [
-            span
-            for span in failed
-            if span.shown and not any(_passes_up(child, span) for child in children.get(span.span_id, []))
-        ]
+        failed = _Failed(cursor, trace_id)
+        attempts = _attempts(cursor, trace_id, failed.spans("instant AND kind LIKE 'validation:%'"))
+        handled = frozenset(span_id for (span_id,) in failed.rows(_HANDLED))
         errors = tuple(
             span_id
             for _, span_id in sorted(
-                [(span.start_ms, span.span_id) for span in origins]
-                + [(attempt.start_ms, span_id) for span_id, attempt in attempts.items()]
+                failed.rows(_ORIGINS) + [(attempt.start_ms, span_id) for span_id, attempt in attempts.items()]
             )
         )
-        cause = _cause(cursor, trace_id, failed, children, attempts) if status == "failed" else None
+        cause = _cause(cursor, trace_id, failed, attempts) if status == "failed" else None
     refused = {span_id: attempt.why for span_id, attempt in attempts.items()}
     return Faults(cause, handled, refused, errors)
 
@@ -172,47 +210,22 @@ def run_cause(store: Store, trace_id: str) -> Cause:
     return cause
 
 
-def _passes_up(child: FailedSpan, parent: FailedSpan) -> bool:
-    """Whether `parent` failed of `child`'s failure, as far as where failures began is concerned: a model
-    call's failure is its turn's own."""
-    return not child.instant and child.kind != "model:call" and _propagated(child, parent)
-
-
-def _propagated(child: FailedSpan, parent: FailedSpan | None) -> bool:
-    """Whether `child`'s failure is what `parent` failed with (not caught between them)."""
-    if parent is None:
-        return False
-    if parent.error is None or child.error is None:
-        return True  # a failure with no message: nothing tells it apart from the parent's, taken as passed up
-    return child.error == parent.error or child.error in parent.error
-
-
-def _cause(
-    cursor: Any,
-    trace_id: str,
-    failed: list[FailedSpan],
-    children: dict[str, list[FailedSpan]],
-    attempts: dict[str, Attempt],
-) -> Cause | None:
+def _cause(cursor: Any, trace_id: str, failed: _Failed, attempts: dict[str, Attempt]) -> Cause | None:
     """Down from the failed root along the failure's propagation to the innermost span it came from."""
-    spans = [span for span in failed if not span.instant]
-    if not spans:
+    top = failed.spans("NOT instant", order="depth, start_ts, start_event_id", most=1)
+    if not top:
         return None
-    top = min(span.depth for span in spans)
-    step = next(span for span in spans if span.depth == top)
+    step = top[0]
     path = [step]
-    while True:
-        below = [child for child in children.get(step.span_id, []) if not child.instant and _propagated(child, step)]
-        if not below:
-            break
-        step = max(below, key=lambda child: (child.end_ms or child.start_ms, child.start_ms))
+    while (below := failed.passed_on(step)) is not None:
+        step = below
         path.append(step)
     # Spans without a message below the last one with it (a failed turn's model call) add nothing to it.
     while len(path) > 1 and path[-1].error is None and any(span.error is not None for span in path):
         path.pop()
     innermost = path[-1]
     chain = [span for span in path if span.shown]
-    refused = _last_refused(innermost, children, attempts)
+    refused = _last_refused(innermost, failed, attempts)
     if refused is not None:
         chain.append(refused)
     if not chain:
@@ -228,11 +241,9 @@ def _cause(
     )
 
 
-def _last_refused(
-    span: FailedSpan, children: dict[str, list[FailedSpan]], attempts: dict[str, Attempt]
-) -> FailedSpan | None:
+def _last_refused(span: FailedSpan, failed: _Failed, attempts: dict[str, Attempt]) -> FailedSpan | None:
     """The last turn of prompt loop `span` whose answer was refused, as a step of the chain."""
-    refusals = [child for child in children.get(span.span_id, []) if child.kind.startswith("validation:")]
+    refusals = failed.spans("parent_span_id = $parent AND kind LIKE 'validation:%'", parent=span.span_id)
     if not refusals:
         return None
     last = refusals[-1]
@@ -247,10 +258,9 @@ def _last_refused(
     return FailedSpan(span_id, span.span_id, "turn", False, start, None, last.error, None, 0)
 
 
-def _attempts(cursor: Any, trace_id: str, failed: list[FailedSpan]) -> dict[str, Attempt]:
-    """The turns whose answer was refused: each `validation:*` failure's turn (the last of its prompt loop
-    to start before it), with its start and why."""
-    refusals = [span for span in failed if span.instant and span.kind.startswith("validation:")]
+def _attempts(cursor: Any, trace_id: str, refusals: list[FailedSpan]) -> dict[str, Attempt]:
+    """The turns whose answer was refused: each `validation:*` failure's (`refusals`) turn (the last of its
+    prompt loop to start before it), with its start and why."""
     if not refusals:
         return {}
     loops = sorted({span.parent_span_id for span in refusals if span.parent_span_id})
@@ -275,10 +285,15 @@ def _attempts(cursor: Any, trace_id: str, failed: list[FailedSpan]) -> dict[str,
 
 
 def _named(cursor: Any, trace_id: str, chain: list[FailedSpan]) -> tuple[ChainStep, ...]:
-    """The chain's spans with their names and callIds (by their keys when the run is keyed)."""
-    where, params = span_keys.where_spans(cursor, trace_id, [span.span_id for span in chain])
-    rows = cursor.execute(f"SELECT span_id, name, call_id FROM spans WHERE {where}", params).fetchall()
-    named = {span_id: (name, call_id) for span_id, name, call_id in rows}
+    """The chain's spans with their names and callIds: a keyed run's failed ones from its failed spans,
+    the others read (by their keys when the run is keyed)."""
+    ids = [span.span_id for span in chain]
+    named = span_keys.failed_names(cursor, trace_id, ids)
+    missing = [span_id for span_id in ids if span_id not in named]
+    if missing:
+        where, params = span_keys.where_spans(cursor, trace_id, missing)
+        rows = cursor.execute(f"SELECT span_id, name, call_id FROM spans WHERE {where}", params).fetchall()
+        named |= {span_id: (name, call_id) for span_id, name, call_id in rows}
     return tuple(ChainStep(span.span_id, span.kind, *named.get(span.span_id, (span.kind, None))) for span in chain)
 
 

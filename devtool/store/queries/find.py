@@ -1,13 +1,21 @@
 """Text inside a run: which spans' messages, answers, tool inputs and outputs, memory, errors or names
 hold it, each hit named by its span and field with a snippet around the match.
 
-`find_in_run` asks the run's words first (`search_terms`, the runs search's index): a text with a
-word that is part of none of the run's words is in no event, and is answered without reading one.
-Otherwise the run's events are read in growing slices of its ids (the first 64k, then eight times
-more each step), the bodies of each slice searched, until the page of hits is full: a text many
-events hold is answered from the run's first slice. A match is then placed in the event's parsed
-JSON: its field is the path to the string that holds it (`message.content`, `messages[2].content`,
-`toolResults[0].output`, `memory.release`, `error.message`).
+`find_in_run` asks the run's words first, by block (`search_blocks`: which blocks of `search.BLOCK`
+events hold a word the text's word is part of): an event that holds the text is in a block that holds
+each of its words, so only those blocks are read, in order. A text a few events late in a run hold is
+the read of a block or two; a text with a word of no event reads none. A run stored before the blocks
+(migration 12) is read as before: its words (`search_terms`) say whether any event may hold the text,
+then its events are read from the first. Either way, the events to read are read in growing slices
+(the first 64k ids, then eight times more each step), the bodies of each slice searched, until the
+page of hits is full: a text many events hold is answered from the run's first slice. A match is then
+placed in the event's parsed JSON: its field is the path to the string that holds it
+(`message.content`, `messages[2].content`, `toolResults[0].output`, `memory.release`,
+`error.message`).
+
+The words say where a text's words are, not whether they stand together: a phrase of words every block
+holds ("worker ledger", never said) is a read of every event (1.2-1.9 s a million), so a find reads a
+million events at most (`MAX_SCANNED`; the blocks it rules out are not read, nor counted).
 
 Model calls' events are not searched (a turn's own events hold the same texts); a prompt loop's
 events count as hits of the span it is in, the one the frame tree shows.
@@ -23,8 +31,8 @@ import orjson
 
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
-from devtool.store.queries.navigation import search_spans
-from devtool.store.search import words
+from devtool.store.queries.navigation import spans_named
+from devtool.store.search import BLOCK_BITS, words
 
 # Characters of context on each side of a match in a snippet.
 CONTEXT = 48
@@ -33,7 +41,8 @@ FIRST_SLICE = 65_536
 SLICE_GROWTH = 8
 # Events read a page at a time: most finds fill their page of hits from the first few.
 PAGE = 128
-# Events (by id) a find looks through at most; `Found.complete` says whether it saw the whole run.
+# Events (by id) a find reads at most (those of the blocks its words rule out are not read); `Found.complete`
+# says whether it saw the whole run.
 MAX_SCANNED = 1_000_000
 # Bodies parsed at most for one find: a text that is mostly in keys ("content") holds every event.
 MAX_READ = 5_000
@@ -83,12 +92,12 @@ class FindHit:
 
 @dataclass(frozen=True)
 class Found:
-    """A find's hits, and how much of the run it read: a find stops at `MAX_SCANNED` events' ids (a text
-    only a few events hold, late in a big run, would otherwise be a read of every body: 1.5 s a
-    million events)."""
+    """A find's hits, and how much of the run it saw: a find reads `MAX_SCANNED` events at most (a
+    phrase of words every block holds would otherwise be a read of every body: 1.5 s a million
+    events)."""
 
     hits: list[FindHit]
-    searched: int  # events of the run (by id) whose bodies were looked through, or all of them
+    searched: int  # events of the run (by id) read or ruled out by the words, or all of them
     events: int
 
     @property
@@ -98,7 +107,7 @@ class Found:
 
 def find_in_run(store: Store, trace_id: str, text: str, *, limit: int = 50, max_scanned: int = MAX_SCANNED) -> Found:
     """The first `limit` fields of run `trace_id`'s spans that hold `text` (case-insensitive): spans
-    named so first, then the run's events in order (the first `max_scanned` of them), a field of a
+    named so first, then the run's events in order (`max_scanned` of them read at most), a field of a
     span once. `NotFoundError` when there is no such run."""
     needle = text.strip().lower()
     with store.reader() as cursor:
@@ -109,36 +118,78 @@ def find_in_run(store: Store, trace_id: str, text: str, *, limit: int = 50, max_
             raise NotFoundError(f"no run {trace_id!r} in this DevTool")
         first, last = int(rows[0][0]), int(rows[0][1])
         span = last - first + 1
-        if not needle or not _may_hold(cursor, trace_id, needle):
+        ranges = _ranges(cursor, trace_id, needle, first, last) if needle else []
+        if not ranges:
             return Found([], span, span)
         hits: dict[tuple[str, str], FindHit] = {}
-        for named in search_spans(store, trace_id, text.strip(), limit=limit):
+        for named in spans_named(store, trace_id, text.strip(), limit=limit):
             start = named.name.lower().find(needle)
-            if start >= 0:
+            if start >= 0:  # `lower()` may change a name's length: then its match is not placed
                 hit = _hit(named.span_id, named.call_id, "name", named.name, start, len(needle))
                 hits[(named.span_id, "name")] = hit
-        low, size, read = first, FIRST_SLICE, 0
         spellings = _spellings(text.strip())
-        while low <= last and len(hits) < limit and read < MAX_READ and low - first < max_scanned:
-            high = min(last, low + size - 1, first + max_scanned - 1)
+        read = scanned = 0
+        seen = first  # the first id neither read nor ruled out by the words
+        for low, end in _slices(ranges):
+            high = min(end, low + max_scanned - scanned - 1)
             after = low
-            while len(hits) < limit and read < MAX_READ:
+            while len(hits) < limit and read < MAX_READ and after <= high:
                 page = _events_holding(cursor, trace_id, spellings, after, high, min(PAGE, MAX_READ - read))
                 for span_id, call_id, body, _ in page:
                     for path, value, start in _matches(orjson.loads(body), needle):
                         hits.setdefault((span_id, path), _hit(span_id, call_id, path, value, start, len(needle)))
                 read += len(page)
-                if len(page) < PAGE:
-                    break
-                after = page[-1][3] + 1
-            low, size = high + 1, size * SLICE_GROWTH
+                after = high + 1 if len(page) < PAGE else page[-1][3] + 1
+            seen = after
+            scanned += after - low
+            if len(hits) >= limit or read >= MAX_READ or after <= end:
+                break  # the page is full, or the slice was not read whole: `max_scanned` or `MAX_READ`
+        else:
+            seen = last + 1
     found = list(hits.values())[:limit]
-    return Found(found, span if len(found) >= limit or low > last else low - first, span)
+    return Found(found, span if len(found) >= limit else seen - first, span)
 
 
-def _may_hold(cursor: Any, trace_id: str, needle: str) -> bool:
-    """Whether each word of `needle` is part of one of the run's words (else no event holds it)."""
+def _ranges(cursor: Any, trace_id: str, needle: str, first: int, last: int) -> list[tuple[int, int]]:
+    """The ranges of the run's event ids, in order, whose events may hold `needle`: the blocks that hold
+    each of its words, or (a run with events stored before the blocks, a text of no word) all of it
+    if the run's words may hold it."""
     found = words(needle)
+    since = int(cursor.execute("SELECT event_id FROM search_blocks_since").fetchall()[0][0])
+    if not found or first < since:
+        return [(first, last)] if _may_hold(cursor, trace_id, found) else []
+    params: dict[str, object] = {"trace": trace_id, **{f"w{i}": word for i, word in enumerate(found)}}
+    held = " AND ".join(f"bool_or(contains(term, $w{i}))" for i in range(len(found)))
+    # Only the rows of a word are grouped: grouping all of a run's (1.6 million at 10M events) took twice as long.
+    any_word = " OR ".join(f"contains(term, $w{i})" for i in range(len(found)))
+    blocks = cursor.execute(
+        f"SELECT block FROM search_blocks WHERE trace_id = $trace AND ({any_word}) "
+        f"GROUP BY block HAVING {held} ORDER BY block",
+        params,
+    ).fetchall()
+    ranges: list[tuple[int, int]] = []
+    for (block,) in blocks:
+        low, high = max(first, block << BLOCK_BITS), min(last, ((block + 1) << BLOCK_BITS) - 1)
+        if ranges and ranges[-1][1] + 1 >= low:
+            ranges[-1] = (ranges[-1][0], high)
+        else:
+            ranges.append((low, high))
+    return ranges
+
+
+def _slices(ranges: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """`ranges` cut into slices read one after the other: the first `FIRST_SLICE` ids of each, then
+    `SLICE_GROWTH` times more at each step."""
+    for low, high in ranges:
+        size = FIRST_SLICE
+        while low <= high:
+            end = min(high, low + size - 1)
+            yield low, end
+            low, size = end + 1, size * SLICE_GROWTH
+
+
+def _may_hold(cursor: Any, trace_id: str, found: list[str]) -> bool:
+    """Whether each of the words `found` is part of one of the run's words (else no event holds them)."""
     if not found:
         return True  # punctuation only: the index has no word to ask for
     params: dict[str, object] = {"trace": trace_id, **{f"w{i}": word for i, word in enumerate(found)}}

@@ -179,10 +179,7 @@ def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> 
     with store.reader() as cursor:
         found = span_keys.search(cursor, trace_id, text, ranks=span_hit_ranks(), prefix=f"{escaped}%", limit=limit)
         if found is not None:
-            where, params = span_keys.where_located(trace_id, found)
-            rows = cursor.execute(f"SELECT {_HIT} FROM spans WHERE {where}", params).fetchall()
-            hits = {row[0]: row for row in rows}
-            return [SpanHit(*hits[span]) for span, _ in found if span in hits]
+            return _located_hits(cursor, trace_id, found)
     rows = store.query(
         f"""
         SELECT {_HIT} FROM spans
@@ -196,7 +193,32 @@ def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> 
     return [SpanHit(*row) for row in rows]
 
 
+def spans_named(store: Store, trace_id: str, text: str, *, limit: int = 50) -> list[SpanHit]:
+    """The earliest `limit` spans of a run whose name contains `text` (case-insensitive): from the run's
+    span keys when it is keyed (its names first, a few hundred rows), else by a scan."""
+    with store.reader() as cursor:
+        found = span_keys.named(cursor, trace_id, text, limit=limit)
+        if found is not None:
+            return _located_hits(cursor, trace_id, found)
+    rows = store.query(
+        f"""
+        SELECT {_HIT} FROM spans WHERE trace_id = $trace AND {SHOWN} AND contains(lower(name), lower($text))
+        ORDER BY start_ts, start_event_id LIMIT $limit
+        """,
+        {"trace": trace_id, "text": text, "limit": limit},
+    )
+    return [SpanHit(*row) for row in rows]
+
+
 _HIT = "span_id, kind, name, agent_id, call_id, status, start_ts"
+
+
+def _located_hits(cursor: Any, trace_id: str, found: list[tuple[str, float]]) -> list[SpanHit]:
+    """The hits of a keyed run's spans `found` (span id, start), read by their starts, in that order."""
+    where, params = span_keys.where_located(trace_id, found)
+    rows = cursor.execute(f"SELECT {_HIT} FROM spans WHERE {where}", params).fetchall()
+    hits = {row[0]: row for row in rows}
+    return [SpanHit(*hits[span]) for span, _ in found if span in hits]
 
 
 def generation_memories(store: Store, trace_id: str, agent_span_id: str) -> list[Memory]:

@@ -91,11 +91,11 @@ _RUNS = f"""
     SELECT * FROM (
         SELECT 'trace' AS kind, trace_id AS id, name, status, started_ts, ended_ts, events, spans, agents,
                failed, running, prompt_tokens, completion_tokens, cost_micro_usd, unpriced_calls, prompts, tools,
-               agent_ids AS words, source_id AS first_source
-        FROM runs
+               agent_ids AS words, source_id AS first_source, NULL AS lake_by
+        FROM runs{{lake}}
         UNION ALL
         SELECT 'journal', process_id, process_id, {_JOURNAL_STATUS}, started, ended, n, 0, 0, errors, 0, 0, 0,
-               NULL, 0, 0, 0, types, first_source
+               NULL, 0, 0, 0, types, first_source, NULL
         FROM (
             SELECT process_id, min(ts_ms) AS started, max(ts_ms) AS ended, count(*) AS n,
                    arg_min(source_id, entry_seq) AS first_source,
@@ -114,10 +114,22 @@ _RUNS = f"""
     )
 """
 
+# The team's runs in the lake that this store does not hold (`store/lake`): listed from the local
+# copy of the lake's list, their source `lake` and who published them.
+_LAKE = """
+        UNION ALL
+        SELECT 'trace', trace_id, name, status, started_ts, ended_ts, events, spans, agents, failed, running,
+               prompt_tokens, completion_tokens, cost_micro_usd, unpriced_calls, prompts, tools, agent_ids, NULL,
+               published_by
+        FROM lake_runs WHERE trace_id NOT IN (SELECT trace_id FROM runs)
+"""
+LAKE_KIND = "lake"
+
 # A page of runs with the file (or stream) each came from.
-_PAGE = """
-    WITH page AS ({runs})
-    SELECT page.* EXCLUDE (words, first_source), src.kind, src.path
+_PAGE = f"""
+    WITH page AS ({{runs}})
+    SELECT page.* EXCLUDE (words, first_source, lake_by),
+           CASE WHEN page.lake_by IS NULL THEN src.kind ELSE '{LAKE_KIND}' END, coalesce(page.lake_by, src.path)
     FROM page LEFT JOIN sources src ON src.source_id = page.first_source
     ORDER BY page.started_ts DESC, page.id, page.kind DESC
 """
@@ -137,6 +149,12 @@ def _match_words(found: list[str], params: dict[str, object]) -> str:
         params[f"word{index}"] = word
         sets.append(f"SELECT trace_id FROM search_terms WHERE contains(term, $word{index})")
     return f"kind = 'trace' AND id IN ({' INTERSECT '.join(sets)})"
+
+
+def _runs(store: Store | None) -> str:
+    """Every run and journal of the store, and with a lake attached to `store`, the lake's runs it
+    lacks (a run page opens those from the lake first: `get_run` reads the store's own)."""
+    return _RUNS.format(lake=_LAKE if store is not None and store.lake is not None else "")
 
 
 def list_runs(
@@ -164,7 +182,8 @@ def list_runs(
     if status:
         where.append("status = $status")
         params["status"] = status
-    page = f"{_RUNS} WHERE {' AND '.join(where)} ORDER BY started_ts DESC, id, kind DESC LIMIT $limit OFFSET $offset"
+    order = "ORDER BY started_ts DESC, id, kind DESC LIMIT $limit OFFSET $offset"
+    page = f"{_runs(store)} WHERE {' AND '.join(where)} {order}"
     return [RunSummary(*row) for row in store.query(_PAGE.format(runs=page), params)]
 
 
@@ -175,7 +194,7 @@ def get_run(store: Store, run_id: str, *, kind: str | None = None) -> RunSummary
     """
     if kind is not None and kind not in ("trace", "journal"):
         raise ValueError(f"kind must be 'trace' or 'journal', not {kind!r}")
-    page = f"{_RUNS} WHERE id = $id AND kind = coalesce($kind, kind) ORDER BY kind DESC LIMIT 1"
+    page = f"{_runs(None)} WHERE id = $id AND kind = coalesce($kind, kind) ORDER BY kind DESC LIMIT 1"
     rows = store.query(_PAGE.format(runs=page), {"id": run_id, "kind": kind})
     if not rows:
         what = {"trace": "run", "journal": "process journal"}.get(kind or "", "run or process journal")

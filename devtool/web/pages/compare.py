@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from devtool.actions.call_sql import CACHED, LIVE
 from devtool.actions.compare import Comparison, Details, Difference, compare, details
 from devtool.core.call_names import agent_of, call_name
 from devtool.store import Store
+from devtool.store.call_prints import CACHED, LIVE
 
 SHOWN_DIFFERENCES = 300
 DOWNSTREAM_SHOWN = 40

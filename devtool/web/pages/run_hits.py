@@ -3,9 +3,9 @@ text, so the runs page shows where it is and links straight to that span (`/runs
 
 The runs search matches a run whose every word is part of one of its words, anywhere; a field holds
 the whole text less often, so a run without one is shown the first field that holds its longest word.
-Each run's first `FIRST_SLICE` events are looked through, no more: a page of fifty big runs stays
-within the runs search's time (a run whose text comes later shows no snippet; its page's find box
-reads further).
+Each run's first `FIRST_SLICE` events of the blocks that hold the text's words are looked through, no
+more: a page of fifty big runs stays within the runs search's time (a run whose text is in more blocks
+than those shows no snippet; its page's find box reads further).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from devtool.store import Store
 from devtool.store.queries import RunSummary
 from devtool.store.queries.find import FIRST_SLICE, FindHit, find_in_run
+from devtool.store.queries.runs import LAKE_KIND
 from devtool.store.search import words
 
 # Runs of a page given a snippet: a page shows 50 at most, each a find of its own.
@@ -27,7 +28,8 @@ def first_hits(store: Store, runs: Sequence[RunSummary], q: str) -> dict[str, tu
     texts = [q, *sorted(words(q), key=len, reverse=True)[:1]] if q else []
     found: dict[str, tuple[FindHit, str]] = {}
     for run in runs[:MAX_RUNS]:
-        if run.kind != "trace":
+        # A run only the team's lake holds has no events here yet: it is found by its name and id.
+        if run.kind != "trace" or run.source_kind == LAKE_KIND:
             continue
         for text in dict.fromkeys(texts):
             hits = find_in_run(store, run.id, text, limit=1, max_scanned=FIRST_SLICE).hits

@@ -47,6 +47,7 @@ from devtool.store.queries.run_meta import run_exists, run_metadata, snapshot_du
 from devtool.store.queries.usage import span_usage
 from devtool.web.auth import user_of
 from devtool.web.forms import form_of
+from devtool.web.lake_open import run_from_lake
 from devtool.web.links import run_url
 from devtool.web.live.streams import RunFeed, event_id, sse_response
 from devtool.web.pages.frame_tree import children_page, run_tree
@@ -63,7 +64,7 @@ WIDTH_COOKIE = "devtool_timeline_width"
 def run_page(request: Request) -> Response:
     store = state(request).store
     trace_id, url_state = _trace_and_state(request)
-    if not run_exists(store, trace_id):
+    if not run_exists(store, trace_id) and not run_from_lake(store, trace_id):
         return _by_prefix(request, store, trace_id)
     if "pick" in request.query_params:
         # A click on a merged bar: select the first span it holds (the URL then names that span).

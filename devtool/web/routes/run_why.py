@@ -6,8 +6,8 @@
   shows (`_cause.html`).
 - `GET /runs/<trace_id>/find?q=`: the fields of the run's spans that hold the text, as JSON, a list of
   `{"spanId", "callId", "field", "snippet"}` (`devtool.store.queries.find`); its `Find-Searched` header
-  says how many of the run's events were looked through, of how many (`1000000/10000000`: a big run's
-  first million only).
+  says how many of the run's events were looked through or ruled out by its words, of how many
+  (`1000000/10000000`: a find reads a million events at most).
 
 The run page itself opens a failed run on its cause and finds text with the same queries
 (`pages/run_workspace.py`, `routes/run.py`'s `/search`).
@@ -60,7 +60,7 @@ def run_find(request: Request) -> Response:
         found = find_in_run(store, trace_id, text)
     except NotFoundError as exc:
         return _error(True, 404, str(exc))
-    # How much of the run was looked through (a find stops at `MAX_SCANNED` events): `<events>/<of>`.
+    # How much of the run was looked through or ruled out (a find reads `MAX_SCANNED` events at most).
     searched = {"Find-Searched": f"{found.searched}/{found.events}"}
     return JSONResponse([hit.to_json() for hit in found.hits], headers=searched)
 

@@ -194,6 +194,7 @@ def _page_context(request: Request, listing: RunsList, **extra: object) -> dict[
         "filter_error": None,
         "upload": None,
         "live_hint": live_hint(str(request.base_url).rstrip("/")),
+        "lake": state(request).store.lake is not None,
         **extra,
     }
 

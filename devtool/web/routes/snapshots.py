@@ -51,6 +51,7 @@ from devtool.store.queries.run_meta import RunStart, dumped_snapshot, run_exists
 from devtool.store.snapshots import SnapshotInfo
 from devtool.web.auth import CSRF_FIELD, user_of
 from devtool.web.forms import form_of
+from devtool.web.lake_open import snapshot_from_lake
 from devtool.web.links import run_url
 from devtool.web.pages.snapshot_frames import snapshot_page_data
 from devtool.web.state import state
@@ -166,6 +167,8 @@ def find_snapshot(store: Store, snapshot_id: str) -> StoredSnapshot:
     try:
         return get_snapshot(store, snapshot_id)
     except NotFoundError:
+        if snapshot_from_lake(store, snapshot_id):
+            return get_snapshot(store, snapshot_id)
         dumped = dumped_snapshot(store, snapshot_id)
         if dumped is None:
             raise HTTPException(404, f"no snapshot {snapshot_id} in this DevTool") from None

@@ -1,0 +1,87 @@
+"""What `--lake` and `--lake-data` name, checked before anything is opened.
+
+`--lake` is a DuckLake catalog: `postgres:<libpq connection string>` (the team's shared catalog, e.g.
+`postgres:host=db.internal dbname=devtool`), or a path ending in `.ducklake` (a DuckDB file catalog,
+for one machine and for trying things out). `--lake-data` is where the Parquet files go: a folder
+(made when missing; shared by every DevTool of the team, e.g. over NFS) or an `s3://` URL (read and
+written through the httpfs extension, with the credentials DuckDB finds: its S3 secret or the AWS
+environment variables). Anything else is refused with a `LakeError` saying what and which option.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from devtool.store.errors import StoreError
+
+POSTGRES = "postgres:"
+FILE_SUFFIX = ".ducklake"
+REMOTE_SCHEMES = ("s3://", "s3a://", "gcs://", "gs://", "r2://")
+_PASSWORD = re.compile(r"(password\s*=\s*)(\S+)", re.IGNORECASE)
+_NAME = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
+
+
+class LakeError(StoreError):
+    """A lake that cannot be used: a bad `--lake`/`--lake-data` value, or a catalog that cannot be reached."""
+
+
+@dataclass(frozen=True, slots=True)
+class LakeConfig:
+    """A checked lake: its catalog (`postgres:...` or a `.ducklake` file), its data path or URL, and the
+    name this DevTool publishes under (`published_by`)."""
+
+    catalog: str
+    data: str
+    node: str
+
+    @property
+    def remote_data(self) -> bool:
+        return self.data.startswith(REMOTE_SCHEMES)
+
+    @property
+    def shown(self) -> str:
+        """The catalog as messages show it: a password in it is hidden."""
+        return shown(self.catalog)
+
+
+def shown(catalog: str) -> str:
+    return _PASSWORD.sub(r"\1***", catalog)
+
+
+def lake_config(catalog: str, data: str | None, node: str) -> LakeConfig:
+    """`--lake CATALOG --lake-data DATA`, checked; `LakeError` naming the option at fault."""
+    catalog = catalog.strip()
+    if not catalog:
+        raise LakeError("--lake is empty: give a catalog, 'postgres:host=HOST dbname=DB' or a PATH.ducklake file")
+    if catalog.startswith(POSTGRES):
+        if not catalog[len(POSTGRES) :].strip():
+            raise LakeError("--lake 'postgres:' names no database: give 'postgres:host=HOST dbname=DB'")
+    elif not catalog.endswith(FILE_SUFFIX) or "://" in catalog:
+        raise LakeError(
+            f"--lake {shown(catalog)!r} is not a catalog this DevTool opens: give 'postgres:host=HOST dbname=DB' "
+            f"(a PostgreSQL catalog, for a team) or a path ending in {FILE_SUFFIX} (a DuckDB file, for one machine)"
+        )
+    if not data or not data.strip():
+        raise LakeError("--lake needs --lake-data: the shared folder or s3:// URL the lake's Parquet files go to")
+    data = data.strip()
+    if "://" in data and not data.startswith(REMOTE_SCHEMES):
+        raise LakeError(f"--lake-data {data!r}: not a folder or one of {', '.join(REMOTE_SCHEMES)}")
+    if not data.startswith(REMOTE_SCHEMES):
+        folder = Path(data).expanduser()
+        if folder.exists() and not folder.is_dir():
+            raise LakeError(f"--lake-data {data!r} is a file, not a folder")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise LakeError(f"--lake-data {data!r}: cannot make the folder ({exc.strerror})") from None
+        data = str(folder.absolute()) + "/"
+    elif not data.endswith("/"):
+        data += "/"
+    if not _NAME.fullmatch(node):
+        raise LakeError(f"--lake-name {node!r}: 1 to 64 letters, digits or . _ : @ -")
+    if not catalog.startswith(POSTGRES):
+        Path(catalog).expanduser().absolute().parent.mkdir(parents=True, exist_ok=True)
+        catalog = str(Path(catalog).expanduser().absolute())
+    return LakeConfig(catalog=catalog, data=data, node=node)

@@ -1,0 +1,135 @@
+"""The lake in-process: two real stores on one DuckLake (a real PostgreSQL catalog, a data folder),
+publishing exactly once, listing and opening each other's runs and snapshots, compacting."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from devtool.store import Store, append_events, get_snapshot, save_snapshot
+from devtool.store.lake import (
+    Lake,
+    attach_lake,
+    compact,
+    lake_config,
+    open_run,
+    open_snapshot,
+    publish_run,
+    publish_snapshot,
+    refresh_listing,
+    unpublished_runs,
+)
+from devtool.store.queries import list_runs
+from testkit.lake_runs import run_events, trace_id_of
+from testkit.postgres import Lakes
+
+CORPUS = Path(__file__).resolve().parent / "corpus" / "rejelly"
+
+
+@pytest.fixture
+def pair(lakes: Lakes, tmp_path: Path) -> Iterator[tuple[Store, Lake, Store, Lake]]:
+    """Stores A and B, each in its own file, on one new lake."""
+    catalog, data = lakes.new()
+    opened = []
+    try:
+        # A's file is `lake.duckdb`: DuckDB names a file's database after it, which the lake's must not clash with.
+        for name, node in (("lake", "a"), ("b", "b")):
+            store = Store(tmp_path / f"{name}.duckdb")
+            opened.append(store)
+            opened.append(attach_lake(store, lake_config(catalog, str(data), f"node-{node}")))
+        yield opened[0], opened[1], opened[2], opened[3]  # type: ignore[misc]
+    finally:
+        for store in opened[::2]:
+            store.close()  # type: ignore[union-attr]
+
+
+def lake_counts(store: Store, trace_id: str) -> tuple[int, int, int, int]:
+    """The lake's runs rows, events, distinct event keys and spans of `trace_id`."""
+    return store.query(
+        """
+        SELECT (SELECT count(*) FROM devtool_lake.runs WHERE trace_id = $t),
+               (SELECT count(*) FROM devtool_lake.events WHERE trace_id = $t),
+               (SELECT count(DISTINCT event_key) FROM devtool_lake.events WHERE trace_id = $t),
+               (SELECT count(*) FROM devtool_lake.spans WHERE trace_id = $t)
+        """,
+        {"t": trace_id},
+    )[0]
+
+
+def test_a_run_is_published_once_and_opens_on_another_store(pair: tuple[Store, Lake, Store, Lake]) -> None:
+    a, lake_a, b, lake_b = pair
+    append_events(a, run_events("alpha", 20))
+    trace = trace_id_of("alpha")
+    assert unpublished_runs(a) == [trace]
+
+    first = publish_run(a, lake_a, trace)
+    assert (first.events, first.already) == (42, False)
+    assert lake_counts(a, trace) == (1, 42, 42, 21)
+    assert unpublished_runs(a) == []
+    again = publish_run(a, lake_a, trace)
+    assert (again.events, again.already) == (0, True)
+    assert lake_counts(a, trace) == (1, 42, 42, 21)
+
+    # B lists it as a lake run (published by A) before it holds any of it, then opens it once.
+    assert refresh_listing(b) == 1
+    (listed,) = list_runs(b)
+    assert (listed.id, listed.source_kind, listed.source, listed.events) == (trace, "lake", "node-a", 42)
+    assert b.query("SELECT count(*) FROM events")[0][0] == 0
+    opened = open_run(b, lake_b, trace)
+    assert opened is not None
+    assert opened.events == 42
+    assert b.query("SELECT count(*), count(DISTINCT event_key) FROM events")[0] == (42, 42)
+    assert b.query("SELECT span_id, status FROM spans ORDER BY span_id") == a.query(
+        "SELECT span_id, status FROM spans ORDER BY span_id"
+    )
+    (local,) = list_runs(b)
+    assert local.source_kind != "lake"
+    assert local.events == 42
+    # Opened again: nothing added; and B does not publish back what it read from the lake.
+    assert b.query("SELECT count(*) FROM events")[0][0] == 42
+    assert unpublished_runs(b) == []
+    assert open_run(b, lake_b, trace_id_of("nobody")) is None
+
+
+def test_a_run_that_grew_adds_only_its_new_events_and_keeps_one_row(pair: tuple[Store, Lake, Store, Lake]) -> None:
+    a, lake_a, _, _ = pair
+    events = run_events("growing", 10)
+    trace = trace_id_of("growing")
+    append_events(a, events)
+    publish_run(a, lake_a, trace)
+    # A late event of the same run (a log line after its end): the run is published again.
+    late = {**events[1], "type": "sys:log", "timestamp": events[-1]["timestamp"] + 1, "message": "late"}
+    append_events(a, [late])
+    assert unpublished_runs(a) == [trace]
+    grown = publish_run(a, lake_a, trace)
+    assert grown.events == 1
+    runs, stored, distinct, _ = lake_counts(a, trace)
+    assert (runs, stored, distinct) == (1, 23, 23)
+    assert a.query("SELECT events FROM devtool_lake.runs WHERE trace_id = ?", [trace]) == [(23,)]
+
+
+def test_a_snapshot_published_by_one_store_opens_on_the_other(pair: tuple[Store, Lake, Store, Lake]) -> None:
+    a, lake_a, b, _ = pair
+    document = orjson.loads((CORPUS / "nested.dump.json").read_bytes())
+    snapshot_id = save_snapshot(a, document, created_by="test")
+    assert publish_snapshot(a, lake_a, snapshot_id) is True
+    assert publish_snapshot(a, lake_a, snapshot_id) is False
+    assert open_snapshot(b, "0" * 64) is False
+    assert open_snapshot(b, snapshot_id) is True
+    assert get_snapshot(b, snapshot_id).snapshot == get_snapshot(a, snapshot_id).snapshot
+
+
+def test_compaction_merges_the_small_files_of_many_publishes(pair: tuple[Store, Lake, Store, Lake]) -> None:
+    a, lake_a, _, _ = pair
+    names = [f"small {n}" for n in range(6)]
+    for name in names:
+        append_events(a, run_events(name, 3))
+        publish_run(a, lake_a, trace_id_of(name))
+    before = a.query("SELECT count(*), sum(hash(body)) FROM devtool_lake.events")[0]
+    done = compact(a)
+    assert done.merged >= len(names)
+    assert done.created >= 1
+    assert a.query("SELECT count(*), sum(hash(body)) FROM devtool_lake.events")[0] == before
