@@ -14,8 +14,9 @@ from devtool.actions.frame_indexer import build_index
 from devtool.core.debugger import restore_snapshot
 from devtool.store import Store, StoreError, append_events, get_snapshot, save_snapshot, store_files
 from devtool.store.frame_index_tables import index_state
-from devtool.store.rewind_file import rewind_path
+from devtool.store.rewind_file import ROW_GROUP_SIZE, rewind_path
 from devtool.store.schema import MIGRATIONS, REWIND_FILE_AT
+from devtool.store.snapshots import write_nodes
 from tests.conftest import Trace
 
 
@@ -140,3 +141,31 @@ def test_a_rewind_file_beside_a_new_database_is_refused_and_left_alone(tmp_path:
     with pytest.raises(StoreError, match=beside):
         Store(path)
     assert rewind_path(path).read_bytes() == before
+
+
+def test_the_rewind_files_row_groups_stay_small_and_its_nodes_read_back_after_a_reopen(tmp_path: Path) -> None:
+    # A checkpoint rewrites a grown table's last row group whole: at DuckDB's 122,880 rows, a rewind
+    # index's node bodies made each checkpoint read back and hold hundreds of MiB (issue 43).
+    path = tmp_path / "s.duckdb"
+    nodes = {f"{n:064x}": {"n": n, "text": "x" * 200, "children": []} for n in range(ROW_GROUP_SIZE * 2 + 100)}
+    store = Store(path)
+    try:
+        with store.transaction(derives=False) as conn:
+            write_nodes(conn, nodes)
+        store.checkpoint(rewind=True)
+    finally:
+        store.close()
+    store = Store(path)  # attached again, as every open does
+    try:
+        groups = store.query(
+            "SELECT row_group_id, max(start + count) - min(start) FROM pragma_storage_info('rewind.snapshot_nodes') "
+            "WHERE column_name = 'node_id' GROUP BY row_group_id"
+        )
+        assert len(groups) == 3
+        assert max(rows for _, rows in groups) == ROW_GROUP_SIZE
+        last = f"{len(nodes) - 1:064x}"
+        assert store.query("SELECT body->>'n' FROM rewind.snapshot_nodes WHERE node_id = ?", [last]) == [
+            (str(len(nodes) - 1),)
+        ]
+    finally:
+        store.close()

@@ -144,7 +144,9 @@ def _rows(source: IO[bytes]) -> Iterator[tuple[int, Any]]:
             raise _CutShort from None
         if chunk is _END:
             return
-        yield from [(event_id, orjson.loads(body)) for event_id, body in chunk]
+        # One event parsed at a time: a chunk parsed whole held ten thousand events' dicts at once.
+        for event_id, body in chunk:
+            yield event_id, orjson.loads(body)
 
 
 def main() -> int:

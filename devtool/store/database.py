@@ -110,6 +110,7 @@ class Store:
                     "trace files again, or export the runs with the DevTool that wrote it (devtool export)"
                 ) from exc
             raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from exc
+        self.memory_limit = memory_limit
         self._write_lock = threading.Lock()
         self._derive_lock = threading.Lock()
         self._beside_lock = threading.Lock()
@@ -205,6 +206,20 @@ class Store:
         with closing(self._conn.cursor()) as conn, contextlib.suppress(duckdb.TransactionException):
             conn.execute(f"CHECKPOINT {rewind_file.ALIAS}" if rewind else "CHECKPOINT")
 
+    @contextmanager
+    def memory_held(self, limit: str) -> Iterator[None]:
+        """DuckDB held to `limit` (when it is under the store's `memory_limit`) until the block ends, for
+        every statement of the process: DuckDB's limit is one for its whole instance."""
+        if size_bytes(limit) >= size_bytes(self.memory_limit):
+            yield
+            return
+        with closing(self._conn.cursor()) as conn:
+            conn.execute(f"SET memory_limit = '{size_bytes(limit)}B'")
+            try:
+                yield
+            finally:
+                conn.execute(f"SET memory_limit = '{size_bytes(self.memory_limit)}B'")
+
     def wal_bytes(self, *, rewind: bool = False) -> int:
         """The size of the main file's WAL (the rewind file's: `rewind`): what is committed to it and
         not yet checkpointed."""
@@ -285,6 +300,20 @@ def disk_full(path: Path, exc: BaseException) -> StoreError | None:
     return StoreError(
         f"no space left on device: {where} (free some space on that disk and start again; what the store holds is kept)"
     )
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b|b|bytes)?\s*", re.IGNORECASE)
+_UNITS = {"": 1, "b": 1, "bytes": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
+
+
+def size_bytes(size: str) -> int:
+    """Bytes of a memory size as DuckDB's `memory_limit` takes it ("640MiB", "1GB", "2.5 GiB");
+    `ValueError` for another form."""
+    found = _SIZE.fullmatch(size)
+    if found is None:
+        raise ValueError(f"not a memory size: {size!r} (e.g. 512MiB, 4GiB)")
+    return int(float(found.group(1)) * _UNITS[(found.group(2) or "").lower()])
 
 
 def _first_line(exc: BaseException) -> str:

@@ -8,6 +8,13 @@ nodes went into the file, and every live append to another run waited them out. 
 of its own, the index's checkpoints are that file's: they hold up the index's own commits and a
 snapshot saved meanwhile, and the events' commits go on (`BENCHMARKS.md`, issue 21).
 
+The file is attached with row groups of `ROW_GROUP_SIZE` rows, not DuckDB's 122,880: a checkpoint
+rewrites the last row group of a table that grew, and reads all of it back to do so; a row group of
+`snapshot_nodes` at DuckDB's size is up to 300 MiB of node bodies, which each of a build's checkpoints
+read back, and which DuckDB kept in memory as it filled. At 8,192 rows a checkpoint rewrites at most
+~20 MiB, and what a build holds in DuckDB's memory besides its cache of the file is a few MiB
+(`BENCHMARKS.md`, issue 43). The size applies to the row groups written from then on.
+
 DuckDB lets one transaction write to one of the attached files only, so what is written together
 lives in the same file: a snapshot with its nodes, an index with its nodes, which snapshots share.
 
@@ -29,6 +36,7 @@ from devtool.store.schema import REWIND_FILE_AT
 from devtool.store.schema_rewind import MIGRATIONS
 
 ALIAS = "rewind"
+ROW_GROUP_SIZE = 8192  # rows a row group of the rewind file's tables (DuckDB's default: 122,880)
 
 
 def rewind_path(path: Path) -> Path:
@@ -70,7 +78,7 @@ def attach(conn: duckdb.DuckDBPyConnection, path: Path, *, main_version: int) ->
     rewind = rewind_path(path)
     quoted = str(rewind).replace("'", "''")
     try:
-        conn.execute(f"ATTACH '{quoted}' AS {ALIAS}")
+        conn.execute(f"ATTACH '{quoted}' AS {ALIAS} (ROW_GROUP_SIZE {ROW_GROUP_SIZE})")
     except duckdb.Error as exc:
         raise StoreError(f"cannot open {rewind}, the snapshots of {path}: {exc}") from exc
     current = _version(conn)
