@@ -43,7 +43,7 @@ import contextlib
 import errno
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -280,6 +280,23 @@ def _apply(conn: duckdb.DuckDBPyConnection, versions: range) -> None:
         conn.execute(MIGRATIONS[version - 1])
         conn.execute("INSERT INTO schema_version VALUES (?)", [version])
         conn.execute("COMMIT")
+
+
+def unless_raced(store: Store, work: Callable[[duckdb.DuckDBPyConnection], None]) -> bool:
+    """Do `work` in a transaction of a reader's cursor, beside the writer; False when a write to the
+    same rows committed meanwhile (DuckDB's conflict: nothing of `work` is kept, the next look redoes it)."""
+    with closing(store.reader()) as conn:
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            work(conn)
+            conn.execute("COMMIT")
+        except duckdb.TransactionException:
+            rollback(conn)
+            return False
+        except BaseException:
+            rollback(conn)
+            raise
+    return True
 
 
 def rollback(conn: duckdb.DuckDBPyConnection) -> None:

@@ -7,32 +7,23 @@ and a compare reads its events (seconds a million events). The server's backgrou
 
 from __future__ import annotations
 
-from contextlib import closing
-
 import duckdb
 
 from devtool.store.call_prints import update
-from devtool.store.database import Store, rollback
+from devtool.store.database import Store, unless_raced
 from devtool.store.errors import StoreError
 
 
 def print_run(store: Store, trace_id: str) -> bool:
     """Print run `trace_id` whole (one stored before the fingerprints were), in a transaction of its
     own on a cursor of its own; False when a derive of it wrote meanwhile (the next look prints it)."""
-    with closing(store.reader()) as conn:
-        conn.execute("BEGIN TRANSACTION")
-        try:
-            conn.execute("CREATE OR REPLACE TEMP TABLE touched_traces AS SELECT ? AS trace_id", [trace_id])
-            update(conn, 0)  # every event of a run is after 0: it is printed as a new run is
-            conn.execute("DROP TABLE touched_traces")
-            conn.execute("COMMIT")
-        except duckdb.TransactionException:
-            rollback(conn)
-            return False
-        except BaseException:
-            rollback(conn)
-            raise
-    return True
+
+    def work(conn: duckdb.DuckDBPyConnection) -> None:
+        conn.execute("CREATE OR REPLACE TEMP TABLE touched_traces AS SELECT ? AS trace_id", [trace_id])
+        update(conn, 0)  # every event of a run is after 0: it is printed as a new run is
+        conn.execute("DROP TABLE touched_traces")
+
+    return unless_raced(store, work)
 
 
 def runs_to_print(store: Store, *, min_events: int) -> dict[str, int]:

@@ -36,14 +36,13 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from contextlib import closing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from devtool.store import span_failures, span_search
-from devtool.store.database import rollback
+from devtool.store.database import unless_raced
 from devtool.store.run_caches import stale_runs
 from devtool.store.span_sql import HIDDEN_KINDS, shown
 
@@ -157,18 +156,7 @@ class SpanKey:
 def key_run(store: Store, trace_id: str) -> bool:
     """Make the keys of run `trace_id` as its spans are now, replacing older ones; False when a derive
     of it wrote meanwhile (then the next look makes them)."""
-    with closing(store.reader()) as conn:
-        conn.execute("BEGIN TRANSACTION")
-        try:
-            key_runs(conn, [trace_id])
-            conn.execute("COMMIT")
-        except duckdb.TransactionException:
-            rollback(conn)
-            return False
-        except BaseException:
-            rollback(conn)
-            raise
-    return True
+    return unless_raced(store, lambda conn: key_runs(conn, [trace_id]))
 
 
 def key_runs(conn: duckdb.DuckDBPyConnection, trace_ids: Sequence[str], *, min_events: int = 0) -> None:
