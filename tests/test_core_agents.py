@@ -40,15 +40,22 @@ def test_call_ids_count_per_parent_and_agent_id_in_call_order() -> None:
 
 
 def test_parallel_children_started_together_are_numbered_in_list_order() -> None:
+    # Finish in reverse order, each worker waiting for the next one to end (not on timers, which a
+    # loaded machine reorders): numbering must not depend on completion.
+    finished: dict[int, asyncio.Event] = {}
+
     async def work(props: dict[str, Any]) -> Any:
-        # Finish in reverse order: numbering must not depend on completion.
-        await asyncio.sleep(0.01 * (5 - props["i"]))
-        memory()["i"] = props["i"]
-        return props["i"]
+        i = props["i"]
+        if i < 4:
+            await finished[i + 1].wait()
+        memory()["i"] = i
+        finished[i].set()
+        return i
 
     worker = create_agent("worker", work)
 
     async def fan_out(props: Any) -> Any:
+        finished.update({i: asyncio.Event() for i in range(5)})
         return await asyncio.gather(*[worker({"i": i}) for i in range(5)])
 
     sink = MemorySink()
