@@ -62,7 +62,9 @@ every AS (
            CASE WHEN f.type = 'runWith:end' THEN hash(x[5]) ELSE g.h_mem END AS h_mem,
            CASE WHEN f.type = 'runWith:end' THEN f.event_id ELSE g.mem_ev END AS mem_ev,
            CASE WHEN f.type <> 'turn:end' THEN {FRAME} WHEN f.cache THEN {CACHED} ELSE {LIVE} END AS served
-    FROM frames f LEFT JOIN gens g ON g.trace_id = f.trace_id AND g.span = f.span_id AND f.type = 'agent:end'
+    -- Only agents' spans are in `gens`. A condition on `f.type` here would make DuckDB 1.5 join by
+    -- nested loops (seconds a million events) where the two equalities alone make a hash join.
+    FROM frames f LEFT JOIN gens g ON g.trace_id = f.trace_id AND g.span = f.span_id
     UNION ALL
     -- Each result of a batch parsed once, for all its fields (a result of tens of megabytes parsed
     -- once a field would not fit a load's memory).

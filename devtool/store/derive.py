@@ -147,7 +147,7 @@ def refresh(
         if all_new:
             scope = f"SELECT * EXCLUDE (body) FROM events WHERE {new}"
             conn.execute(_DERIVE.format(scope=scope, materialized="NOT MATERIALIZED"))
-            conn.execute(LOG_NAMES.format(where="true"))
+            conn.execute(LOG_NAMES)
             conn.execute(_PLACE)
             conn.execute(_INSERT)
         else:
@@ -195,7 +195,7 @@ def rederive(conn: duckdb.DuckDBPyConnection, after_event_id: int | None) -> boo
             replaced = "(trace_id, span_id) IN (SELECT (trace_id, span_id) FROM replaced)"
             scope = f"{scope} AND NOT {replaced} UNION ALL {of_runs} {replaced}"
     conn.execute(_DERIVE.format(scope=scope, materialized="MATERIALIZED"))
-    conn.execute(LOG_NAMES.format(where="true"))
+    conn.execute(LOG_NAMES)
     conn.execute(_PLACE)
     moved = conn.execute(_MOVED).fetchall()[0][0]
     conn.execute(_INSERT)

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import duckdb
 
 from devtool.store.event_chunks import event_chunks
-from devtool.store.span_sql import GROUPED, RECOUNT, REWALK, SHOWN, log_name, shown, span_projection
+from devtool.store.span_sql import GROUPED, LOG_EVENTS, RECOUNT, REWALK, SHOWN, log_name, shown, span_projection
 
 # A chunk's statement holds its events' spans at once: a million events a chunk fit in a GiB of
 # DuckDB's memory (`chunk_for` gives a smaller limit smaller chunks, in proportion; a 3M load at
@@ -101,7 +101,7 @@ _CHUNK = f"""
         SELECT event_id, {log_name("body")} AS message
         FROM events
         WHERE event_id BETWEEN $lo AND $hi
-          AND type NOT LIKE '%:start' AND type NOT LIKE '%:end' AND type <> 'budget:update'
+          AND {LOG_EVENTS}
     ),
     fresh AS MATERIALIZED (
         SELECT a.trace_id, a.span_id, a.parent_span_id, a.first_id, a.shown_ AS shown, q.first_id AS parent_first
