@@ -116,7 +116,9 @@ _MARKS = """
     )
     SELECT m.entry_type, m.col, m.first, m.last, m.n, j.entry_id, j.data
     FROM marks m
-    LEFT JOIN journal_entries j ON m.n = 1 AND j.process_id = $process AND j.entry_seq = m.seq
+    -- The mark's own condition is in the key: as a term of ON alone, DuckDB 1.5 joins by nested loops
+    -- (0.8 s against 5 ms over two million entries).
+    LEFT JOIN journal_entries j ON j.process_id = $process AND j.entry_seq = CASE WHEN m.n = 1 THEN m.seq END
     ORDER BY m.seq
 """
 
