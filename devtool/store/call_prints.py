@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import duckdb
 
+from devtool.store import list_param
+
 FRAME, LIVE, CACHED = 0, 1, 2  # `served` per call: a frame, a call that ran, a call served from the journal
 
 COLUMNS = "call_id, pos, event_id, idx, mem_ev, h_in, h_out, h_err, h_mem, served"
@@ -116,7 +118,10 @@ class Split:
 def split(cursor: duckdb.DuckDBPyConnection, a: str, b: str) -> Split | None:
     """Runs `a` and `b`'s buckets compared by digest; None unless both are printed."""
     runs = sorted({a, b})
-    found = cursor.execute("SELECT count(*) FROM printed_runs WHERE trace_id IN (SELECT unnest($runs))", {"runs": runs})
+    found = cursor.execute(
+        f"SELECT count(*) FROM printed_runs WHERE trace_id IN (SELECT unnest({list_param.of('runs')}))",
+        {"runs": list_param.values(runs)},
+    )
     if found.fetchall()[0][0] != len(runs):
         return None
     buckets, alike, cached, live = cursor.execute(_SPLIT, {"a": a, "b": b}).fetchall()[0]

@@ -125,7 +125,7 @@ def refresh(
         "CREATE OR REPLACE TEMP TABLE touched_traces AS "
         "SELECT trace_id, row_number() OVER (ORDER BY trace_id) AS trace_no "
         f"FROM (SELECT DISTINCT trace_id FROM events WHERE {new}{only})",
-        {} if traces is None else {"traces": list_param.texts(traces)},
+        {} if traces is None else {"traces": list_param.values(traces)},
     )
     if traces is not None:
         new += " AND trace_id IN (SELECT trace_id FROM touched_traces)"

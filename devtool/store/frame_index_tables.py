@@ -36,7 +36,7 @@ import orjson
 from devtool.core.frame_cut import ReusedChunk, SealedChild
 from devtool.core.frame_index_records import Batch, IndexedFrame
 from devtool.core.snapshot_tree import FANOUT
-from devtool.store import span_keys
+from devtool.store import list_param, span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 from devtool.store.id_lists import rows_by_ids
@@ -127,41 +127,46 @@ class BatchWriter:
             conn,
             "rewind.rewind_frames",
             {
-                "frame": [frame.index for frame in frames],
-                "parent": [frame.parent for frame in frames],
-                "position": [frame.position for frame in frames],
-                "call_id": [frame.call_id for frame in frames],
-                "created": [frame.created for frame in frames],
-                "last": [frame.last for frame in frames],
-                "node_id": [frame.node for frame in frames],
-                "status": [frame.status for frame in frames],
-                "error": [_json(frame.error) for frame in frames],
-                "events": [list(frame.events) for frame in frames],
-                "aggregate": [_json(frame.aggregate) for frame in frames],
+                "frame": ("INTEGER", [frame.index for frame in frames]),
+                "parent": ("INTEGER", [frame.parent for frame in frames]),
+                "position": ("INTEGER", [frame.position for frame in frames]),
+                "call_id": ("VARCHAR", [frame.call_id for frame in frames]),
+                "created": ("BIGINT", [frame.created for frame in frames]),
+                "last": ("BIGINT", [frame.last for frame in frames]),
+                "node_id": ("VARCHAR", [frame.node for frame in frames]),
+                "status": ("VARCHAR", [frame.status for frame in frames]),
+                "error": ("VARCHAR", [_json(frame.error) for frame in frames]),
+                "events": ("BIGINT[]", [list(frame.events) for frame in frames]),
+                "aggregate": ("VARCHAR", [_json(frame.aggregate) for frame in frames]),
             },
         )
         self._insert(
             conn,
             "rewind.rewind_chunks",
             {
-                "frame": [chunk.frame for chunk in chunks],
-                "level": [chunk.level for chunk in chunks],
-                "position": [chunk.position for chunk in chunks],
-                "last": [chunk.last for chunk in chunks],
-                "running": [chunk.running for chunk in chunks],
-                "node_id": [chunk.node for chunk in chunks],
-                "aggregate": [_json(chunk.aggregate) for chunk in chunks],
+                "frame": ("INTEGER", [chunk.frame for chunk in chunks]),
+                "level": ("INTEGER", [chunk.level for chunk in chunks]),
+                "position": ("INTEGER", [chunk.position for chunk in chunks]),
+                "last": ("BIGINT", [chunk.last for chunk in chunks]),
+                "running": ("BOOLEAN", [chunk.running for chunk in chunks]),
+                "node_id": ("VARCHAR", [chunk.node for chunk in chunks]),
+                "aggregate": ("VARCHAR", [_json(chunk.aggregate) for chunk in chunks]),
             },
         )
 
-    def _insert(self, conn: duckdb.DuckDBPyConnection, table: str, columns: dict[str, list[Any]]) -> None:
-        """Rows of `table` after its trace and build, a list a column, in the table's column order."""
-        if not next(iter(columns.values())):
+    def _insert(self, conn: duckdb.DuckDBPyConnection, table: str, columns: dict[str, tuple[str, list[Any]]]) -> None:
+        """Rows of `table` after its trace and build, a list a column (its SQL type and values), in the
+        table's column order; each list a `list_param`."""
+        if not next(iter(columns.values()))[1]:
             return
-        values = ", ".join(f"unnest(${name})" for name in columns)
+        values = ", ".join(f"unnest({list_param.of(name, sql_type)})" for name, (sql_type, _) in columns.items())
         conn.execute(
             f"INSERT INTO {table} SELECT $trace, $build, {values}",
-            {"trace": self.trace_id, "build": self.build, **columns},
+            {
+                "trace": self.trace_id,
+                "build": self.build,
+                **{name: list_param.values(items) for name, (_, items) in columns.items()},
+            },
         )
 
 
@@ -251,7 +256,7 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
                 cut.format(_OPEN_FRAMES), params
             ).fetchall()
         ]
-        params["open"] = [frame.index for frame in open_frames]
+        params["open"] = list_param.values(frame.index for frame in open_frames)
         children = dict(cursor.execute(cut.format(_CHILDREN), params).fetchall())
         params["fanout"] = FANOUT
         chunks = [
@@ -268,7 +273,7 @@ def read_cut(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> Index
             keep = {name: params[name] for name in ("trace", "build", "cut", "open")}
             sealed_rows = cursor.execute(sql, {**keep, **ranges}).fetchall()
         ids = sorted({event for frame in open_frames for event in frame.events} | {params["cut"]})
-        events = rows_by_ids(cursor, "SELECT event_id, body FROM events WHERE event_id = ANY($ids)", ids)
+        events = rows_by_ids(cursor, "SELECT event_id, body FROM events WHERE event_id = ANY({ids})", ids)
         rows = sorted((event_id, orjson.loads(body)) for event_id, body in events)
     sealed = [
         SealedChild(
@@ -352,10 +357,13 @@ _OPEN_FRAMES = """
     ORDER BY frame
 """
 
+# The open frames at the cut (`$open`, a `list_param`).
+_OPEN = list_param.of("open", "BIGINT")
+
 # How many children each open frame has at the cut.
-_CHILDREN = """
+_CHILDREN = f"""
     SELECT parent, count(*) AS n FROM rewind.rewind_frames
-    WHERE trace_id = $trace AND build = $build AND parent IN (SELECT unnest($open)) AND {made}
+    WHERE trace_id = $trace AND build = $build AND parent IN (SELECT unnest({_OPEN})) AND {{made}}
     GROUP BY parent
 """
 
@@ -387,10 +395,10 @@ _REUSED = f"""
 # The sealed children of open frames outside the chunks reused: in the ranges of positions `_outside`
 # finds (a chunk's worth or so per open frame), so the statement does not grow with the frames that
 # ended. One range a statement branch: the `i`th, of parameters `parent<i>`, `low<i>`, `high<i>`.
-_SEALED = """
+_SEALED = f"""
     SELECT parent, position, call_id, node_id, status, error, aggregate FROM rewind.rewind_frames
-    WHERE trace_id = $trace AND build = $build AND {made} AND {sealed} AND frame NOT IN (SELECT unnest($open))
-      AND parent = $parent{{i}} AND position >= $low{{i}} AND position < $high{{i}}
+    WHERE trace_id = $trace AND build = $build AND {{made}} AND {{sealed}} AND frame NOT IN (SELECT unnest({_OPEN}))
+      AND parent = $parent{{{{i}}}} AND position >= $low{{{{i}}}} AND position < $high{{{{i}}}}
 """
 
 # A run's last stored event, from the events themselves: a live append stores its events before the

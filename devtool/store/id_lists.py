@@ -24,15 +24,19 @@ from typing import Any
 
 import duckdb
 
+from devtool.store import list_param
+
 PER_STATEMENT = 1000
 
 
 def rows_by_ids(cursor: duckdb.DuckDBPyConnection, sql: str, ids: Iterable[Any]) -> list[tuple[Any, ...]]:
-    """The rows of `sql` (which filters on `= ANY($ids)`, its only parameter) for all of `ids`."""
+    """The rows of `sql` (which filters on `= ANY({ids})`, `{ids}` standing for the list of numbers, its
+    only parameter) for all of `ids`."""
     wanted = sorted(set(ids))
     rows: list[tuple[Any, ...]] = []
     for start in range(0, len(wanted), PER_STATEMENT):
-        rows.extend(cursor.execute(sql, {"ids": wanted[start : start + PER_STATEMENT]}).fetchall())
+        chunk = list_param.values(wanted[start : start + PER_STATEMENT])
+        rows.extend(cursor.execute(sql.format(ids=list_param.of("ids", "BIGINT")), {"ids": chunk}).fetchall())
     return rows
 
 

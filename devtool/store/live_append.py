@@ -69,8 +69,8 @@ def store_events(
         source_id, known = _live_source(conn, stream)
         base = last_event_id(conn)
         params = {
-            "events": list_param.texts(texts),
-            "traces": list_param.texts(traces),
+            "events": list_param.values(texts),
+            "traces": list_param.values(traces),
             "lo": min(times),
             "hi": max(times),
             "base": base,
@@ -117,7 +117,10 @@ def stored_spans(store: Store, spans: Iterable[tuple[str, str]]) -> set[tuple[st
     # The backlog before the runs: a derive that commits in between has its runs' rows read after.
     pending = {trace: first for trace in traces if (first := store.backlog.first(trace)) is not None}
     firsts = dict(
-        store.query("SELECT trace_id, first_event_id FROM runs WHERE trace_id IN (SELECT unnest($t))", {"t": traces})
+        store.query(
+            f"SELECT trace_id, first_event_id FROM runs WHERE trace_id IN (SELECT unnest({list_param.of('t')}))",
+            {"t": list_param.values(traces)},
+        )
     )
     for trace, first in pending.items():
         firsts[trace] = min(first, firsts.get(trace, first))
@@ -129,8 +132,8 @@ def stored_spans(store: Store, spans: Iterable[tuple[str, str]]) -> set[tuple[st
         f"AND span_id IN (SELECT unnest({list_param.of('spans')}))",
         {
             "lo": min(firsts.values()),
-            "traces": list_param.texts(sorted(firsts)),
-            "spans": list_param.texts(sorted({span for _, span in asked})),
+            "traces": list_param.values(sorted(firsts)),
+            "spans": list_param.values(sorted({span for _, span in asked})),
         },
     )
     return {(str(trace), str(span)) for trace, span in rows} & asked

@@ -216,7 +216,7 @@ def update(conn: duckdb.DuckDBPyConnection, after_event_id: int, *, moved: bool)
     if rebuilt:
         conn.execute(
             f"CREATE OR REPLACE TEMP TABLE rebuilt AS SELECT unnest({list_param.of('traces')}) AS trace_id",
-            {"traces": list_param.texts(rebuilt)},
+            {"traces": list_param.values(rebuilt)},
         )
         rebuild(conn, "rebuilt")
         conn.execute("DROP TABLE rebuilt")

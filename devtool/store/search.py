@@ -182,4 +182,4 @@ def index_events(conn: duckdb.DuckDBPyConnection, after_event_id: int, traces: t
     batch = f"event_id > {int(after_event_id)} AND trace_id IN (SELECT unnest({list_param.of('traces')}))"
     relation = f"(SELECT {_COLUMNS} FROM events WHERE {batch})"
     blocks = f"b.block >= {(int(after_event_id) + 1) >> BLOCK_BITS}"
-    _add(conn, relation, blocks, {"traces": list_param.texts(traces)})
+    _add(conn, relation, blocks, {"traces": list_param.values(traces)})

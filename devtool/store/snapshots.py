@@ -39,6 +39,7 @@ from devtool.core.snapshot_tree import (
     split,
     subtree_counts,
 )
+from devtool.store import list_param
 from devtool.store.collector import collector_paused
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError, StoreError
@@ -166,19 +167,20 @@ def write_nodes(
     for start in range(0, len(rows), _BATCH):
         batch = rows[start : start + _BATCH]
         conn.execute(
-            """
+            f"""
             INSERT INTO rewind.snapshot_nodes
-            SELECT unnest($ids), unnest($bodies)::JSON, unnest($frames), unnest($prompts), unnest($tools),
-                   unnest($tombstones)
+            SELECT unnest({list_param.of("ids")}), unnest({list_param.of("bodies")})::JSON,
+                   unnest({list_param.of("frames", "BIGINT")}), unnest({list_param.of("prompts", "BIGINT")}),
+                   unnest({list_param.of("tools", "BIGINT")}), unnest({list_param.of("tombstones", "BIGINT")})
             ON CONFLICT DO NOTHING
             """,
             {
-                "ids": [row[0] for row in batch],
-                "bodies": [row[1] for row in batch],
-                "frames": [row[2].frames for row in batch],
-                "prompts": [row[2].prompts for row in batch],
-                "tools": [row[2].tools for row in batch],
-                "tombstones": [row[2].tombstones for row in batch],
+                "ids": list_param.values(row[0] for row in batch),
+                "bodies": list_param.values(row[1] for row in batch),
+                "frames": list_param.values(row[2].frames for row in batch),
+                "prompts": list_param.values(row[2].prompts for row in batch),
+                "tools": list_param.values(row[2].tools for row in batch),
+                "tombstones": list_param.values(row[2].tombstones for row in batch),
             },
         )
 

@@ -11,6 +11,8 @@ of failed spans: its names are read there).
 
 from __future__ import annotations
 
+from devtool.store import list_param
+
 # Statements of `span_keys`' build, in its transaction: `{traces}` is a table of the runs keyed now,
 # already in `keyed_runs`.
 BUILD = """
@@ -32,4 +34,7 @@ OF_RUN = "(SELECT * FROM span_failures WHERE run = {run})"
 
 # The names and callIds of failed spans `$ids` of keyed run `$run` (a cause's chain: a few of them, read
 # apart, as making strings of every failed span's name was a fifth of a first ask at 10M events).
-NAMES = "SELECT span_id, name, call_id FROM span_failures WHERE run = $run AND span_id IN (SELECT unnest($ids))"
+NAMES = (
+    "SELECT span_id, name, call_id FROM span_failures "
+    f"WHERE run = $run AND span_id IN (SELECT unnest({list_param.of('ids')}))"
+)

@@ -165,7 +165,7 @@ def key_runs(conn: duckdb.DuckDBPyConnection, trace_ids: Sequence[str], *, min_e
     conn.execute(
         "CREATE OR REPLACE TEMP TABLE keyed_now AS "
         f"SELECT trace_id FROM runs WHERE trace_id IN (SELECT unnest({list_param.of('traces')})) AND events >= $min",
-        {"traces": list_param.texts(trace_ids), "min": min_events},
+        {"traces": list_param.values(trace_ids), "min": min_events},
     )
     if conn.execute("SELECT count(*) FROM keyed_now").fetchall()[0][0]:
         conn.execute(_FORGET.format(traces="keyed_now"))
@@ -286,7 +286,10 @@ def children_of(
     found: dict[str, list[tuple[str, float, int | None]]] = {parent: [] for parent in parents}
     if not found:
         return {}
-    hashed = cursor.execute("SELECT hash(?, p) FROM unnest(?) AS t(p)", [trace_id, list(found)]).fetchall()
+    hashed = cursor.execute(
+        f"SELECT hash($trace, p) FROM unnest({list_param.of('ps')}) AS t(p)",
+        {"trace": trace_id, "ps": list_param.values(found)},
+    ).fetchall()
     keys = [key for (key,) in hashed]
     # The hashes as typed constants: DuckDB looks each parent's children up in `frame_keys`' index.
     rows = cursor.execute(
@@ -365,7 +368,11 @@ def failed_names(
 ) -> dict[str, tuple[str, Any]]:
     """The names and callIds of the run's failed spans `span_ids`, by id; none when it is not keyed."""
     run = _run(cursor, trace_id)
-    rows = [] if run is None else cursor.execute(span_failures.NAMES, {"run": run, "ids": list(span_ids)}).fetchall()
+    rows = (
+        []
+        if run is None
+        else cursor.execute(span_failures.NAMES, {"run": run, "ids": list_param.values(span_ids)}).fetchall()
+    )
     return {span_id: (name, call_id) for span_id, name, call_id in rows}
 
 
@@ -380,7 +387,13 @@ def generation_ends(
     wanted = list(dict.fromkeys(call_ids))
     if not wanted:
         return []
-    keys = [key for (key,) in cursor.execute("SELECT hash(?, c) FROM unnest(?) AS t(c)", [trace_id, wanted]).fetchall()]
+    keys = [
+        key
+        for (key,) in cursor.execute(
+            f"SELECT hash($trace, c) FROM unnest({list_param.of('cs')}) AS t(c)",
+            {"trace": trace_id, "cs": list_param.values(wanted)},
+        ).fetchall()
+    ]
     # The hashes as typed constants: DuckDB then looks each up in the index (a list bound as one
     # value, or a filter on callId beside them, and it scans the table instead).
     rows = cursor.execute(

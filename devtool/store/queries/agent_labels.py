@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from devtool.store import list_param
 from devtool.store.database import Store
 from devtool.store.queries.events import event_fields
 from devtool.store.queries.frames import props_summary
@@ -37,8 +38,8 @@ def agent_labels(store: Store, trace_id: str, span_ids: Collection[str]) -> dict
     cursor = store.reader()
     rows = cursor.execute(
         "SELECT span_id, call_id, start_event_id FROM spans "
-        "WHERE trace_id = ? AND kind = 'agent' AND span_id IN (SELECT unnest(?))",
-        [trace_id, wanted],
+        f"WHERE trace_id = $trace AND kind = 'agent' AND span_id IN (SELECT unnest({list_param.of('spans')}))",
+        {"trace": trace_id, "spans": list_param.values(wanted)},
     ).fetchall()
     props = event_fields(cursor, [r[2] for r in rows if r[2] is not None], "$.props")
     labels = {}

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import orjson
 
+from devtool.store import list_param
 from devtool.store.collector import collector_paused
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
@@ -135,11 +136,11 @@ def iter_run_bodies(
                 where.append("(ts < $cut_ts OR (ts = $cut_ts AND event_id <= $cut_id))")
                 params.update(cut_ts=boundary[0][0], cut_id=boundary[0][1])
         if types is not None:
-            kinds.append("type IN (SELECT unnest($types))")
-            params["types"] = list(types)
+            kinds.append(f"type IN (SELECT unnest({list_param.of('types')}))")
+            params["types"] = list_param.values(types)
         if skip_types:
-            kinds.append("type NOT IN (SELECT unnest($skip))")
-            params["skip"] = list(skip_types)
+            kinds.append(f"type NOT IN (SELECT unnest({list_param.of('skip')}))")
+            params["skip"] = list_param.values(skip_types)
         if kinds:
             keep = " AND ".join(kinds)
             where.append(f"({keep} OR event_id = $cut_id)" if "cut_id" in params else keep)

@@ -25,6 +25,7 @@ import orjson
 
 from devtool.journal import InMemoryJournal, JournalEntry, JournalError, RewindEngine, RewindMode
 from devtool.journal.state import STATE_TYPES, ProcessState
+from devtool.store import list_param
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError, StoreError
 
@@ -138,8 +139,9 @@ def journal_states(store: Store, process_id: str, entry_id: str) -> tuple[Journa
         ).fetchall()[0][0]
         rows = cursor.execute(
             "SELECT entry_type, data FROM journal_entries "
-            "WHERE process_id = ? AND entry_seq < ? AND entry_type IN (SELECT unnest(?)) ORDER BY entry_seq",
-            [process_id, entry.entry_seq, sorted(STATE_TYPES)],
+            "WHERE process_id = $process AND entry_seq < $seq "
+            f"AND entry_type IN (SELECT unnest({list_param.of('types')})) ORDER BY entry_seq",
+            {"process": process_id, "seq": entry.entry_seq, "types": list_param.values(sorted(STATE_TYPES))},
         ).fetchall()
     state = ProcessState()
     for entry_type, data in rows:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from devtool.core.call_names import agent_of, call_name
+from devtool.store import list_param
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 from devtool.store.queries.run_meta import replays_of
@@ -29,8 +30,10 @@ def span_names(store: Store, spans: Collection[tuple[str, str]]) -> dict[tuple[s
     if not seeds:
         return {}
     rows = store.query(
-        """
-        WITH RECURSIVE seeds AS (SELECT unnest($traces) AS trace_id, unnest($spans) AS span_id),
+        f"""
+        WITH RECURSIVE seeds AS (
+            SELECT unnest({list_param.of("traces")}) AS trace_id, unnest({list_param.of("spans")}) AS span_id
+        ),
         up(trace_id, seed, span_id, parent, call_id, kind, name, d) AS (
             SELECT s.trace_id, s.span_id, s.span_id, s.parent_span_id, s.call_id, s.kind, s.name, 0
             FROM spans s JOIN seeds USING (trace_id, span_id)
@@ -41,7 +44,7 @@ def span_names(store: Store, spans: Collection[tuple[str, str]]) -> dict[tuple[s
         )
         SELECT trace_id, seed, kind, name, call_id FROM up ORDER BY trace_id, seed, d
         """,
-        {"traces": [t for t, _ in seeds], "spans": [s for _, s in seeds]},
+        {"traces": list_param.values(t for t, _ in seeds), "spans": list_param.values(s for _, s in seeds)},
     )
     chains: dict[tuple[str, str], list[tuple[str, str, str | None]]] = {}
     for trace, seed, kind, name, call_id in rows:
@@ -83,14 +86,14 @@ def lineages(store: Store, trace_ids: Collection[str]) -> dict[str, Lineage]:
     if not trace_ids:
         return {}
     rows = store.query(
-        """
+        f"""
         SELECT trace_id, json_extract_string(body, '$.metadata.replay.originalTraceId'),
                json_extract_string(body, '$.metadata.replay.snapshotId')
         FROM events
-        WHERE type = 'runWith:start' AND trace_id IN (SELECT unnest($ids))
+        WHERE type = 'runWith:start' AND trace_id IN (SELECT unnest({list_param.of("ids")}))
               AND json_extract(body, '$.metadata.replay') IS NOT NULL
         """,
-        {"ids": list(trace_ids)},
+        {"ids": list_param.values(trace_ids)},
     )
     return {trace: Lineage(trace, replay_label(store, snap), original, snap) for trace, original, snap in rows}
 
@@ -124,8 +127,10 @@ def _strings(value: Any) -> list[str]:
 def named_replays(store: Store, trace_id: str, limit: int = 20) -> list[tuple[str, str, str]]:
     """Run `trace_id`'s replays and forks, newest first: (trace id, run name, "replay" or "fork: …")."""
     found = replays_of(store, trace_id)[:limit]
-    ids = {"ids": [trace for trace, _ in found]}
-    names = dict(store.query("SELECT trace_id, name FROM runs WHERE trace_id IN (SELECT unnest($ids))", ids))
+    ids = {"ids": list_param.values(trace for trace, _ in found)}
+    names = dict(
+        store.query(f"SELECT trace_id, name FROM runs WHERE trace_id IN (SELECT unnest({list_param.of('ids')}))", ids)
+    )
     return [(trace, str(names.get(trace, trace)), replay_label(store, snapshot)) for trace, snapshot in found]
 
 
