@@ -8,9 +8,15 @@ cursor of its own, beside the appends that follow: they write `events`, it write
 so DuckDB's MVCC lets both commit.
 
 The backlog is, per trace, the first event id not derived yet. An append adds to it inside its own
-transaction, under the store's write lock; a derive takes all of it under the same lock, at the
-moment its transaction starts, so what it takes is exactly what it sees. Until that derive commits,
-the traces it took are `in_flight`: a reader asking whether a run is derived waits for both.
+transaction, under the store's write lock; a derive takes all of it (or one trace of it: a page of
+that run, `take(only=...)`) under the same lock, at the moment its transaction starts, so what it
+takes is exactly what it sees. Until that derive commits, the traces it took are `in_flight`: a
+reader asking whether a run is derived waits for both.
+
+A derive of one trace leaves the others pending, so "every event up to N is derived" (what a derive
+publishes, and what a runs stream resumes from) is then not the newest id but the lowest first id
+still pending, less one (`derived_through`). A trace derived alone and then given more events is
+pending again from its first new one: nothing is derived twice or skipped.
 
 Nothing here is durable, and need not be: a process that stops between an append and its derive
 leaves events newer than their run's `last_event_id` (or a trace with no run at all), and opening the
@@ -55,13 +61,25 @@ class Backlog:
                     self._pending[trace_id] = first
             self._ending.update(ending)
 
-    def take(self) -> dict[str, int]:
-        """Everything pending, now in flight: the caller derives it, then calls `done` (or `put_back`)."""
+    def take(self, *, only: str | None = None) -> dict[str, int]:
+        """Everything pending (or trace `only`'s, if pending), now in flight: the caller derives it,
+        then calls `done` (or `put_back`)."""
         with self._lock:
-            taken, self._pending = self._pending, {}
-            self._in_flight = dict(taken)
-            self._ending_in_flight, self._ending = frozenset(self._ending), set()
+            if only is None:
+                taken, self._pending = self._pending, {}
+                ending, self._ending = frozenset(self._ending), set()
+            else:
+                taken = {only: self._pending.pop(only)} if only in self._pending else {}
+                ending = frozenset(self._ending & {only})
+                self._ending.discard(only)
+            self._in_flight, self._ending_in_flight = dict(taken), ending
             return taken
+
+    def derived_through(self, newest: int) -> int:
+        """Up to which id every stored event is derived once the derive in flight commits, when
+        `newest` is the newest id stored: below the first id of every trace still pending."""
+        with self._lock:
+            return min([newest, *(first - 1 for first in self._pending.values())])
 
     def done(self) -> None:
         with self._lock:

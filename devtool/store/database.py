@@ -228,8 +228,9 @@ class Store:
         except FileNotFoundError:
             return 0
 
-    def derive_backlog(self) -> tuple[int, tuple[str, ...]] | None:
-        """Derive the spans and run summaries of what live appends left in the backlog, in one
+    def derive_backlog(self, only: str | None = None) -> tuple[int, tuple[str, ...]] | None:
+        """Derive the spans and run summaries of what live appends left in the backlog (of trace
+        `only` alone, when given: a page of that run need not wait for the others), in one
         transaction; return the id up to which every stored event is now derived and the traces
         derived, or None when there was nothing left to do (a derive in flight is waited for)."""
         if not self.backlog:
@@ -237,11 +238,12 @@ class Store:
         with self._derive_lock, closing(self._conn.cursor()) as conn:
             # Taken and begun under the write lock: the transaction sees exactly the appends taken.
             with self._write_lock:
-                taken = self.backlog.take()
+                taken = self.backlog.take(only=only)
                 if not taken:
                     return None
                 conn.execute("BEGIN TRANSACTION")
-                through = int(conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0])
+                newest = int(conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0])
+                through = self.backlog.derived_through(newest)
             try:
                 after = min(taken.values()) - 1
                 _, traces = derive.refresh(conn, after, traces=tuple(taken))

@@ -21,7 +21,8 @@ the appends need (under OTLP ingest at thousands of spans a second they did, and
 behind). The events themselves are streamed when stored, so the pause delays only the spans' bars.
 Each derive is published too (`Broker.publish_derived`), which is what pages redraw on and what
 tells a run's stream that the run is over. `settle()` derives whatever is pending now, for a reader
-that must see it (a page request).
+that must see it (a page request); `settle(trace_id)` only that run's, for a view of one run (under
+a big ingest, a derive of everything pending took seconds, and each look at a small run paid it).
 """
 
 from __future__ import annotations
@@ -84,11 +85,12 @@ class Appender:
             await asyncio.shield(self._derive)
         await self.settle()
 
-    async def settle(self) -> None:
-        """Derive the spans and run summaries of every event stored so far, and publish that."""
+    async def settle(self, only: str | None = None) -> None:
+        """Derive the spans and run summaries of every event stored so far (of trace `only`'s, when
+        given: what a page of that run must show), and publish that."""
         if not self.store.backlog:
             return
-        derived = await run_in_threadpool(self.store.derive_backlog)
+        derived = await run_in_threadpool(self.store.derive_backlog, only)
         if derived is not None:
             self.broker.publish_derived(*derived)
 
