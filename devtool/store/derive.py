@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import duckdb
 
-from devtool.store import call_prints, derive_stream, run_summary
+from devtool.store import call_prints, derive_stream, list_param, run_summary
 from devtool.store.span_sql import (
     GROUPED,
     LOG_NAMES,
@@ -118,14 +118,14 @@ def refresh(
     `HIDDEN_KINDS`) and the ids of the traces they belong to.
     """
     new = f"event_id > {int(after_event_id)}"
-    only = "" if traces is None else " AND trace_id IN (SELECT unnest($traces))"
+    only = "" if traces is None else f" AND trace_id IN (SELECT unnest({list_param.of('traces')}))"
     conn.execute(
         # Numbered in order: spans are stored by trace, then time, and a number sorts faster than the id
         # (a sort of a load's spans compares a constant string at every step otherwise).
         "CREATE OR REPLACE TEMP TABLE touched_traces AS "
         "SELECT trace_id, row_number() OVER (ORDER BY trace_id) AS trace_no "
         f"FROM (SELECT DISTINCT trace_id FROM events WHERE {new}{only})",
-        {} if traces is None else {"traces": list(traces)},
+        {} if traces is None else {"traces": list_param.texts(traces)},
     )
     if traces is not None:
         new += " AND trace_id IN (SELECT trace_id FROM touched_traces)"

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import duckdb
 
-from devtool.store import derive
+from devtool.store import derive, list_param
 from devtool.store.event_gate import FIELDS_SQL, TIMESTAMP_SQL, VALID_SQL
 
 # The fields no rule checks, read as the type the UI wants, where a wrong kind of value becomes NULL.
@@ -80,9 +80,12 @@ EVENT_KEY_SQL = "hash(body::VARCHAR)"
 
 
 # The stored events a live batch is checked against: an exporter's retry has the same timestamps, so
-# only stored events of the batch's traces (`$traces`) between its first and last (`$lo`, `$hi`) are
-# read (the `ts` column's min/max per row group skip the rest of a long run, stored in time order).
-_STORED_IN_WINDOW = "SELECT event_key FROM events WHERE ts BETWEEN $lo AND $hi AND trace_id = ANY($traces)"
+# only stored events of the batch's traces (`$traces`, a `list_param`) between its first and last
+# (`$lo`, `$hi`) are read (the `ts` column's min/max per row group skip the rest of a long run, stored
+# in time order).
+_STORED_IN_WINDOW = (
+    f"SELECT event_key FROM events WHERE ts BETWEEN $lo AND $hi AND trace_id = ANY({list_param.of('traces')})"
+)
 
 
 def insert_events_sql(relation: str, *, live: bool = False, written: bool = False) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from devtool.store import list_param
 from devtool.store.database import Store
 from devtool.store.event_gate import CheckedEvent, check_events
 from devtool.store.event_sql import insert_events_sql, last_event_id
@@ -29,8 +30,9 @@ LIVE_KIND = "live"
 # The live stream OTLP exports are stored under: a run whose events came by it came from OpenTelemetry.
 OTLP_STREAM = "otlp"
 
-# The batch as one list parameter, numbered in its order: ids follow the list.
-_BATCH = "(SELECT body::JSON AS body, n FROM unnest($events) WITH ORDINALITY AS batch(body, n))"
+# The batch as one list parameter (`list_param`: a JSON array of the texts), numbered in its order:
+# ids follow the list.
+_BATCH = f"(SELECT body::JSON AS body, n FROM unnest({list_param.of('events')}) WITH ORDINALITY AS batch(body, n))"
 _INSERT = insert_events_sql(_BATCH, live=True)
 _INSERT_WRITTEN = insert_events_sql(_BATCH, live=True, written=True)
 
@@ -67,8 +69,8 @@ def store_events(
         source_id, known = _live_source(conn, stream)
         base = last_event_id(conn)
         params = {
-            "events": texts,
-            "traces": traces,
+            "events": list_param.texts(texts),
+            "traces": list_param.texts(traces),
             "lo": min(times),
             "hi": max(times),
             "base": base,
@@ -122,9 +124,14 @@ def stored_spans(store: Store, spans: Iterable[tuple[str, str]]) -> set[tuple[st
     if not firsts:
         return set()
     rows = store.query(
-        "SELECT DISTINCT trace_id, span_id FROM events WHERE event_id >= $lo AND trace_id IN (SELECT unnest($traces)) "
-        "AND span_id IN (SELECT unnest($spans))",
-        {"lo": min(firsts.values()), "traces": sorted(firsts), "spans": sorted({span for _, span in asked})},
+        "SELECT DISTINCT trace_id, span_id FROM events WHERE event_id >= $lo "
+        f"AND trace_id IN (SELECT unnest({list_param.of('traces')})) "
+        f"AND span_id IN (SELECT unnest({list_param.of('spans')}))",
+        {
+            "lo": min(firsts.values()),
+            "traces": list_param.texts(sorted(firsts)),
+            "spans": list_param.texts(sorted({span for _, span in asked})),
+        },
     )
     return {(str(trace), str(span)) for trace, span in rows} & asked
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import duckdb
 
+from devtool.store import list_param
 from devtool.store.span_sql import SHOWN, shown
 
 # The end of a model request, over `events` columns: a `model:call`'s, or a turn's that counts its own
@@ -213,7 +214,10 @@ def update(conn: duckdb.DuckDBPyConnection, after_event_id: int, *, moved: bool)
     for values in updates:
         conn.execute(f"UPDATE runs SET {assignments} WHERE trace_id = ?", values)
     if rebuilt:
-        conn.execute("CREATE OR REPLACE TEMP TABLE rebuilt AS SELECT unnest($traces) AS trace_id", {"traces": rebuilt})
+        conn.execute(
+            f"CREATE OR REPLACE TEMP TABLE rebuilt AS SELECT unnest({list_param.of('traces')}) AS trace_id",
+            {"traces": list_param.texts(rebuilt)},
+        )
         rebuild(conn, "rebuilt")
         conn.execute("DROP TABLE rebuilt")
 

@@ -39,6 +39,7 @@ from typing import Final
 
 import duckdb
 
+from devtool.store import list_param
 from devtool.store.event_chunks import event_chunks
 
 LONGEST: Final = 64
@@ -178,7 +179,7 @@ def index_source(conn: duckdb.DuckDBPyConnection, source_id: int, *, chunk: int 
 def index_events(conn: duckdb.DuckDBPyConnection, after_event_id: int, traces: tuple[str, ...]) -> None:
     """Add the words of the events of `traces` after `after_event_id` (a live batch), in the caller's
     transaction."""
-    batch = f"event_id > {int(after_event_id)} AND trace_id IN (SELECT unnest($traces))"
+    batch = f"event_id > {int(after_event_id)} AND trace_id IN (SELECT unnest({list_param.of('traces')}))"
     relation = f"(SELECT {_COLUMNS} FROM events WHERE {batch})"
     blocks = f"b.block >= {(int(after_event_id) + 1) >> BLOCK_BITS}"
-    _add(conn, relation, blocks, {"traces": list(traces)})
+    _add(conn, relation, blocks, {"traces": list_param.texts(traces)})

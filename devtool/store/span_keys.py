@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from devtool.store import span_failures, span_search
+from devtool.store import list_param, span_failures, span_search
 from devtool.store.database import unless_raced
 from devtool.store.run_caches import stale_runs
 from devtool.store.span_sql import HIDDEN_KINDS, shown
@@ -164,8 +164,8 @@ def key_runs(conn: duckdb.DuckDBPyConnection, trace_ids: Sequence[str], *, min_e
     ones, in the caller's transaction: a load's, so that a big run it stores is keyed when it is seen."""
     conn.execute(
         "CREATE OR REPLACE TEMP TABLE keyed_now AS "
-        "SELECT trace_id FROM runs WHERE trace_id IN (SELECT unnest($traces)) AND events >= $min",
-        {"traces": list(trace_ids), "min": min_events},
+        f"SELECT trace_id FROM runs WHERE trace_id IN (SELECT unnest({list_param.of('traces')})) AND events >= $min",
+        {"traces": list_param.texts(trace_ids), "min": min_events},
     )
     if conn.execute("SELECT count(*) FROM keyed_now").fetchall()[0][0]:
         conn.execute(_FORGET.format(traces="keyed_now"))
