@@ -3,6 +3,7 @@ process that stopped in between leaves behind (opening the store derives it)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,25 @@ def test_one_run_derived_alone_leaves_the_others_pending_below_it_and_each_event
         assert summaries(store) == summaries(other)
     finally:
         other.close()
+
+
+def test_a_run_is_derived_beside_a_derive_in_flight_that_does_not_hold_it(store: Store) -> None:
+    a, _ = running_run(1)
+    b, _ = running_run(1)
+    append_events(store, a.events, derive=False)  # ids 1-3
+    append_events(store, b.events, derive=False)  # ids 4-6
+    held = store.backlog.take(only=a.trace_id)
+    found: list[object] = []
+    # A derive in flight (the one that follows the appends) holds A and the derive lock: B's derive
+    # does not wait for it (taking that lock here would never return), and A stays below what it says.
+    with store._derive_lock:
+        alone = threading.Thread(target=lambda: found.append(store.derive_backlog(b.trace_id)))
+        alone.start()
+        alone.join(timeout=120)
+    assert found == [(0, (b.trace_id,))]
+    assert get_run(store, b.trace_id).events == 3
+    assert store.backlog.holds(a.trace_id)
+    assert store.derive_backlog(a.trace_id) is None  # A is held by that derive: it is not taken again
+    store.backlog.put_back(held)
+    assert store.derive_backlog() == (6, (a.trace_id,))
+    assert get_run(store, a.trace_id).events == 3
