@@ -3,6 +3,7 @@ process that stopped in between leaves behind (opening the store derives it)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,68 @@ def test_a_derive_that_fails_puts_what_it_took_back(store: Store, monkeypatch: p
     monkeypatch.undo()
     assert store.derive_backlog() == (3, (t.trace_id,))
     assert get_run(store, t.trace_id).events == 3
+
+
+def summaries(store: Store) -> list[tuple[object, ...]]:
+    runs = store.query("SELECT trace_id, name, status, events, spans, running, first_event_id, last_event_id FROM runs")
+    spans = store.query(
+        "SELECT trace_id, span_id, kind, status, events, depth, frame_parent_id, frame_children FROM spans"
+    )
+    return sorted(runs) + sorted(spans)
+
+
+def test_one_run_derived_alone_leaves_the_others_pending_below_it_and_each_event_is_derived_once(
+    store: Store, tmp_path: Path
+) -> None:
+    a, a_root = running_run(1)
+    b, b_root = running_run(1)
+    append_events(store, a.events, derive=False)  # ids 1-3, pending
+    append_events(store, b.events, derive=False)  # ids 4-6
+    # B alone: every event up to 3 is derived (none), not up to 6; A stays pending.
+    assert store.derive_backlog(b.trace_id) == (0, (b.trace_id,))
+    assert store.backlog.holds(a.trace_id)
+    assert not store.backlog.holds(b.trace_id)
+    assert get_run(store, b.trace_id).events == 3
+    with pytest.raises(NotFoundError):
+        get_run(store, a.trace_id)
+    assert store.derive_backlog(b.trace_id) is None  # nothing of B left
+    # More of B, then everything: A's from 1, B's from its new ones (its first three not again).
+    append_events(store, b.span("turn", b_root), derive=False)
+    b.end(b_root)
+    a.end(a_root)
+    append_events(store, [b.events[-1], a.events[-1]], derive=False)
+    assert store.derive_backlog() == (10, tuple(sorted((a.trace_id, b.trace_id))))
+    assert not store.backlog
+
+    # The same events appended in the same order, each derived as it comes.
+    other = Store(tmp_path / "other.duckdb")
+    try:
+        append_events(other, a.events[:3])
+        append_events(other, b.events[:3])
+        append_events(other, b.events[3:5])
+        append_events(other, [b.events[-1], a.events[-1]])
+        assert summaries(store) == summaries(other)
+    finally:
+        other.close()
+
+
+def test_a_run_is_derived_beside_a_derive_in_flight_that_does_not_hold_it(store: Store) -> None:
+    a, _ = running_run(1)
+    b, _ = running_run(1)
+    append_events(store, a.events, derive=False)  # ids 1-3
+    append_events(store, b.events, derive=False)  # ids 4-6
+    held = store.backlog.take(only=a.trace_id)
+    found: list[object] = []
+    # A derive in flight (the one that follows the appends) holds A and the derive lock: B's derive
+    # does not wait for it (taking that lock here would never return), and A stays below what it says.
+    with store._derive_lock:
+        alone = threading.Thread(target=lambda: found.append(store.derive_backlog(b.trace_id)))
+        alone.start()
+        alone.join(timeout=120)
+    assert found == [(0, (b.trace_id,))]
+    assert get_run(store, b.trace_id).events == 3
+    assert store.backlog.holds(a.trace_id)
+    assert store.derive_backlog(a.trace_id) is None  # A is held by that derive: it is not taken again
+    store.backlog.put_back(held)
+    assert store.derive_backlog() == (6, (a.trace_id,))
+    assert get_run(store, a.trace_id).events == 3

@@ -47,6 +47,7 @@ def ingest(system: ModuleType, running: Any, load: Workload, busy: Workload, con
     failures: list[BaseException] = []
     posting = threading.Event()
     latencies: list[float] = []
+    posts: list[float] = []
 
     def send(k: int) -> None:
         try:
@@ -57,7 +58,9 @@ def ingest(system: ModuleType, running: Any, load: Workload, busy: Workload, con
 
     def probe() -> None:
         try:
-            latencies.extend(_probe(system, running, busy, until=posting))
+            found, answered = _probe(system, running, busy, until=posting)
+            latencies.extend(found)
+            posts.extend(answered)
         except Exception as error:
             failures.append(error)
 
@@ -84,7 +87,14 @@ def ingest(system: ModuleType, running: Any, load: Workload, busy: Workload, con
     for exporter in exporters:
         exporter.close()
     during = (
-        {"busy_p50_ms": percentile(latencies, 0.5), "busy_p95_ms": percentile(latencies, 0.95)} if latencies else {}
+        {
+            "busy_p50_ms": percentile(latencies, 0.5),
+            "busy_p95_ms": percentile(latencies, 0.95),
+            "busy_post_p50_ms": percentile(posts, 0.5),
+            "busy_post_p95_ms": percentile(posts, 0.95),
+        }
+        if latencies
+        else {}
     )
     return {
         "ingest_s": took,
@@ -99,25 +109,28 @@ def ingest(system: ModuleType, running: Any, load: Workload, busy: Workload, con
 
 def probes(system: ModuleType, running: Any, load: Workload) -> dict[str, float]:
     """Each small trace posted alone, then looked for every POLL s: export to visible, in ms."""
-    latencies = _probe(system, running, load)
+    latencies, _ = _probe(system, running, load)
     return {"visible_p50_ms": percentile(latencies, 0.5), "visible_p95_ms": percentile(latencies, 0.95)}
 
 
-def _probe(system: ModuleType, running: Any, load: Workload, until: threading.Event | None = None) -> list[float]:
+def _probe(
+    system: ModuleType, running: Any, load: Workload, until: threading.Event | None = None
+) -> tuple[list[float], list[float]]:
     """Post `load`'s single traces one at a time (while `until` is set, if given), each looked for every
-    POLL s until visible: each one's export to visible, in ms."""
+    POLL s until visible: each one's export to visible, and to the export's answer, in ms."""
     exporter = web.Exporter(running.url, system.HEADERS)
-    latencies = []
+    latencies, posts = [], []
     for body, trace_id in zip(load.bodies, load.trace_ids, strict=True):
         if until is not None and not until.is_set():
             break
         began = time.perf_counter()
         exporter.post(body)
+        posts.append((time.perf_counter() - began) * 1000)
         wait(functools.partial(system.trace_visible, running, trace_id, 6), timeout=600, every=POLL)
         latencies.append((time.perf_counter() - began) * 1000)
         time.sleep(PROBE_GAP)
     exporter.close()
-    return latencies
+    return latencies, posts
 
 
 def big_trace(system: ModuleType, running: Any, load: Workload) -> dict[str, float]:

@@ -10,6 +10,8 @@ ROWS = [  # key, label, format
     ("ingest_retries", "  retries the exporters made (429/503)", "{:,.0f}"),
     ("busy_p50_ms", "  one small trace during it, export to visible, p50 (ms)", "{:,.0f}"),
     ("busy_p95_ms", "  one small trace during it, export to visible, p95 (ms)", "{:,.0f}"),
+    ("busy_post_p50_ms", "    of which the export's answer, p50 (ms)", "{:,.0f}"),
+    ("busy_post_p95_ms", "    of which the export's answer, p95 (ms)", "{:,.0f}"),
     ("busy_probes", "    small traces posted during it", "{:,.0f}"),
     ("visible_p50_ms", "one small trace, export to visible, p50 (ms)", "{:,.0f}"),
     ("visible_p95_ms", "one small trace, export to visible, p95 (ms)", "{:,.0f}"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import ipaddress
 import os
@@ -56,6 +57,13 @@ def register(subparsers: Any) -> None:
         "them in the server's own threads)",
     )
     parser.add_argument(
+        "--live-interval",
+        type=float,
+        metavar="SECONDS",
+        help="at most one live message a page every SECONDS, and the spans of live events derived at most "
+        "that often (default 0.1; a page of one finished run derives that run at once)",
+    )
+    parser.add_argument(
         "--token",
         default=os.environ.get("DEVTOOL_TOKEN") or None,
         help="a team token every request must carry; needed to serve on any address but loopback "
@@ -80,6 +88,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise CliError(f"--port {args.port} is not a port number (0-65535)")
+    if args.live_interval is not None and not 0 < args.live_interval <= 86400:
+        raise CliError(f"--live-interval {args.live_interval:g} is not from 0 (excluded) to 86400 seconds")
     if not 0 <= args.otlp_workers <= MAX_OTLP_WORKERS:
         raise CliError(f"--otlp-workers {args.otlp_workers} is not from 0 to {MAX_OTLP_WORKERS}")
     if args.get is None and not _is_loopback(args.host) and not args.token:
@@ -139,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
         otlp_workers=workers,
         allow_hosts=allow_hosts,
     )
+    if args.live_interval is not None:
+        settings = dataclasses.replace(settings, live_interval=args.live_interval)
     app = create_app(store, settings)
     worker = None
     if lake is not None and args.get is None:

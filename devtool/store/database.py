@@ -113,6 +113,9 @@ class Store:
         self.memory_limit = memory_limit
         self._write_lock = threading.Lock()
         self._derive_lock = threading.Lock()
+        # Held by a derive of everything pending that a reader waits for, and by a derive of one run
+        # (`derive_backlog`): one of them at a time, beside the derive that follows the appends.
+        self._alone_lock = threading.Lock()
         self._beside_lock = threading.Lock()
         self.backlog = Backlog()
         # Query progress feeds the load command's progress bar; DuckDB's own printing stays off.
@@ -228,20 +231,44 @@ class Store:
         except FileNotFoundError:
             return 0
 
-    def derive_backlog(self) -> tuple[int, tuple[str, ...]] | None:
+    def derive_backlog(self, only: str | None = None, *, behind: bool = False) -> tuple[int, tuple[str, ...]] | None:
         """Derive the spans and run summaries of what live appends left in the backlog, in one
         transaction; return the id up to which every stored event is now derived and the traces
-        derived, or None when there was nothing left to do (a derive in flight is waited for)."""
+        derived, or None when there was nothing left to do. What was pending when called is derived
+        when it returns (derives in flight are waited for), but:
+
+        - `only`: the events of that trace alone (a page of that run need not wait for the others).
+          While another derive runs, which does not hold the trace, it is derived beside it, on a
+          cursor of its own: their runs differ, so their writes do not meet (a load that wrote the
+          same run meanwhile makes its COMMIT fail; it is then derived after that load).
+        - `behind`: the derive that follows the appends; it takes what no derive in flight holds,
+          and waits for no derive of one run.
+        """
         if not self.backlog:
             return None
-        with self._derive_lock, closing(self._conn.cursor()) as conn:
+        if behind:
+            with self._derive_lock:
+                return self._derive(None)
+        with self._alone_lock:
+            if only is not None and self.backlog.takeable(only) and self._derive_lock.locked():
+                with contextlib.suppress(duckdb.TransactionException):
+                    if (derived := self._derive(only)) is not None:
+                        return derived
+            with self._derive_lock:
+                return self._derive(only)
+
+    def _derive(self, only: str | None) -> tuple[int, tuple[str, ...]] | None:
+        """`derive_backlog`'s transaction: take the backlog (or trace `only`'s), derive it, commit."""
+        with closing(self._conn.cursor()) as conn:
             # Taken and begun under the write lock: the transaction sees exactly the appends taken.
             with self._write_lock:
-                taken = self.backlog.take()
-                if not taken:
-                    return None
                 conn.execute("BEGIN TRANSACTION")
-                through = int(conn.execute("SELECT max(event_id) FROM events").fetchall()[0][0])
+                newest = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
+                taken = self.backlog.take(only=only)
+                if not taken:
+                    rollback(conn)
+                    return None
+                through = self.backlog.derived_through(newest, taken)
             try:
                 after = min(taken.values()) - 1
                 _, traces = derive.refresh(conn, after, traces=tuple(taken))
@@ -251,7 +278,7 @@ class Store:
                 rollback(conn)
                 self.backlog.put_back(taken)
                 raise
-            self.backlog.done()
+            self.backlog.done(taken)
             return through, traces
 
     def progress(self) -> float:
@@ -269,7 +296,7 @@ class Store:
 
     def close(self) -> None:
         """Close the file, after the derive or write in flight (what is left pending, opening derives)."""
-        with self._beside_lock, self._derive_lock, self._write_lock:
+        with self._beside_lock, self._alone_lock, self._derive_lock, self._write_lock:
             self._conn.close()
 
 

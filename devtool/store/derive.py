@@ -152,6 +152,14 @@ def refresh(
             conn.execute(_INSERT)
         else:
             touched = f"SELECT DISTINCT trace_id, span_id FROM events WHERE {new}"
+            if traces is not None:
+                # A live derive's range starts at its traces' lowest first pending id: a trace derived
+                # alone since (a page of it, `Store.derive_backlog`) has events in it derived already,
+                # those up to its run's last one, and they are not derived again.
+                touched = (
+                    "SELECT DISTINCT e.trace_id, e.span_id FROM events e LEFT JOIN runs r USING (trace_id) "
+                    f"WHERE {new} AND (r.last_event_id IS NULL OR e.event_id > r.last_event_id)"
+                )
             conn.execute(f"CREATE OR REPLACE TEMP TABLE touched_spans AS {touched}")
             moved = rederive(conn, after_event_id)
             run_summary.update(conn, after_event_id, moved=moved)

@@ -21,12 +21,14 @@ the appends need (under OTLP ingest at thousands of spans a second they did, and
 behind). The events themselves are streamed when stored, so the pause delays only the spans' bars.
 Each derive is published too (`Broker.publish_derived`), which is what pages redraw on and what
 tells a run's stream that the run is over. `settle()` derives whatever is pending now, for a reader
-that must see it (a page request).
+that must see it (a page request); `settle(trace_id)` only that run's, for a view of one run (under
+a big ingest, a derive of everything pending took seconds, and each look at a small run paid it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Sequence
@@ -84,11 +86,13 @@ class Appender:
             await asyncio.shield(self._derive)
         await self.settle()
 
-    async def settle(self) -> None:
-        """Derive the spans and run summaries of every event stored so far, and publish that."""
+    async def settle(self, only: str | None = None, *, behind: bool = False) -> None:
+        """Derive the spans and run summaries of every event stored so far (of trace `only`'s, when
+        given: what a page of that run must show; `behind`: what no derive in flight holds, for the
+        derive that follows the appends), and publish that."""
         if not self.store.backlog:
             return
-        derived = await run_in_threadpool(self.store.derive_backlog)
+        derived = await run_in_threadpool(functools.partial(self.store.derive_backlog, only, behind=behind))
         if derived is not None:
             self.broker.publish_derived(*derived)
 
@@ -98,7 +102,7 @@ class Appender:
         while self.store.backlog:
             started = time.monotonic()
             try:
-                await self.settle()
+                await self.settle(behind=True)
             except Exception:  # the events are stored; the next append or page request derives again
                 logger.exception("devtool: could not derive the spans of live events")
                 return

@@ -17,8 +17,10 @@ Under a steady stream there is always a derive pending, and waiting for it made 
 page's time. A view of a run with nothing pending does not wait for other runs' derives either. A
 finished run with events pending (its last events must all show: its page does not listen), a run
 whose pending events end a root span (it may have just finished: the exporter that sent its root's
-end then opens a page of the run whole) and a run not derived at all yet wait as before; so do
-actions (rewind, fork, compare, export) and other pages.
+end then opens a page of the run whole) and a run not derived at all yet wait, for the derive of
+that run alone (`Appender.settle(trace_id)`): under a big ingest, the derive of everything pending
+took seconds, and one small run posted beside it waited for all of it. Actions (rewind, fork,
+compare, export) and other pages wait for everything pending.
 """
 
 from __future__ import annotations
@@ -55,24 +57,26 @@ class Settled:
         if scope["type"] == "http" and self.appender.store.backlog:
             path: str = scope["path"]
             unsettled = path.startswith(_UNSETTLED_PREFIXES) or path.endswith(_UNSETTLED_SUFFIXES)
-            if not unsettled and not await self._live_view(scope):
+            waits, only = (False, None) if unsettled else await self._wait(scope)
+            if waits:
                 began = time.perf_counter()
-                await self.appender.settle()
+                await self.appender.settle(only)
                 scope[SETTLE_MS] = (time.perf_counter() - began) * 1000
         await self.app(scope, receive, send)
 
-    async def _live_view(self, scope: Scope) -> bool:
-        """Whether the request reads a view of a run that need not wait: nothing of the run is pending
-        (other runs' derives change nothing it shows), or it is running."""
+    async def _wait(self, scope: Scope) -> tuple[bool, str | None]:
+        """Whether the request waits for a derive, and of which run alone (None: everything pending).
+        A view of a run waits for none when nothing of the run is pending (other runs' derives change
+        nothing it shows) or the run is running."""
         trace_id = live_view_of(scope["method"], scope["path"])
         store = self.appender.store
         if trace_id is None:
-            return False
+            return True, None
         if not store.backlog.holds(trace_id):
-            return True
+            return False, None
         if store.backlog.ends_root(trace_id):
-            return False  # it may have just finished: a finished run's page shows all of it
-        return await run_in_threadpool(run_status, store, trace_id) == "running"
+            return True, trace_id  # it may have just finished: a finished run's page shows all of it
+        return await run_in_threadpool(run_status, store, trace_id) != "running", trace_id
 
 
 def live_view_of(method: str, path: str) -> str | None:
