@@ -190,11 +190,13 @@ def mark_published(store: Store, trace_id: str, through: int) -> None:
 
 
 def unpublished_runs(store: Store, *, limit: int = 50) -> list[str]:
-    """Finished runs (not `running`) the lake does not hold through their last event, oldest first."""
+    """Finished runs (not `running`) the lake does not hold through their last event, oldest first (not
+    those being copied from it)."""
     rows = store.query(
         """
         SELECT r.trace_id FROM runs r LEFT JOIN lake_published p USING (trace_id)
         WHERE r.status <> 'running' AND (p.trace_id IS NULL OR p.last_event_id < r.last_event_id)
+          AND r.trace_id NOT IN (SELECT trace_id FROM lake_opening)
         ORDER BY r.last_event_id LIMIT ?
         """,
         [limit],

@@ -11,7 +11,8 @@ snapshot needs). `lake_version` says which shape the tables have.
 Locally (in the store's main file, made when a lake is first attached): `lake_published` (a run
 published, through which event; written only after the lake's commit, so a server killed between the
 two publishes the run again, and adds nothing), `lake_published_snapshots`, and `lake_runs`, the
-lake's runs list as last read, so the runs page lists the team's runs at local speed.
+lake's runs list as last read, so the runs page lists the team's runs at local speed, and
+`lake_opening`, the runs being copied from the lake (`opening.py`), with the cut of the part copied first.
 """
 
 from __future__ import annotations
@@ -64,4 +65,5 @@ LOCAL_TABLES = f"""
     );
     CREATE TABLE IF NOT EXISTS lake_published_snapshots (snapshot_id VARCHAR PRIMARY KEY);
     CREATE TABLE IF NOT EXISTS lake_runs ({_RUNS});
+    CREATE TABLE IF NOT EXISTS lake_opening (trace_id VARCHAR PRIMARY KEY, cut BIGINT NOT NULL, total BIGINT NOT NULL);
 """
