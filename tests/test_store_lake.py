@@ -3,6 +3,7 @@ publishing exactly once, listing and opening each other's runs and snapshots, co
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from devtool.store.lake import (
     open_span,
     opening,
     publish_run,
+    publish_runs,
     publish_snapshot,
     refresh_listing,
     unpublished_runs,
@@ -32,6 +34,7 @@ from testkit.lake_runs import run_events, trace_id_of
 from testkit.postgres import Lakes
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "rejelly"
+RACES = 12
 
 
 @pytest.fixture
@@ -191,3 +194,31 @@ def test_a_big_run_opens_head_first_then_whole_with_its_journal(
     assert b.query("SELECT count(*) FROM journal_entries")[0][0] == 2
     assert unpublished_runs(b) == []
     assert finish_open(b, lake_b, trace) is False
+
+
+def test_one_run_published_by_two_stores_at_once_lands_once(pair: tuple[Store, Lake, Store, Lake]) -> None:
+    """Both stores hold the same runs and publish each at the same instant (a barrier, many times): the
+    lake never holds a run twice."""
+    a, lake_a, b, lake_b = pair
+    names = [f"raced {n}" for n in range(RACES)]
+    for name in names:
+        append_events(a, run_events(name, 3))
+        append_events(b, run_events(name, 3))
+    start = threading.Barrier(2)
+    added: dict[str, list[int]] = {trace_id_of(name): [] for name in names}
+
+    def publisher(store: Store, lake: Lake) -> None:
+        for name in names:
+            start.wait(timeout=120)
+            (done,) = publish_runs(store, lake, [trace_id_of(name)])
+            added[done.trace_id].append(done.events)
+
+    threads = [threading.Thread(target=publisher, args=pair_of) for pair_of in ((a, lake_a), (b, lake_b))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for name in names:
+        trace = trace_id_of(name)
+        assert lake_counts(a, trace) == (1, 8, 8, 4), name
+        assert sorted(added[trace]) == [0, 8], name

@@ -63,6 +63,8 @@ def attach_lake(store: Store, config: LakeConfig) -> Lake:
 
 def _make_tables(conn: duckdb.DuckDBPyConnection) -> None:
     conn.execute(LAKE_TABLES)
+    if not conn.execute("SELECT 1 FROM devtool_lake.publish_turn").fetchall():
+        conn.execute("INSERT INTO devtool_lake.publish_turn VALUES (0)")
     (found,) = conn.execute("SELECT max(version) FROM devtool_lake.lake_version").fetchone() or (None,)
     if found is None:
         conn.execute("INSERT INTO devtool_lake.lake_version VALUES (?)", [LAKE_VERSION])

@@ -6,7 +6,10 @@ when), `events` (each event's stored text `body`, its key within its trace, and 
 `event_id`, whose order is the load order), `spans` and `search_terms` (as the publisher derived
 them), `journal_entries` (those of the run's invocations), `snapshots` and `snapshot_nodes` (a
 snapshot's top and its frame nodes, content-addressed) with `snapshot_links` (which nodes each
-snapshot needs). `lake_version` says which shape the tables have.
+snapshot needs). `lake_version` says which shape the tables have. `publish_turn` is one row that
+every publish of a run the lake does not list yet updates (`publish.py`): DuckLake has no unique keys,
+but it refuses to commit an insert into a table another transaction deleted from meanwhile, so of two
+publishes of the same new run one commits and the other is tried again, and then finds it listed.
 
 Locally (in the store's main file, made when a lake is first attached): `lake_published` (a run
 published, through which event; written only after the lake's commit, so a server killed between the
@@ -33,6 +36,7 @@ _RUNS = """
 
 LAKE_TABLES = f"""
     CREATE TABLE IF NOT EXISTS devtool_lake.lake_version (version INTEGER);
+    CREATE TABLE IF NOT EXISTS devtool_lake.publish_turn (turn BIGINT NOT NULL);
     CREATE TABLE IF NOT EXISTS devtool_lake.runs ({_RUNS});
     CREATE TABLE IF NOT EXISTS devtool_lake.events (
         trace_id VARCHAR NOT NULL, event_key UBIGINT NOT NULL, event_id BIGINT, span_id VARCHAR,
