@@ -18,6 +18,7 @@ import orjson
 
 from devtool.store.extensions import load_extension
 from devtool.store.lake import HEAD
+from devtool.store.lake.s3 import S3Access, make_secret
 from testkit.lake_runs import run_events, trace_id_of
 from testkit.postgres import Lakes
 from testkit.served import Served, start
@@ -48,10 +49,13 @@ def http(url: str, form: dict[str, str] | None = None, body: bytes | None = None
 class LakeReader:
     """This test's own read-only view of the lake (a DuckDB connection of its own, kept open)."""
 
-    def __init__(self, catalog: str) -> None:
+    def __init__(self, catalog: str, s3: S3Access | None = None) -> None:
         self.conn = duckdb.connect()
         load_extension(self.conn, "ducklake")
         load_extension(self.conn, "postgres")
+        if s3 is not None:  # the lake's data on S3, given the way a DevTool is
+            load_extension(self.conn, "httpfs")
+            make_secret(self.conn, s3)
         self.conn.execute(f"ATTACH 'ducklake:{catalog}' AS lake (READ_ONLY)")
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:

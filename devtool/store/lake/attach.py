@@ -18,6 +18,7 @@ from devtool.store.database import Store
 from devtool.store.extensions import load_extension
 from devtool.store.lake.config import POSTGRES, LakeConfig, LakeError, shown
 from devtool.store.lake.retry import in_lake_transaction
+from devtool.store.lake.s3 import make_secret
 from devtool.store.lake.tables import LAKE_TABLES, LAKE_VERSION, LOCAL_TABLES
 
 # Not `lake`: DuckDB names a file's own database after the file, and a store may be `lake.duckdb`.
@@ -44,6 +45,8 @@ def attach_lake(store: Store, config: LakeConfig) -> Lake:
             load_extension(conn, "postgres")
         if config.remote_data:
             load_extension(conn, "httpfs")
+        if config.s3 is not None:
+            make_secret(conn, config.s3)
         try:
             conn.execute(
                 f"ATTACH '{_quoted('ducklake:' + config.catalog)}' AS {ALIAS} (DATA_PATH '{_quoted(config.data)}')"
