@@ -30,7 +30,7 @@ class FakeS3:
     def keys(self, bucket: str, prefix: str) -> str:
         """The bucket's listing under `prefix` (ListObjectsV2's XML)."""
         with urllib.request.urlopen(f"{self.endpoint}/{bucket}?list-type=2&prefix={prefix}", timeout=30) as response:
-            return response.read().decode()
+            return str(response.read().decode())
 
     def env(self) -> dict[str, str]:
         """The environment a DevTool is given to use it, as a user gives AWS's tools theirs."""
