@@ -95,4 +95,3 @@ def lake_config(catalog: str, data: str | None, node: str, environ: Mapping[str,
     except ValueError as exc:
         raise LakeError(str(exc)) from None
     return LakeConfig(catalog=catalog, data=data, node=node, s3=s3)
-

@@ -3,13 +3,14 @@
 `open_run(store, lake, trace)` copies the whole run (its events, then its journal entries and
 snapshots) before it returns: what `devtool load --lake` does. A page cannot wait for that (a
 million-event run is a load of its file, a minute or more), so the web asks in two steps:
-`open_head` copies the run's first `HEAD` events in the publisher's order (a top-N on the lake's
-event ids, no sort of the texts), its journal entries and snapshots, and notes the run in
-`lake_opening` (the cut and the lake's count); the page is made from that. `finish_open` then copies
-the events after the cut, in one load (a load of a run already stored derives only what the new events
-touch, and keys a big run once), drops the note and marks the run published (its events are the
-lake's). A link to a span not copied yet first copies that span's events and its ancestors'
-(`open_span`), so the link opens on it. Ranges may overlap: the exactly-once keys store an event once.
+`open_head` notes the run in `lake_opening` (the cut and the lake's count) and copies the run's first
+`HEAD` events in the publisher's order (a top-N on the lake's event ids, no sort of the texts): four
+catalog reads and a load of a few thousand events; the page is made from that. `finish_open` then
+copies the events after the cut, in one load (a load of a run already stored derives only what the new
+events touch, and keys a big run once), the run's journal entries and snapshots, drops the note and
+marks the run published (its events are the lake's). A link to a span not copied yet first copies that
+span's events and its ancestors' (`open_span`), so the link opens on it. Ranges may overlap: the
+exactly-once keys store an event once.
 
 A server killed while copying finds the note on restart and finishes (`unfinished_opens`); a run being
 opened is never published back.
@@ -75,14 +76,17 @@ def open_run(store: Store, lake: Lake, trace_id: str) -> LoadResult | None:
 
 
 def open_head(store: Store, lake: Lake, trace_id: str, *, head: int = HEAD) -> Opening | None:
-    """Copy the first `head` events of run `trace_id` (all of a run that has no more) with its journal
-    entries and snapshots; what is still to copy (`finish_open`), or None when the lake has no such
+    """Copy the first `head` events of run `trace_id` (all of a run that has no more, with its journal
+    entries and snapshots); what is still to copy (`finish_open`), or None when the lake has no such
     run or the run is now whole here."""
-    if not in_lake(store, trace_id):
+    # The lake's count from its runs row (the publisher's count, its events once each): no scan here.
+    listed = store.query(
+        "SELECT events FROM devtool_lake.runs WHERE trace_id = ? ORDER BY published_at DESC LIMIT 1", [trace_id]
+    )
+    if not listed:
         return None
-    rows = store.query(_CUT, {"trace": trace_id, "head": head})
-    cut, counted = rows[0] if rows else (None, 0)
-    total = int(store.query("SELECT count(*) FROM devtool_lake.events WHERE trace_id = ?", [trace_id])[0][0])
+    total = int(listed[0][0])
+    cut, counted = store.query(_CUT, {"trace": trace_id, "head": head})[0]
     if cut is None or counted >= total:
         open_run(store, lake, trace_id)
         return None
@@ -90,7 +94,6 @@ def open_head(store: Store, lake: Lake, trace_id: str, *, head: int = HEAD) -> O
     with store.transaction(derives=False) as conn:
         conn.execute("INSERT OR REPLACE INTO lake_opening VALUES (?, ?, ?)", [trace_id, cut, total])
     copy_events(store, lake, trace_id, "event_id <= $cut", {"cut": cut})
-    _copy_rest_of_run(store, lake, trace_id)
     return opening(store, trace_id)
 
 
@@ -129,6 +132,7 @@ def finish_open(store: Store, lake: Lake, trace_id: str) -> bool:
         if not rows:
             return False
         copy_events(store, lake, trace_id, "event_id > $cut", {"cut": rows[0][0]})
+        _copy_rest_of_run(store, lake, trace_id)
         _done(store, trace_id)
         return True
     finally:
