@@ -179,6 +179,7 @@ def test_a_big_run_opens_head_first_then_whole_with_its_journal(
     assert open_span(b, lake_b, trace, last) is True
     assert b.query("SELECT status FROM spans WHERE span_id = ?", [last]) == [("completed",)]
     assert open_span(b, lake_b, trace, last) is False
+    assert open_span(b, lake_b, trace, "0" * 16) is False
 
     assert finish_open(b, lake_b, trace) is True
     assert opening(b, trace) is None

@@ -117,6 +117,8 @@ def open_span(store: Store, lake: Lake, trace_id: str, span_id: str) -> bool:
         return False
     if store.query("SELECT 1 FROM spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]):
         return False
+    if not store.query("SELECT 1 FROM devtool_lake.spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]):
+        return False  # a link to a span the run does not have: the page says so
     return copy_events(store, lake, trace_id, _LINEAGE, {"span": span_id}).events > 0
 
 
