@@ -11,11 +11,11 @@ the data. The trace is `bench/gen_trace.py`'s (seed 7), generated once into `--w
    fresh lake.
 2. Opening the big run: a real `devtool serve` that loaded the file (local), and one attached to the
    lake with an empty database (lake). The lake server's first request for the run copies its head and
-   answers; a link to a span in the middle (not in the head) copies that span and answers, while the
-   rest is copied in the background: those two, in wall time, are the wait of the first teammate who
-   opens it, each beside the local server's same request. Then how long the rest took, and, in
-   interleaved rounds (local, lake, local, lake, ...), each server's first paint of the run page and a
-   link with a span selected, in the server's own time (`Server-Timing`). The load average is printed
+   answers; a link to a turn in the middle of the run (far past the head) copies that span and its
+   ancestors and answers, while the rest is copied in the background: those two, in wall time, are the
+   wait of the first teammate who opens it, each beside the local server's same request. Then how long
+   the rest took, and, in interleaved rounds (local, lake, local, lake, ...), each server's first paint
+   of the run page and that link, in the server's own time (`Server-Timing`). The load average is printed
    with each figure.
 """
 
@@ -89,6 +89,19 @@ def publish_small(made: Cluster, workdir: Path, runs: int, round_no: int) -> tup
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def turn_in_the_middle(trace: Path) -> str:
+    """The span id of the first turn after the middle of the trace file: far past any head."""
+    with trace.open("rb") as handle:
+        handle.seek(trace.stat().st_size // 2)
+        handle.readline()
+        for line in handle:
+            if b'"type":"turn:start"' in line:
+                found = re.search(rb'"spanId":"([0-9a-f]{16})"', line)
+                if found:
+                    return found.group(1).decode()
+    raise SystemExit(f"{trace}: no turn in its second half")
+
+
 def wall(url: str) -> tuple[float, str]:
     """The wall time of a GET in ms, and the `Lake-Copied` it said (`all`: none, the run is whole here)."""
     began = time.perf_counter()
@@ -147,10 +160,11 @@ def open_from_lake(made: Cluster, workdir: Path, trace: Path, trace_id: str, rep
             time.sleep(1)
         publisher.terminate()
         publisher.wait()
-        _, page = get(f"{local_url}runs/{trace_id}")
-        spans = re.findall(r'data-span="([0-9a-f]{16})"', page.decode())
-        middle = spans[len(spans) // 2]
-        asks = {"first paint": f"runs/{trace_id}", "a link with a span selected": f"runs/{trace_id}?span={middle}"}
+        middle = turn_in_the_middle(trace)
+        asks = {
+            "first paint": f"runs/{trace_id}",
+            "a link to a turn in the middle of the run": f"runs/{trace_id}?span={middle}",
+        }
         # The first teammate's wait: the page of a run the lake server does not hold (its head copied
         # first), then a link to a span its head does not hold, while the rest is copied; each beside the
         # local server's same request just before (wall time, as the teammate waits it).
