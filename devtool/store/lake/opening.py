@@ -6,8 +6,9 @@ million-event run is a load of its file, a minute or more), so the web asks in t
 `open_head` notes the run in `lake_opening` (the cut and the lake's count) and copies the run's first
 `HEAD` events in the publisher's order (a top-N on the lake's event ids, no sort of the texts): four
 catalog reads and a load of a few thousand events; the page is made from that. `finish_open` then
-copies the events after the cut, in one load (a load of a run already stored derives only what the new
-events touch, and keys a big run once), the run's journal entries and snapshots, drops the note and
+copies the events after the cut, `CHUNK` at a time (a load of a run already stored derives only what
+the new events touch; the writer is free between two chunks, so a span link's copy waits for one
+chunk, not the whole rest), the run's journal entries and snapshots, drops the note and
 marks the run published (its events are the lake's). A link to a span not copied yet first copies that
 span's events and its ancestors' (`open_span`), so the link opens on it. Ranges may overlap: the
 exactly-once keys store an event once.
@@ -31,9 +32,15 @@ from devtool.store.load import LoadResult
 # second; a run of at most this many events is copied whole at once.
 HEAD = 5_000
 
+# Copied after the head a chunk at a time: the store's writer is free between two (for a span link's
+# copy, a live batch), and a chunk's load holds a tenth of a million-event run in memory, not all of it.
+CHUNK = 100_000
+
+# The last event id of the next `$n` events after `$after` (the publisher's order), and how many there are.
 _CUT = """
     SELECT max(event_id), count(*) FROM (
-        SELECT event_id FROM devtool_lake.events WHERE trace_id = $trace ORDER BY event_id LIMIT $head
+        SELECT event_id FROM devtool_lake.events WHERE trace_id = $trace AND event_id > $after
+        ORDER BY event_id LIMIT $n
     )
 """
 # A span and its ancestors, up the lake's spans of the run (read once).
@@ -86,7 +93,7 @@ def open_head(store: Store, lake: Lake, trace_id: str, *, head: int = HEAD) -> O
     if not listed:
         return None
     total = int(listed[0][0])
-    cut, counted = store.query(_CUT, {"trace": trace_id, "head": head})[0]
+    cut, counted = store.query(_CUT, {"trace": trace_id, "after": -1, "n": head})[0]
     if cut is None or counted >= total:
         open_run(store, lake, trace_id)
         return None
@@ -122,18 +129,25 @@ def open_span(store: Store, lake: Lake, trace_id: str, span_id: str) -> bool:
     return copy_events(store, lake, trace_id, _LINEAGE, {"span": span_id}).events > 0
 
 
-def finish_open(store: Store, lake: Lake, trace_id: str) -> bool:
-    """Copy the rest of run `trace_id` (the events after its head's cut), if it is being opened and no
-    other thread of this process copies it; whether this call finished it."""
+def finish_open(store: Store, lake: Lake, trace_id: str, *, chunk: int = CHUNK) -> bool:
+    """Copy the rest of run `trace_id` (the events after its head's cut, `chunk` at a time), if it is
+    being opened and no other thread of this process copies it; whether this call finished it."""
     with _finishing_lock:
         if trace_id in _finishing:
             return False
         _finishing.add(trace_id)
     try:
-        rows = store.query("SELECT cut FROM lake_opening WHERE trace_id = ?", [trace_id])
-        if not rows:
-            return False
-        copy_events(store, lake, trace_id, "event_id > $cut", {"cut": rows[0][0]})
+        while True:
+            rows = store.query("SELECT cut FROM lake_opening WHERE trace_id = ?", [trace_id])
+            if not rows:
+                return False
+            cut = rows[0][0]
+            upto, _ = store.query(_CUT, {"trace": trace_id, "after": cut, "n": chunk})[0]
+            if upto is None:
+                break
+            copy_events(store, lake, trace_id, "event_id > $cut AND event_id <= $upto", {"cut": cut, "upto": upto})
+            with store.transaction(derives=False) as conn:
+                conn.execute("UPDATE lake_opening SET cut = ? WHERE trace_id = ?", [upto, trace_id])
         _copy_rest_of_run(store, lake, trace_id)
         _done(store, trace_id)
         return True
