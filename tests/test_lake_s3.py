@@ -31,10 +31,12 @@ def test_runs_published_to_s3_open_on_another_server(lakes: Lakes, tmp_path: Pat
         s3.make_bucket(BUCKET)
         env = child_env({**os.environ, **s3.env()})
         lake = ("--lake", catalog, "--lake-data", data)
-        theirs = start(tmp_path / "a.duckdb", *lake, "--lake-name", "A", log=tmp_path / "a.log", env=env)
-        mine = start(tmp_path / "c.duckdb", *lake, "--lake-name", "C", log=tmp_path / "c.log", env=env)
-        reader = LakeReader(catalog, s3_access(s3.env()))
+        servers = [start(tmp_path / "a.duckdb", *lake, "--lake-name", "A", log=tmp_path / "a.log", env=env)]
+        reader = None
         try:
+            servers.append(start(tmp_path / "c.duckdb", *lake, "--lake-name", "C", log=tmp_path / "c.log", env=env))
+            theirs, mine = servers
+            reader = LakeReader(catalog, s3_access(s3.env()))
             names = ["s3 one", "s3 two"]
             for name in names:
                 status, body, _ = http(f"{theirs.url}api/v1/traces", body=orjson.dumps(run_events(name, 30)))
@@ -49,9 +51,10 @@ def test_runs_published_to_s3_open_on_another_server(lakes: Lakes, tmp_path: Pat
             assert b"step 29" in page
             assert b"<dd>62</dd>" in page
         finally:
-            reader.conn.close()
-            theirs.stop()
-            mine.stop()
+            if reader is not None:
+                reader.conn.close()
+            for server in servers:
+                server.stop()
     for name in ("a", "c"):
         assert "Traceback" not in (tmp_path / f"{name}.log").read_text(), name
 
