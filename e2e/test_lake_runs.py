@@ -11,12 +11,13 @@ from pathlib import Path
 import orjson
 from playwright.sync_api import Page, expect
 
+from devtool.store.lake import HEAD
 from testkit.lake_runs import run_events, trace_id_of
 from testkit.postgres import Lakes
 
 from .conftest import SCREEN_SIZES, ServerFactory, Shoot, resize
 
-SHOTS = Path("/work/wt/shots/lake")
+SHOTS = Path("/work/wt/shots/lakeopen")
 
 
 def post(url: str, events: list[dict[str, object]]) -> None:
@@ -60,3 +61,39 @@ def test_the_runs_page_lists_the_lakes_runs_and_opens_one(
     page.screenshot(path=SHOTS / "opened-1600.png")
     page.goto(mine.url)
     expect(page.locator("tr", has_text="support triage").locator(".source-lake")).to_have_count(0)
+
+
+def test_a_big_lake_run_opens_on_its_head_and_says_the_rest_is_coming(
+    page: Page, serve: ServerFactory, lakes: Lakes
+) -> None:
+    """A run of more events than a page waits for: it opens on its first events with a note saying how
+    many are here, and a reload later shows it whole, without the note."""
+    catalog, data = lakes.new()
+    lake = ("--lake", catalog, "--lake-data", str(data))
+    theirs = serve(*lake, "--lake-name", "ci-runner-7")
+    mine = serve(*lake, "--lake-name", "my-laptop")
+    spans = HEAD // 2 + 100
+    post(theirs.url, run_events("nightly eval, long", spans))
+    trace = trace_id_of("nightly eval, long")
+
+    page.goto(mine.url)
+    deadline = time.monotonic() + 120
+    while page.locator("tr", has_text="nightly eval, long").locator(".source-lake").count() == 0:
+        assert time.monotonic() < deadline, "the lake's run never showed"
+        page.wait_for_timeout(500)
+        page.reload()
+    page.locator("tr", has_text="nightly eval, long").locator("a").first.click()
+    expect(page).to_have_url(f"{mine.url}runs/{trace}")
+    note = page.locator("#lake-copying")
+    expect(note).to_contain_text(f"{HEAD:,} of its {2 * spans + 2:,} events are here so far")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for width, height in SCREEN_SIZES:
+        resize(page, width, height)
+        page.screenshot(path=SHOTS / f"copying-{width}.png")
+
+    deadline = time.monotonic() + 120
+    while note.count():
+        assert time.monotonic() < deadline, "the rest of the run never came"
+        page.wait_for_timeout(500)
+        page.reload()
+    expect(page.locator(".run-facts")).to_contain_text(f"{2 * spans + 2}")

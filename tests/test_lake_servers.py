@@ -17,6 +17,8 @@ import duckdb
 import orjson
 
 from devtool.store.extensions import load_extension
+from devtool.store.lake import HEAD
+from devtool.store.lake.s3 import S3Access, make_secret
 from testkit.lake_runs import run_events, trace_id_of
 from testkit.postgres import Lakes
 from testkit.served import Served, start
@@ -47,10 +49,13 @@ def http(url: str, form: dict[str, str] | None = None, body: bytes | None = None
 class LakeReader:
     """This test's own read-only view of the lake (a DuckDB connection of its own, kept open)."""
 
-    def __init__(self, catalog: str) -> None:
+    def __init__(self, catalog: str, s3: S3Access | None = None) -> None:
         self.conn = duckdb.connect()
         load_extension(self.conn, "ducklake")
         load_extension(self.conn, "postgres")
+        if s3 is not None:  # the lake's data on S3, given the way a DevTool is
+            load_extension(self.conn, "httpfs")
+            make_secret(self.conn, s3)
         self.conn.execute(f"ATTACH 'ducklake:{catalog}' AS lake (READ_ONLY)")
 
     def rows(self, sql: str) -> list[tuple[Any, ...]]:
@@ -183,3 +188,41 @@ def test_three_servers_share_one_lake(lakes: Lakes, tmp_path: Path, devtool: Dev
             lake.conn.close()
     for name in ("A", "B", "C"):
         assert "Traceback" not in (tmp_path / f"{name}.log").read_text(), name
+
+
+def test_a_lake_runs_page_answers_before_its_events_are_all_here(
+    lakes: Lakes, tmp_path: Path, devtool: DevtoolRunner
+) -> None:
+    """A run bigger than the head a page waits for: the first answer (a link to its last step, which
+    the head does not hold) is made from part of it, says how much, and the rest follows unasked."""
+    catalog, data = lakes.new()
+    name, spans = "long run", HEAD // 2 + 100
+    events = run_events(name, spans)
+    trace = trace_id_of(name)
+    path = tmp_path / "long.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(event) for event in events) + b"\n")
+    publisher = str(tmp_path / "publisher.duckdb")
+    assert devtool("load", str(path), "--db", publisher).returncode == 0
+    done = devtool("publish", trace, "--db", publisher, "--lake", catalog, "--lake-data", str(data))
+    assert done.returncode == 0, done.stderr
+
+    reader = serve(tmp_path / "reader.duckdb", catalog, data, "reader")
+    try:
+        last = events[-2]["trace"]["spanId"]
+        status, page, headers = http(f"{reader.url}runs/{trace}?span={last}")
+        assert status == 200, page[:500]
+        here, total = (int(n) for n in headers["Lake-Copied"].split("/"))
+        assert HEAD < here < total == len(events)
+        assert b'id="lake-copying"' in page
+        assert f"step {spans - 1}".encode() in page  # the linked span, copied first
+
+        def whole() -> bytes | None:
+            status, page, headers = http(f"{reader.url}runs/{trace}")
+            return page if status == 200 and "Lake-Copied" not in headers else None
+
+        page = wait_for("the rest of the run", whole)
+        assert b'id="lake-copying"' not in page
+        assert f"<dd>{len(events)}</dd>".encode() in page
+    finally:
+        reader.stop()
+    assert "Traceback" not in (tmp_path / "reader.log").read_text()

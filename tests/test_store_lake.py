@@ -3,21 +3,28 @@ publishing exactly once, listing and opening each other's runs and snapshots, co
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
 
-from devtool.store import Store, append_events, get_snapshot, save_snapshot
+from devtool.store import Store, append_events, get_snapshot, load_file, save_snapshot
 from devtool.store.lake import (
     Lake,
+    Opening,
     attach_lake,
     compact,
+    finish_open,
     lake_config,
+    open_head,
     open_run,
     open_snapshot,
+    open_span,
+    opening,
     publish_run,
+    publish_runs,
     publish_snapshot,
     refresh_listing,
     unpublished_runs,
@@ -27,6 +34,7 @@ from testkit.lake_runs import run_events, trace_id_of
 from testkit.postgres import Lakes
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "rejelly"
+RACES = 12
 
 
 @pytest.fixture
@@ -133,3 +141,85 @@ def test_compaction_merges_the_small_files_of_many_publishes(pair: tuple[Store, 
     assert done.merged >= len(names)
     assert done.created >= 1
     assert a.query("SELECT count(*), sum(hash(body)) FROM devtool_lake.events")[0] == before
+
+
+def test_a_big_run_opens_head_first_then_whole_with_its_journal(
+    pair: tuple[Store, Lake, Store, Lake], tmp_path: Path
+) -> None:
+    a, lake_a, b, lake_b = pair
+    events = run_events("big", 40)  # 82 events: a head of 10, then the rest
+    trace = trace_id_of("big")
+    append_events(a, events)
+    journal = tmp_path / "process.jsonl"
+    entries = [
+        {
+            "entry_id": f"e{n}",
+            "process_id": "worker-1",
+            "timestamp": f"2026-12-06T10:00:0{n}Z",
+            "entry_type": kind,
+            "data": {"trace_id": trace, "n": n},
+        }
+        for n, kind in enumerate(("invocation_start", "invocation_result"))
+    ]
+    journal.write_text("".join(orjson.dumps(entry).decode() + "\n" for entry in entries))
+    load_file(a, journal)
+    publish_run(a, lake_a, trace)
+    assert a.query("SELECT count(*) FROM devtool_lake.journal_entries")[0][0] == 2
+
+    refresh_listing(b)
+    copied = open_head(b, lake_b, trace, head=10)
+    assert copied == Opening(trace, 10, 82)
+    assert opening(b, trace) == copied
+    assert b.query("SELECT count(*) FROM events")[0][0] == 10
+    # A run being copied is not published back.
+    assert unpublished_runs(b) == []
+
+    # A link to the last step copies that span (and its ancestors: the root) before the rest.
+    last = events[-2]["trace"]["spanId"]
+    assert open_span(b, lake_b, trace, last) is True
+    assert b.query("SELECT status FROM spans WHERE span_id = ?", [last]) == [("completed",)]
+    assert open_span(b, lake_b, trace, last) is False
+    assert open_span(b, lake_b, trace, "0" * 16) is False
+
+    assert finish_open(b, lake_b, trace, chunk=25) is True  # in three chunks
+    assert opening(b, trace) is None
+    assert b.query("SELECT count(*), count(DISTINCT event_key) FROM events")[0] == (82, 82)
+    assert b.query("SELECT span_id, status, depth FROM spans ORDER BY span_id") == a.query(
+        "SELECT span_id, status, depth FROM spans ORDER BY span_id"
+    )
+    assert b.query("SELECT events, status FROM runs") == a.query("SELECT events, status FROM runs")
+    # Its journal entries come with the rest.
+    assert b.query("SELECT process_id, entry_id, trace_id FROM journal_entries ORDER BY entry_id") == [
+        ("worker-1", "e0", trace),
+        ("worker-1", "e1", trace),
+    ]
+    assert unpublished_runs(b) == []
+    assert finish_open(b, lake_b, trace) is False
+
+
+def test_one_run_published_by_two_stores_at_once_lands_once(pair: tuple[Store, Lake, Store, Lake]) -> None:
+    """Both stores hold the same runs and publish each at the same instant (a barrier, many times): the
+    lake never holds a run twice."""
+    a, lake_a, b, lake_b = pair
+    names = [f"raced {n}" for n in range(RACES)]
+    for name in names:
+        append_events(a, run_events(name, 3))
+        append_events(b, run_events(name, 3))
+    start = threading.Barrier(2)
+    added: dict[str, list[int]] = {trace_id_of(name): [] for name in names}
+
+    def publisher(store: Store, lake: Lake) -> None:
+        for name in names:
+            start.wait(timeout=120)
+            (done,) = publish_runs(store, lake, [trace_id_of(name)])
+            added[done.trace_id].append(done.events)
+
+    threads = [threading.Thread(target=publisher, args=pair_of) for pair_of in ((a, lake_a), (b, lake_b))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for name in names:
+        trace = trace_id_of(name)
+        assert lake_counts(a, trace) == (1, 8, 8, 4), name
+        assert sorted(added[trace]) == [0, 8], name

@@ -18,6 +18,7 @@ from devtool.store.database import Store
 from devtool.store.extensions import load_extension
 from devtool.store.lake.config import POSTGRES, LakeConfig, LakeError, shown
 from devtool.store.lake.retry import in_lake_transaction
+from devtool.store.lake.s3 import make_secret
 from devtool.store.lake.tables import LAKE_TABLES, LAKE_VERSION, LOCAL_TABLES
 
 # Not `lake`: DuckDB names a file's own database after the file, and a store may be `lake.duckdb`.
@@ -44,6 +45,8 @@ def attach_lake(store: Store, config: LakeConfig) -> Lake:
             load_extension(conn, "postgres")
         if config.remote_data:
             load_extension(conn, "httpfs")
+        if config.s3 is not None:
+            make_secret(conn, config.s3)
         try:
             conn.execute(
                 f"ATTACH '{_quoted('ducklake:' + config.catalog)}' AS {ALIAS} (DATA_PATH '{_quoted(config.data)}')"
@@ -63,6 +66,8 @@ def attach_lake(store: Store, config: LakeConfig) -> Lake:
 
 def _make_tables(conn: duckdb.DuckDBPyConnection) -> None:
     conn.execute(LAKE_TABLES)
+    if not conn.execute("SELECT 1 FROM devtool_lake.publish_turn").fetchall():
+        conn.execute("INSERT INTO devtool_lake.publish_turn VALUES (0)")
     (found,) = conn.execute("SELECT max(version) FROM devtool_lake.lake_version").fetchone() or (None,)
     if found is None:
         conn.execute("INSERT INTO devtool_lake.lake_version VALUES (?)", [LAKE_VERSION])

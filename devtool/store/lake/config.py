@@ -5,20 +5,24 @@
 for one machine and for trying things out). `--lake-data` is where the Parquet files go: a folder
 (made when missing; shared by every DevTool of the team, e.g. over NFS) or an `s3://` URL (read and
 written through the httpfs extension, with the credentials DuckDB finds: its S3 secret or the AWS
-environment variables). Anything else is refused with a `LakeError` saying what and which option.
+environment variables, `s3.py`). Anything else is refused with a `LakeError` saying what and which option.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from devtool.store.errors import StoreError
+from devtool.store.lake.s3 import S3Access, s3_access
 
 POSTGRES = "postgres:"
 FILE_SUFFIX = ".ducklake"
 REMOTE_SCHEMES = ("s3://", "s3a://", "gcs://", "gs://", "r2://")
+S3_SCHEMES = ("s3://", "s3a://")
 _PASSWORD = re.compile(r"(password\s*=\s*)(\S+)", re.IGNORECASE)
 _NAME = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
 
@@ -35,6 +39,7 @@ class LakeConfig:
     catalog: str
     data: str
     node: str
+    s3: S3Access | None = None
 
     @property
     def remote_data(self) -> bool:
@@ -50,8 +55,9 @@ def shown(catalog: str) -> str:
     return _PASSWORD.sub(r"\1***", catalog)
 
 
-def lake_config(catalog: str, data: str | None, node: str) -> LakeConfig:
-    """`--lake CATALOG --lake-data DATA`, checked; `LakeError` naming the option at fault."""
+def lake_config(catalog: str, data: str | None, node: str, environ: Mapping[str, str] | None = None) -> LakeConfig:
+    """`--lake CATALOG --lake-data DATA`, checked, with S3's settings from `environ` (default: this
+    process's) for s3:// data (`s3.py`); `LakeError` naming the option or variable at fault."""
     catalog = catalog.strip()
     if not catalog:
         raise LakeError("--lake is empty: give a catalog, 'postgres:host=HOST dbname=DB' or a PATH.ducklake file")
@@ -84,4 +90,8 @@ def lake_config(catalog: str, data: str | None, node: str) -> LakeConfig:
     if not catalog.startswith(POSTGRES):
         Path(catalog).expanduser().absolute().parent.mkdir(parents=True, exist_ok=True)
         catalog = str(Path(catalog).expanduser().absolute())
-    return LakeConfig(catalog=catalog, data=data, node=node)
+    try:
+        s3 = s3_access(os.environ if environ is None else environ) if data.startswith(S3_SCHEMES) else None
+    except ValueError as exc:
+        raise LakeError(str(exc)) from None
+    return LakeConfig(catalog=catalog, data=data, node=node, s3=s3)

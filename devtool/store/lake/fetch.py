@@ -1,12 +1,14 @@
-"""Reading the lake: its runs list (mirrored locally), and a run or a snapshot opened from it.
+"""Reading the lake: its runs list (mirrored locally), and a run's events, journal entries and
+snapshots copied from it.
 
 A DevTool lists the team's runs from `lake_runs`, a local copy of the lake's `runs` that the lake
 worker refreshes every few seconds (one small read of the catalog), so the runs page stays a local
-query. A run is opened from the lake once: its events' texts are written, in their publisher's order,
-to a file beside the store and loaded through the same `load_file` every file takes (the event gate,
-the exactly-once keys, spans, search words, a big run's keys), with its snapshots; from then on its
-pages are local pages, at local speed. A snapshot link whose snapshot this DevTool lacks is looked up
-in the lake and copied in (its top and its frame nodes) the same way.
+query. A run's events are copied by range (`copy_events`: a `WHERE` on the lake's events): their texts
+are written, in their publisher's order, to a file beside the store and loaded through the same
+`load_file` every file takes (the event gate, the exactly-once keys, spans, search words, a big run's
+keys), so two ranges that overlap store each event once. `opening.py` says which ranges, when. A
+snapshot link whose snapshot this DevTool lacks is looked up in the lake and copied in (its top and its
+frame nodes) the same way.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections.abc import Mapping
 from contextlib import closing
-from dataclasses import replace
+from pathlib import Path
 
 import duckdb
 
@@ -23,7 +26,6 @@ from devtool.store.database import Store
 from devtool.store.errors import StoreError
 from devtool.store.lake.attach import Lake
 from devtool.store.lake.config import LakeError
-from devtool.store.lake.publish import mark_published
 from devtool.store.load import LoadResult, load_file
 
 # The events' texts, one a line, as a trace file holds them: written as CSV with nothing quoted and a
@@ -32,9 +34,15 @@ from devtool.store.load import LoadResult, load_file
 # and a scan reads the files in the order they were added. Neither a sort nor a search for repeated keys
 # here: over a million events' texts either ran a server's 640 MiB of memory out (DuckDB 1.5.5).
 _WRITE = (
-    "COPY (SELECT body FROM devtool_lake.events WHERE trace_id = $trace) TO '{path}' "
+    "COPY (SELECT body FROM devtool_lake.events WHERE trace_id = $trace AND ({where})) TO '{path}' "
     "(FORMAT csv, HEADER false, QUOTE '', ESCAPE '', DELIMITER e'\\x01')"
 )
+# The run's journal entries (those of the invocations that started it), as a journal file holds them.
+_JOURNAL = """
+    COPY (SELECT entry_id, process_id, timestamp, entry_type, data::JSON AS data
+          FROM devtool_lake.journal_entries WHERE trace_id = $trace ORDER BY process_id, entry_seq)
+    TO '{path}' (FORMAT json)
+"""
 _SNAPSHOTS = """
     INSERT OR IGNORE INTO rewind.snapshots (snapshot_id, parent_id, trace_id, span_id, anchor, source, created_at,
                                            body, created_by, root_id)
@@ -55,35 +63,54 @@ def in_lake(store: Store, trace_id: str) -> bool:
     return bool(store.query("SELECT 1 FROM devtool_lake.runs WHERE trace_id = ?", [trace_id]))
 
 
-def open_run(store: Store, lake: Lake, trace_id: str) -> LoadResult | None:
-    """Copy run `trace_id` from the lake into the store (None: the lake has no such run); loading it
-    again adds nothing."""
-    if not in_lake(store, trace_id):
+def copy_events(
+    store: Store, lake: Lake, trace_id: str, where: str = "true", params: Mapping[str, object] | None = None
+) -> LoadResult:
+    """Copy the events of run `trace_id` the lake holds and `where` (SQL on the lake's events, with
+    `params`) picks into the store; those stored already are not stored again."""
+    return _copied(
+        store, lake, trace_id, _WRITE.format(where=where, path="{path}"), {"trace": trace_id, **(params or {})}
+    )
+
+
+def copy_journal(store: Store, lake: Lake, trace_id: str) -> LoadResult | None:
+    """Copy the journal entries the lake holds of run `trace_id`'s invocations (None: it holds none);
+    those stored already are not stored again."""
+    if not store.query("SELECT 1 FROM devtool_lake.journal_entries WHERE trace_id = ? LIMIT 1", [trace_id]):
         return None
-    # Named by a hash: a trace id is the agent's text, not a file name.
-    name = hashlib.sha256(trace_id.encode()).hexdigest()[:16]
-    path = store.path.parent / f".{store.path.name}.lake-{name}-{os.getpid()}-{threading.get_ident()}.jsonl"
+    return _copied(store, lake, trace_id, _JOURNAL, {"trace": trace_id})
+
+
+def _copied(store: Store, lake: Lake, trace_id: str, copy: str, params: Mapping[str, object]) -> LoadResult:
+    path = _scratch(store, trace_id)
     try:
         with closing(store.reader()) as conn:
-            conn.execute(_WRITE.format(path=str(path).replace("'", "''")), {"trace": trace_id})
+            conn.execute(copy.format(path=str(path).replace("'", "''")), dict(params))
         result = load_file(store, path)
     except (duckdb.Error, StoreError) as exc:
         raise LakeError(f"cannot read run {trace_id} from the lake: {str(exc).strip().splitlines()[0]}") from None
     finally:
         path.unlink(missing_ok=True)
-    with store.transaction(derives=False) as conn:
-        # The file is gone: the source names where the run came from instead.
-        conn.execute(
-            "UPDATE sources SET path = ? WHERE source_id = ?", [f"lake ({lake.config.shown})", result.source_id]
-        )
+    if not result.already_loaded:
+        with store.transaction(derives=False) as conn:
+            # The file is gone: the source names where the run came from instead.
+            conn.execute(
+                "UPDATE sources SET path = ? WHERE source_id = ?", [f"lake ({lake.config.shown})", result.source_id]
+            )
+    return result
+
+
+def _scratch(store: Store, trace_id: str) -> Path:
+    # Named by a hash: a trace id is the agent's text, not a file name.
+    name = hashlib.sha256(trace_id.encode()).hexdigest()[:16]
+    return store.path.parent / f".{store.path.name}.lake-{name}-{os.getpid()}-{threading.get_ident()}.jsonl"
+
+
+def copy_run_snapshots(store: Store, trace_id: str) -> None:
+    """Copy the snapshots the lake holds of run `trace_id` (with their frame nodes)."""
     # A transaction of its own: one transaction writes one database, and these are the rewind file's.
     with store.transaction(derives=False) as conn:
         _copy_snapshots(conn, "trace_id = $key", trace_id)
-    through = store.query("SELECT last_event_id FROM runs WHERE trace_id = ?", [trace_id])
-    if through:
-        # Its events are the lake's: it need not be published back.
-        mark_published(store, trace_id, int(through[0][0]))
-    return replace(result, path=path.with_name(f"lake:{trace_id}"))
 
 
 def open_snapshot(store: Store, snapshot_id: str) -> bool:

@@ -7,8 +7,10 @@ its runs row anew (deleted and written again: a run that grew since is counted w
 holds already adds nothing. Only after that commit is the run marked published locally
 (`lake_published`, with the last event it covered): a server killed in between finds it unmarked on
 restart and publishes it again, which then adds nothing. Conflicts with other publishers are retried
-(`retry.py`). Snapshots are published on their own (made after their run's publish, from a rewind),
-each with its frame nodes, the nodes the lake has not stored yet.
+(`retry.py`); so is a publish that raced another of a run new to the lake (both took the lake's
+publish turn, `tables.py`), which then finds the run listed and adds nothing. Snapshots are published
+on their own (made after their run's publish, from a rewind), each with its frame nodes, the nodes the
+lake has not stored yet.
 """
 
 from __future__ import annotations
@@ -119,6 +121,10 @@ def publish_runs(store: Store, lake: Lake, trace_ids: list[str]) -> list[Publish
         }
         new = [t for t in trace_ids if t not in listed]
         old = [t for t in trace_ids if t in listed]
+        if new:
+            # Taking the turn (a delete and an insert of its row) makes a publish that raced this one
+            # fail its commit, and be tried again: it then sees these runs listed (`tables.py`).
+            conn.execute("UPDATE devtool_lake.publish_turn SET turn = turn + 1")
         added = {t: int(local.get(t, 0)) for t in new}
         for traces, seen in ((new, False), (old, True)):
             if not traces:
@@ -190,11 +196,13 @@ def mark_published(store: Store, trace_id: str, through: int) -> None:
 
 
 def unpublished_runs(store: Store, *, limit: int = 50) -> list[str]:
-    """Finished runs (not `running`) the lake does not hold through their last event, oldest first."""
+    """Finished runs (not `running`) the lake does not hold through their last event, oldest first (not
+    those being copied from it)."""
     rows = store.query(
         """
         SELECT r.trace_id FROM runs r LEFT JOIN lake_published p USING (trace_id)
         WHERE r.status <> 'running' AND (p.trace_id IS NULL OR p.last_event_id < r.last_event_id)
+          AND r.trace_id NOT IN (SELECT trace_id FROM lake_opening)
         ORDER BY r.last_event_id LIMIT ?
         """,
         [limit],

@@ -6,12 +6,16 @@ when), `events` (each event's stored text `body`, its key within its trace, and 
 `event_id`, whose order is the load order), `spans` and `search_terms` (as the publisher derived
 them), `journal_entries` (those of the run's invocations), `snapshots` and `snapshot_nodes` (a
 snapshot's top and its frame nodes, content-addressed) with `snapshot_links` (which nodes each
-snapshot needs). `lake_version` says which shape the tables have.
+snapshot needs). `lake_version` says which shape the tables have. `publish_turn` is one row that
+every publish of a run the lake does not list yet updates (`publish.py`): DuckLake has no unique keys,
+but it refuses to commit an insert into a table another transaction deleted from meanwhile, so of two
+publishes of the same new run one commits and the other is tried again, and then finds it listed.
 
 Locally (in the store's main file, made when a lake is first attached): `lake_published` (a run
 published, through which event; written only after the lake's commit, so a server killed between the
 two publishes the run again, and adds nothing), `lake_published_snapshots`, and `lake_runs`, the
-lake's runs list as last read, so the runs page lists the team's runs at local speed.
+lake's runs list as last read, so the runs page lists the team's runs at local speed, and
+`lake_opening`, the runs being copied from the lake (`opening.py`), with the cut of the part copied first.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ _RUNS = """
 
 LAKE_TABLES = f"""
     CREATE TABLE IF NOT EXISTS devtool_lake.lake_version (version INTEGER);
+    CREATE TABLE IF NOT EXISTS devtool_lake.publish_turn (turn BIGINT NOT NULL);
     CREATE TABLE IF NOT EXISTS devtool_lake.runs ({_RUNS});
     CREATE TABLE IF NOT EXISTS devtool_lake.events (
         trace_id VARCHAR NOT NULL, event_key UBIGINT NOT NULL, event_id BIGINT, span_id VARCHAR,
@@ -64,4 +69,5 @@ LOCAL_TABLES = f"""
     );
     CREATE TABLE IF NOT EXISTS lake_published_snapshots (snapshot_id VARCHAR PRIMARY KEY);
     CREATE TABLE IF NOT EXISTS lake_runs ({_RUNS});
+    CREATE TABLE IF NOT EXISTS lake_opening (trace_id VARCHAR PRIMARY KEY, cut BIGINT NOT NULL, total BIGINT NOT NULL);
 """

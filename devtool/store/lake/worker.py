@@ -5,7 +5,8 @@ Every `interval` seconds it publishes the finished runs and the snapshots not ye
 first, up to `batch` runs per lake transaction: each catalog transaction costs some 0.1 s of round
 trips, whatever it holds; a run is in the lake once its transaction's commit returns), then
 reads the lake's runs list into `lake_runs`; every `compact_every` seconds (0: never) it compacts the
-lake. A failure (the catalog unreachable for a while) is printed once per kind on stderr and tried
+lake. Before its first round it finishes the copies from the lake a stopped server left half done
+(`opening.py`). A failure (the catalog unreachable for a while) is printed once per kind on stderr and tried
 again on the next round: nothing is marked published that the lake did not commit.
 """
 
@@ -22,6 +23,7 @@ from devtool.store.errors import StoreError
 from devtool.store.lake.attach import Lake
 from devtool.store.lake.fetch import refresh_listing
 from devtool.store.lake.maintenance import compact
+from devtool.store.lake.opening import finish_open, unfinished_opens
 from devtool.store.lake.publish import publish_runs, publish_snapshot, unpublished_runs, unpublished_snapshots
 
 
@@ -62,6 +64,9 @@ class LakeWorker:
         return done
 
     def _loop(self) -> None:
+        # Copies from the lake a stopped server left half done (the pages of those runs show what is here).
+        for trace_id in unfinished_opens(self.store):
+            self._guarded("copy", lambda trace_id=trace_id: finish_open(self.store, self.lake, trace_id))
         last_compact = time.monotonic()
         while not self._stop.is_set():
             self._guarded("publish", self.round)

@@ -47,7 +47,7 @@ from devtool.store.queries.run_meta import run_exists, run_metadata, snapshot_du
 from devtool.store.queries.usage import span_usage
 from devtool.web.auth import user_of
 from devtool.web.forms import form_of
-from devtool.web.lake_open import run_from_lake
+from devtool.web.lake_open import copy_rest, copying, run_from_lake, span_from_lake
 from devtool.web.links import run_url
 from devtool.web.live.streams import RunFeed, event_id, sse_response
 from devtool.web.pages.frame_tree import children_page, run_tree
@@ -66,6 +66,8 @@ def run_page(request: Request) -> Response:
     trace_id, url_state = _trace_and_state(request)
     if not run_exists(store, trace_id) and not run_from_lake(store, trace_id):
         return _by_prefix(request, store, trace_id)
+    if (copied := copying(store, trace_id)) is not None:
+        span_from_lake(store, trace_id, url_state.span)
     if "pick" in request.query_params:
         # A click on a merged bar: select the first span it holds (the URL then names that span).
         url_state = _picked(store, trace_id, url_state, request.query_params["pick"])
@@ -85,8 +87,11 @@ def run_page(request: Request) -> Response:
         "overview": overview(store, run, window),
         "live_after": live_after,
         "saving": replay_saving(store, trace_id),
+        "lake_copying": copied and copying(store, trace_id),
     }
     response = render(request, "run.html", context, fragment="_workspace.html")
+    if copied is not None:
+        copy_rest(response, store, context["lake_copying"] or copied)
     if wants_fragment(request):
         response.headers["HX-Push-Url"] = url_state.url(trace_id)
     return response

@@ -1,0 +1,175 @@
+"""Opening a run only the lake holds: its head first, so its page answers at once, the rest after.
+
+`open_run(store, lake, trace)` copies the whole run (its events, then its journal entries and
+snapshots) before it returns: what `devtool load --lake` does. A page cannot wait for that (a
+million-event run is a load of its file, a minute or more), so the web asks in two steps:
+`open_head` notes the run in `lake_opening` (the cut and the lake's count) and copies the run's first
+`HEAD` events in the publisher's order (a top-N on the lake's event ids, no sort of the texts): four
+catalog reads and a load of a few thousand events; the page is made from that. `finish_open` then
+copies the events after the cut, `CHUNK` at a time (a load of a run already stored derives only what
+the new events touch; the writer is free between two chunks, so a span link's copy waits for one
+chunk, not the whole rest), the run's journal entries and snapshots, drops the note and
+marks the run published (its events are the lake's). A link to a span not copied yet first copies that
+span's events and its ancestors' (`open_span`), so the link opens on it. Ranges may overlap: the
+exactly-once keys store an event once.
+
+A server killed while copying finds the note on restart and finishes (`unfinished_opens`); a run being
+opened is never published back.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, replace
+
+from devtool.store.database import Store
+from devtool.store.lake.attach import Lake
+from devtool.store.lake.fetch import copy_events, copy_journal, copy_run_snapshots, in_lake
+from devtool.store.lake.publish import mark_published
+from devtool.store.load import LoadResult
+
+# Enough for a run's first screen (its root, its first frames), few enough to load in a fraction of a
+# second; a run of at most this many events is copied whole at once.
+HEAD = 5_000
+
+# Copied after the head a chunk at a time: the store's writer is free between two (for a span link's
+# copy, a live batch), and a chunk's load holds a tenth of a million-event run in memory, not all of it.
+CHUNK = 100_000
+
+# The last event id of the next `$n` events after `$after` (the publisher's order), and how many there are.
+_CUT = """
+    SELECT max(event_id), count(*) FROM (
+        SELECT event_id FROM devtool_lake.events WHERE trace_id = $trace AND event_id > $after
+        ORDER BY event_id LIMIT $n
+    )
+"""
+# A span and its ancestors, up the lake's spans of the run (read once).
+_LINEAGE = """
+    span_id IN (
+        WITH RECURSIVE tree AS MATERIALIZED (
+            SELECT span_id, parent_span_id FROM devtool_lake.spans WHERE trace_id = $trace
+        ), up(span_id, parent_span_id) AS (
+            SELECT span_id, parent_span_id FROM tree WHERE span_id = $span
+            UNION
+            SELECT t.span_id, t.parent_span_id FROM tree t JOIN up ON t.span_id = up.parent_span_id
+        )
+        SELECT span_id FROM up
+    )
+"""
+
+# Runs whose rest a thread of this process is copying now: one copy a run.
+_finishing: set[str] = set()
+_finishing_lock = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """A lake run copied in part: the events stored here, and the lake's count of them."""
+
+    trace_id: str
+    local: int
+    total: int
+
+
+def open_run(store: Store, lake: Lake, trace_id: str) -> LoadResult | None:
+    """Copy run `trace_id` from the lake into the store, whole (None: the lake has no such run); loading
+    it again adds nothing."""
+    if not in_lake(store, trace_id):
+        return None
+    result = copy_events(store, lake, trace_id)
+    _copy_rest_of_run(store, lake, trace_id)
+    _done(store, trace_id)
+    return replace(result, path=result.path.with_name(f"lake:{trace_id}"))
+
+
+def open_head(store: Store, lake: Lake, trace_id: str, *, head: int = HEAD) -> Opening | None:
+    """Copy the first `head` events of run `trace_id` (all of a run that has no more, with its journal
+    entries and snapshots); what is still to copy (`finish_open`), or None when the lake has no such
+    run or the run is now whole here."""
+    # The lake's count from its runs row (the publisher's count, its events once each): no scan here.
+    listed = store.query(
+        "SELECT events FROM devtool_lake.runs WHERE trace_id = ? ORDER BY published_at DESC LIMIT 1", [trace_id]
+    )
+    if not listed:
+        return None
+    total = int(listed[0][0])
+    cut, counted = store.query(_CUT, {"trace": trace_id, "after": -1, "n": head})[0]
+    if cut is None or counted >= total:
+        open_run(store, lake, trace_id)
+        return None
+    # Noted first: a server stopped during the copy finishes it when it starts again.
+    with store.transaction(derives=False) as conn:
+        conn.execute("INSERT OR REPLACE INTO lake_opening VALUES (?, ?, ?)", [trace_id, cut, total])
+    copy_events(store, lake, trace_id, "event_id <= $cut", {"cut": cut})
+    return opening(store, trace_id)
+
+
+def opening(store: Store, trace_id: str) -> Opening | None:
+    """How much of run `trace_id` is here while its copy from the lake is not done (None: it is)."""
+    rows = store.query(
+        "SELECT o.total, coalesce(r.events, 0) FROM lake_opening o LEFT JOIN runs r USING (trace_id) "
+        "WHERE o.trace_id = ?",
+        [trace_id],
+    )
+    if not rows:
+        return None
+    total, local = rows[0]
+    return Opening(trace_id, int(local), int(total))
+
+
+def open_span(store: Store, lake: Lake, trace_id: str, span_id: str) -> bool:
+    """While run `trace_id` is being copied, copy span `span_id`'s events and its ancestors' if the store
+    lacks it; whether it copied any."""
+    if opening(store, trace_id) is None:
+        return False
+    if store.query("SELECT 1 FROM spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]):
+        return False
+    if not store.query("SELECT 1 FROM devtool_lake.spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]):
+        return False  # a link to a span the run does not have: the page says so
+    return copy_events(store, lake, trace_id, _LINEAGE, {"span": span_id}).events > 0
+
+
+def finish_open(store: Store, lake: Lake, trace_id: str, *, chunk: int = CHUNK) -> bool:
+    """Copy the rest of run `trace_id` (the events after its head's cut, `chunk` at a time), if it is
+    being opened and no other thread of this process copies it; whether this call finished it."""
+    with _finishing_lock:
+        if trace_id in _finishing:
+            return False
+        _finishing.add(trace_id)
+    try:
+        while True:
+            rows = store.query("SELECT cut FROM lake_opening WHERE trace_id = ?", [trace_id])
+            if not rows:
+                return False
+            cut = rows[0][0]
+            upto, _ = store.query(_CUT, {"trace": trace_id, "after": cut, "n": chunk})[0]
+            if upto is None:
+                break
+            copy_events(store, lake, trace_id, "event_id > $cut AND event_id <= $upto", {"cut": cut, "upto": upto})
+            with store.transaction(derives=False) as conn:
+                conn.execute("UPDATE lake_opening SET cut = ? WHERE trace_id = ?", [upto, trace_id])
+        _copy_rest_of_run(store, lake, trace_id)
+        _done(store, trace_id)
+        return True
+    finally:
+        with _finishing_lock:
+            _finishing.discard(trace_id)
+
+
+def unfinished_opens(store: Store) -> list[str]:
+    """The runs whose copy from the lake began and did not end (a server stopped meanwhile)."""
+    return [row[0] for row in store.query("SELECT trace_id FROM lake_opening ORDER BY trace_id")]
+
+
+def _copy_rest_of_run(store: Store, lake: Lake, trace_id: str) -> None:
+    copy_journal(store, lake, trace_id)
+    copy_run_snapshots(store, trace_id)
+
+
+def _done(store: Store, trace_id: str) -> None:
+    with store.transaction(derives=False) as conn:
+        conn.execute("DELETE FROM lake_opening WHERE trace_id = ?", [trace_id])
+    through = store.query("SELECT last_event_id FROM runs WHERE trace_id = ?", [trace_id])
+    if through:
+        # Its events are the lake's: it need not be published back.
+        mark_published(store, trace_id, int(through[0][0]))
