@@ -45,6 +45,10 @@ def test_a_fully_cached_replay_cost_nothing_and_saved_the_recorded_cost(tmp_path
         assert saving.unknown == 0
         assert saving.model_calls == 0  # nothing called: it cost $0
         assert replay_saving(store, original_id) is None  # the original served nothing
+        # A replay not printed (an older store's) counts its served tools from its events, alike.
+        with store.transaction() as conn:
+            conn.execute("DELETE FROM printed_runs WHERE trace_id = ?", [replay[0]["trace"]["traceId"]])
+        assert replay_saving(store, replay[0]["trace"]["traceId"]) == saving
     finally:
         store.close()
 
