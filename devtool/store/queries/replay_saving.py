@@ -12,6 +12,7 @@ in `unknown`, so a saving is never shown as complete when it is not. Served tool
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from devtool.store.call_prints import CACHED
@@ -88,6 +89,15 @@ _ORIGINAL = """
 
 def replay_saving(store: Store, trace_id: str) -> ReplaySaving | None:
     """What run `trace_id`'s journal served and saved; None when it served nothing (not a replay)."""
+    ((last, runs),) = store.query("SELECT max(last_event_id), count(*) FROM runs")
+    return _saving(store, trace_id, last, runs)
+
+
+# A replay's page and header ask on every view, and pricing its served turns reads the recorded ones
+# of any run (seconds for a replay of a million events): kept until the store has another event or run.
+@functools.lru_cache(maxsize=32)
+def _saving(store: Store, trace_id: str, last_event_id: int | None, runs: int) -> ReplaySaving | None:
+    """`replay_saving` of the store as it is at this last event id and count of runs."""
     found = store.query(_ORIGINAL, [trace_id])
     original = (found[0][0] if found else None) or ""
     printed = store.query("SELECT 1 FROM printed_runs WHERE trace_id = ?", [trace_id])
