@@ -11,9 +11,10 @@
    through, whose input changed (another contentHash; its answer one word changed): it ran live.
 3. `devtool load` puts both into `--workdir`'s store once (a later run of the bench reuses it, so the
    code before and after a change is timed on the same store), then `devtool serve` opens it.
-4. Asks, each once first (the server's caches empty) then `--repeat` times, the server's own time
-   (`Server-Timing`): the replay's run page and its header actions (both say which calls ran live, and
-   why: `store/queries/replay_calls.py`), `GET /compare?a=&b=` JSON, and the compare page.
+4. Asks, each once first then `--repeat` times, the server's own time (`Server-Timing`):
+   `GET /compare?a=&b=` JSON (first of all: nothing of the runs read yet), the compare page, the
+   replay's run page and its header actions (both say which calls ran live, and why:
+   `store/queries/replay_calls.py`, and what the replay saved: `replay_saving.py`).
 """
 
 from __future__ import annotations
@@ -96,15 +97,14 @@ def main() -> None:
         loaded.write_text("")
     process, url, _ = serve(db, [])
     try:
-        rows = {
-            "the replay's run page": timed(f"{url}runs/{REPLAY}", args.repeat),
-            "its header actions (which calls ran live)": timed(f"{url}runs/{REPLAY}/actions", args.repeat, htmx=True),
-        }
+        # The compare JSON first: the issue's target, asked before any page warms the server.
         target = f"{url}compare?{urlencode({'a': original, 'b': REPLAY})}"
+        rows = {"`/compare` JSON": timed(target, args.repeat, accept="application/json")}
         answer = json.loads(get(target, accept="application/json")[1])
         assert answer["firstDivergence"]["callId"] == live, answer["firstDivergence"]
-        rows["`/compare` JSON"] = timed(target, args.repeat, accept="application/json")
         rows["the compare page"] = timed(target, args.repeat)
+        rows["the replay's run page"] = timed(f"{url}runs/{REPLAY}", args.repeat)
+        rows["its header actions (which calls ran live)"] = timed(f"{url}runs/{REPLAY}/actions", args.repeat, htmx=True)
         actions = get(f"{url}runs/{REPLAY}/actions", htmx=True)[1].decode()
         assert f"{live}</code>" in actions, "the call that ran live is not named"
         assert '<span id="live-changed-count">1</span>' in actions, "not one call ran live for its input"
