@@ -82,6 +82,8 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--workdir", type=Path, required=True)
+    # At 10M events the second run's load ran out of DuckDB's default 1 GiB (the first loaded in it).
+    parser.add_argument("--memory-limit", default="4GiB", help="the loads' DuckDB memory limit")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     trace = args.trace or args.workdir / f"trace-{args.events}.jsonl"
@@ -92,7 +94,8 @@ def main() -> None:
     db = args.workdir / f"replay-{trace.stem}.duckdb"
     loaded = db.with_suffix(".loaded")
     if not loaded.exists():
-        command = [sys.executable, "-m", "devtool", "load", "--db", str(db), str(trace), str(replay)]
+        command = [sys.executable, "-m", "devtool", "load", "--db", str(db), "--memory-limit", args.memory_limit]
+        command += [str(trace), str(replay)]
         subprocess.run(command, check=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         loaded.write_text("")
     process, url, _ = serve(db, [])
