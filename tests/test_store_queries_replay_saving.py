@@ -13,7 +13,7 @@ from devtool.core import MemorySink, run_with
 from devtool.core.debugger import restore_snapshot
 from devtool.demo import research
 from devtool.store import Store, load_file
-from devtool.store.queries.replay_saving import replay_saving
+from devtool.store.queries.replay_saving import _saving, replay_saving
 
 
 def recorded(path: Path, snapshot: dict[str, Any] | None = None, **metadata: Any) -> list[dict[str, Any]]:
@@ -45,6 +45,11 @@ def test_a_fully_cached_replay_cost_nothing_and_saved_the_recorded_cost(tmp_path
         assert saving.unknown == 0
         assert saving.model_calls == 0  # nothing called: it cost $0
         assert replay_saving(store, original_id) is None  # the original served nothing
+        # A replay not printed (an older store's) counts its served tools from its events, alike.
+        with store.transaction() as conn:
+            conn.execute("DELETE FROM printed_runs WHERE trace_id = ?", [replay[0]["trace"]["traceId"]])
+        _saving.cache_clear()  # kept while the store has no other event: the same store, the run unprinted
+        assert replay_saving(store, replay[0]["trace"]["traceId"]) == saving
     finally:
         store.close()
 

@@ -21,7 +21,7 @@ import devtool.instrument
 from devtool.actions.run_rewind import rewind
 from devtool.core import JsonlSink, run_with
 from devtool.store import Store, get_snapshot, load_file
-from devtool.store.queries.replay_calls import ReplayCalls, replay_calls
+from devtool.store.queries.replay_calls import ReplayCalls, _classified, replay_calls
 from devtool.web import create_app
 from devtool.web.settings import Settings
 from testkit.fake_provider import FakeProvider
@@ -161,3 +161,20 @@ def test_the_run_and_compare_pages_say_ran_live_not_recorded(store: Store, repla
             span = span_of(store, replay, text, kind)
             detail = html(client.get(f"/runs/{replay}?span={span}").text)
             assert bool(detail.css("#detail .badge.cached")) is cached, text
+
+
+def test_a_run_not_printed_is_told_apart_from_its_events_the_same(store: Store, replayed: tuple[str, str]) -> None:
+    """The stored fingerprints (which calls ran live, in which frames) and the events read whole (a run of
+    an older store, not printed) answer alike, whichever of the two runs is not printed."""
+    original, replay = replayed
+    from_prints = replay_calls(store, replay)
+    assert from_prints is not None
+    assert [c.reason for c in from_prints.live] == ["changed", "unrecorded", "cut"]
+    for unprinted in ([original], [replay], [original, replay]):
+        with store.transaction() as conn:
+            conn.execute("DELETE FROM printed_runs WHERE trace_id IN (SELECT unnest(?))", [unprinted])
+        # Only a run with more events is read again: the same runs at the same versions, unprinted.
+        _classified.cache_clear()
+        assert replay_calls(store, replay) == from_prints, unprinted
+        with store.transaction() as conn:
+            conn.execute("INSERT INTO printed_runs SELECT unnest(?)", [unprinted])

@@ -18,6 +18,12 @@ What the original journaled follows restore's rules (`devtool.core.restore_walk`
 succeeded with a content hash and an answer, a tool result that succeeded with a content hash and an
 output that is not a tombstone; in the frame the call belongs to, whose journal is keyed by content
 hash. Only `turn:end` and `tools:execute:end` events are read, without their conversations.
+
+Which calls ran live comes from the replay's stored call fingerprints (`store/call_prints.py`: each
+call's `served`, frame, live or cached) when it is printed: a call is told apart by its own frame's
+calls only, so only the call ends of the frames holding a live call are read, of both runs (of the
+original, all its call ends when it is not printed). A replay served whole reads no event at all; a
+replay not printed (an older store's, until `print_older` prints it) is read from its events whole.
 """
 
 from __future__ import annotations
@@ -25,13 +31,19 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import duckdb
+import orjson
+
+from devtool.store import call_prints
+from devtool.store.collector import collector_paused
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
-from devtool.store.queries.events import iter_run_events
+from devtool.store.queries.events import BODY_RANGE, iter_run_events
 from devtool.store.queries.run_meta import run_metadata
 from devtool.store.snapshots import get_snapshot
 
@@ -130,12 +142,30 @@ def _classified(
     store: Store, trace_id: str, original: str, snapshot_id: str | None, replay_version: int, original_version: int
 ) -> ReplayCalls:
     """`replay_calls` of the runs as they are at these last event ids."""
+    with closing(store.reader()) as cursor:
+        served = _served(cursor, trace_id)
+        if served is None:  # the replay is not printed: every call of both runs, from their events
+            cached, live = _sorted(_calls(store, original), _calls(store, trace_id))
+            return ReplayCalls(trace_id, original, snapshot_id, cached, live)
+        cached, frames = served
+        if not frames:
+            return ReplayCalls(trace_id, original, snapshot_id, cached, ())
+        # A call is told apart by its own frame's calls only: both runs' calls in the frames of the
+        # calls that ran live are read, the rest of the runs not at all.
+        before = _calls_of(store, cursor, original, frames)
+        again = _calls_of(store, cursor, trace_id, frames)
+    return ReplayCalls(trace_id, original, snapshot_id, cached, _sorted(before, again)[1])
+
+
+def _sorted(original: Iterable[_Call], replay: Iterable[_Call]) -> tuple[int, tuple[LiveCall, ...]]:
+    """How many of `replay`'s calls were served from the journal, and each one that ran live, and why,
+    against `original`'s calls (of the same frames, at least)."""
     recorded: dict[str, str | None] = {}
     # Per frame, the original's model requests in order: a request to another model has another callId
     # (the model is in it), and is the same request with its input changed.
     requests: dict[str, list[str | None]] = {}
     journaled: set[tuple[str, CallKind, str]] = set()
-    for call in _calls(store, original):
+    for call in original:
         recorded[call.call_id] = call.content_hash
         if call.kind == "prompt":
             requests.setdefault(call.frame, []).append(call.content_hash)
@@ -144,7 +174,7 @@ def _classified(
     cached = 0
     asked: Counter[str] = Counter()
     live: list[LiveCall] = []
-    for call in _calls(store, trace_id):
+    for call in replay:
         before = recorded.get(call.call_id)
         if call.kind == "prompt":
             earlier, nth = requests.get(call.frame, []), asked[call.frame]
@@ -162,7 +192,76 @@ def _classified(
         else:
             reason = "unrecorded"
         live.append(LiveCall(call.call_id, call.kind, call.name, call.span, reason))
-    return ReplayCalls(trace_id, original, snapshot_id, cached, tuple(live))
+    return cached, tuple(live)
+
+
+# A call's frame in SQL, as `_Call.frame`: its callId up to the last '/'.
+_FRAME_SQL = "left(call_id, length(call_id) - strpos(reverse(call_id), '/'))"
+
+
+def _served(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> tuple[int, frozenset[str]] | None:
+    """From run `trace_id`'s stored call fingerprints: how many of its calls were served from a journal,
+    and the frames of those that ran live; None when the run is not printed."""
+    if not cursor.execute("SELECT 1 FROM printed_runs WHERE trace_id = ?", [trace_id]).fetchall():
+        return None
+    # Counted per bucket at load. A call with no frame ('/'-less: a tool result's model-given id, of a
+    # trace written before `callPath`) counts too, where a run's events read whole skip it: a replay is
+    # run by our runtime, whose every call has its path.
+    ((cached,),) = cursor.execute("SELECT sum(cached) FROM print_buckets WHERE trace_id = ?", [trace_id]).fetchall()
+    frames = cursor.execute(
+        f"SELECT DISTINCT {_FRAME_SQL} FROM call_prints "
+        f"WHERE trace_id = ? AND served = {call_prints.LIVE} AND contains(call_id, '/')",
+        [trace_id],
+    ).fetchall()
+    return int(cached or 0), frozenset(frame for (frame,) in frames)
+
+
+# Up to this many frames, a call's frame is matched by its callId's prefix (a frame's callId and a '/',
+# no other '/' after), which DuckDB checks faster than it cuts every callId at its last '/'.
+_FEW_FRAMES = 64
+
+
+def _calls_of(store: Store, cursor: duckdb.DuckDBPyConnection, trace_id: str, frames: frozenset[str]) -> list[_Call]:
+    """Run `trace_id`'s calls in `frames`, in order: the end events its fingerprints place there when
+    it is printed, else all its call ends read."""
+    if not cursor.execute("SELECT 1 FROM printed_runs WHERE trace_id = ?", [trace_id]).fetchall():
+        return [call for call in _calls(store, trace_id) if call.frame in frames]
+    chosen = sorted(frames)
+    params: list[Any] = [trace_id]
+    if len(chosen) <= _FEW_FRAMES:
+        inside = " OR ".join(["(starts_with(call_id, ?) AND NOT contains(substr(call_id, ?), '/'))"] * len(chosen))
+        for frame in chosen:
+            params += [f"{frame}/", len(frame) + 2]
+    else:
+        inside = f"contains(call_id, '/') AND {_FRAME_SQL} IN (SELECT unnest(?))"
+        params.append(chosen)
+    calls = f"FROM call_prints WHERE trace_id = ? AND served <> {call_prints.FRAME} AND ({inside})"
+    ids = cursor.execute(f"SELECT DISTINCT event_id {calls}", params).fetchall()
+    events = _events(cursor, trace_id, sorted(event_id for (event_id,) in ids))
+    return [call for call in _parsed(events) if call.frame in frames]
+
+
+def _events(cursor: duckdb.DuckDBPyConnection, trace_id: str, event_ids: list[int]) -> list[dict[str, Any]]:
+    """Run `trace_id`'s call end events `event_ids` (sorted), in the order `iter_run_events` reads them.
+    Ids close together are read as one range: DuckDB skips the row groups outside it (an id list alone
+    would decompress every body of the run)."""
+    ranges: list[list[int]] = []
+    for event_id in event_ids:
+        if ranges and event_id - ranges[-1][-1] <= BODY_RANGE:
+            ranges[-1].append(event_id)
+        else:
+            ranges.append([event_id])
+    drop = orjson.dumps(dict.fromkeys(_UNREAD)).decode()
+    rows: list[tuple[Any, int, str]] = []
+    for ids in ranges:
+        rows += cursor.execute(
+            "SELECT ts, event_id, json_merge_patch(body, ?) FROM events WHERE trace_id = ? "
+            "AND event_id BETWEEN ? AND ? AND event_id IN (SELECT unnest(?)) AND type IN (SELECT unnest(?))",
+            [drop, trace_id, ids[0], ids[-1], ids, list(_CALL_TYPES)],
+        ).fetchall()
+    rows.sort(key=lambda row: (row[0], row[1]))
+    with collector_paused():
+        return [orjson.loads(body) for _, _, body in rows]
 
 
 def unrecorded_spans(store: Store, trace_id: str) -> frozenset[str]:
@@ -174,7 +273,12 @@ def unrecorded_spans(store: Store, trace_id: str) -> frozenset[str]:
 
 def _calls(store: Store, trace_id: str) -> Iterator[_Call]:
     """Run `trace_id`'s model requests (turns) and tool calls, in order."""
-    for event in iter_run_events(store, trace_id, types=_CALL_TYPES, drop_fields=_UNREAD):
+    return _parsed(iter_run_events(store, trace_id, types=_CALL_TYPES, drop_fields=_UNREAD))
+
+
+def _parsed(events: Iterable[dict[str, Any]]) -> Iterator[_Call]:
+    """The model requests (turns) and tool calls that call end events record, in their order."""
+    for event in events:
         span = str((event.get("trace") or {}).get("spanId", ""))
         digest = event.get("contentHash")
         if event["type"] == "turn:end":

@@ -12,8 +12,10 @@ in `unknown`, so a saving is never shown as complete when it is not. Served tool
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
+from devtool.store.call_prints import CACHED
 from devtool.store.database import Store
 from devtool.store.run_summary import MODEL_REQUEST_END
 
@@ -38,16 +40,24 @@ _SAVING = f"""
         SELECT content_hash FROM spans
         WHERE trace_id = $trace AND kind = 'turn' AND cache AND content_hash IS NOT NULL
     ),
+    turns AS (  -- the recorded turns that served ones stand for
+        SELECT trace_id, span_id, content_hash, end_event_id FROM spans
+        WHERE kind = 'turn' AND cache IS NOT TRUE AND content_hash IN (SELECT content_hash FROM served)
+    ),
+    priced AS (  -- each turn's own end and its children's (its model calls)
+        SELECT trace_id, span_id, content_hash, end_event_id FROM turns
+        -- Two equality joins, not one on `span_id OR parent_span_id` (a nested loop: minutes at 1M).
+        UNION ALL
+        SELECT t.trace_id, t.span_id, t.content_hash, c.end_event_id
+        FROM turns t JOIN spans c ON c.trace_id = t.trace_id AND c.parent_span_id = t.span_id
+    ),
     recorded AS (
-        SELECT t.trace_id, t.content_hash, sum(e.cost_micro_usd) AS cost,
+        SELECT p.trace_id, p.content_hash, sum(e.cost_micro_usd) AS cost,
                count(*) FILTER (WHERE e.cost_micro_usd IS NULL) AS unpriced
-        FROM spans t
-        JOIN spans c ON c.trace_id = t.trace_id AND (c.span_id = t.span_id OR c.parent_span_id = t.span_id)
-        JOIN events e ON e.event_id = c.end_event_id
-        WHERE t.kind = 'turn' AND t.cache IS NOT TRUE AND t.content_hash IN (SELECT content_hash FROM served)
-          AND (e.type = 'model:call:end' OR (e.type = 'turn:end' AND e.prompt_tokens IS NOT NULL))
+        FROM priced p JOIN events e ON e.event_id = p.end_event_id
+        WHERE (e.type = 'model:call:end' OR (e.type = 'turn:end' AND e.prompt_tokens IS NOT NULL))
           AND e.success IS NOT FALSE
-        GROUP BY t.trace_id, t.span_id, t.content_hash
+        GROUP BY p.trace_id, p.span_id, p.content_hash
     ),
     chosen AS (  -- per turn, the original run's recording if it has one
         SELECT content_hash,
@@ -56,13 +66,19 @@ _SAVING = f"""
     )
     SELECT
         (SELECT count(*) FROM served),
-        (SELECT coalesce(sum(len(list_filter(
-                    json_extract_string(body, '$.toolResults[*].cache'), lambda c: c = 'true'))), 0)
-         FROM events WHERE trace_id = $trace AND type = 'tools:execute:end'),
+        ({{served_tools}}),
         (SELECT sum(ch.pick.cost) FROM served s JOIN chosen ch USING (content_hash)),
         (SELECT count(*) FROM served s LEFT JOIN chosen ch USING (content_hash)
          WHERE ch.pick IS NULL OR ch.pick.unpriced > 0 OR ch.pick.cost IS NULL),
         (SELECT count(*) FROM events WHERE trace_id = $trace AND {MODEL_REQUEST_END})
+"""
+
+# The tool results served from a journal: counted from the run's stored call fingerprints when it is
+# printed (`store/call_prints.py`), else read from its batches' bodies (seconds a million events).
+_SERVED_TOOLS_PRINTED = f"SELECT count(*) FROM call_prints WHERE trace_id = $trace AND served = {CACHED} AND idx >= 0"
+_SERVED_TOOLS = """
+    SELECT coalesce(sum(len(list_filter(json_extract_string(body, '$.toolResults[*].cache'), lambda c: c = 'true'))), 0)
+    FROM events WHERE trace_id = $trace AND type = 'tools:execute:end'
 """
 
 _ORIGINAL = """
@@ -73,9 +89,20 @@ _ORIGINAL = """
 
 def replay_saving(store: Store, trace_id: str) -> ReplaySaving | None:
     """What run `trace_id`'s journal served and saved; None when it served nothing (not a replay)."""
+    ((last, runs),) = store.query("SELECT max(last_event_id), count(*) FROM runs")
+    return _saving(store, trace_id, last, runs)
+
+
+# A replay's page and header ask on every view, and pricing its served turns reads the recorded ones
+# of any run (seconds for a replay of a million events): kept until the store has another event or run.
+@functools.lru_cache(maxsize=32)
+def _saving(store: Store, trace_id: str, last_event_id: int | None, runs: int) -> ReplaySaving | None:
+    """`replay_saving` of the store as it is at this last event id and count of runs."""
     found = store.query(_ORIGINAL, [trace_id])
     original = (found[0][0] if found else None) or ""
-    ((prompts, tools, saved, unknown, calls),) = store.query(_SAVING, {"trace": trace_id, "original": original})
+    printed = store.query("SELECT 1 FROM printed_runs WHERE trace_id = ?", [trace_id])
+    saving = _SAVING.replace("{served_tools}", _SERVED_TOOLS_PRINTED if printed else _SERVED_TOOLS)
+    ((prompts, tools, saved, unknown, calls),) = store.query(saving, {"trace": trace_id, "original": original})
     if not prompts and not tools:
         return None
     return ReplaySaving(int(prompts), int(tools), None if saved is None else float(saved), int(unknown), int(calls))
