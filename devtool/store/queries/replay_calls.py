@@ -39,7 +39,7 @@ from typing import Any, Literal
 import duckdb
 import orjson
 
-from devtool.store import call_prints
+from devtool.store import call_prints, list_param
 from devtool.store.collector import collector_paused
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
@@ -227,15 +227,17 @@ def _calls_of(store: Store, cursor: duckdb.DuckDBPyConnection, trace_id: str, fr
     if not cursor.execute("SELECT 1 FROM printed_runs WHERE trace_id = ?", [trace_id]).fetchall():
         return [call for call in _calls(store, trace_id) if call.frame in frames]
     chosen = sorted(frames)
-    params: list[Any] = [trace_id]
+    params: dict[str, Any] = {"trace": trace_id}
     if len(chosen) <= _FEW_FRAMES:
-        inside = " OR ".join(["(starts_with(call_id, ?) AND NOT contains(substr(call_id, ?), '/'))"] * len(chosen))
-        for frame in chosen:
-            params += [f"{frame}/", len(frame) + 2]
+        inside = " OR ".join(
+            f"(starts_with(call_id, $f{i}) AND NOT contains(substr(call_id, $n{i}), '/'))" for i in range(len(chosen))
+        )
+        for i, frame in enumerate(chosen):
+            params |= {f"f{i}": f"{frame}/", f"n{i}": len(frame) + 2}
     else:
-        inside = f"contains(call_id, '/') AND {_FRAME_SQL} IN (SELECT unnest(?))"
-        params.append(chosen)
-    calls = f"FROM call_prints WHERE trace_id = ? AND served <> {call_prints.FRAME} AND ({inside})"
+        inside = f"contains(call_id, '/') AND {_FRAME_SQL} IN (SELECT unnest({list_param.of('frames')}))"
+        params["frames"] = list_param.values(chosen)
+    calls = f"FROM call_prints WHERE trace_id = $trace AND served <> {call_prints.FRAME} AND ({inside})"
     ids = cursor.execute(f"SELECT DISTINCT event_id {calls}", params).fetchall()
     events = _events(cursor, trace_id, sorted(event_id for (event_id,) in ids))
     return [call for call in _parsed(events) if call.frame in frames]
@@ -255,9 +257,17 @@ def _events(cursor: duckdb.DuckDBPyConnection, trace_id: str, event_ids: list[in
     rows: list[tuple[Any, int, str]] = []
     for ids in ranges:
         rows += cursor.execute(
-            "SELECT ts, event_id, json_merge_patch(body, ?) FROM events WHERE trace_id = ? "
-            "AND event_id BETWEEN ? AND ? AND event_id IN (SELECT unnest(?)) AND type IN (SELECT unnest(?))",
-            [drop, trace_id, ids[0], ids[-1], ids, list(_CALL_TYPES)],
+            "SELECT ts, event_id, json_merge_patch(body, $drop) FROM events WHERE trace_id = $trace "
+            f"AND event_id BETWEEN $lo AND $hi AND event_id IN (SELECT unnest({list_param.of('ids', 'BIGINT')})) "
+            f"AND type IN (SELECT unnest({list_param.of('types')}))",
+            {
+                "drop": drop,
+                "trace": trace_id,
+                "lo": ids[0],
+                "hi": ids[-1],
+                "ids": list_param.values(ids),
+                "types": list_param.values(_CALL_TYPES),
+            },
         ).fetchall()
     rows.sort(key=lambda row: (row[0], row[1]))
     with collector_paused():
