@@ -21,9 +21,12 @@ memory); ids leave gaps, which nothing reads as counts. A line may hold up to `L
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from devtool.formats import semconv as sc
 from devtool.formats.native import EVENTS, MAX_CARRIED
 from devtool.formats.otlp_values import SPAN_KINDS, STATUS_CODES
+from devtool.store.event_sql import file_relation
 from devtool.store.otlp_macros import AV, fail, install_macros, names, q
 
 __all__ = ["LINE_STRIDE", "REQUEST", "events_relation", "file_lines", "install_macros"]
@@ -51,12 +54,13 @@ _PRICED_MODELS = ", ".join(f"otlp_text(m, {q(key)})" for key in sc.PRICED_MODEL)
 _STRUCTURED = "CASE WHEN json_type({p}) IN ('OBJECT', 'ARRAY') THEN {p} ELSE {raw} END"
 
 
-def file_lines(max_object_size: int) -> str:
-    """The lines of the file `$path` (a parameter), each a request: `body` its text, `line` its number."""
-    return (
-        "(SELECT json AS body, ordinality AS line FROM read_json_objects($path, format='newline_delimited', "
-        f"maximum_object_size={int(max_object_size)}) WITH ORDINALITY)"
-    )
+def file_lines(max_object_size: int, cuts: Sequence[int] = ()) -> str:
+    """The lines of the file `$path` (a parameter), each a request: `body` its text, `line` its number.
+
+    With `cuts`, one reader more than there are cuts reads the file, each its share of the lines
+    (`event_sql.file_relation`): the mapping above them runs on as many threads.
+    """
+    return f"(SELECT body, n AS line FROM {file_relation('newline_delimited', max_object_size, cuts)})"
 
 
 def events_relation(lines: str) -> str:
