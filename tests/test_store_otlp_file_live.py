@@ -1,9 +1,9 @@
 """An OTLP JSON file loaded by `devtool load` holds what the same requests posted to `/v1/traces` hold.
 
-The file is mapped in SQL, by several readers each mapping its share of the lines on a thread of its
-own (`loaders/otlp.py`); a posted request is mapped in Python (`formats/otlp_map.py`). The file is
-the bench's realistic one (`bench/gen_otlp.py`: the three conventions, 512 spans a line), big
-enough to be cut into shares: both stores must hold the same runs, spans and events, text for text.
+The file is mapped in SQL, cut into pieces that readers map each on a thread of its own
+(`loaders/otlp_slices.py`); a posted request is mapped in Python (`formats/otlp_map.py`). The file
+is the bench's realistic one (`bench/gen_otlp.py`: the three conventions, 512 spans a line): both
+stores must hold the same runs, spans and events, text for text.
 """
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ import pytest
 from bench.gen_otlp import generate
 from devtool.store import Store
 from devtool.store.load import load_file
-from devtool.store.loaders.otlp import _readers
-from devtool.store.loaders.shares import line_cuts
+from devtool.store.loaders.otlp_slices import pieces, threads
 from devtool.web import create_app
 from devtool.web.settings import Settings
 from devtool.web.state import AppState
 
-SPANS = 6_000  # 12 lines, ~5 MB: past the size a file is cut at
+SPANS = 3_000  # 6 lines
 
 
 @pytest.fixture
@@ -50,7 +49,9 @@ async def test_a_files_load_equals_its_requests_posted_live(tmp_path: Path) -> N
     generate(path, spans=SPANS, seed=3)
     loaded = Store(tmp_path / "loaded.duckdb")
     with loaded.transaction() as conn:
-        assert len(line_cuts(str(path), _readers(conn, str(path)), samples=16)) >= 1  # read in shares
+        readers = threads(conn)
+    assert readers >= 2
+    assert len(pieces(str(path), readers)) == readers  # mapped on as many threads
     result = load_file(loaded, path)
     assert result.events == 2 * SPANS
 

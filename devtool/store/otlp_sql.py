@@ -21,12 +21,9 @@ memory); ids leave gaps, which nothing reads as counts. A line may hold up to `L
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from devtool.formats import semconv as sc
 from devtool.formats.native import EVENTS, MAX_CARRIED
 from devtool.formats.otlp_values import SPAN_KINDS, STATUS_CODES
-from devtool.store.event_sql import file_relation
 from devtool.store.otlp_macros import AV, fail, install_macros, names, q
 
 __all__ = ["LINE_STRIDE", "REQUEST", "events_relation", "file_lines", "install_macros"]
@@ -54,13 +51,12 @@ _PRICED_MODELS = ", ".join(f"otlp_text(m, {q(key)})" for key in sc.PRICED_MODEL)
 _STRUCTURED = "CASE WHEN json_type({p}) IN ('OBJECT', 'ARRAY') THEN {p} ELSE {raw} END"
 
 
-def file_lines(max_object_size: int, cuts: Sequence[int] = ()) -> str:
-    """The lines of the file `$path` (a parameter), each a request: `body` its text, `line` its number.
-
-    With `cuts`, one reader more than there are cuts reads the file, each its share of the lines
-    (`event_sql.file_relation`): the mapping above them runs on as many threads.
-    """
-    return f"(SELECT body, n AS line FROM {file_relation('newline_delimited', max_object_size, cuts)})"
+def file_lines(max_object_size: int) -> str:
+    """The lines of the file `$path` (a parameter), each a request: `body` its text, `line` its number."""
+    return (
+        "(SELECT json AS body, ordinality AS line FROM read_json_objects($path, format='newline_delimited', "
+        f"maximum_object_size={int(max_object_size)}) WITH ORDINALITY)"
+    )
 
 
 def events_relation(lines: str) -> str:
@@ -184,14 +180,14 @@ def events_relation(lines: str) -> str:
     ),
     bodies AS (
         SELECT line, k, trace_id, otlp_text(m, {q(EVENTS)}) AS carried,
-            '{{"schemaVersion":1' || otlp_pair('type', otlp_string(kind || ':start'))
-                || otlp_pair('timestamp', to_json(start_ms)::VARCHAR) || otlp_pair('agentId', otlp_string(agent_id))
-                || otlp_pair('trace', trace) || otlp_pair('name', otlp_string(name))
-                || {_start_fields()} || otlp_pair('otel', otel) || '}}' AS start_body,
-            '{{"schemaVersion":1' || otlp_pair('type', otlp_string(kind || ':end'))
-                || otlp_pair('timestamp', to_json(end_ms)::VARCHAR) || otlp_pair('agentId', otlp_string(agent_id))
-                || otlp_pair('trace', trace) || otlp_pair('name', otlp_string(name))
-                || {_end_fields()} || '}}' AS end_body
+            concat('{{"schemaVersion":1', otlp_pair('type', otlp_string(kind || ':start')),
+                otlp_pair('timestamp', to_json(start_ms)::VARCHAR), otlp_pair('agentId', otlp_string(agent_id)),
+                otlp_pair('trace', trace), otlp_pair('name', otlp_string(name)),
+                {_start_fields()}, otlp_pair('otel', otel), '}}') AS start_body,
+            concat('{{"schemaVersion":1', otlp_pair('type', otlp_string(kind || ':end')),
+                otlp_pair('timestamp', to_json(end_ms)::VARCHAR), otlp_pair('agentId', otlp_string(agent_id)),
+                otlp_pair('trace', trace), otlp_pair('name', otlp_string(name)),
+                {_end_fields()}, '}}') AS end_body
         FROM mapped
     )
     -- a span carrying the events it was exported from is those events (`formats/native.py`)
@@ -238,14 +234,14 @@ def _otel() -> str:
         """coalesce(otlp_array(list_transform(evs, lambda e: '{"name":' || otlp_string(e.name) """
         """|| ',"timestamp":' || to_json(otlp_ms(e.ns)) || ',"attributes":' || otlp_map_json(e.a) || '}')), '[]')"""
     )
-    return f"""'{{"name":' || otlp_string(name) || ',"kind":' || otlp_string({_KINDS}[kind_code + 1])
-                || ',"status":{{"code":' || otlp_string({_STATUS}[status_code + 1])
-                || ',"message":' || otlp_string(status_message) || '}}'
-                || ',"scope":{{"name":' || otlp_string(coalesce(scope.name, ''))
-                || ',"version":' || otlp_string(coalesce(scope.version, '')) || '}}'
-                || ',"resource":' || resource || ',"attributes":' || otlp_map_json(m)
-                || ',"events":' || {events} || ',"links":' || links
-                || ',"traceState":' || otlp_string(trace_state) || '}}'"""
+    return f"""concat('{{"name":', otlp_string(name), ',"kind":', otlp_string({_KINDS}[kind_code + 1]),
+                ',"status":{{"code":', otlp_string({_STATUS}[status_code + 1]),
+                ',"message":', otlp_string(status_message), '}}',
+                ',"scope":{{"name":', otlp_string(coalesce(scope.name, '')),
+                ',"version":', otlp_string(coalesce(scope.version, '')), '}}',
+                ',"resource":', resource, ',"attributes":', otlp_map_json(m),
+                ',"events":', {events}, ',"links":', links,
+                ',"traceState":', otlp_string(trace_state), '}}')"""
 
 
 def _turn_messages() -> str:
@@ -274,7 +270,7 @@ def _start_fields() -> str:
     """The fields of a start event past the common ones, by kind (`otlp_map.span_events`)."""
     return f"""CASE kind
             WHEN 'agent' THEN otlp_pair('props', coalesce(input, otlp_array(genai_in)))
-            WHEN 'turn' THEN otlp_pair('model', model) || otlp_pair('messages', {_turn_messages()})
+            WHEN 'turn' THEN concat(otlp_pair('model', model), otlp_pair('messages', {_turn_messages()}))
             WHEN 'tools:execute' THEN otlp_pair('toolNames', otlp_array([otlp_string(tool)])) || ',"toolCallsCount":1'
             ELSE otlp_pair('props', input)
         END"""
@@ -289,9 +285,9 @@ def _end_fields() -> str:
     )
     answer = f"coalesce(genai_out, otlp_oi_messages(m, {q(sc.OI_OUTPUT)})[1], otlp_event_answer(evs))"
     return f"""CASE kind
-            WHEN 'agent' THEN {closing} || otlp_pair('result', coalesce(output, genai_out))
-            WHEN 'turn' THEN otlp_pair('model', model) || {closing} || otlp_pair('message', {answer})
-                             || otlp_pair('usage', {_usage()}) || otlp_pair('costs', costs)
+            WHEN 'agent' THEN concat({closing}, otlp_pair('result', coalesce(output, genai_out)))
+            WHEN 'turn' THEN concat(otlp_pair('model', model), {closing}, otlp_pair('message', {answer}),
+                                    otlp_pair('usage', {_usage()}), otlp_pair('costs', costs))
             WHEN 'tools:execute' THEN otlp_pair('toolNames', otlp_array([otlp_string(tool)])) || ',"toolCallsCount":1'
                                       || {closing} || otlp_pair('toolResults', {result})
             ELSE {closing} || otlp_pair('result', output)

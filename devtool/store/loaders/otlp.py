@@ -9,7 +9,6 @@ Lines are long (an exporter's batch is one line), so the format is told by the f
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any, BinaryIO
 
@@ -20,8 +19,8 @@ from devtool.formats.native import EVENTS, carried_texts
 from devtool.store.event_gate import Refused, read_line
 from devtool.store.event_sql import insert_events
 from devtool.store.loaders.base import Inserted, Reading, Sample
-from devtool.store.loaders.shares import line_cuts, threads
-from devtool.store.otlp_sql import LINE_STRIDE, events_relation, file_lines, install_macros
+from devtool.store.loaders.otlp_slices import map_file
+from devtool.store.otlp_sql import LINE_STRIDE, install_macros
 from devtool.store.scan import Scan, scan_jsonl
 from devtool.store.search import index_source
 
@@ -29,9 +28,6 @@ _HEAD = re.compile(rb'\{\s*"resourceSpans"\s*:')
 
 
 KIND = "otlp-json"
-SHARE_BYTES = 64 << 20
-MAX_READERS = 16
-_SAMPLES = 16  # an exporter's lines are long: a MiB holds two or three of them
 
 
 class OtlpJsonl:
@@ -44,26 +40,14 @@ class OtlpJsonl:
 
     def insert(self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, reading: Reading) -> Inserted:
         install_macros(conn)
-        cuts = line_cuts(path, _readers(conn, path), samples=_SAMPLES)
-        relation = events_relation(file_lines(reading.max_object_size, cuts))
-        events, spans, traces = insert_events(conn, relation, source_id, {"path": path}, unordered=True)
+        mapped = map_file(conn, path, reading.max_object_size)
+        events, spans, traces = insert_events(conn, f"(SELECT body, n FROM {mapped})", source_id, {}, unordered=True)
+        conn.execute(f"DROP TABLE {mapped}")
         index_source(conn, source_id)
         return Inserted(events=events, spans=spans, traces=traces)
 
     def scan(self, source: BinaryIO, good: BinaryIO | None) -> Scan:
         return scan_jsonl(source, request_problem, good)
-
-
-def _readers(conn: duckdb.DuckDBPyConnection, path: str) -> int:
-    """How many readers share the file: a share of about `SHARE_BYTES` each, and at least one a thread.
-
-    The mapping of a reader's lines runs on one thread, so one reader maps the file on one core. A
-    reader hands on up to 2,048 lines at a time (an exporter's line is ~0.4 MB of 512 spans), so
-    small shares keep what each thread holds small; each reader also counts the lines before its
-    share, so many cost reading.
-    """
-    wanted = -(-os.path.getsize(path) // SHARE_BYTES)
-    return max(1, min(MAX_READERS, max(wanted, threads(conn))))
 
 
 def request_problem(document: Any) -> str | None:

@@ -8,6 +8,7 @@ by one reader.
 
 from __future__ import annotations
 
+import os
 from typing import BinaryIO
 
 import duckdb
@@ -15,7 +16,6 @@ import duckdb
 from devtool.store.event_gate import trace_event_problem
 from devtool.store.event_sql import file_relation, insert_events
 from devtool.store.loaders.base import Inserted, Reading, Sample
-from devtool.store.loaders.shares import line_cuts, threads
 from devtool.store.scan import Scan, scan_array, scan_jsonl
 from devtool.store.search import index_source
 
@@ -67,6 +67,7 @@ def _insert(conn: duckdb.DuckDBPyConnection, relation: str, source_id: int, path
 
 
 MAX_READERS = 4  # each reads the file up to its share's end: more cost more reading than they save
+_SAMPLE = 1 << 20
 # The first reader reads only its own lines, each later one those before its share too: a first
 # share this much above an even one evens out two readers' work (counting a line costs about a
 # tenth of inserting it).
@@ -74,9 +75,22 @@ _FIRST_SHARE = 1.06
 
 
 def _readers(conn: duckdb.DuckDBPyConnection) -> int:
-    return max(1, min(threads(conn), MAX_READERS))
+    threads = int(conn.execute("SELECT current_setting('threads')").fetchall()[0][0])
+    return max(1, min(threads, MAX_READERS))
 
 
 def _cuts(path: str, readers: int) -> tuple[int, ...]:
-    """The line numbers after which each reader but the first starts keeping lines (`shares.line_cuts`)."""
-    return line_cuts(path, readers, first_share=_FIRST_SHARE)
+    """The line numbers after which each reader but the first starts keeping lines, for `readers`
+    readers of the JSONL file at `path`: none for one reader, or a file too small to split."""
+    size = os.path.getsize(path)
+    if readers < 2 or size < 4 * _SAMPLE:
+        return ()
+    with open(path, "rb") as file:
+        file.seek(size // 2)
+        newlines = file.read(_SAMPLE).count(b"\n")
+    lines = size * newlines // _SAMPLE
+    if lines < readers:
+        return ()
+    first = min(lines, int(lines / readers * _FIRST_SHARE))
+    step = (lines - first) / (readers - 1)
+    return tuple(first + int(step * index) for index in range(readers - 1))
