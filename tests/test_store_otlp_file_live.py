@@ -76,3 +76,17 @@ async def test_a_files_load_equals_its_requests_posted_live(tmp_path: Path) -> N
     assert {"agent:start", "turn:end", "tools:execute:end"} <= names
     loaded.close()
     live.close()
+
+
+def test_pieces_cover_the_file_at_line_ends_and_number_its_lines(tmp_path: Path) -> None:
+    path = tmp_path / "lines.jsonl"
+    lines = [b'{"resourceSpans": []}', b"", b'{"resourceSpans": [{"x": "' + b"y" * 50 + b'"}]}'] * 7
+    path.write_bytes(b"\n".join(lines))  # blank lines, and no line end at the end
+    data = path.read_bytes()
+    cut = pieces(str(path), 4)
+    assert len(cut) == 4
+    assert [piece.start for piece in cut] == [0, *(piece.end for piece in cut[:-1])]
+    assert cut[-1].end == len(data)
+    for piece in cut:
+        assert piece.start == 0 or data[piece.start - 1 : piece.start] == b"\n"
+        assert piece.first == data[: piece.start].count(b"\n") + 1
