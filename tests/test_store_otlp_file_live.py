@@ -1,9 +1,8 @@
 """An OTLP JSON file loaded by `devtool load` holds what the same requests posted to `/v1/traces` hold.
 
-The file is mapped in SQL, cut into pieces that readers map each on a thread of its own
-(`loaders/otlp_slices.py`); a posted request is mapped in Python (`formats/otlp_map.py`). The file
-is the bench's realistic one (`bench/gen_otlp.py`: the three conventions, 512 spans a line): both
-stores must hold the same runs, spans and events, text for text.
+The file is mapped in SQL (`otlp_sql.py`); a posted request is mapped in Python
+(`formats/otlp_map.py`). The file is the bench's realistic one (`bench/gen_otlp.py`: the three
+conventions, 512 spans a line): both stores must hold the same runs, spans and events, text for text.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import pytest
 from bench.gen_otlp import generate
 from devtool.store import Store
 from devtool.store.load import load_file
-from devtool.store.loaders.otlp_slices import pieces, threads
 from devtool.web import create_app
 from devtool.web.settings import Settings
 from devtool.web.state import AppState
@@ -48,10 +46,6 @@ async def test_a_files_load_equals_its_requests_posted_live(tmp_path: Path) -> N
     path = tmp_path / "spans.otlp.jsonl"
     generate(path, spans=SPANS, seed=3)
     loaded = Store(tmp_path / "loaded.duckdb")
-    with loaded.transaction() as conn:
-        readers = threads(conn)
-    assert readers >= 2
-    assert len(pieces(str(path), readers)) == readers  # mapped on as many threads
     result = load_file(loaded, path)
     assert result.events == 2 * SPANS
 
@@ -76,17 +70,3 @@ async def test_a_files_load_equals_its_requests_posted_live(tmp_path: Path) -> N
     assert {"agent:start", "turn:end", "tools:execute:end"} <= names
     loaded.close()
     live.close()
-
-
-def test_pieces_cover_the_file_at_line_ends_and_number_its_lines(tmp_path: Path) -> None:
-    path = tmp_path / "lines.jsonl"
-    lines = [b'{"resourceSpans": []}', b"", b'{"resourceSpans": [{"x": "' + b"y" * 50 + b'"}]}'] * 7
-    path.write_bytes(b"\n".join(lines))  # blank lines, and no line end at the end
-    data = path.read_bytes()
-    cut = pieces(str(path), 4)
-    assert len(cut) == 4
-    assert [piece.start for piece in cut] == [0, *(piece.end for piece in cut[:-1])]
-    assert cut[-1].end == len(data)
-    for piece in cut:
-        assert piece.start == 0 or data[piece.start - 1 : piece.start] == b"\n"
-        assert piece.first == data[: piece.start].count(b"\n") + 1

@@ -19,8 +19,7 @@ from devtool.formats.native import EVENTS, carried_texts
 from devtool.store.event_gate import Refused, read_line
 from devtool.store.event_sql import insert_events
 from devtool.store.loaders.base import Inserted, Reading, Sample
-from devtool.store.loaders.otlp_slices import map_file
-from devtool.store.otlp_sql import LINE_STRIDE, install_macros
+from devtool.store.otlp_sql import LINE_STRIDE, events_relation, file_lines, install_macros
 from devtool.store.scan import Scan, scan_jsonl
 from devtool.store.search import index_source
 
@@ -40,9 +39,8 @@ class OtlpJsonl:
 
     def insert(self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, reading: Reading) -> Inserted:
         install_macros(conn)
-        mapped = map_file(conn, path, reading.max_object_size)
-        events, spans, traces = insert_events(conn, f"(SELECT body, n FROM {mapped})", source_id, {}, unordered=True)
-        conn.execute(f"DROP TABLE {mapped}")
+        relation = events_relation(file_lines(reading.max_object_size))
+        events, spans, traces = insert_events(conn, relation, source_id, {"path": path})
         index_source(conn, source_id)
         return Inserted(events=events, spans=spans, traces=traces)
 
