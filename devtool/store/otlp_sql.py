@@ -180,14 +180,14 @@ def events_relation(lines: str) -> str:
     ),
     bodies AS (
         SELECT line, k, trace_id, otlp_text(m, {q(EVENTS)}) AS carried,
-            concat('{{"schemaVersion":1', otlp_pair('type', otlp_string(kind || ':start')),
-                otlp_pair('timestamp', to_json(start_ms)::VARCHAR), otlp_pair('agentId', otlp_string(agent_id)),
-                otlp_pair('trace', trace), otlp_pair('name', otlp_string(name)),
-                {_start_fields()}, otlp_pair('otel', otel), '}}') AS start_body,
-            concat('{{"schemaVersion":1', otlp_pair('type', otlp_string(kind || ':end')),
-                otlp_pair('timestamp', to_json(end_ms)::VARCHAR), otlp_pair('agentId', otlp_string(agent_id)),
-                otlp_pair('trace', trace), otlp_pair('name', otlp_string(name)),
-                {_end_fields()}, '}}') AS end_body
+            '{{"schemaVersion":1' || otlp_pair('type', otlp_string(kind || ':start'))
+                || otlp_pair('timestamp', to_json(start_ms)::VARCHAR) || otlp_pair('agentId', otlp_string(agent_id))
+                || otlp_pair('trace', trace) || otlp_pair('name', otlp_string(name))
+                || {_start_fields()} || otlp_pair('otel', otel) || '}}' AS start_body,
+            '{{"schemaVersion":1' || otlp_pair('type', otlp_string(kind || ':end'))
+                || otlp_pair('timestamp', to_json(end_ms)::VARCHAR) || otlp_pair('agentId', otlp_string(agent_id))
+                || otlp_pair('trace', trace) || otlp_pair('name', otlp_string(name))
+                || {_end_fields()} || '}}' AS end_body
         FROM mapped
     )
     -- a span carrying the events it was exported from is those events (`formats/native.py`)
@@ -234,14 +234,14 @@ def _otel() -> str:
         """coalesce(otlp_array(list_transform(evs, lambda e: '{"name":' || otlp_string(e.name) """
         """|| ',"timestamp":' || to_json(otlp_ms(e.ns)) || ',"attributes":' || otlp_map_json(e.a) || '}')), '[]')"""
     )
-    return f"""concat('{{"name":', otlp_string(name), ',"kind":', otlp_string({_KINDS}[kind_code + 1]),
-                ',"status":{{"code":', otlp_string({_STATUS}[status_code + 1]),
-                ',"message":', otlp_string(status_message), '}}',
-                ',"scope":{{"name":', otlp_string(coalesce(scope.name, '')),
-                ',"version":', otlp_string(coalesce(scope.version, '')), '}}',
-                ',"resource":', resource, ',"attributes":', otlp_map_json(m),
-                ',"events":', {events}, ',"links":', links,
-                ',"traceState":', otlp_string(trace_state), '}}')"""
+    return f"""'{{"name":' || otlp_string(name) || ',"kind":' || otlp_string({_KINDS}[kind_code + 1])
+                || ',"status":{{"code":' || otlp_string({_STATUS}[status_code + 1])
+                || ',"message":' || otlp_string(status_message) || '}}'
+                || ',"scope":{{"name":' || otlp_string(coalesce(scope.name, ''))
+                || ',"version":' || otlp_string(coalesce(scope.version, '')) || '}}'
+                || ',"resource":' || resource || ',"attributes":' || otlp_map_json(m)
+                || ',"events":' || {events} || ',"links":' || links
+                || ',"traceState":' || otlp_string(trace_state) || '}}'"""
 
 
 def _turn_messages() -> str:
@@ -270,7 +270,7 @@ def _start_fields() -> str:
     """The fields of a start event past the common ones, by kind (`otlp_map.span_events`)."""
     return f"""CASE kind
             WHEN 'agent' THEN otlp_pair('props', coalesce(input, otlp_array(genai_in)))
-            WHEN 'turn' THEN concat(otlp_pair('model', model), otlp_pair('messages', {_turn_messages()}))
+            WHEN 'turn' THEN otlp_pair('model', model) || otlp_pair('messages', {_turn_messages()})
             WHEN 'tools:execute' THEN otlp_pair('toolNames', otlp_array([otlp_string(tool)])) || ',"toolCallsCount":1'
             ELSE otlp_pair('props', input)
         END"""
@@ -285,9 +285,9 @@ def _end_fields() -> str:
     )
     answer = f"coalesce(genai_out, otlp_oi_messages(m, {q(sc.OI_OUTPUT)})[1], otlp_event_answer(evs))"
     return f"""CASE kind
-            WHEN 'agent' THEN concat({closing}, otlp_pair('result', coalesce(output, genai_out)))
-            WHEN 'turn' THEN concat(otlp_pair('model', model), {closing}, otlp_pair('message', {answer}),
-                                    otlp_pair('usage', {_usage()}), otlp_pair('costs', costs))
+            WHEN 'agent' THEN {closing} || otlp_pair('result', coalesce(output, genai_out))
+            WHEN 'turn' THEN otlp_pair('model', model) || {closing} || otlp_pair('message', {answer})
+                             || otlp_pair('usage', {_usage()}) || otlp_pair('costs', costs)
             WHEN 'tools:execute' THEN otlp_pair('toolNames', otlp_array([otlp_string(tool)])) || ',"toolCallsCount":1'
                                       || {closing} || otlp_pair('toolResults', {result})
             ELSE {closing} || otlp_pair('result', output)
