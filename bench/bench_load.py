@@ -118,6 +118,8 @@ class _Timed:
 
 
 def _step(sql: str) -> str:
+    if sql.startswith("CREATE OR REPLACE TEMP MACRO"):
+        return "macros"
     if sql.startswith(("INSERT INTO events", "SET preserve", "RESET preserve", "SELECT coalesce(max(event_id)")):
         return "insert events"
     if sql.startswith(("INSERT INTO runs", "DELETE FROM runs")):
@@ -137,12 +139,13 @@ def parts(trace: Path, workdir: Path) -> None:
     from devtool.store import Store, span_keys
     from devtool.store.files import SourceFile
     from devtool.store.load import DEFAULT_OBJECT_SIZE
-    from devtool.store.loaders import Reading
-    from devtool.store.loaders.traces import TraceJsonl
+    from devtool.store.loaders import Reading, detect
 
     db = fresh(workdir / "parts.duckdb")
     store = Store(db)
-    loader, reading = TraceJsonl(), Reading(False, DEFAULT_OBJECT_SIZE)
+    with SourceFile(trace) as source:
+        loader = detect(source)  # as `load_file` does: a TraceEvent JSONL file, an OTLP JSON file ...
+    reading = Reading(False, DEFAULT_OBJECT_SIZE)
     log: list[tuple[str, float, float]] = []
     average = load_average()
     began, cpu = time.perf_counter(), _cpu()
