@@ -168,8 +168,13 @@ _request = st.lists(_span(), min_size=1, max_size=4).map(
 )
 
 
-# Each query pays DuckDB about a second to bind the mapping, so an example is a file of many requests.
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# Each query pays DuckDB about a second to bind the mapping, so an example is a file of many requests
+# (big by design: Hypothesis's data_too_large check would fail some seeds for it).
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
+)
 @given(requests=st.lists(_request, min_size=1, max_size=12))
 def test_any_request_maps_the_same_in_sql_and_in_python(tmp_path: Path, requests: list[dict[str, Any]]) -> None:
     path = write_jsonl(tmp_path / "random.jsonl", requests)
