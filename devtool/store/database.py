@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from devtool.store import derive, rewind_file, search
+from devtool.store import derive, no_pandas, rewind_file, search
 from devtool.store.backlog import PENDING, Backlog
 from devtool.store.errors import StoreError, StoreLockedError
 from devtool.store.id_lists import PER_STATEMENT
@@ -75,6 +75,7 @@ class Store:
     """The server's DuckDB file: one connection that writes, a cursor per reader."""
 
     def __init__(self, path: Path, *, memory_limit: str = DEFAULT_MEMORY_LIMIT) -> None:
+        no_pandas.skip_lookups()
         self.path = path
         # The team's lake, when one is attached (`devtool.store.lake.attach_lake`).
         self.lake: Lake | None = None
