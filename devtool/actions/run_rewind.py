@@ -24,7 +24,7 @@ from devtool.core.frame_cut import OpenTree, restore_open
 from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS, RestoreWarning
 from devtool.store import Store, save_snapshot
 from devtool.store.collector import collector_paused
-from devtool.store.frame_index_tables import read_cut
+from devtool.store.frame_index_cut import read_cut
 from devtool.store.queries import Cut, get_run, run_events
 from devtool.store.snapshots import save_tree
 

@@ -8,7 +8,8 @@
   content); `store_events(store, checked, stream=...)` (a live batch the gate checked, one
   transaction, returns ids) and `append_events` (the same for TraceEvent dicts made in Python).
 - Snapshots: `save_snapshot`, `get_snapshot`, `list_snapshots`, `snapshot_id` (kept as trees of frame
-  nodes, `snapshots.py`); the frame indexes of big runs, `frame_index_tables.py`.
+  nodes, `snapshots.py`); the frame indexes of big runs, `frame_index_tables.py` (a cut read from one,
+  `frame_index_cut.py`).
 - Reading: the named queries of `devtool.store.queries`, each returning frozen dataclasses.
 
 The tables and what each holds are described in `schema.py` and `schema_rewind.py`; how spans are
