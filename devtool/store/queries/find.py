@@ -69,6 +69,11 @@ _SKIPPED = frozenset(
     }
 )
 _NEVER = "stack"
+# Where an OTLP span's event keeps everything the span said: its messages again, as their JSON texts. A
+# field outside it is the better snippet (`hit_of_event`).
+_RESTATED = "otel"
+# The span a find shows an event's hit in: a prompt loop's events count as the span the tree shows.
+SHOWN_SPAN = "CASE WHEN type LIKE 'promptAgent:%' THEN coalesce(parent_span_id, span_id) ELSE span_id END"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +90,11 @@ class FindHit:
     @property
     def snippet(self) -> str:
         return self.before + self.match + self.after
+
+    @property
+    def restated(self) -> bool:
+        """Whether the field is in an OTLP span's `otel` block, which repeats what the span said."""
+        return self.field.split(".", 1)[0] == _RESTATED
 
     def to_json(self) -> dict[str, Any]:
         return {"spanId": self.span_id, "callId": self.call_id, "field": self.field, "snippet": self.snippet}
@@ -127,7 +137,7 @@ def find_in_run(store: Store, trace_id: str, text: str, *, limit: int = 50, max_
             if start >= 0:  # `lower()` may change a name's length: then its match is not placed
                 hit = _hit(named.span_id, named.call_id, "name", named.name, start, len(needle))
                 hits[(named.span_id, "name")] = hit
-        spellings = _spellings(text.strip())
+        spellings = spellings_of(text.strip())
         read = scanned = 0
         seen = first  # the first id neither read nor ruled out by the words
         for low, end in _slices(ranges):
@@ -201,7 +211,7 @@ def _may_hold(cursor: Any, trace_id: str, found: list[str]) -> bool:
     return all(held for (held,) in cursor.execute(union, params).fetchall())
 
 
-def _spellings(text: str) -> list[str]:
+def spellings_of(text: str) -> list[str]:
     """How `text` is looked for in the events' JSON: as typed, lowercase, capitalised, uppercase. Reading
     a big run's bodies is mostly their decompression (1.9 s a million events); an ILIKE or a `lower()`
     of each tripled it, where a few exact `contains` add a tenth. A text written in other mixes of
@@ -221,9 +231,8 @@ def _events_holding(
         (
             (row[0], row[1], row[2], row[3])
             for row in cursor.execute(
-                """
-            SELECT CASE WHEN type LIKE 'promptAgent:%' THEN coalesce(parent_span_id, span_id) ELSE span_id END,
-                   call_id, body, event_id
+                f"""
+            SELECT {SHOWN_SPAN}, call_id, body, event_id
             FROM events
             WHERE event_id BETWEEN $low AND $high AND trace_id = $trace AND type NOT LIKE 'model:call:%'
               AND list_bool_or([contains(body, s) FOR s IN $spellings])
@@ -250,6 +259,18 @@ def _matches(value: Any, needle: str, path: str = "") -> Iterator[tuple[str, str
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from _matches(item, needle, f"{path}[{index}]")
+
+
+def hit_of_event(span_id: str, call_id: str | None, event: Any, needle: str) -> FindHit | None:
+    """The first field of a parsed event that holds `needle` (lowercase), one outside its `otel` block
+    first, or None."""
+    restated = None
+    for path, value, start in _matches(event, needle):
+        hit = _hit(span_id, call_id, path, value, start, len(needle))
+        if not hit.restated:
+            return hit
+        restated = restated or hit
+    return restated
 
 
 def _hit(span_id: str, call_id: str | None, field: str, text: str, start: int, length: int) -> FindHit:
