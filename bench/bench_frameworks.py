@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import statistics
 import sys
 import tempfile
@@ -86,18 +87,31 @@ def script(fake: FakeProvider) -> None:
     fake.reply({"text": "Lisbon is sunny."}, last="sunny", times=None)
 
 
-def block(step: Callable[[], Any], steps: int, trace: Path | None) -> float:
-    """The process's CPU seconds for `steps` steps, in a recorded run of their own when `trace` is given."""
-    started = time.process_time()
+# What `getrusage` counts for the whole process (every thread), a step: CPU seconds in user space and
+# in the kernel, and the switches away from its threads, voluntary (a wait: I/O, a lock, a sleep) and
+# involuntary (preempted). Switches and the user/system split are what load changes least.
+USAGE = ("user", "system", "voluntary", "involuntary")
+
+
+def usage() -> tuple[float, float, float, float]:
+    got = resource.getrusage(resource.RUSAGE_SELF)
+    return got.ru_utime, got.ru_stime, got.ru_nvcsw, got.ru_nivcsw
+
+
+def block(step: Callable[[], Any], steps: int, trace: Path | None) -> tuple[float, ...]:
+    """The process's CPU seconds for `steps` steps, in a recorded run of their own when `trace` is given,
+    then its `USAGE` over them."""
+    before, started = usage(), time.process_time()
     if trace is None:
         for _ in range(steps):
             step()
-        return time.process_time() - started
-    with devtool.record("bench", to=trace):
-        for _ in range(steps):
-            step()
-        CURRENT_FRAME.get().run.emitter.settle()  # what is still pending is the steps' work too
-    return time.process_time() - started
+    else:
+        with devtool.record("bench", to=trace):
+            for _ in range(steps):
+                step()
+            CURRENT_FRAME.get().run.emitter.settle()  # what is still pending is the steps' work too
+    spent = time.process_time() - started
+    return (spent, *(after - first for after, first in zip(usage(), before, strict=True)))
 
 
 def main() -> None:
@@ -109,6 +123,7 @@ def main() -> None:
     devtool.instrument.install()
     load_before = os.getloadavg()
     cpu: dict[str, list[float]] = {"unrecorded": [], "recorded": []}
+    counts: dict[str, list[tuple[float, ...]]] = {"unrecorded": [], "recorded": []}
     ratios: list[float] = []
     with FakeProviderProcess.start() as process, tempfile.TemporaryDirectory() as folder:
         fake = process.namespace("bench")
@@ -119,16 +134,21 @@ def main() -> None:
         for index in range(args.rounds):
             order = ("unrecorded", "recorded") if index % 2 == 0 else ("recorded", "unrecorded")
             trace = Path(folder) / f"{index}.jsonl"
-            got = {kind: block(step, args.block, trace if kind == "recorded" else None) / args.block for kind in order}
-            for kind, seconds in got.items():
-                cpu[kind].append(seconds)
-            ratios.append(got["recorded"] / got["unrecorded"])
+            got = {kind: block(step, args.block, trace if kind == "recorded" else None) for kind in order}
+            for kind, (seconds, *rest) in got.items():
+                cpu[kind].append(seconds / args.block)
+                counts[kind].append(tuple(value / args.block for value in rest))
+            ratios.append(got["recorded"][0] / got["unrecorded"][0])
     load_after = os.getloadavg()
     print(f"{args.framework}: {args.rounds} rounds of {args.block} steps, {date.today()}, {platform.python_version()}")
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs"
     print(f"machine: {machine}; load average before {load_before[0]:.2f}, after {load_after[0]:.2f}")
     for kind, values in cpu.items():
-        print(f"{kind:>10}: {statistics.median(values) * 1000:.2f} ms CPU a step (median)")
+        user, system, voluntary, involuntary = (statistics.median(column) for column in zip(*counts[kind], strict=True))
+        print(
+            f"{kind:>10}: {statistics.median(values) * 1000:.2f} ms CPU a step (median): user {user * 1000:.2f},"
+            f" system {system * 1000:.2f} ms; context switches {voluntary:.1f} voluntary, {involuntary:.1f} involuntary"
+        )
     spread = f"min {min(ratios):.3f}, max {max(ratios):.3f}"
     print(f"recorded/unrecorded: {statistics.median(ratios):.3f} (median of paired rounds; {spread})")
 
