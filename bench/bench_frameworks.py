@@ -12,8 +12,10 @@ runs, in an order that alternates by round, a block of `--block` steps of each k
 - recorded: inside a `devtool.record` run of its own whose events go to a JSONL file: the agent frames,
   turns, journaled tool calls and their events, the run's pending work settled before the clock stops.
 Timed: the process's CPU time over the block (every thread's: the drainer's too). Reported: each kind's
-median CPU per step, and the median over rounds of the recorded/unrecorded ratio (paired by round, so
-a burst of load falls on both). The target is at most 5% more CPU recorded.
+median CPU per step (with its user and system parts, context switches and the garbage collector's
+passes: counts that load changes little, to explain a ratio with), and the median over rounds of the
+recorded/unrecorded ratio (paired by round, so a burst of load falls on both). The target is at most
+5% more CPU recorded.
 """
 
 from __future__ import annotations
