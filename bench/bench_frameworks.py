@@ -12,15 +12,19 @@ runs, in an order that alternates by round, a block of `--block` steps of each k
 - recorded: inside a `devtool.record` run of its own whose events go to a JSONL file: the agent frames,
   turns, journaled tool calls and their events, the run's pending work settled before the clock stops.
 Timed: the process's CPU time over the block (every thread's: the drainer's too). Reported: each kind's
-median CPU per step, and the median over rounds of the recorded/unrecorded ratio (paired by round, so
-a burst of load falls on both). The target is at most 5% more CPU recorded.
+median CPU per step (with its user and system parts, context switches and the garbage collector's
+passes: counts that load changes little, to explain a ratio with), and the median over rounds of the
+recorded/unrecorded ratio (paired by round, so a burst of load falls on both). The target is at most
+5% more CPU recorded.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
+import resource
 import statistics
 import sys
 import tempfile
@@ -86,18 +90,42 @@ def script(fake: FakeProvider) -> None:
     fake.reply({"text": "Lisbon is sunny."}, last="sunny", times=None)
 
 
-def block(step: Callable[[], Any], steps: int, trace: Path | None) -> float:
-    """The process's CPU seconds for `steps` steps, in a recorded run of their own when `trace` is given."""
-    started = time.process_time()
+# What `getrusage` counts for the whole process (every thread), a step: CPU seconds in user space and
+# in the kernel, and the switches away from its threads, voluntary (a wait: I/O, a lock, a sleep) and
+# involuntary (preempted); then the garbage collector's passes of its youngest two generations and
+# full ones (a full one walks every object of the process: ~175 ms with a framework loaded). Switches,
+# passes and the user/system split are what load changes least.
+USAGE = ("user", "system", "voluntary", "involuntary", "young collections", "full collections")
+COLLECTIONS = [0, 0]
+
+
+def _collected(phase: str, info: dict[str, int]) -> None:
+    if phase == "stop":
+        COLLECTIONS[info["generation"] == 2] += 1
+
+
+gc.callbacks.append(_collected)
+
+
+def usage() -> tuple[float, ...]:
+    got = resource.getrusage(resource.RUSAGE_SELF)
+    return got.ru_utime, got.ru_stime, got.ru_nvcsw, got.ru_nivcsw, *COLLECTIONS
+
+
+def block(step: Callable[[], Any], steps: int, trace: Path | None) -> tuple[float, ...]:
+    """The process's CPU seconds for `steps` steps, in a recorded run of their own when `trace` is given,
+    then its `USAGE` over them."""
+    before, started = usage(), time.process_time()
     if trace is None:
         for _ in range(steps):
             step()
-        return time.process_time() - started
-    with devtool.record("bench", to=trace):
-        for _ in range(steps):
-            step()
-        CURRENT_FRAME.get().run.emitter.settle()  # what is still pending is the steps' work too
-    return time.process_time() - started
+    else:
+        with devtool.record("bench", to=trace):
+            for _ in range(steps):
+                step()
+            CURRENT_FRAME.get().run.emitter.settle()  # what is still pending is the steps' work too
+    spent = time.process_time() - started
+    return (spent, *(after - first for after, first in zip(usage(), before, strict=True)))
 
 
 def main() -> None:
@@ -109,6 +137,7 @@ def main() -> None:
     devtool.instrument.install()
     load_before = os.getloadavg()
     cpu: dict[str, list[float]] = {"unrecorded": [], "recorded": []}
+    counts: dict[str, list[tuple[float, ...]]] = {"unrecorded": [], "recorded": []}
     ratios: list[float] = []
     with FakeProviderProcess.start() as process, tempfile.TemporaryDirectory() as folder:
         fake = process.namespace("bench")
@@ -119,16 +148,24 @@ def main() -> None:
         for index in range(args.rounds):
             order = ("unrecorded", "recorded") if index % 2 == 0 else ("recorded", "unrecorded")
             trace = Path(folder) / f"{index}.jsonl"
-            got = {kind: block(step, args.block, trace if kind == "recorded" else None) / args.block for kind in order}
-            for kind, seconds in got.items():
-                cpu[kind].append(seconds)
-            ratios.append(got["recorded"] / got["unrecorded"])
+            got = {kind: block(step, args.block, trace if kind == "recorded" else None) for kind in order}
+            for kind, (seconds, *rest) in got.items():
+                cpu[kind].append(seconds / args.block)
+                counts[kind].append(tuple(value / args.block for value in rest))
+            ratios.append(got["recorded"][0] / got["unrecorded"][0])
     load_after = os.getloadavg()
     print(f"{args.framework}: {args.rounds} rounds of {args.block} steps, {date.today()}, {platform.python_version()}")
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs"
     print(f"machine: {machine}; load average before {load_before[0]:.2f}, after {load_after[0]:.2f}")
     for kind, values in cpu.items():
-        print(f"{kind:>10}: {statistics.median(values) * 1000:.2f} ms CPU a step (median)")
+        columns = list(zip(*counts[kind], strict=True))
+        user, system, voluntary, involuntary = (statistics.median(column) for column in columns[:4])
+        young, full = (sum(column) * 100 / len(column) for column in columns[4:])
+        print(
+            f"{kind:>10}: {statistics.median(values) * 1000:.2f} ms CPU a step (median): user {user * 1000:.2f},"
+            f" system {system * 1000:.2f} ms; context switches {voluntary:.1f} voluntary,"
+            f" {involuntary:.1f} involuntary; collections a 100 steps {young:.1f} young, {full:.2f} full"
+        )
     spread = f"min {min(ratios):.3f}, max {max(ratios):.3f}"
     print(f"recorded/unrecorded: {statistics.median(ratios):.3f} (median of paired rounds; {spread})")
 

@@ -177,3 +177,41 @@ def test_a_snapshot_rooted_at_an_agent_frame_is_replayed_too() -> None:
     asyncio.run(run_with(lambda: orchestrator(model, log)({"topics": ["a"]}), snapshot=agent_rooted))
     assert model.calls == 0
     assert log.total == 0
+
+
+def test_a_finished_runs_frames_are_freed_without_the_garbage_collector() -> None:
+    # A frame links to its parent weakly: were the link strong, each run's frame tree would be a cycle
+    # that only a collection frees, and recording would fill the process's oldest generation.
+    import gc
+    import weakref
+
+    from devtool.core.frame import CURRENT_FRAME
+
+    frames: list[weakref.ref[Any]] = []
+    model = ScriptedModel(["unused"])
+
+    def leaf(props: Any) -> Any:
+        frame = CURRENT_FRAME.get()
+        parent = frame.parent
+        assert parent is not None
+        assert parent.agent_id == "middle"
+        assert frame.effective_model() is model  # found through the parents
+        frames.append(weakref.ref(frame))
+        return props
+
+    async def middle(props: Any) -> Any:
+        frames.append(weakref.ref(CURRENT_FRAME.get()))
+        return [await create_agent("leaf", leaf)(n) for n in range(props)]
+
+    async def main() -> Any:
+        frames.append(weakref.ref(CURRENT_FRAME.get()))
+        return await create_agent("middle", middle, model=model)(2)
+
+    gc.collect()
+    gc.disable()
+    try:
+        assert asyncio.run(run_with(main, sinks=[MemorySink()])) == [0, 1]
+        assert len(frames) == 4
+        assert [ref() for ref in frames] == [None] * 4
+    finally:
+        gc.enable()

@@ -13,6 +13,7 @@ import copy
 import functools
 import itertools
 import threading
+import weakref
 from collections.abc import Iterator, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -123,7 +124,12 @@ class Frame:
         self.run = run
         self.call_id = call_id
         self.agent_id = agent_id
-        self.parent = parent
+        # Weak: a parent holds its children (`children`), so a strong link back would make every run's
+        # frame tree a cycle that only the garbage collector frees, promoted with the process's
+        # long-lived objects and paid for in full collections (BENCHMARKS.md, issue 38). The root is
+        # held by its run's scope, and each frame by its parent, so a frame's parent lives as long as
+        # its tree is reachable.
+        self._parent = None if parent is None else weakref.ref(parent)
         self.model = model
         # Spans started in this frame (generation, prompts, tools, sub-agents) hang under this one.
         self.span_id = span_id
@@ -142,6 +148,11 @@ class Frame:
         self._counters: dict[str, itertools.count[int]] = {}
         # `ordered_call_id`'s reservations: kind:configId -> the calls started together -> (first seq, taken).
         self._together: dict[str, dict[tuple[str, ...], tuple[int, set[str]]]] = {}
+
+    @property
+    def parent(self) -> Frame | None:
+        """The frame this one was started in; None for the root (or once the tree above is gone)."""
+        return None if self._parent is None else self._parent()
 
     def next_call_id(self, kind: str, config_id: str) -> str:
         """`<callId>/<kind>:<configId>:<seq>`, seq counting per frame per kind:configId in call order."""
