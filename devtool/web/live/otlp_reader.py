@@ -57,7 +57,8 @@ _Request = TypeVar("_Request", Decoded, DecodedLogs)
 # JSON objects a request's body may hold for each event it may make (a span's attributes are two
 # objects each, and attribute values holding JSON text count their braces too).
 OBJECTS_PER_EVENT = 100
-# Bodies up to this size as sent are read in the server's threads, not queued for a worker.
+# Bodies up to this size as sent are read in the server's threads, not queued for a worker (the
+# default of `Settings.otlp_small_body`).
 SMALL_BODY = 32 * 1024
 
 
