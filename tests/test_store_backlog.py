@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from devtool.store import NotFoundError, Store, append_events, derive, load_file
-from devtool.store.backlog import FOLLOWING
 from devtool.store.queries import get_run, last_event_id
 from tests.conftest import running_run
 
@@ -169,24 +168,3 @@ def test_a_run_is_derived_beside_a_derive_in_flight_that_does_not_hold_it(store:
     store.backlog.put_back(held)
     assert store.derive_backlog() == (6, (a.trace_id,))
     assert get_run(store, a.trace_id).events == 3
-
-
-def test_the_derive_that_follows_the_appends_takes_the_oldest_ids_only_and_the_next_takes_the_rest(
-    store: Store,
-) -> None:
-    a, _ = running_run(1)
-    big, _ = running_run(FOLLOWING // 2)  # one turn is two events: FOLLOWING + 1 with its agent's start
-    b, _ = running_run(1)
-    append_events(store, a.events, derive=False)  # ids 1-3
-    append_events(store, big.events, derive=False)  # ids 4 to FOLLOWING + 4
-    append_events(store, b.events, derive=False)  # its first id past FOLLOWING ids of the lowest
-    newest = 3 + len(big.events) + 3
-    # A and the big run start within FOLLOWING ids of the lowest: taken; B is the next derive's, and
-    # everything up to the id before its first is derived.
-    assert store.derive_backlog(behind=True) == (newest - 3, tuple(sorted((a.trace_id, big.trace_id))))
-    assert store.backlog.holds(b.trace_id)
-    assert not store.backlog.holds(a.trace_id)
-    assert get_run(store, big.trace_id).events == len(big.events)
-    assert store.derive_backlog(behind=True) == (newest, (b.trace_id,))
-    assert not store.backlog
-    assert get_run(store, b.trace_id).events == 3

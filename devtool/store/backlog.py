@@ -20,14 +20,6 @@ and then given more events is pending again from its first new one: nothing is d
 skipped. A derive of one trace may run beside the derive that follows the appends (two in flight):
 no derive takes a trace the other holds, so each run has one derive at a time.
 
-The derive that follows the appends takes the oldest part of the backlog only: the traces whose first
-pending id is within `FOLLOWING` ids of the lowest (`take(span=...)`). Taking all of it, under an
-ingest faster than its derives (OTLP at thousands of spans a second, on two cores) each derive took
-more than the last, seconds by the end, and a page of a small run that derive had taken waited for
-all of it; bounded, such a derive takes a few hundred milliseconds, and the newest runs, which a page
-most often asks for, are left to that page's derive of its run alone. What it leaves, the next one
-takes (or a page that waits for everything).
-
 Nothing here is durable, and need not be: a process that stops between an append and its derive
 leaves events newer than their run's `last_event_id` (or a trace with no run at all), and opening the
 store finds them (`PENDING`) and derives them.
@@ -37,9 +29,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-
-# The ids a derive following the appends spans at most, from the lowest pending (events, in an ingest).
-FOLLOWING = 4_096
 
 # The events of each trace that its run summary does not cover yet: what a stopped process left.
 PENDING = """
@@ -76,19 +65,14 @@ class Backlog:
                     self._pending[trace_id] = first
             self._ending.update(ending)
 
-    def take(self, *, only: str | None = None, span: int | None = None) -> dict[str, int]:
-        """Everything pending (or trace `only`'s, if pending; or, with `span`, the traces whose first
-        pending id is within `span` ids of the lowest one), now in flight: the caller derives it,
+    def take(self, *, only: str | None = None) -> dict[str, int]:
+        """Everything pending (or trace `only`'s, if pending), now in flight: the caller derives it,
         then calls `done` (or `put_back`) with it."""
         with self._lock:
             # A trace a derive in flight holds waits for it: two derives of one run would not see
             # each other's spans.
             wanted = self._pending.keys() if only is None else {only} & self._pending.keys()
-            free = [trace for trace in wanted if trace not in self._in_flight]
-            if span is not None and free:
-                below = min(self._pending[trace] for trace in free) + span
-                free = [trace for trace in free if self._pending[trace] < below]
-            taken = {trace: self._pending.pop(trace) for trace in free}
+            taken = {trace: self._pending.pop(trace) for trace in list(wanted) if trace not in self._in_flight}
             ending = self._ending & taken.keys()
             self._ending -= ending
             self._in_flight.update(taken)

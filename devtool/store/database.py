@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from devtool.store import derive, no_pandas, rewind_file, search
-from devtool.store.backlog import FOLLOWING, PENDING, Backlog
+from devtool.store.backlog import PENDING, Backlog
 from devtool.store.errors import StoreError, StoreLockedError
 from devtool.store.id_lists import PER_STATEMENT
 from devtool.store.rewind_file import rewind_path, wal_path
@@ -242,15 +242,14 @@ class Store:
           While another derive runs, which does not hold the trace, it is derived beside it, on a
           cursor of its own: their runs differ, so their writes do not meet (a load that wrote the
           same run meanwhile makes its COMMIT fail; it is then derived after that load).
-        - `behind`: the derive that follows the appends; it takes what no derive in flight holds, of
-          the oldest `backlog.FOLLOWING` ids pending (the rest is the next one's), and waits for no
-          derive of one run.
+        - `behind`: the derive that follows the appends; it takes what no derive in flight holds,
+          and waits for no derive of one run.
         """
         if not self.backlog:
             return None
         if behind:
             with self._derive_lock:
-                return self._derive(None, span=FOLLOWING)
+                return self._derive(None)
         with self._alone_lock:
             if only is not None and self.backlog.takeable(only) and self._derive_lock.locked():
                 with contextlib.suppress(duckdb.TransactionException):
@@ -259,15 +258,14 @@ class Store:
             with self._derive_lock:
                 return self._derive(only)
 
-    def _derive(self, only: str | None, *, span: int | None = None) -> tuple[int, tuple[str, ...]] | None:
-        """`derive_backlog`'s transaction: take the backlog (trace `only`'s; the traces of the `span`
-        oldest ids pending), derive it, commit."""
+    def _derive(self, only: str | None) -> tuple[int, tuple[str, ...]] | None:
+        """`derive_backlog`'s transaction: take the backlog (or trace `only`'s), derive it, commit."""
         with closing(self._conn.cursor()) as conn:
             # Taken and begun under the write lock: the transaction sees exactly the appends taken.
             with self._write_lock:
                 conn.execute("BEGIN TRANSACTION")
                 newest = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
-                taken = self.backlog.take(only=only, span=span)
+                taken = self.backlog.take(only=only)
                 if not taken:
                     rollback(conn)
                     return None

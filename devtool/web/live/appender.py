@@ -97,9 +97,8 @@ class Appender:
             self.broker.publish_derived(*derived)
 
     async def _follow(self) -> None:
-        """Derive behind the appends while they come: one derive at a time, each of the oldest part of
-        what is pending (`backlog.FOLLOWING`), one at most every `derive_interval` seconds, and none
-        for as long as the last took."""
+        """Derive behind the appends while they come: one derive at a time, each covering all that is
+        pending, one at most every `derive_interval` seconds, and none for as long as the last took."""
         while self.store.backlog:
             started = time.monotonic()
             try:
