@@ -90,7 +90,7 @@ async def doors(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]
 
     async def open_door(name: str) -> Door:
         store = Store(tmp_path / f"{name}.duckdb")
-        app = create_app(store, Settings(otlp_workers=request.param))
+        app = create_app(store, Settings(otlp_workers=request.param, otlp_small_body=0))
         client = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool")
         opened.append((store, client, AppState.of(app).live.otlp_reader))
         return Door(store, client)

@@ -37,7 +37,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 async def reader() -> AsyncIterator[OtlpReader]:
-    found = OtlpReader(1, SpanLogs())
+    found = OtlpReader(1, SpanLogs(), small=0)  # every body to the worker, small as these are
     await found.start()
     try:
         yield found
@@ -108,6 +108,23 @@ async def test_a_worker_that_dies_costs_one_request_a_503_and_the_next_is_read_b
     assert len(again.events) == 8
     (replacement,) = workers()
     assert replacement.pid != worker.pid
+
+
+@pytest.mark.anyio
+async def test_a_small_body_is_read_in_the_servers_threads_not_queued_for_a_worker() -> None:
+    reader = OtlpReader(1, SpanLogs(), small=len(protobuf(CORPUS[1])))
+    try:
+        read = await reader.read_spans(body(protobuf(CORPUS[1])))
+        assert [e.text for e in read.events] == [
+            e.text for e in read_spans(body(protobuf(CORPUS[1])), SpanLogs()).events
+        ]
+        assert workers() == []  # no worker was started for it
+        big = orjson.dumps(request(*[span(f"s{i}") for i in range(40)]))
+        assert len(big) > reader.small
+        assert len((await reader.read_spans(body(big, protobuf=False))).events) == 80
+        assert len(workers()) == 1  # a bigger one went to a worker
+    finally:
+        reader.close()
 
 
 @pytest.mark.anyio

@@ -49,7 +49,9 @@ def anyio_backend() -> str:
 async def client(store: Store, request: pytest.FixtureRequest) -> AsyncIterator[httpx2.AsyncClient]:
     """A client of an app that reads OTLP requests in its own threads, or in a worker process (as
     `devtool serve` does): every test here holds for both."""
-    app = create_app(store, Settings(max_ingest_bytes=1 << 20, max_ingest_events=100, otlp_workers=request.param))
+    app = create_app(
+        store, Settings(max_ingest_bytes=1 << 20, max_ingest_events=100, otlp_workers=request.param, otlp_small_body=0)
+    )
     reader = AppState.of(app).live.otlp_reader
     try:
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:
@@ -155,7 +157,7 @@ async def test_a_bad_request_gets_the_otlp_error_answer_and_stores_nothing(
 
 @pytest.mark.anyio
 async def test_an_export_whose_worker_died_is_a_retryable_otlp_error_and_the_next_is_stored(store: Store) -> None:
-    app = create_app(store, Settings(otlp_workers=1))
+    app = create_app(store, Settings(otlp_workers=1, otlp_small_body=0))
     reader = AppState.of(app).live.otlp_reader
     await reader.start()
     try:
@@ -245,7 +247,7 @@ async def test_log_records_sent_before_their_span_give_the_turn_its_messages(
 
 @pytest.mark.anyio
 async def test_held_log_records_are_let_go_once_their_span_is_stored(store: Store) -> None:
-    app = create_app(store, Settings(otlp_workers=1))
+    app = create_app(store, Settings(otlp_workers=1, otlp_small_body=0))
     held = AppState.of(app).live.span_logs
     try:
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://devtool") as client:

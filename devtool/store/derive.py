@@ -131,11 +131,11 @@ def refresh(
         new += " AND trace_id IN (SELECT trace_id FROM touched_traces)"
     stored = conn.execute("SELECT count(*) FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
     all_new = stored.fetchall()[0][0] == 0
-    last = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0])
     incremental = False
     # Only a load of new runs may be streamed: a live derive (`traces`) does not ask DuckDB its limit.
     streamable = all_new and traces is None
     size = (derive_stream.chunk_for(conn) if chunk is None else chunk) if streamable else 0
+    last = int(conn.execute("SELECT coalesce(max(event_id), 0) FROM events").fetchall()[0][0]) if streamable else 0
     if streamable and last - after_event_id > size:
         # A big load of new runs: a chunk of events at a time, so memory does not grow with the file.
         derived = derive_stream.derive_new(conn, after_event_id, last, size=size).spans

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from devtool.web.live.otlp_reader import SMALL_BODY
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -20,6 +22,9 @@ class Settings:
     # unless asked (whether to start processes is its owner's choice). The workers are spawned, so
     # they import the main module again: a script that asks serves under `if __name__ == "__main__":`.
     otlp_workers: int = 0
+    # Bodies up to this many bytes as sent are read in the server's threads even with workers: one
+    # small trace's export is not queued behind an ingest's big bodies (`otlp_reader.SMALL_BODY`).
+    otlp_small_body: int = SMALL_BODY
     # Live streams: at most one message per `live_interval` s per client, but for messages of a
     # thousand events, which go at once (a page's refreshes also queue behind each other, so it
     # redraws no faster than fragments render), and the spans of live events derived at most that

@@ -36,7 +36,7 @@ class Live:
         self.broker = Broker(queue_limit=settings.live_queue_events)
         self.appender = Appender(store, self.broker, derive_interval=settings.live_interval)
         self.span_logs = SpanLogs()  # OTLP log records waiting for their span (routes/otlp.py)
-        self.otlp_reader = OtlpReader(settings.otlp_workers, self.span_logs)
+        self.otlp_reader = OtlpReader(settings.otlp_workers, self.span_logs, small=settings.otlp_small_body)
         self.followers = [
             Follower(path, store, self.appender, interval=settings.follow_interval) for path in settings.follow
         ]
