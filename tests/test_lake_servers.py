@@ -267,7 +267,7 @@ def test_a_span_link_during_the_copy_goes_before_the_rest(lakes: Lakes, tmp_path
         assert HEAD < here < len(events) - 3
         assert b'id="lake-copy-badge"' in page
         assert b'title="as the team\'s lake lists it">completed</span>' in page
-        assert f"of {len(events)}".encode() in page
+        assert f"of {len(events):,}".encode() in page
 
         def whole() -> bytes | None:
             status, page, headers = http(f"{reader.url}runs/{trace}")
