@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import html
 import os
 import platform
 import re
@@ -112,7 +113,9 @@ def wall(url: str) -> tuple[float, str]:
             response.read()
             copied = response.headers.get("Lake-Copied") or "all"
     except urllib.error.HTTPError as error:
-        copied = f"{error.code}: {error.read().decode(errors='replace').strip().splitlines()[0][:200]}"
+        page = error.read().decode(errors="replace")
+        said = re.search(r'class="error-detail">([^<]*)<', page)
+        copied = f"{error.code}: {html.unescape(said.group(1)) if said else page.strip()[:200]}"
     return (time.perf_counter() - began) * 1000, copied
 
 
