@@ -25,8 +25,10 @@ REMOTE_SCHEMES = ("s3://", "s3a://", "gcs://", "gs://", "r2://")
 S3_SCHEMES = ("s3://", "s3a://")
 _PASSWORD = re.compile(r"(password\s*=\s*)(\S+)", re.IGNORECASE)
 # Events a lake run's copy loads at a time after its head (`opening.py`): a page's own copy (a span
-# link's) waits for at most one such load, and a load of a run in parts does not key the run (that is
-# done once at the end), so a chunk costs its own events, not the run's.
+# link's) waits for at most one such load, and its memory is a quarter of a 100,000-event chunk's (a
+# link's copy beside one of those ran a 640 MiB server out of memory). A load of a run in parts does
+# not key the run (done once at the end), but its derive still reads more of the run the bigger it
+# is, so smaller chunks make the whole copy longer (BENCHMARKS.md, "A span link during the copy").
 COPY_CHUNK = 25_000
 
 _NAME = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
