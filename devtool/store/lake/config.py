@@ -26,7 +26,7 @@ S3_SCHEMES = ("s3://", "s3a://")
 _PASSWORD = re.compile(r"(password\s*=\s*)(\S+)", re.IGNORECASE)
 # Events a lake run's copy loads at a time after its head (`opening.py`): a page's own copy (a span
 # link's) waits for at most one such load, and its memory is a quarter of a 100,000-event chunk's (a
-# link's copy beside one of those ran a 640 MiB server out of memory). A load of a run in parts does
+# link's copy beside one of those ran out of the 400 MiB DuckDB then had). A load of a run in parts does
 # not key the run (done once at the end), but its derive still reads more of the run the bigger it
 # is, so smaller chunks make the whole copy longer (BENCHMARKS.md, "A span link during the copy").
 COPY_CHUNK = 25_000
