@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import html
 import os
 import platform
 import re
@@ -31,6 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -103,11 +105,17 @@ def turn_in_the_middle(trace: Path) -> str:
 
 
 def wall(url: str) -> tuple[float, str]:
-    """The wall time of a GET in ms, and the `Lake-Copied` it said (`all`: none, the run is whole here)."""
+    """The wall time of a GET in ms, and the `Lake-Copied` it said (`all`: none, the run is whole here;
+    an error's status and the first line of its message instead, for the table)."""
     began = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=3600) as response:
-        response.read()
-        copied = response.headers.get("Lake-Copied") or "all"
+    try:
+        with urllib.request.urlopen(url, timeout=3600) as response:
+            response.read()
+            copied = response.headers.get("Lake-Copied") or "all"
+    except urllib.error.HTTPError as error:
+        page = error.read().decode(errors="replace")
+        said = re.search(r'class="error-detail">([^<]*)<', page)
+        copied = f"{error.code}: {html.unescape(said.group(1)) if said else page.strip()[:200]}"
     return (time.perf_counter() - began) * 1000, copied
 
 

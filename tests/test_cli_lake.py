@@ -86,3 +86,10 @@ def test_bad_lake_values_are_one_line_and_exit_2(
     assert "Traceback" not in done.stderr
     assert "hunter2" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_copy_chunk_of_no_events_is_refused(tmp_path: Path, devtool: DevtoolRunner) -> None:
+    lake = ["--lake", str(tmp_path / "team.ducklake"), "--lake-data", str(tmp_path / "data")]
+    done = devtool("serve", *lake, "--lake-copy-chunk", "0", "--port", "0", "--db", str(tmp_path / "x.duckdb"))
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert done.stderr.strip() == "devtool serve: error: --lake-copy-chunk 0: give a number of events, 1 or more"

@@ -226,3 +226,59 @@ def test_a_lake_runs_page_answers_before_its_events_are_all_here(
     finally:
         reader.stop()
     assert "Traceback" not in (tmp_path / "reader.log").read_text()
+
+
+def test_a_span_link_during_the_copy_goes_before_the_rest(lakes: Lakes, tmp_path: Path, devtool: DevtoolRunner) -> None:
+    """A run opened from the lake and being copied part by part: a link to its last step, which the copy
+    has not reached, answers with that step (copied before the copy's next part), on a store that holds
+    fewer events than the lake has before that step; the header says the run is being copied and the
+    lake's status for it; the copy then goes on to the whole run."""
+    catalog, data = lakes.new()
+    name, spans, chunk = "long run, linked", 3 * HEAD // 2, 250
+    events = run_events(name, spans)
+    trace = trace_id_of(name)
+    path = tmp_path / "linked.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(event) for event in events) + b"\n")
+    publisher = str(tmp_path / "publisher.duckdb")
+    assert devtool("load", str(path), "--db", publisher).returncode == 0
+    done = devtool("publish", trace, "--db", publisher, "--lake", catalog, "--lake-data", str(data))
+    assert done.returncode == 0, done.stderr
+
+    reader = start(
+        tmp_path / "reader.duckdb",
+        *("--lake", catalog, "--lake-data", str(data), "--lake-name", "reader", "--lake-copy-chunk", str(chunk)),
+        log=tmp_path / "reader.log",
+    )
+    try:
+        wait_for("the reader to list the run", lambda: trace.encode() in http(reader.url)[1])
+        status, page, headers = http(f"{reader.url}runs/{trace}")  # its head; the rest is copied from now on
+        assert status == 200, page[:500]
+        assert headers["Lake-Copied"] == f"{HEAD}/{len(events)}"
+
+        last = events[-2]["trace"]["spanId"]
+        status, page, headers = http(f"{reader.url}runs/{trace}?span={last}")
+        assert status == 200, page[:500]
+        assert f"step {spans - 1}".encode() in page  # the linked span
+        here, total = (int(n) for n in headers["Lake-Copied"].split("/"))
+        # The copy goes in the lake's order, `chunk` events at a time, and the last step's events are the
+        # run's last but one and two: fewer events here than the lake holds before them means the copy
+        # had not reached them, and the link's own copy brought them (with its ancestors: the root).
+        assert total == len(events)
+        assert HEAD < here < len(events) - 3
+        assert b'id="lake-copy-badge"' in page
+        assert b'title="as the team\'s lake lists it">completed</span>' in page
+        assert f"of {len(events):,}".encode() in page
+
+        def whole() -> bytes | None:
+            status, page, headers = http(f"{reader.url}runs/{trace}")
+            return page if status == 200 and "Lake-Copied" not in headers else None
+
+        page = wait_for("the rest of the run", whole)
+        assert f"<dd>{len(events)}</dd>".encode() in page
+        assert b'id="lake-copy-badge"' not in page
+        header = http(f"{reader.url}runs/{trace}/header")[1]
+        assert b">completed</span>" in header
+        assert b"lake-copy-badge" not in header
+    finally:
+        reader.stop()
+    assert "Traceback" not in (tmp_path / "reader.log").read_text()

@@ -168,7 +168,7 @@ def test_a_big_run_opens_head_first_then_whole_with_its_journal(
 
     refresh_listing(b)
     copied = open_head(b, lake_b, trace, head=10)
-    assert copied == Opening(trace, 10, 82)
+    assert copied == Opening(trace, 10, 82, "completed")  # the run's status as the lake lists it
     assert opening(b, trace) == copied
     assert b.query("SELECT count(*) FROM events")[0][0] == 10
     # A run being copied is not published back.

@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 
 
 def add_lake_options(parser: argparse.ArgumentParser, *, serve: bool = False, env: bool = True) -> None:
-    """`--lake`, `--lake-data`, `--lake-name` (and for `serve`, `--lake-compact-every`); `env`: their
-    defaults from $DEVTOOL_LAKE and $DEVTOOL_LAKE_DATA (not for `load`, whose FILES they would turn
-    into run ids)."""
+    """`--lake`, `--lake-data`, `--lake-name` (and for `serve`, `--lake-compact-every` and
+    `--lake-copy-chunk`); `env`: their defaults from $DEVTOOL_LAKE and $DEVTOOL_LAKE_DATA (not for
+    `load`, whose FILES they would turn into run ids)."""
     parser.add_argument(
         "--lake",
         metavar="CATALOG",
@@ -57,6 +57,14 @@ def add_lake_options(parser: argparse.ArgumentParser, *, serve: bool = False, en
             metavar="SECONDS",
             help="merge the lake's small files this often (default 3600; 0: never)",
         )
+        parser.add_argument(
+            "--lake-copy-chunk",
+            type=int,
+            default=None,
+            metavar="EVENTS",
+            help="copy a run opened from the lake this many events at a time after its first screen "
+            "(default 25,000): a link to a span not here yet waits for one such part",
+        )
 
 
 def attach(store: Store, args: argparse.Namespace) -> Lake | None:
@@ -65,10 +73,13 @@ def attach(store: Store, args: argparse.Namespace) -> Lake | None:
         if args.lake_data is not None:
             raise CliError("--lake-data needs --lake: the catalog (postgres:host=HOST dbname=DB) the lake is in")
         return None
-    from devtool.store.lake import LakeError, attach_lake, lake_config
+    from devtool.store.lake import COPY_CHUNK, LakeError, attach_lake, lake_config
 
+    chunk = getattr(args, "lake_copy_chunk", None)  # a `serve` option only
+    if chunk is None:
+        chunk = COPY_CHUNK
     try:
-        return attach_lake(store, lake_config(args.lake, args.lake_data, args.lake_name))
+        return attach_lake(store, lake_config(args.lake, args.lake_data, args.lake_name, copy_chunk=chunk))
     except LakeError as exc:
         raise CliError(str(exc)) from None
 

@@ -85,15 +85,21 @@ def counted(n: int, one: str, many: str | None = None) -> str:
 
 
 def load_file(
-    store: Store, path: Path | str, *, bad_lines: BadLines = BadLines.REJECT, progress: Progress | None = None
+    store: Store,
+    path: Path | str,
+    *,
+    bad_lines: BadLines = BadLines.REJECT,
+    progress: Progress | None = None,
+    keys: bool = True,
 ) -> LoadResult:
     """Load a trace or journal file (or one gzip-compressed); raise `LoadError` (nothing stored) when
-    it cannot be."""
+    it cannot be. `keys=False`: do not key the big runs it leaves (`span_keys.key_runs`, a pass over
+    each whole run), for a caller that loads a run in parts and keys it once at the end."""
     path = Path(path)
     if is_gzip(path):
         with gunzipped(path) as plain:
             try:
-                return replace(load_file(store, plain, bad_lines=bad_lines, progress=progress), path=path)
+                return replace(load_file(store, plain, bad_lines=bad_lines, progress=progress, keys=keys), path=path)
             except LoadError as exc:
                 raise renamed(exc, path) from None
     reading = None if progress is None else lambda done, total: progress("reading", done, total)
@@ -110,7 +116,7 @@ def load_file(
             source.start_digest(reading)
         refusal: BaseException
         try:
-            return _insert(store, source, loader, source.reader_path, jsonl=False, progress=progress)
+            return _insert(store, source, loader, source.reader_path, jsonl=False, progress=progress, keys=keys)
         except (duckdb.Error, _TooLong) as exc:
             refusal = exc
         except _AlreadyLoaded as known:
@@ -119,7 +125,7 @@ def load_file(
         if DEFAULT_OBJECT_SIZE < source.longest_line <= MAX_LINE and not isinstance(refusal, _TooLong):
             # The digest found a line longer than DuckDB was told to expect: read again, told.
             try:
-                return _insert(store, source, loader, source.reader_path, jsonl=False, progress=progress)
+                return _insert(store, source, loader, source.reader_path, jsonl=False, progress=progress, keys=keys)
             except duckdb.Error as exc:
                 refusal = exc
             except _AlreadyLoaded as known:
@@ -135,7 +141,9 @@ def load_file(
             if scan.bad and (bad_lines is BadLines.REJECT or scan.good == 0):
                 raise BadLinesError(path, tuple(scan.problems), scan.bad, scan.good)
             try:
-                return _insert(store, source, loader, str(good_path), jsonl=True, progress=progress, scan=scan)
+                return _insert(
+                    store, source, loader, str(good_path), jsonl=True, progress=progress, scan=scan, keys=keys
+                )
             except duckdb.Error as exc:
                 raise LoadError(path, f"DuckDB cannot read its good lines: {_first_line(exc)}") from exc
             except _AlreadyLoaded as known:
@@ -184,6 +192,7 @@ def _insert(
     jsonl: bool,
     progress: Progress | None,
     scan: Scan | None = None,
+    keys: bool = True,
 ) -> LoadResult:
     # The longest line is known once the digest is done; until then, DuckDB's default will do, or
     # its refusal sends load_file to wait for the digest and try again.
@@ -192,7 +201,8 @@ def _insert(
     with _watch(store, source, progress), _memory_refused(source), store.transaction() as conn:
         source_id = int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0])
         inserted = loader.insert(conn, reader_path, source_id, reading)
-        span_keys.key_runs(conn, inserted.traces, min_events=span_keys.LOAD_KEYED_EVENTS)
+        if keys:
+            span_keys.key_runs(conn, inserted.traces, min_events=span_keys.LOAD_KEYED_EVENTS)
         source.wait_digest()
         if not reading.jsonl and source.longest_line > MAX_LINE:
             raise _TooLong(f"a line over {MAX_LINE >> 20} MiB")

@@ -6,7 +6,7 @@ lake") for what lives where.
 """
 
 from devtool.store.lake.attach import ALIAS, Lake, attach_lake, detach_lake
-from devtool.store.lake.config import LakeConfig, LakeError, lake_config
+from devtool.store.lake.config import COPY_CHUNK, LakeConfig, LakeError, lake_config
 from devtool.store.lake.fetch import in_lake, open_snapshot, refresh_listing
 from devtool.store.lake.maintenance import Compacted, compact
 from devtool.store.lake.opening import (
@@ -24,6 +24,7 @@ from devtool.store.lake.worker import LakeWorker
 
 __all__ = [
     "ALIAS",
+    "COPY_CHUNK",
     "HEAD",
     "Compacted",
     "Lake",

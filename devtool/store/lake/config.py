@@ -24,6 +24,13 @@ FILE_SUFFIX = ".ducklake"
 REMOTE_SCHEMES = ("s3://", "s3a://", "gcs://", "gs://", "r2://")
 S3_SCHEMES = ("s3://", "s3a://")
 _PASSWORD = re.compile(r"(password\s*=\s*)(\S+)", re.IGNORECASE)
+# Events a lake run's copy loads at a time after its head (`opening.py`): a page's own copy (a span
+# link's) waits for at most one such load, and its memory is a quarter of a 100,000-event chunk's (a
+# link's copy beside one of those ran out of the 400 MiB DuckDB then had). A load of a run in parts does
+# not key the run (done once at the end), but its derive still reads more of the run the bigger it
+# is, so smaller chunks make the whole copy longer (BENCHMARKS.md, "A span link during the copy").
+COPY_CHUNK = 25_000
+
 _NAME = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
 
 
@@ -33,13 +40,15 @@ class LakeError(StoreError):
 
 @dataclass(frozen=True, slots=True)
 class LakeConfig:
-    """A checked lake: its catalog (`postgres:...` or a `.ducklake` file), its data path or URL, and the
-    name this DevTool publishes under (`published_by`)."""
+    """A checked lake: its catalog (`postgres:...` or a `.ducklake` file), its data path or URL, the
+    name this DevTool publishes under (`published_by`), and how many events a run's copy from the lake
+    loads at a time."""
 
     catalog: str
     data: str
     node: str
     s3: S3Access | None = None
+    copy_chunk: int = COPY_CHUNK
 
     @property
     def remote_data(self) -> bool:
@@ -55,7 +64,14 @@ def shown(catalog: str) -> str:
     return _PASSWORD.sub(r"\1***", catalog)
 
 
-def lake_config(catalog: str, data: str | None, node: str, environ: Mapping[str, str] | None = None) -> LakeConfig:
+def lake_config(
+    catalog: str,
+    data: str | None,
+    node: str,
+    environ: Mapping[str, str] | None = None,
+    *,
+    copy_chunk: int = COPY_CHUNK,
+) -> LakeConfig:
     """`--lake CATALOG --lake-data DATA`, checked, with S3's settings from `environ` (default: this
     process's) for s3:// data (`s3.py`); `LakeError` naming the option or variable at fault."""
     catalog = catalog.strip()
@@ -85,6 +101,8 @@ def lake_config(catalog: str, data: str | None, node: str, environ: Mapping[str,
         data = str(folder.absolute()) + "/"
     elif not data.endswith("/"):
         data += "/"
+    if copy_chunk < 1:
+        raise LakeError(f"--lake-copy-chunk {copy_chunk}: give a number of events, 1 or more")
     if not _NAME.fullmatch(node):
         raise LakeError(f"--lake-name {node!r}: 1 to 64 letters, digits or . _ : @ -")
     if not catalog.startswith(POSTGRES):
@@ -94,4 +112,4 @@ def lake_config(catalog: str, data: str | None, node: str, environ: Mapping[str,
         s3 = s3_access(os.environ if environ is None else environ) if data.startswith(S3_SCHEMES) else None
     except ValueError as exc:
         raise LakeError(str(exc)) from None
-    return LakeConfig(catalog=catalog, data=data, node=node, s3=s3)
+    return LakeConfig(catalog=catalog, data=data, node=node, s3=s3, copy_chunk=copy_chunk)

@@ -64,12 +64,19 @@ def in_lake(store: Store, trace_id: str) -> bool:
 
 
 def copy_events(
-    store: Store, lake: Lake, trace_id: str, where: str = "true", params: Mapping[str, object] | None = None
+    store: Store,
+    lake: Lake,
+    trace_id: str,
+    where: str = "true",
+    params: Mapping[str, object] | None = None,
+    *,
+    keys: bool = True,
 ) -> LoadResult:
     """Copy the events of run `trace_id` the lake holds and `where` (SQL on the lake's events, with
-    `params`) picks into the store; those stored already are not stored again."""
+    `params`) picks into the store; those stored already are not stored again. `keys=False`: the run is
+    not keyed by this copy (`load_file`'s), for a run copied in parts and keyed at the end."""
     return _copied(
-        store, lake, trace_id, _WRITE.format(where=where, path="{path}"), {"trace": trace_id, **(params or {})}
+        store, lake, trace_id, _WRITE.format(where=where, path="{path}"), {"trace": trace_id, **(params or {})}, keys
     )
 
 
@@ -81,12 +88,14 @@ def copy_journal(store: Store, lake: Lake, trace_id: str) -> LoadResult | None:
     return _copied(store, lake, trace_id, _JOURNAL, {"trace": trace_id})
 
 
-def _copied(store: Store, lake: Lake, trace_id: str, copy: str, params: Mapping[str, object]) -> LoadResult:
+def _copied(
+    store: Store, lake: Lake, trace_id: str, copy: str, params: Mapping[str, object], keys: bool = True
+) -> LoadResult:
     path = _scratch(store, trace_id)
     try:
         with closing(store.reader()) as conn:
             conn.execute(copy.format(path=str(path).replace("'", "''")), dict(params))
-        result = load_file(store, path)
+        result = load_file(store, path, keys=keys)
     except (duckdb.Error, StoreError) as exc:
         raise LakeError(f"cannot read run {trace_id} from the lake: {str(exc).strip().splitlines()[0]}") from None
     finally:

@@ -6,12 +6,13 @@ million-event run is a load of its file, a minute or more), so the web asks in t
 `open_head` notes the run in `lake_opening` (the cut and the lake's count) and copies the run's first
 `HEAD` events in the publisher's order (a top-N on the lake's event ids, no sort of the texts): four
 catalog reads and a load of a few thousand events; the page is made from that. `finish_open` then
-copies the events after the cut, `CHUNK` at a time (a load of a run already stored derives only what
-the new events touch; the writer is free between two chunks, so a span link's copy waits for one
-chunk, not the whole rest), the run's journal entries and snapshots, drops the note and
+copies the events after the cut, the lake's `copy_chunk` at a time (a load of a run already stored
+derives only what the new events touch, and these loads do not key the run: it is keyed once, at the
+end, so a chunk costs its own events), the run's journal entries and snapshots, drops the note and
 marks the run published (its events are the lake's). A link to a span not copied yet first copies that
-span's events and its ancestors' (`open_span`), so the link opens on it. Ranges may overlap: the
-exactly-once keys store an event once.
+span's events and its ancestors' (`open_span`), so the link opens on it; it goes first: the copy of
+the rest waits before its next chunk while a span's copy is asked for, so a link waits for one chunk
+at most. Ranges may overlap: the exactly-once keys store an event once.
 
 A server killed while copying finds the note on restart and finishes (`unfinished_opens`); a run being
 opened is never published back.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, replace
 
+from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.lake.attach import Lake
 from devtool.store.lake.fetch import copy_events, copy_journal, copy_run_snapshots, in_lake
@@ -31,10 +33,6 @@ from devtool.store.load import LoadResult
 # Enough for a run's first screen (its root, its first frames), few enough to load in a fraction of a
 # second; a run of at most this many events is copied whole at once.
 HEAD = 5_000
-
-# Copied after the head a chunk at a time: the store's writer is free between two (for a span link's
-# copy, a live batch), and a chunk's load holds a tenth of a million-event run in memory, not all of it.
-CHUNK = 100_000
 
 # The last event id of the next `$n` events after `$after` (the publisher's order), and how many there are.
 _CUT = """
@@ -60,15 +58,25 @@ _LINEAGE = """
 # Runs whose rest a thread of this process is copying now: one copy a run.
 _finishing: set[str] = set()
 _finishing_lock = threading.Lock()
+# Span copies asked for by pages and not done, by run: the rest's copy waits for them before its next chunk.
+_asked: dict[str, int] = {}
+_asked_changed = threading.Condition()
 
 
 @dataclass(frozen=True, slots=True)
 class Opening:
-    """A lake run copied in part: the events stored here, and the lake's count of them."""
+    """A lake run copied in part: the events stored here, the lake's count of them, and the run's
+    status as the lake lists it (None: the runs list was not read since it was published)."""
 
     trace_id: str
     local: int
     total: int
+    status: str | None = None
+
+    @property
+    def percent(self) -> int:
+        """How much of the run is here, in whole percent (99 until it is all here)."""
+        return min(99, self.local * 100 // max(self.total, 1))
 
 
 def open_run(store: Store, lake: Lake, trace_id: str) -> LoadResult | None:
@@ -107,14 +115,14 @@ def open_head(store: Store, lake: Lake, trace_id: str, *, head: int = HEAD) -> O
 def opening(store: Store, trace_id: str) -> Opening | None:
     """How much of run `trace_id` is here while its copy from the lake is not done (None: it is)."""
     rows = store.query(
-        "SELECT o.total, coalesce(r.events, 0) FROM lake_opening o LEFT JOIN runs r USING (trace_id) "
-        "WHERE o.trace_id = ?",
+        "SELECT o.total, coalesce(r.events, 0), l.status FROM lake_opening o LEFT JOIN runs r USING (trace_id) "
+        "LEFT JOIN lake_runs l USING (trace_id) WHERE o.trace_id = ?",
         [trace_id],
     )
     if not rows:
         return None
-    total, local = rows[0]
-    return Opening(trace_id, int(local), int(total))
+    total, local, status = rows[0]
+    return Opening(trace_id, int(local), int(total), status)
 
 
 def open_span(store: Store, lake: Lake, trace_id: str, span_id: str) -> bool:
@@ -126,12 +134,23 @@ def open_span(store: Store, lake: Lake, trace_id: str, span_id: str) -> bool:
         return False
     if not store.query("SELECT 1 FROM devtool_lake.spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]):
         return False  # a link to a span the run does not have: the page says so
-    return copy_events(store, lake, trace_id, _LINEAGE, {"span": span_id}).events > 0
+    with _asked_changed:
+        _asked[trace_id] = _asked.get(trace_id, 0) + 1
+    try:
+        return copy_events(store, lake, trace_id, _LINEAGE, {"span": span_id}, keys=False).events > 0
+    finally:
+        with _asked_changed:
+            _asked[trace_id] -= 1
+            if _asked[trace_id] == 0:
+                del _asked[trace_id]
+            _asked_changed.notify_all()
 
 
-def finish_open(store: Store, lake: Lake, trace_id: str, *, chunk: int = CHUNK) -> bool:
-    """Copy the rest of run `trace_id` (the events after its head's cut, `chunk` at a time), if it is
-    being opened and no other thread of this process copies it; whether this call finished it."""
+def finish_open(store: Store, lake: Lake, trace_id: str, *, chunk: int | None = None) -> bool:
+    """Copy the rest of run `trace_id` (the events after its head's cut, `chunk` at a time, default the
+    lake's `copy_chunk`), if it is being opened and no other thread of this process copies it; whether
+    this call finished it. Before each chunk it waits for the span copies pages asked for meanwhile."""
+    chunk = lake.config.copy_chunk if chunk is None else chunk
     with _finishing_lock:
         if trace_id in _finishing:
             return False
@@ -145,9 +164,15 @@ def finish_open(store: Store, lake: Lake, trace_id: str, *, chunk: int = CHUNK) 
             upto, _ = store.query(_CUT, {"trace": trace_id, "after": cut, "n": chunk})[0]
             if upto is None:
                 break
-            copy_events(store, lake, trace_id, "event_id > $cut AND event_id <= $upto", {"cut": cut, "upto": upto})
+            with _asked_changed:
+                _asked_changed.wait_for(lambda: trace_id not in _asked)
+            where = "event_id > $cut AND event_id <= $upto"
+            copy_events(store, lake, trace_id, where, {"cut": cut, "upto": upto}, keys=False)
             with store.transaction(derives=False) as conn:
                 conn.execute("UPDATE lake_opening SET cut = ? WHERE trace_id = ?", [upto, trace_id])
+        with store.transaction() as conn:
+            # Its loads left it unkeyed: keyed once, now that it is whole, as a load of it whole would.
+            span_keys.key_runs(conn, [trace_id], min_events=span_keys.LOAD_KEYED_EVENTS)
         _copy_rest_of_run(store, lake, trace_id)
         _done(store, trace_id)
         return True

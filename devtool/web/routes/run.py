@@ -127,10 +127,15 @@ def run_timeline(request: Request) -> HTMLResponse:
 
 
 def run_header(request: Request) -> HTMLResponse:
-    """The header alone: what a live run's page refreshes as events arrive."""
+    """The header alone: what a live run's page refreshes as events arrive (and one being copied from
+    the lake, as its copy goes)."""
     trace_id, _ = _trace_and_state(request)
     store = state(request).store
-    context = {"run": _or_404(get_run, store, trace_id), "saving": replay_saving(store, trace_id)}
+    context = {
+        "run": _or_404(get_run, store, trace_id),
+        "saving": replay_saving(store, trace_id),
+        "lake_copying": copying(store, trace_id),
+    }
     return render(request, "_run_header.html", context)
 
 
