@@ -136,7 +136,7 @@ def _step(sql: str) -> str:
 
 
 def parts(trace: Path, workdir: Path) -> None:
-    from devtool.store import Store, span_keys
+    from devtool.store import Store, span_keys_build
     from devtool.store.files import SourceFile
     from devtool.store.load import DEFAULT_OBJECT_SIZE
     from devtool.store.loaders import Reading, detect
@@ -163,7 +163,7 @@ def parts(trace: Path, workdir: Path) -> None:
                 _Timed(cursor, log).execute(copy, {"path": str(trace)})
             timed.execute("INSERT INTO search_terms SELECT * FROM read_parquet($terms)", {"terms": str(terms)})
             terms.unlink()
-        span_keys.key_runs(timed, inserted.traces, min_events=span_keys.LOAD_KEYED_EVENTS)  # type: ignore[arg-type]
+        span_keys_build.key_runs(timed, inserted.traces, min_events=span_keys_build.LOAD_KEYED_EVENTS)  # type: ignore[arg-type]
         waited = time.perf_counter()
         source.wait_digest()
         waited = time.perf_counter() - waited

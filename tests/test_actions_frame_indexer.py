@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from bench.gen_trace import generate
 from devtool.core.debugger import restore_snapshot
 from devtool.core.snapshot_tree import snapshot_id
-from devtool.store import Store, append_events, get_snapshot, load_file, span_keys
+from devtool.store import Store, append_events, get_snapshot, load_file, span_keys, span_keys_build
 from devtool.store.frame_index_tables import IndexState, index_state
 from devtool.web import create_app
 from devtool.web.settings import Settings
@@ -74,7 +74,7 @@ def test_a_big_run_gets_its_span_keys_and_a_run_that_grows_is_keyed_again(store:
     with TestClient(create_app(store, QUICK)):
         wait_for_index(store, trace.trace_id)
         deadline = time.monotonic() + 30
-        while span_keys.runs_to_key(store, min_events=1000):
+        while span_keys_build.runs_to_key(store, min_events=1000):
             assert time.monotonic() < deadline, "the run was not keyed"
             time.sleep(0.05)
         with store.reader() as cursor:
@@ -84,7 +84,7 @@ def test_a_big_run_gets_its_span_keys_and_a_run_that_grows_is_keyed_again(store:
         append_events(store, grown.events)
         with store.reader() as cursor:  # grown: its keys are of the run as it was, not used
             assert span_keys.locate(cursor, trace.trace_id, [trace.orchestrator_span_id]) is None
-        while span_keys.runs_to_key(store, min_events=1000):
+        while span_keys_build.runs_to_key(store, min_events=1000):
             assert time.monotonic() < deadline, "the grown run was not keyed again"
             time.sleep(0.05)
         with store.reader() as cursor:

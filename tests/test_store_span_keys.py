@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from bench.gen_trace import GeneratedTrace, generate
-from devtool.store import Store, append_events, load_file, span_keys, span_search
+from devtool.store import Store, append_events, load_file, span_keys, span_keys_build, span_search
 from devtool.store.queries import frame_tree, get_run, span_detail, timeline_window
 from devtool.store.queries.navigation import frame_path, generation_ends, generation_memories, search_spans
 from devtool.store.span_sql import HIDDEN_KINDS, SHOWN, shown
@@ -63,7 +63,7 @@ def test_the_pages_answer_the_same_from_the_keys(store: Store, big: GeneratedTra
     ends = scanned["generation ends"]
     assert len(ends) > 90
     assert all(end.memory is not None for found in ends.values() for end in found)
-    span_keys.key_run(store, big.trace_id)
+    span_keys_build.key_run(store, big.trace_id)
     with store.reader() as cursor:
         found = span_keys.locate(cursor, big.trace_id, [big.orchestrator_span_id])
         assert found is not None
@@ -89,7 +89,7 @@ def test_the_pages_answer_the_same_from_the_keys(store: Store, big: GeneratedTra
 
 def test_keys_of_a_run_that_grew_are_not_used_until_it_is_keyed_again(store: Store, big: GeneratedTrace) -> None:
     load_file(store, big.path)
-    assert span_keys.key_run(store, big.trace_id)
+    assert span_keys_build.key_run(store, big.trace_id)
     keyed = answers(store, big)
     last = orjson.loads(big.path.read_bytes().splitlines()[-1])
     late = {**last, "type": "sys:log", "timestamp": last["timestamp"] + 1}
@@ -98,7 +98,7 @@ def test_keys_of_a_run_that_grew_are_not_used_until_it_is_keyed_again(store: Sto
         assert span_keys.locate(cursor, big.trace_id, [big.orchestrator_span_id]) is None
         assert span_keys.tiles(cursor, big.trace_id) is None
     assert answers(store, big) == keyed  # from `spans` (the line adds an instant: no page shows it)
-    assert span_keys.key_run(store, big.trace_id)
+    assert span_keys_build.key_run(store, big.trace_id)
     with store.reader() as cursor:
         assert span_keys.locate(cursor, big.trace_id, [big.orchestrator_span_id])
     assert store.query("SELECT count(*) FROM keyed_runs") == [(1,)]  # the older keys replaced
@@ -122,7 +122,7 @@ def test_a_keyed_run_seen_wide_is_drawn_from_its_tiles_a_fraction_of_a_pixel_off
         },
     }
     scanned = {name: timeline_window(store, big.trace_id, **window) for name, window in windows.items()}
-    span_keys.key_run(store, big.trace_id)
+    span_keys_build.key_run(store, big.trace_id)
     # Every span the timeline draws, once, at both sizes of tile; by kind, none of the kinds it leaves out.
     for table in ("span_tiles", "span_tiles_fine"):
         tiled_spans = store.query(f"SELECT sum(n) FROM {table} WHERE trace_id = ?", [big.trace_id])[0][0]
@@ -191,8 +191,8 @@ def test_the_cut_event_read_from_a_span_row_is_the_first_edge_event_of_the_span(
     assert expected[(odd.trace_id, twice, "after")] < last_end
     for keyed in (False, True):
         if keyed:
-            span_keys.key_run(store, big.trace_id)
-            span_keys.key_run(store, odd.trace_id)
+            span_keys_build.key_run(store, big.trace_id)
+            span_keys_build.key_run(store, odd.trace_id)
         with store.reader() as cursor:
             assert (span_keys.locate(cursor, big.trace_id, [big.orchestrator_span_id]) is not None) is keyed
             assert {case: span_keys.edge_event(cursor, *case) for case in cases} == expected
@@ -202,11 +202,11 @@ def test_a_load_keys_the_big_runs_it_stores_in_its_own_transaction(
     store: Store, big: GeneratedTrace, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     bigger = generate(
-        tmp_path_factory.mktemp("bigger") / "run.jsonl", events=span_keys.LOAD_KEYED_EVENTS + 2000, seed=5
+        tmp_path_factory.mktemp("bigger") / "run.jsonl", events=span_keys_build.LOAD_KEYED_EVENTS + 2000, seed=5
     )
     load_file(store, big.path)  # under the threshold: left to the server's indexer
     load_file(store, bigger.path)
-    assert list(span_keys.runs_to_key(store, min_events=1)) == [big.trace_id]
+    assert list(span_keys_build.runs_to_key(store, min_events=1)) == [big.trace_id]
     with store.reader() as cursor:
         assert span_keys.locate(cursor, bigger.trace_id, [bigger.orchestrator_span_id]) is not None
         assert span_keys.tiles(cursor, bigger.trace_id) is not None
@@ -222,7 +222,7 @@ def test_a_keyed_runs_tiles_at_either_width_are_its_shown_spans_grouped_by_the_t
     """Both widths are made in one pass (the coarse tiles from the fine ones): each is what grouping the
     spans by its own tiles makes (a tile's span and name are any of its spans': its name when they share one)."""
     load_file(store, big.path)
-    span_keys.key_run(store, big.trace_id)
+    span_keys_build.key_run(store, big.trace_id)
     columns = "depth, start_tile, end_tile, first, last, n, kind, failed, running, cached, frame_parent_id, one_name"
     for table, tiles in (("span_tiles", span_keys.TILES), ("span_tiles_fine", span_keys.FINE_TILES)):
         width = f"(k.tile_ms / {tiles // span_keys.TILES})"

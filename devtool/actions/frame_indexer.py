@@ -29,7 +29,7 @@ from typing import Final
 from devtool.actions.index_walker import walk_apart
 from devtool.core.frame_index_records import DUPLICATE_CALL_ID, NotIndexable
 from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS
-from devtool.store import Store, StoreError, print_older, span_keys
+from devtool.store import Store, StoreError, print_older, span_keys_build
 from devtool.store.frame_index_tables import (
     BatchWriter,
     IndexState,
@@ -106,7 +106,7 @@ class FrameIndexer:
         failed: dict[str, int] = {}  # runs whose index could not be built, tried again once they grow
         while not self._stopping.is_set():
             try:
-                to_key = span_keys.runs_to_key(self.store, min_events=self.min_events)
+                to_key = span_keys_build.runs_to_key(self.store, min_events=self.min_events)
                 to_index = runs_to_index(self.store, min_events=self.min_events)
             except StoreError as exc:
                 logger.warning("devtool: frame indexer: %s", exc)
@@ -131,7 +131,7 @@ class FrameIndexer:
 
     def _key(self, trace_id: str, last_event_id: int, failed: dict[str, int]) -> None:
         try:
-            span_keys.key_run(self.store, trace_id)
+            span_keys_build.key_run(self.store, trace_id)
         except Exception:  # a bug or a store error here must stop neither the server nor other runs
             failed[trace_id] = last_event_id
             if not self._stopping.is_set():

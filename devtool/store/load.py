@@ -25,7 +25,7 @@ from pathlib import Path
 
 import duckdb
 
-from devtool.store import span_keys
+from devtool.store import span_keys_build
 from devtool.store.database import Store
 from devtool.store.errors import BadLinesError, LineProblem, LoadError
 from devtool.store.files import SourceFile
@@ -93,7 +93,7 @@ def load_file(
     keys: bool = True,
 ) -> LoadResult:
     """Load a trace or journal file (or one gzip-compressed); raise `LoadError` (nothing stored) when
-    it cannot be. `keys=False`: do not key the big runs it leaves (`span_keys.key_runs`, a pass over
+    it cannot be. `keys=False`: do not key the big runs it leaves (`span_keys_build.key_runs`, a pass over
     each whole run), for a caller that loads a run in parts and keys it once at the end."""
     path = Path(path)
     if is_gzip(path):
@@ -202,7 +202,7 @@ def _insert(
         source_id = int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0])
         inserted = loader.insert(conn, reader_path, source_id, reading)
         if keys:
-            span_keys.key_runs(conn, inserted.traces, min_events=span_keys.LOAD_KEYED_EVENTS)
+            span_keys_build.key_runs(conn, inserted.traces, min_events=span_keys_build.LOAD_KEYED_EVENTS)
         source.wait_digest()
         if not reading.jsonl and source.longest_line > MAX_LINE:
             raise _TooLong(f"a line over {MAX_LINE >> 20} MiB")

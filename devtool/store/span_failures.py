@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from devtool.store import list_param
 
-# Statements of `span_keys`' build, in its transaction: `{traces}` is a table of the runs keyed now,
-# already in `keyed_runs`.
+# Statements of a run's span keys' build (`span_keys_build`), in its transaction: `{traces}` is a
+# table of the runs keyed now, already in `keyed_runs`.
 BUILD = """
     INSERT INTO span_failures
     SELECT k.run, s.span_id, s.parent_span_id, s.kind, s.instant, s.start_ts, s.end_ts, s.error, s.end_event_id,

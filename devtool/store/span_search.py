@@ -1,6 +1,6 @@
 """A keyed run's span search (the run page's find box): what the span keys hold for it, and how it is read.
 
-Made with the rest of a big run's span keys (`span_keys.key_runs`, from `BUILD`), each a narrow table:
+Made with the rest of a big run's span keys (`span_keys_build.key_runs`, from `BUILD`), each a narrow table:
 
 - `span_text`: each span the frame tree shows with what the search looks in (its name, agent id,
   callId, span id and error, lowercased, one after the other), in time order, with its name and kind
@@ -38,8 +38,8 @@ _HEX = "[0-9a-f]*"
 _PIECES = "substr({text}, i::INTEGER, n::INTEGER)"
 _PIECES_FROM = "range(1, 4) AS ns(n), range(1, length({text}) + 1) AS r(i) WHERE i + n - 1 <= length({text})"
 
-# Statements of `span_keys`' build, in its transaction: `{traces}` is a table of the runs keyed now,
-# already in `keyed_runs`.
+# Statements of a run's span keys' build (`span_keys_build`), in its transaction: `{traces}` is a
+# table of the runs keyed now, already in `keyed_runs`.
 BUILD = f"""
     INSERT INTO span_text
     SELECT k.run, s.start_ts, s.start_event_id, s.span_id,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, replace
 
-from devtool.store import span_keys
+from devtool.store import span_keys_build
 from devtool.store.database import Store
 from devtool.store.lake.attach import Lake
 from devtool.store.lake.fetch import copy_events, copy_journal, copy_run_snapshots, in_lake
@@ -172,7 +172,7 @@ def finish_open(store: Store, lake: Lake, trace_id: str, *, chunk: int | None = 
                 conn.execute("UPDATE lake_opening SET cut = ? WHERE trace_id = ?", [upto, trace_id])
         with store.transaction() as conn:
             # Its loads left it unkeyed: keyed once, now that it is whole, as a load of it whole would.
-            span_keys.key_runs(conn, [trace_id], min_events=span_keys.LOAD_KEYED_EVENTS)
+            span_keys_build.key_runs(conn, [trace_id], min_events=span_keys_build.LOAD_KEYED_EVENTS)
         _copy_rest_of_run(store, lake, trace_id)
         _done(store, trace_id)
         return True
