@@ -94,28 +94,31 @@ def main() -> None:
             took, raw = get(target, accept="application/json")
             assert json.loads(raw)["firstDivergence"]["callId"] == changed
             warm.append(took)
-        # The page of the same pair (the comparison kept by then: its own reads, the page's others).
+        p50 = statistics.median(warm)
+        print(
+            f"# {args.events:,} events a run, two runs ({trace.stat().st_size / 1e6:,.0f} MB each);"
+            f" serve started in {started:.1f} s · {answer['total']:,} calls a run, {answer['differing']} differing"
+            f" · {platform.node()} · {dt.date.today()}"
+        )
+        print("| GET /compare (JSON) | server time | target |")
+        print("|---|---|---|")
+        print(f"| first (cold: both runs' calls read) | {cold:.0f} ms | - |")
+        verdict = "met" if p50 <= BUDGET_MS else "MISSED"
+        print(f"| again, p50 of {args.repeat} | {p50:.0f} ms | ≤ {BUDGET_MS} ms: {verdict} |")
+        print(f"| again, worst of {args.repeat} | {max(warm):.0f} ms | - |", flush=True)
+        # The page of the same pair (the comparison kept by then: its own reads, the page's others),
+        # each as it is measured: at 10M a page may take long.
         page = f"{url}compare?{urlencode({'a': trace_id, 'b': OTHER_TRACE})}"  # whole ids: no redirect
-        pages = [get(page, accept="text/html")[0] for _ in range(args.repeat + 1)]
+        first_page = get(page, accept="text/html")[0]
+        print(f"| the page (HTML), first | {first_page:.0f} ms | - |", flush=True)
+        pages = [get(page, accept="text/html")[0] for _ in range(args.repeat)]
     finally:
         process.terminate()
         process.wait(timeout=60)
-    p50 = statistics.median(warm)
-    print(
-        f"# {args.events:,} events a run, two runs ({trace.stat().st_size / 1e6:,.0f} MB each);"
-        f" serve loaded them in {started:.1f} s"
-        f" · {answer['total']:,} calls a run, {answer['differing']} differing · {platform.node()} · {dt.date.today()}"
-    )
-    print("| GET /compare (JSON) | server time | target |")
-    print("|---|---|---|")
-    print(f"| first (cold: both runs' calls read) | {cold:.0f} ms | - |")
-    verdict = "met" if p50 <= BUDGET_MS else "MISSED"
-    print(f"| again, p50 of {args.repeat} | {p50:.0f} ms | ≤ {BUDGET_MS} ms: {verdict} |")
-    print(f"| again, worst of {args.repeat} | {max(warm):.0f} ms | - |")
-    page_p50 = statistics.median(pages[1:])
-    print(f"| the page (HTML), first | {pages[0]:.0f} ms | - |")
+    page_p50 = statistics.median(pages)
     verdict = "met" if page_p50 <= BUDGET_MS else "MISSED"
     print(f"| the page, p50 of {args.repeat} after | {page_p50:.0f} ms | ≤ {BUDGET_MS} ms: {verdict} |")
+    print(f"| the page, worst of {args.repeat} after | {max(pages):.0f} ms | - |")
 
 
 if __name__ == "__main__":
