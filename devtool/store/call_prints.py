@@ -165,10 +165,8 @@ def update(conn: duckdb.DuckDBPyConnection, after_event_id: int) -> None:
     )
     rows = _rows(f"{scope} AND (event_id > {after} OR ({regenerated}))", scope)
     conn.execute(f"CREATE OR REPLACE TEMP TABLE new_prints AS {rows}")
-    printed_before = f"{scope} AND trace_id IN (SELECT trace_id FROM printed_runs)"
     # A call printed before keeps its place when its end is the same one (its memory changed), else
-    # it goes after the run's calls, as a call ending later does. Only the prints of the runs printed
-    # before are read: joined to every stored print, a second 10M-event run's load ran out of 1 GiB.
+    # it goes after the run's calls, as a call ending later does.
     conn.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE placed_prints AS
@@ -177,12 +175,13 @@ def update(conn: duckdb.DuckDBPyConnection, after_event_id: int) -> None:
                         + row_number() OVER (PARTITION BY n.trace_id ORDER BY n.event_id, n.idx)) AS pos,
                n.event_id, n.idx, n.mem_ev, n.h_in, n.h_out, n.h_err, n.h_mem, n.served
         FROM new_prints n
-        LEFT JOIN (SELECT * FROM call_prints WHERE {printed_before}) o
-             ON o.trace_id = n.trace_id AND o.call_id = n.call_id AND o.event_id = n.event_id AND o.idx = n.idx
+        LEFT JOIN call_prints o ON o.trace_id = n.trace_id AND o.call_id = n.call_id AND o.event_id = n.event_id
+             AND o.idx = n.idx
         LEFT JOIN (SELECT trace_id, max(pos) AS top FROM call_prints WHERE {scope} GROUP BY 1) m
              ON m.trace_id = n.trace_id
         """
     )
+    printed_before = f"{scope} AND trace_id IN (SELECT trace_id FROM printed_runs)"
     conn.execute(
         f"DELETE FROM call_prints WHERE {printed_before} "
         "AND (trace_id, call_id) IN (SELECT (trace_id, call_id) FROM placed_prints)"
