@@ -79,6 +79,21 @@ _ERROR = """
 EVENT_KEY_SQL = "hash(body::VARCHAR)"
 
 
+# A load's events that were stored before it (`$base`: the highest id then), taken out after its insert.
+# Only the stored events of the load's own traces are read: a hash table of every stored event's key, built
+# while the insert read the file, ran a second ten-million-event load out of DuckDB's 1 GiB.
+_DROP_STORED = """
+DELETE FROM events USING (
+    SELECT trace_id, event_key FROM events
+    WHERE event_id <= $base AND trace_id IN (SELECT DISTINCT trace_id FROM events WHERE event_id > $base)
+) stored
+WHERE events.event_id > $base AND events.trace_id = stored.trace_id AND events.event_key = stored.event_key
+"""
+_SHARES_A_TRACE = (
+    "SELECT count(*) FROM events WHERE event_id <= $base"
+    " AND trace_id IN (SELECT DISTINCT trace_id FROM events WHERE event_id > $base)"
+)
+
 # The stored events a live batch is checked against: an exporter's retry has the same timestamps, so
 # only stored events of the batch's traces (`$traces`, a `list_param`) between its first and last
 # (`$lo`, `$hi`) are read (the `ts` column's min/max per row group skip the rest of a long run, stored
@@ -91,11 +106,12 @@ _STORED_IN_WINDOW = (
 def insert_events_sql(relation: str, *, live: bool = False, written: bool = False) -> str:
     """INSERT … SELECT from `relation` (`body`, and `n` from 1 in load order); parameters `$base`, `$source`.
 
-    Events already stored (same trace, same `event_key`) are left out. `live`: the events are a live
-    batch of `CheckedEvent`s (`event_gate.py`), so only the rule's fields are checked again, not the
-    text's limits (`event_gate.TEXT_SQL`, which the Python gate measured on these very texts); they
-    are checked against the stored events of their traces and times only (`$traces`, `$lo`, `$hi`);
-    and the statement returns the ids it stored. `written` (with `live`): every text was written by
+    Events already stored (same trace, same `event_key`) are left out: by this statement for a `live`
+    batch, after it for a load (`drop_stored`). `live`: the events are a live batch of `CheckedEvent`s
+    (`event_gate.py`), so only the rule's fields are checked again, not the text's limits
+    (`event_gate.TEXT_SQL`, which the Python gate measured on these very texts); they are checked
+    against the stored events of their traces and times only (`$traces`, `$lo`, `$hi`); and the
+    statement returns the ids it stored. `written` (with `live`): every text was written by
     the gate from the event it checked (`CheckedEvent.written`), so no key is given twice and DuckDB
     reads the rule's fields as the gate did: they are read as the types the rule made sure of, not
     checked again (reading them as JSON and checking them was half the insert's CPU).
@@ -104,16 +120,12 @@ def insert_events_sql(relation: str, *, live: bool = False, written: bool = Fals
     structure, ids, timestamp = STRUCTURE, "e.trace.{} ->> '$'", TIMESTAMP_SQL
     if live:
         # Left out before the texts are read: the join then carries only the texts, not what is read.
-        rule, returning, stored = FIELDS_SQL, "RETURNING event_id", ""
+        rule, returning = FIELDS_SQL, "RETURNING event_id"
         keyed = f"(SELECT r.* FROM {keyed} r ANTI JOIN ({_STORED_IN_WINDOW}) stored ON stored.event_key = r.k)"
         if written:
             structure, ids, timestamp, rule = _WRITTEN_STRUCTURE, "e.trace.{}", "e.timestamp", "true"
     else:
         rule, returning = VALID_SQL, ""
-        stored = (
-            "ANTI JOIN (SELECT trace_id, event_key FROM events) stored"
-            " ON stored.event_key = fresh.k AND stored.trace_id = (fresh.e.trace.traceId ->> '$')"
-        )
     kind = "e.type" if written else "e.type ->> '$'"
     return f"""
     INSERT INTO events
@@ -142,7 +154,6 @@ def insert_events_sql(relation: str, *, live: bool = False, written: bool = Fals
             SELECT from_json(body, '{structure}') AS e, body, n, k FROM {keyed}
         )
     ) fresh
-    {stored}
     {returning}
     """
 
@@ -183,7 +194,7 @@ def insert_events(
     (a relation of several readers, `file_relation`, is then inserted on as many threads).
 
     Returns (events stored, spans, trace ids); no spans nor traces when not derived. Events stored
-    already are not stored again (`insert_events_sql`), so ids may skip the numbers of those: they
+    already are not stored again (`drop_stored`), so ids may skip the numbers of those: they
     still only grow. The caller holds the write lock, in a transaction.
     """
     base = last_event_id(conn)
@@ -195,10 +206,20 @@ def insert_events(
     count = conn.execute(insert_events_sql(relation), params).fetchall()[0][0]
     if unordered:
         conn.execute("RESET preserve_insertion_order")
+    count -= drop_stored(conn, base)
     if count == 0 or not derive_spans:
         return count, 0, ()
     derived, refreshed = derive.refresh(conn, base)
     return count, derived, refreshed
+
+
+def drop_stored(conn: duckdb.DuckDBPyConnection, base: int) -> int:
+    """Delete the events above id `base` (a load's, in its transaction) that their trace held already
+    (the same `event_key`); return how many. A load of new runs reads no stored key (the usual case:
+    one count of the stored events of its traces, none)."""
+    if conn.execute(_SHARES_A_TRACE, {"base": base}).fetchall()[0][0] == 0:
+        return 0
+    return int(conn.execute(_DROP_STORED, {"base": base}).fetchall()[0][0])
 
 
 def last_event_id(conn: duckdb.DuckDBPyConnection) -> int:
