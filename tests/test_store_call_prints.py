@@ -9,6 +9,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import orjson
 import pytest
 from starlette.testclient import TestClient
@@ -18,7 +19,7 @@ from devtool.actions.compare import Comparison, summary_json
 from devtool.core import MemorySink, run_with
 from devtool.core.debugger import fork_snapshot, restore_snapshot
 from devtool.store import Store, append_events, save_snapshot
-from devtool.store.call_prints import split
+from devtool.store.call_prints import POS_STEP, split
 from devtool.store.print_older import print_run, runs_to_print
 from devtool.web import create_app
 from tests.test_actions_compare import TOOL, program
@@ -141,5 +142,28 @@ def test_runs_stored_before_the_fingerprints_compare_from_their_events(
             assert shape(compared(fresh, a, b)) == shape(after)
         finally:
             fresh.close()
+    finally:
+        store.close()
+
+
+def test_migration_14_places_calls_printed_before_by_where_their_ends_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = events_of(program("cats sleep all day"))
+    path = old_store(tmp_path, monkeypatch, 13, events)
+    with duckdb.connect(str(path)) as conn:
+        trace, first = conn.execute("SELECT trace_id, first_event_id FROM runs").fetchall()[0]
+        # Printed then as a count of the run's calls: a tool call of a batch, then the frame ending after it.
+        conn.execute(
+            "INSERT INTO call_prints VALUES (?, 0, 'root/tool:a:0', 1, ?, 2, -1, 0, 0, 0, 0, 1), "
+            "(?, 0, 'root', 2, ?, -1, -1, 0, 0, 0, 0, 0)",
+            [trace, first + 4, trace, first + 9],
+        )
+    store = Store(path)
+    try:
+        assert store.query("SELECT call_id, pos FROM call_prints ORDER BY pos") == [
+            ("root/tool:a:0", 4 * POS_STEP + 4),
+            ("root", 9 * POS_STEP + 1),
+        ]
     finally:
         store.close()

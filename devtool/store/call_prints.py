@@ -6,7 +6,9 @@ order within their parent). `call_prints` holds, for each, hashes (DuckDB's 64-b
 went in (an agent's props, a turn's or tool's contentHash), what came out (an agent's result, a
 turn's message, a tool's output), its error, and a frame's memory (its last generation's; the
 root's from `runWith:end`), with its place in the run (`pos`: calls ordered by their end, and a call
-ends before its parent, so the order puts the innermost first) and where its values are
+ends before its parent, so the order puts the innermost first; `POS`, made from where the end is in
+the run, so a call keeps its place as long as its end is the same one and goes after the run's
+others when it ends again, with no look at what was printed before) and where its values are
 (`event_id`, a tool's `idx` in its batch, `mem_ev` the event holding the memory), so that a compare
 (`actions/compare.py`) joins two small tables and reads bodies only for the calls a reader shows.
 
@@ -34,6 +36,12 @@ from devtool.store import list_param
 FRAME, LIVE, CACHED = 0, 1, 2  # `served` per call: a frame, a call that ran, a call served from the journal
 
 COLUMNS = "call_id, pos, event_id, idx, mem_ev, h_in, h_out, h_err, h_mem, served"
+# A call's place: its end's offset in its run, then its place in its batch (`idx`, -1 for a frame's
+# end), over `{run}` holding the run's first event id. A dense count of the run's calls needed a window
+# over all of a load's prints and a join to those printed before: a second ten-million-event run's
+# prints ran out of DuckDB's 1 GiB there (BENCHMARKS.md, compare at 10M).
+POS_STEP = 1 << 20  # more than a batch ever holds
+POS = "(event_id - {run}) * " + str(POS_STEP) + " + idx + 2"
 # Two runs' buckets with equal digests hold the same calls, alike: only the others are joined.
 BUCKETS = 4096
 BUCKET_OF = f"hash(call_id) % {BUCKETS}"
@@ -98,8 +106,8 @@ def run_prints(trace_param: str) -> str:
     return f"""
     SELECT {COLUMNS} FROM call_prints WHERE trace_id = {t} AND EXISTS (SELECT 1 FROM printed_runs WHERE trace_id = {t})
     UNION ALL
-    SELECT call_id, row_number() OVER (ORDER BY event_id, idx) AS pos, event_id, idx, mem_ev, h_in, h_out, h_err,
-           h_mem, served
+    SELECT call_id, {POS.format(run=f"(SELECT first_event_id FROM runs WHERE trace_id = {t})")} AS pos, event_id,
+           idx, mem_ev, h_in, h_out, h_err, h_mem, served
     FROM ({read}) WHERE NOT EXISTS (SELECT 1 FROM printed_runs WHERE trace_id = {t})
     """
 
@@ -154,7 +162,7 @@ def update(conn: duckdb.DuckDBPyConnection, after_event_id: int) -> None:
     after = int(after_event_id)
     conn.execute(
         "CREATE OR REPLACE TEMP TABLE print_runs AS "
-        "SELECT trace_id FROM runs r WHERE trace_id IN (SELECT trace_id FROM touched_traces) "
+        "SELECT trace_id, first_event_id FROM runs r WHERE trace_id IN (SELECT trace_id FROM touched_traces) "
         f"AND (r.first_event_id > {after} OR trace_id IN (SELECT trace_id FROM printed_runs))"
     )
     scope = "trace_id IN (SELECT trace_id FROM print_runs)"
@@ -165,36 +173,22 @@ def update(conn: duckdb.DuckDBPyConnection, after_event_id: int) -> None:
     )
     rows = _rows(f"{scope} AND (event_id > {after} OR ({regenerated}))", scope)
     conn.execute(f"CREATE OR REPLACE TEMP TABLE new_prints AS {rows}")
-    # A call printed before keeps its place when its end is the same one (its memory changed), else
-    # it goes after the run's calls, as a call ending later does.
-    conn.execute(
-        f"""
-        CREATE OR REPLACE TEMP TABLE placed_prints AS
-        SELECT n.trace_id, n.call_id,
-               coalesce(o.pos, coalesce(m.top, 0)
-                        + row_number() OVER (PARTITION BY n.trace_id ORDER BY n.event_id, n.idx)) AS pos,
-               n.event_id, n.idx, n.mem_ev, n.h_in, n.h_out, n.h_err, n.h_mem, n.served
-        FROM new_prints n
-        LEFT JOIN call_prints o ON o.trace_id = n.trace_id AND o.call_id = n.call_id AND o.event_id = n.event_id
-             AND o.idx = n.idx
-        LEFT JOIN (SELECT trace_id, max(pos) AS top FROM call_prints WHERE {scope} GROUP BY 1) m
-             ON m.trace_id = n.trace_id
-        """
-    )
     printed_before = f"{scope} AND trace_id IN (SELECT trace_id FROM printed_runs)"
     conn.execute(
         f"DELETE FROM call_prints WHERE {printed_before} "
-        "AND (trace_id, call_id) IN (SELECT (trace_id, call_id) FROM placed_prints)"
+        "AND (trace_id, call_id) IN (SELECT (trace_id, call_id) FROM new_prints)"
     )
     # Stored by run and bucket: a compare reads the rows of a few buckets of a run, found by zone maps.
     conn.execute(
-        f"INSERT INTO call_prints SELECT trace_id, {BUCKET_OF}, {COLUMNS} FROM placed_prints ORDER BY trace_id, 2"
+        f"INSERT INTO call_prints SELECT trace_id, {BUCKET_OF}, call_id, {POS.format(run='p.first_event_id')}, "
+        "event_id, idx, mem_ev, h_in, h_out, h_err, h_mem, served "
+        "FROM new_prints JOIN print_runs p USING (trace_id) ORDER BY trace_id, 2"
     )
-    touched = f"(trace_id, bucket) IN (SELECT DISTINCT (trace_id, {BUCKET_OF}) FROM placed_prints)"
+    touched = f"(trace_id, bucket) IN (SELECT DISTINCT (trace_id, {BUCKET_OF}) FROM new_prints)"
     conn.execute(f"DELETE FROM print_buckets WHERE {printed_before} AND {touched}")
     digest(conn, f"{scope} AND {touched}")
     conn.execute("INSERT INTO printed_runs SELECT trace_id FROM print_runs ANTI JOIN printed_runs USING (trace_id)")
-    conn.execute("DROP TABLE print_runs; DROP TABLE new_prints; DROP TABLE placed_prints")
+    conn.execute("DROP TABLE print_runs; DROP TABLE new_prints")
 
 
 def digest(conn: duckdb.DuckDBPyConnection, where: str) -> None:

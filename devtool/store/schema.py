@@ -51,7 +51,8 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   (`span_failures.py`), made for the runs keyed before from their spans.
 - Migration 13 adds `call_prints`, `print_buckets` and `printed_runs`, each run's calls as
   fingerprints, what a compare joins (`call_prints.py`); a run stored before is not printed (a
-  compare reads its events).
+  compare reads its events). Migration 14 places each call by where its end is in its run
+  (`call_prints.POS`), not by a count of the run's calls.
 """
 
 from __future__ import annotations
@@ -442,5 +443,10 @@ MIGRATIONS: list[str] = [
         cached BIGINT NOT NULL, live BIGINT NOT NULL
     );
     CREATE TABLE printed_runs (trace_id VARCHAR NOT NULL);
+    """,
+    # `call_prints.POS` with its step, 1 << 20, as it was when this ran.
+    """
+    UPDATE call_prints SET pos = (call_prints.event_id - r.first_event_id) * 1048576 + call_prints.idx + 2
+    FROM runs r WHERE r.trace_id = call_prints.trace_id;
     """,
 ]
