@@ -43,7 +43,7 @@ Lineage = Sequence[tuple[str, float, float | None, int]]
 def copy_lineage(store: Store, lake: Lake, trace_id: str, span_id: str) -> int:
     """Copy the events of span `span_id` of run `trace_id` and of its ancestors from the lake (those
     stored already are not stored again); how many it stored."""
-    lineage: Lineage = store.query(_LINEAGE, {"trace": trace_id, "span": span_id})
+    lineage = lineage_of(store, trace_id, span_id)
     if not lineage:
         return 0
     where, params = at_their_times(lineage)
@@ -54,6 +54,13 @@ def copy_lineage(store: Store, lake: Lake, trace_id: str, span_id: str) -> int:
         where = f"span_id IN ({', '.join('$' + name for name in ids)})"
         stored += copy_events(store, lake, trace_id, where, ids, keys=False).events
     return stored
+
+
+def lineage_of(store: Store, trace_id: str, span_id: str) -> Lineage:
+    """Span `span_id` of run `trace_id` and its ancestors as the lake's spans hold them: (span id, start,
+    end, events) each, none when the lake has no such span."""
+    rows: Lineage = store.query(_LINEAGE, {"trace": trace_id, "span": span_id})
+    return rows
 
 
 def at_their_times(lineage: Lineage) -> tuple[str, dict[str, object]]:
