@@ -4,9 +4,9 @@ The lake's events have no index by span, and span ids are random: `WHERE span_id
 every row group of the run, at a million events every event's `span_id` and body (1.3-2.0 s). But a
 publish writes a run's events in the publisher's order, which is the order they were recorded in, so
 each Parquet row group's min/max of `ts` is a short window of the run, and DuckDB skips the row groups
-a filter on `ts` rules out (DuckLake skips whole files by its `ducklake_file_column_stats` the same
-way). A span's start and end events are at its lake spans row's `start_ts` and `end_ts` (that is how
-both are derived), so the lineage (the span and its ancestors, read from the lake's `spans`, a
+a filter on `ts` rules out (a run published in one transaction is one file of ~9 row groups a
+million events). A span's start and end events are at its lake spans row's `start_ts` and `end_ts`
+(that is how both are derived), so the lineage (the span and its ancestors, read from the lake's `spans`, a
 fraction of the events' bytes) comes first, then the events of those spans at those instants, and,
 for a span with more events than its start and end, within its times: a few row groups.
 
