@@ -29,6 +29,7 @@ from devtool.store.lake import (
     refresh_listing,
     unpublished_runs,
 )
+from devtool.store.lake.lineage import at_their_times, lineage_of
 from devtool.store.queries import list_runs
 from testkit.lake_runs import run_events, trace_id_of
 from testkit.postgres import Lakes
@@ -195,6 +196,56 @@ def test_a_big_run_opens_head_first_then_whole_with_its_journal(
     ]
     assert unpublished_runs(b) == []
     assert finish_open(b, lake_b, trace) is False
+
+
+def span_events(store: Store, trace_id: str, span_ids: list[str]) -> list[tuple[str, int]]:
+    """The event keys of `span_ids` in `store`, by span."""
+    return store.query(
+        "SELECT span_id, event_key FROM events WHERE trace_id = ? AND span_id = ANY(?::VARCHAR[]) ORDER BY ALL",
+        [trace_id, span_ids],
+    )
+
+
+def test_a_span_link_copies_exactly_its_lineages_events_read_by_their_times(
+    pair: tuple[Store, Lake, Store, Lake],
+) -> None:
+    a, lake_a, b, lake_b = pair
+    events = run_events("times", 30)
+    trace = trace_id_of("times")
+    root = events[0]["trace"]["spanId"]
+    inside, late = events[21]["trace"]["spanId"], events[41]["trace"]["spanId"]  # steps 10 and 20
+
+    def log(of: dict[str, object], at: float, message: str) -> dict[str, object]:
+        return {**of, "type": "sys:log", "timestamp": at, "message": message}
+
+    # Step 10 logs between its start and its end (a third event, within its times); step 20 logs after
+    # the run's end (outside its times: the read by times misses it, the count says so).
+    events.insert(22, log(events[21], events[21]["timestamp"] + 0.5, "inside"))
+    events.append(log(events[42], events[-1]["timestamp"] + 5, "late"))
+    append_events(a, events)
+    publish_run(a, lake_a, trace)
+    assert dict(a.query("SELECT span_id, events FROM spans WHERE span_id IN (?, ?)", [inside, late])) == {
+        inside: 3,
+        late: 3,
+    }
+
+    refresh_listing(b)
+    open_head(b, lake_b, trace, head=5)
+    # Read by their times, the lake gives the root's start and end and the inside log with its span's
+    # start and end; of step 20 only its start and end.
+    for span, found in ((inside, 2 + 3), (late, 2 + 2)):
+        where, params = at_their_times(lineage_of(b, trace, span))
+        read = f"SELECT count(*) FROM devtool_lake.events WHERE trace_id = $trace AND ({where})"
+        assert b.query(read, {"trace": trace, **params}) == [(found,)]
+    for span in (inside, late):
+        assert open_span(b, lake_b, trace, span) is True
+        # The span's events and its root's, exactly: none missing, none twice, no other span's.
+        assert span_events(b, trace, [span, root]) == span_events(a, trace, [span, root])
+        assert b.query("SELECT events, status FROM spans WHERE span_id = ?", [span]) == [(3, "completed")]
+    assert b.query("SELECT count(*) FROM events")[0][0] == 5 + 2 + 3 + 3 - 1  # the root's start is the head's
+    assert b.query(
+        "SELECT count(DISTINCT span_id) FROM events WHERE span_id NOT IN (?, ?, ?)", [root, inside, late]
+    ) == [(2,)]  # the head's two steps
 
 
 def test_one_run_published_by_two_stores_at_once_lands_once(pair: tuple[Store, Lake, Store, Lake]) -> None:

@@ -10,9 +10,9 @@ copies the events after the cut, the lake's `copy_chunk` at a time (a load of a 
 derives only what the new events touch, and these loads do not key the run: it is keyed once, at the
 end, so a chunk costs its own events), the run's journal entries and snapshots, drops the note and
 marks the run published (its events are the lake's). A link to a span not copied yet first copies that
-span's events and its ancestors' (`open_span`), so the link opens on it; it goes first: the copy of
-the rest waits before its next chunk while a span's copy is asked for, so a link waits for one chunk
-at most. Ranges may overlap: the exactly-once keys store an event once.
+span's events and its ancestors' (`open_span`, read by their times, `lineage.py`), so the link opens
+on it; it goes first: the copy of the rest waits before its next chunk while a span's copy is asked
+for, so a link waits for one chunk at most. Ranges may overlap: the exactly-once keys store an event once.
 
 A server killed while copying finds the note on restart and finishes (`unfinished_opens`); a run being
 opened is never published back.
@@ -27,6 +27,7 @@ from devtool.store import span_keys_build
 from devtool.store.database import Store
 from devtool.store.lake.attach import Lake
 from devtool.store.lake.fetch import copy_events, copy_journal, copy_run_snapshots, in_lake
+from devtool.store.lake.lineage import copy_lineage
 from devtool.store.lake.publish import mark_published
 from devtool.store.load import LoadResult
 
@@ -39,19 +40,6 @@ _CUT = """
     SELECT max(event_id), count(*) FROM (
         SELECT event_id FROM devtool_lake.events WHERE trace_id = $trace AND event_id > $after
         ORDER BY event_id LIMIT $n
-    )
-"""
-# A span and its ancestors, up the lake's spans of the run (read once).
-_LINEAGE = """
-    span_id IN (
-        WITH RECURSIVE tree AS MATERIALIZED (
-            SELECT span_id, parent_span_id FROM devtool_lake.spans WHERE trace_id = $trace
-        ), up(span_id, parent_span_id) AS (
-            SELECT span_id, parent_span_id FROM tree WHERE span_id = $span
-            UNION
-            SELECT t.span_id, t.parent_span_id FROM tree t JOIN up ON t.span_id = up.parent_span_id
-        )
-        SELECT span_id FROM up
     )
 """
 
@@ -137,7 +125,7 @@ def open_span(store: Store, lake: Lake, trace_id: str, span_id: str) -> bool:
     with _asked_changed:
         _asked[trace_id] = _asked.get(trace_id, 0) + 1
     try:
-        return copy_events(store, lake, trace_id, _LINEAGE, {"span": span_id}, keys=False).events > 0
+        return copy_lineage(store, lake, trace_id, span_id) > 0
     finally:
         with _asked_changed:
             _asked[trace_id] -= 1
