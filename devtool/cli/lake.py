@@ -63,7 +63,7 @@ def add_lake_options(parser: argparse.ArgumentParser, *, serve: bool = False, en
             default=None,
             metavar="EVENTS",
             help="copy a run opened from the lake this many events at a time after its first screen "
-            "(default 25,000): a link to a span not here yet waits for one such part",
+            "(default 10,000): a link to a span not here yet waits for one such part",
         )
 
 

@@ -25,11 +25,13 @@ REMOTE_SCHEMES = ("s3://", "s3a://", "gcs://", "gs://", "r2://")
 S3_SCHEMES = ("s3://", "s3a://")
 _PASSWORD = re.compile(r"(password\s*=\s*)(\S+)", re.IGNORECASE)
 # Events a lake run's copy loads at a time after its head (`opening.py`): a page's own copy (a span
-# link's) waits for at most one such load, and its memory is a quarter of a 100,000-event chunk's (a
-# link's copy beside one of those ran out of the 400 MiB DuckDB then had). A load of a run in parts does
-# not key the run (done once at the end), but its derive still reads more of the run the bigger it
-# is, so smaller chunks make the whole copy longer (BENCHMARKS.md, "A span link during the copy").
-COPY_CHUNK = 25_000
+# link's) waits for at most one such load (on a quiet machine a link took 0.5-0.7 s at 10,000, 0.9-1.3 s
+# at 25,000), and its memory is a tenth of a 100,000-event chunk's (a link's copy beside one of those
+# ran out of the 400 MiB DuckDB then had). A load of a run in parts does not key the run (done once at
+# the end), but its derive still reads more of the run the bigger it is, so smaller chunks make the
+# whole copy longer: 1M events in ~100 s at 10,000, ~54 s at 25,000 (BENCHMARKS.md, "The lake's first
+# open on a quiet machine").
+COPY_CHUNK = 10_000
 
 _NAME = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
 

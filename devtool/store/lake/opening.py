@@ -33,7 +33,7 @@ from devtool.store.load import LoadResult
 
 # Enough for a run's first screen (its root, its first frames), few enough to load in a fraction of a
 # second; a run of at most this many events is copied whole at once.
-HEAD = 5_000
+HEAD = 2_000
 
 # The last event id of the next `$n` events after `$after` (the publisher's order), and how many there are.
 _CUT = """
