@@ -196,15 +196,8 @@ def test_a_lake_runs_page_answers_before_its_events_are_all_here(
     """A run bigger than the head a page waits for: the first answer (a link to its last step, which
     the head does not hold) is made from part of it, says how much, and the rest follows unasked."""
     catalog, data = lakes.new()
-    name, spans = "long run", HEAD // 2 + 100
-    events = run_events(name, spans)
-    trace = trace_id_of(name)
-    path = tmp_path / "long.jsonl"
-    path.write_bytes(b"\n".join(orjson.dumps(event) for event in events) + b"\n")
-    publisher = str(tmp_path / "publisher.duckdb")
-    assert devtool("load", str(path), "--db", publisher).returncode == 0
-    done = devtool("publish", trace, "--db", publisher, "--lake", catalog, "--lake-data", str(data))
-    assert done.returncode == 0, done.stderr
+    spans = HEAD // 2 + 100
+    events, trace = _published(devtool, tmp_path, catalog, data, "long run", spans)
 
     reader = serve(tmp_path / "reader.duckdb", catalog, data, "reader")
     try:
@@ -234,15 +227,8 @@ def test_a_span_link_during_the_copy_goes_before_the_rest(lakes: Lakes, tmp_path
     fewer events than the lake has before that step; the header says the run is being copied and the
     lake's status for it; the copy then goes on to the whole run."""
     catalog, data = lakes.new()
-    name, spans, chunk = "long run, linked", 3 * HEAD // 2, 250
-    events = run_events(name, spans)
-    trace = trace_id_of(name)
-    path = tmp_path / "linked.jsonl"
-    path.write_bytes(b"\n".join(orjson.dumps(event) for event in events) + b"\n")
-    publisher = str(tmp_path / "publisher.duckdb")
-    assert devtool("load", str(path), "--db", publisher).returncode == 0
-    done = devtool("publish", trace, "--db", publisher, "--lake", catalog, "--lake-data", str(data))
-    assert done.returncode == 0, done.stderr
+    spans, chunk = 3 * HEAD // 2, 250
+    events, trace = _published(devtool, tmp_path, catalog, data, "long run, linked", spans)
 
     reader = start(
         tmp_path / "reader.duckdb",
@@ -282,3 +268,19 @@ def test_a_span_link_during_the_copy_goes_before_the_rest(lakes: Lakes, tmp_path
     finally:
         reader.stop()
     assert "Traceback" not in (tmp_path / "reader.log").read_text()
+
+
+def _published(
+    devtool: DevtoolRunner, tmp_path: Path, catalog: str, data: Path, name: str, spans: int
+) -> tuple[list[dict[str, Any]], str]:
+    """A run of `spans` steps named `name`, loaded into a publisher's store and published to the lake:
+    its events and trace id."""
+    events = run_events(name, spans)
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(event) for event in events) + b"\n")
+    publisher = str(tmp_path / "publisher.duckdb")
+    assert devtool("load", str(path), "--db", publisher).returncode == 0
+    trace = trace_id_of(name)
+    done = devtool("publish", trace, "--db", publisher, "--lake", catalog, "--lake-data", str(data))
+    assert done.returncode == 0, done.stderr
+    return events, trace
