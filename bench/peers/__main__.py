@@ -2,6 +2,7 @@
 the same OTLP workload, and our OTLP ingest against its floor. Run by hand, never by the test suite:
 
     .venv/bin/python -m bench.peers [--spans 100000] [--rounds 3] [--systems ours phoenix mlflow]
+                                    [--figures ingest probes big search]
                                     [--scratch ~/.cache/devtool-bench-peers]
 
 Once: installs each peer from PyPI into its own venv under the scratch folder (`venvs.py`), and makes
@@ -35,6 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--systems", nargs="+", default=["ours", "phoenix", "mlflow"], choices=["ours", "phoenix", "mlflow"]
     )
+    parser.add_argument(
+        "--figures",
+        nargs="+",
+        default=list(measure.FIGURES),
+        choices=measure.FIGURES,
+        help="which figures to take (default all); the search needs the ingest's traces",
+    )
     parser.add_argument("--scratch", type=Path, default=Path.home() / ".cache" / "devtool-bench-peers")
     args = parser.parse_args(argv)
     scratch: Path = args.scratch
@@ -56,19 +64,21 @@ def main(argv: list[str] | None = None) -> int:
         for name in order:
             data = scratch / "runs" / name
             shutil.rmtree(data, ignore_errors=True)
-            results[name].append(measure.one_round(systems[name], data, loads))
-        floors.append(floor.measure(loads["ingest"].bodies))
-        print(f"  floor: {floors[-1]:.2f} s", flush=True)
+            results[name].append(measure.one_round(systems[name], data, loads, tuple(args.figures)))
+        if "ingest" in args.figures:
+            floors.append(floor.measure(loads["ingest"].bodies))
+            print(f"  floor: {floors[-1]:.2f} s", flush=True)
         loadavg.append(os.getloadavg()[0])
     medians = {name: measure.medians(found) for name, found in results.items()}
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         f"bench.peers · {stamp} · {os.cpu_count()} cores · {loads['ingest'].spans:,} spans · {args.rounds} round(s)"
-        f" · load average {min(loadavg):.1f}-{max(loadavg):.1f} (1 min, at each round's start and end)",
+        f" · load average {min(loadavg):.1f}-{max(loadavg):.1f} (1 min, at each round's start and end)"
+        f" · figures: {', '.join(args.figures)}",
         "",
         render(medians, titles),
     ]
-    if "ours" in medians:
+    if "ours" in medians and floors:
         floor_s, ours_s = statistics.median(floors), medians["ours"]["ingest_s"]
         lines.append("")
         lines.append(

@@ -32,6 +32,8 @@ def render(medians: dict[str, dict[str, float]], titles: dict[str, str]) -> str:
     head = ["figure (medians)", *(titles[name] for name in systems), *(f"ours ÷ {titles[p]}" for p in peers)]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key, label, form in ROWS:
+        if not any(key in medians[name] for name in systems):  # a figure not taken (`--figures`)
+            continue
         cells = [form.format(medians[name][key]) if key in medians[name] else "—" for name in systems]
         if key == "search_found":
             cells = [f"{c} of {medians[n].get('search_expected', 0):,.0f}" for c, n in zip(cells, systems, strict=True)]
