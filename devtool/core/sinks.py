@@ -1,5 +1,7 @@
 """Where trace events go: a list in memory, or a JSONL file written one line per event.
 
+A sink that has `many(events)` is handed events emitted together at once (`Emitter.emit_all`).
+
 Any callable taking one event is a sink too. `HttpSink`, which streams to a running DevTool, lives
 in `devtool.core.http_sink`.
 """
@@ -23,6 +25,9 @@ class MemorySink:
     def __call__(self, event: TraceEvent) -> None:
         self.events.append(event)
 
+    def many(self, events: list[TraceEvent]) -> None:
+        self.events.extend(events)
+
     def __repr__(self) -> str:
         return f"MemorySink({len(self.events)} events)"
 
@@ -30,9 +35,10 @@ class MemorySink:
 class JsonlSink:
     """Appends one JSON line per event to `path`.
 
-    Each event is one unbuffered `write(2)` on an O_APPEND file: a crash loses nothing that was
-    emitted, lines from several writers never interleave, and a follower (`devtool serve --follow`)
-    sees each event as soon as it happens.
+    Each event is written by an unbuffered `write(2)` on an O_APPEND file before the call that emitted
+    it returns: a crash loses nothing that was emitted, lines from several writers never interleave,
+    and a follower (`devtool serve --follow`) sees each event as soon as it happens. Events emitted
+    together (`many`: a frame's opening or closing events, a settled request's) go in one write.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -42,6 +48,11 @@ class JsonlSink:
 
     def __call__(self, event: TraceEvent) -> None:
         os.write(self._fd, orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE))
+
+    def many(self, events: list[TraceEvent]) -> None:
+        lines = memoryview(b"".join([orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE) for event in events]))
+        while lines:  # a regular file takes it whole but for a signal or a full disk
+            lines = lines[os.write(self._fd, lines) :]
 
     def close(self) -> None:
         if self._fd >= 0:
