@@ -8,12 +8,16 @@ in `devtool.core.http_sink`.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
 import orjson
 
 from devtool.core.events import TraceEvent
+
+# An event as its JSONL line.
+_line = functools.partial(orjson.dumps, option=orjson.OPT_APPEND_NEWLINE)
 
 
 class MemorySink:
@@ -50,9 +54,11 @@ class JsonlSink:
         os.write(self._fd, orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE))
 
     def many(self, events: list[TraceEvent]) -> None:
-        lines = memoryview(b"".join([orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE) for event in events]))
-        while lines:  # a regular file takes it whole but for a signal or a full disk
-            lines = lines[os.write(self._fd, lines) :]
+        lines = b"".join(map(_line, events))  # in C: no Python step an event
+        written = os.write(self._fd, lines)
+        while written < len(lines):  # a regular file takes it whole but for a signal or a full disk
+            lines = lines[written:]
+            written = os.write(self._fd, lines)
 
     def close(self) -> None:
         if self._fd >= 0:
