@@ -101,3 +101,12 @@ def test_deferred_events_reach_a_sink_with_the_event_that_settles_them() -> None
     assert batches.batches in ([together], [alone, ["tools:execute:start"]])
     emitter.emit({"type": "tools:execute:end", **at})  # type: ignore[typeddict-item]
     assert batches.batches[-1] == ["tools:execute:end"]
+
+
+def test_a_batch_with_an_event_that_is_not_json_still_writes_the_others(tmp_path: Path) -> None:
+    path = tmp_path / "trace.jsonl"
+    at = {"agentId": "", "trace": {"traceId": "t", "spanId": "s", "parentSpanId": ""}}
+    events: list[Any] = [{"type": "a", **at}, {"type": "b", "usage": 2**70, **at}, {"type": "c", **at}]
+    with JsonlSink(path) as sink, pytest.raises(TypeError):  # orjson's error: an integer beyond 64 bits
+        sink.many(events)
+    assert [json.loads(line)["type"] for line in path.read_text().splitlines()] == ["a", "c"]

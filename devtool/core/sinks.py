@@ -8,6 +8,7 @@ in `devtool.core.http_sink`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from pathlib import Path
@@ -54,7 +55,18 @@ class JsonlSink:
         os.write(self._fd, orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE))
 
     def many(self, events: list[TraceEvent]) -> None:
-        lines = b"".join(map(_line, events))  # in C: no Python step an event
+        try:
+            lines = b"".join(map(_line, events))  # in C: no Python step an event
+        except orjson.JSONEncodeError:  # as one at a time: the others written, the first failure raised
+            parts: list[bytes] = []
+            for event in events:
+                with contextlib.suppress(orjson.JSONEncodeError):
+                    parts.append(_line(event))
+            self._write(b"".join(parts))
+            raise
+        self._write(lines)
+
+    def _write(self, lines: bytes) -> None:
         written = os.write(self._fd, lines)
         while written < len(lines):  # a regular file takes it whole but for a signal or a full disk
             lines = lines[written:]
