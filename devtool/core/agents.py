@@ -103,14 +103,12 @@ class AgentScope:
 
     def open(self) -> Frame:
         self._started = time.perf_counter()
-        emit = self.frame.run.emitter.emit
-        fields = {"props": self.props, **AGENT_FIELDS}
-        emit(self._event(EVENTS.AGENT_START, self.agent_span, self.parent_span, **fields))
-        emit(
-            self._event(
-                EVENTS.GENERATION_START, self.generation_span, self.agent_span, generationId=0, props=self.props
-            )
+        props = self.props
+        start = self._event(EVENTS.AGENT_START, self.agent_span, self.parent_span, props=props, **AGENT_FIELDS)
+        generation = self._event(
+            EVENTS.GENERATION_START, self.generation_span, self.agent_span, generationId=0, props=props
         )
+        self.frame.run.emitter.emit_all([start, generation])
         self._token = CURRENT_FRAME.set(self.frame)
         return self.frame
 
@@ -123,20 +121,22 @@ class AgentScope:
             self._token = None
         frame, run = self.frame, self.frame.run
         outcome = frame.settle(result, error)
+        ends: list[TraceEvent] = []
         if error is not None and run.first_report(error):
-            run.emitter.emit(self._event(EVENTS.ERROR, new_span_id(), self.generation_span, error=frame.error))
+            ends.append(self._event(EVENTS.ERROR, new_span_id(), self.generation_span, error=frame.error))
         elapsed = (time.perf_counter() - self._started) * 1000
         memory = frame.memory.to_json()
         # The TypeScript library's fields, with their meanings here: one generation, never reborn.
         reason = "return" if outcome.get("success") else "error"
-        run.emitter.emit(
+        ends.append(
             self._event(EVENTS.GENERATION_END, self.generation_span, self.agent_span, generationId=0, props=self.props,
                         memory=memory, endReason=reason, draft=EMPTY_DRAFT, duration=elapsed, **outcome)
         )  # fmt: skip
-        run.emitter.emit(
+        ends.append(
             self._event(EVENTS.AGENT_END, self.agent_span, self.parent_span, props=self.props, duration=elapsed,
                         generationCount=1, **AGENT_FIELDS, **outcome)
         )  # fmt: skip
+        run.emitter.emit_all(ends)  # with the deferred work this settles: one write(2) to a JSONL file
 
     def _event(self, kind: str, span: str, parent_span: str, **fields: Any) -> TraceEvent:
         return trace_event(

@@ -25,6 +25,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from time import time as _time
 from typing import Any, Final, Required, TypedDict
 
 from devtool.core.drainer import DRAINER
@@ -142,15 +143,15 @@ def trace_event(
     kind: str, agent_id: str, trace_id: str, span_id: str, parent_span_id: str, **fields: Any
 ) -> TraceEvent:
     """An event of type `kind`, stamped now, in span `span_id` of trace `trace_id`."""
-    event: TraceEvent = {
+    # One dict display, the clock read in place (`now_ms`): made for every event of every run.
+    return {
         "schemaVersion": SCHEMA_VERSION,
         "type": kind,
-        "timestamp": now_ms(),
+        "timestamp": _time() * 1000.0,
         "agentId": agent_id,
         "trace": {"traceId": trace_id, "spanId": span_id, "parentSpanId": parent_span_id},
+        **fields,  # type: ignore[typeddict-item]
     }
-    event.update(fields)  # type: ignore[typeddict-item]
-    return event
 
 
 def now_ms() -> float:
@@ -188,31 +189,73 @@ class Emitter:
     `DRAIN_INTERVAL` (`drainer.py`). So sinks hear the same events in the same order as if each had
     been emitted when it happened, but a deferred event may reach them from the drainer's thread;
     never two at once.
+
+    Events that happen together reach each sink at once, through its `many(events)` when it has one
+    (a `JsonlSink` writes them in one `write(2)`): those a frame opens or closes with (`emit_all`), and
+    those settled deferred work emits together with the event that settled it. Nothing is held past
+    the call that emitted it: the code being recorded never runs while an event waits in a buffer.
     """
 
     def __init__(self, sinks: Iterable[Sink]) -> None:
         self.sinks: tuple[Sink, ...] = tuple(sinks)
+        # Each sink with the method it takes events emitted together with (None: one at a time).
+        self._many: tuple[tuple[Sink, Callable[[list[TraceEvent]], object] | None], ...] = tuple(
+            (sink, getattr(sink, "many", None)) for sink in self.sinks
+        )
         self._reported: set[int] = set()
         self._pending: deque[Callable[[], object]] = deque()
         self._busy = False  # deferred work is being done (the last may have left `_pending` already)
         self._scheduled = False  # the drainer has been told of the pending work
+        # What deferred work being settled has sent, handed to the sinks when it is done (under `_lock`).
+        self._held: list[TraceEvent] | None = None
         self._lock = threading.RLock()
 
     def emit(self, event: TraceEvent) -> None:
         if self._pending or self._busy:
             with self._lock:
-                self._settle()
-                self.send(event)
+                self._settle([event])
             return
-        self.send(event)
+        self._to_sinks(event)
+
+    def emit_all(self, events: list[TraceEvent]) -> None:
+        """Events that happen together (a frame's opening pair, its closing ones), in their order."""
+        if self._pending or self._busy:
+            with self._lock:
+                self._settle(events)
+            return
+        self._deliver(events)
 
     def send(self, event: TraceEvent) -> None:
         """`event` to the sinks now: what deferred work emits with (it runs in order already)."""
+        if self._held is not None:
+            self._held.append(event)
+            return
+        self._to_sinks(event)
+
+    def _to_sinks(self, event: TraceEvent) -> None:
         for sink in self.sinks:
             try:
                 sink(event)
             except Exception as exc:
                 self._report(sink, "failed on an event", exc)
+
+    def _deliver(self, events: list[TraceEvent]) -> None:
+        if len(events) < 2:
+            if events:
+                self._to_sinks(events[0])
+            return
+        for sink, many in self._many:
+            if many is None:  # each event on its own, as `emit` hands it one
+                for event in events:
+                    try:
+                        sink(event)
+                    except Exception as exc:
+                        self._report(sink, "failed on an event", exc)
+                continue
+            try:
+                many(events)
+            except Exception as exc:
+                self._report(sink, "failed on events", exc)
 
     def defer(self, work: Callable[[], object]) -> None:
         """Do `work` later, in order with the run's other events (see the class docstring)."""
@@ -245,19 +288,32 @@ class Emitter:
                 except Exception as exc:
                     self._report(sink, "failed to flush", exc)
 
-    def _settle(self) -> None:
+    def _settle(self, then: list[TraceEvent] | None = None) -> None:
+        """Do the deferred work (under `_lock`), then hand the sinks what it sent and `then` at once."""
         # Told again on the next `defer`: the drainer may have settled this one already, or will find nothing.
         self._scheduled = False
-        if not self._pending:
+        if self._held is not None:  # an emit from deferred work being settled: after what it sent so far
+            self._held.extend(then or ())
             return
+        if not self._pending:
+            self._deliver(then or [])
+            return
+        # Busy until the events are delivered: an emit from another thread meanwhile waits for the lock.
         self._busy = True
+        held: list[TraceEvent] = []
+        self._held = held
         try:
-            while self._pending:
-                work = self._pending.popleft()
-                try:
-                    work()
-                except Exception as exc:  # our own bookkeeping failing must not fail the run it records
-                    logger.exception("devtool: deferred recording work %r failed (%s)", work, exc)
+            try:
+                while self._pending:
+                    work = self._pending.popleft()
+                    try:
+                        work()
+                    except Exception as exc:  # our own bookkeeping failing must not fail the run it records
+                        logger.exception("devtool: deferred recording work %r failed (%s)", work, exc)
+            finally:
+                self._held = None
+            held.extend(then or ())
+            self._deliver(held)
         finally:
             self._busy = False
 

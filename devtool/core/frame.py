@@ -103,6 +103,10 @@ class Memory(MutableMapping[str, JSON]):
         return {key: describe(value) for key, value in self._data.items()}
 
 
+# What a frame that restores nothing replays from, and its restored children: shared, never written.
+_NOTHING_TO_REPLAY: FrameJournal = {"prompt": {}, "tool": {}}
+_NO_CHILDREN: dict[str, FrameSnapshot] = {}
+
 # Taken while calls started together reserve their seqs (`Frame.ordered_call_id`), from any thread.
 _RESERVING = threading.Lock()
 
@@ -136,18 +140,21 @@ class Frame:
         self.memory = Memory(copy.deepcopy(restored["memory"]) if restored else None)
         # The snapshot's entries are the replay cache; `journal` starts with them and gains what this
         # run records, so a dump taken during a replay holds both. A new frame's are empty: no copy
-        # (a frame is made for every agent call, a framework's node runs too).
-        self.replay: FrameJournal = restored["journal"] if restored else {"prompt": {}, "tool": {}}
+        # (a frame is made for every agent call, a framework's node runs too), and nothing to replay
+        # shared by every such frame (only read), not made again: dicts that live as long as the run
+        # are what its young collections walk (BENCHMARKS.md, issue 38).
+        self.replay: FrameJournal = restored["journal"] if restored else _NOTHING_TO_REPLAY
         self.journal: FrameJournal = copy.deepcopy(self.replay) if restored else {"prompt": {}, "tool": {}}
-        self.restored_children: dict[str, FrameSnapshot] = restored["children"] if restored else {}
+        self.restored_children: dict[str, FrameSnapshot] = restored["children"] if restored else _NO_CHILDREN
         self.children: dict[str, Frame] = {}
         self.status: Status = "running"
         self.output: JSON = None
         self.error: ErrorInfo | None = None
         self.budget = Budget()
         self._counters: dict[str, itertools.count[int]] = {}
-        # `ordered_call_id`'s reservations: kind:configId -> the calls started together -> (first seq, taken).
-        self._together: dict[str, dict[tuple[str, ...], tuple[int, set[str]]]] = {}
+        # `ordered_call_id`'s reservations: kind:configId -> the calls started together -> (first seq, taken);
+        # made at the first (most frames have none).
+        self._together: dict[str, dict[tuple[str, ...], tuple[int, set[str]]]] | None = None
 
     @property
     def parent(self) -> Frame | None:
@@ -169,6 +176,8 @@ class Frame:
         that start in any order number them as a run and its replay both do."""
         key = f"{kind}:{config_id}"
         with _RESERVING:
+            if self._together is None:
+                self._together = {}
             reserved = self._together.setdefault(key, {})
             first, taken = reserved.get(together, (0, {member}))
             if member in taken:  # new, or the same ids asked again (a later turn): a reservation of its own

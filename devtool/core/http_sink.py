@@ -82,6 +82,12 @@ class HttpSink:
             if len(self._queue) >= self.batch_size:
                 self._wake.notify()
 
+    def many(self, events: list[TraceEvent]) -> None:
+        with self._wake:
+            self._queue.extend(events)
+            if len(self._queue) >= self.batch_size:
+                self._wake.notify()
+
     def flush(self) -> None:
         """Wait (up to `flush_timeout`) until every queued event is delivered or spooled."""
         deadline = time.monotonic() + self.flush_timeout

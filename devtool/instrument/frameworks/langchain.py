@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool
 
 from devtool.core.frame import CURRENT_FRAME, Frame
@@ -305,6 +305,8 @@ def _asked(output: Any, found: list[tuple[str, ...]]) -> None:
     elif isinstance(output, (list, tuple)):
         for item in output:
             _asked(item, found)
+    elif isinstance(output, (BaseMessage, str)):  # a tool's answer: no `update` to look for (pydantic's
+        return  # `__getattr__` would raise and catch an AttributeError for each)
     elif isinstance(getattr(output, "update", None), (dict, list, tuple)):  # a `Command`
         _asked(output.update, found)
 
