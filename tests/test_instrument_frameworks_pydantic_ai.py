@@ -1,10 +1,11 @@
 """Pydantic AI recorded with no capability of ours (`frameworks/pydantic_ai.py`: `Agent.iter`'s wrapper
-opens the frame, the agent's toolsets are journaled in a `WrapperToolset` put in place by its
-`override`), in the cases that path must not lose: a run's own `toolsets=`, a run with capabilities of
-its own and an agent whose capability brings its tools (both journaled by a capability instead), an
-unnamed agent (named by its variable, as Pydantic AI names it), an agent run inside its own tool call.
-Each against the fake provider over real HTTP, counting requests and the tool's runs: recorded, the tool
-runs once and is journaled in the agent's frame; a whole replay asks nothing and runs no tool."""
+opens the frame, `FunctionToolset.call_tool`'s journals the tool calls), in the cases that path must
+not lose: a run's own `toolsets=`, an agent whose `Toolset` capability brings its tools, a run with
+capabilities of its own and an agent with a toolset made per run (both journaled by a capability
+instead, once), an unnamed agent (named by its variable, as Pydantic AI names it), an agent run inside
+its own tool call. Each against the fake provider over real HTTP, counting requests and the tool's
+runs: recorded, the tool runs once and is journaled once, in the agent's frame; a whole replay asks
+nothing and runs no tool."""
 
 from __future__ import annotations
 
@@ -90,6 +91,19 @@ def test_a_run_with_capabilities_of_its_own_keeps_them_and_journals_its_tools(fa
 
 def test_an_agent_whose_capability_brings_its_tools_has_them_journaled(fake_provider: FakeProvider) -> None:
     travel = Agent(model(fake_provider), name="travel", capabilities=[Toolset(FunctionToolset([weather]))])
+
+    async def main() -> str:
+        return (await travel.run(QUESTION)).output
+
+    journaled_in(recorded_then_replayed(fake_provider, main), "root/agent:travel:0")
+
+
+def test_an_agent_with_a_toolset_made_per_run_has_its_tools_journaled_once(fake_provider: FakeProvider) -> None:
+    travel = Agent(model(fake_provider), name="travel")
+
+    @travel.toolset
+    def tools(ctx: Any) -> FunctionToolset[Any]:
+        return FunctionToolset([weather])
 
     async def main() -> str:
         return (await travel.run(QUESTION)).output
