@@ -1,8 +1,9 @@
 """Agent frameworks recorded whole, with no decorator in the user's code: one module each, imported only
 when its `devtool.instrument.<framework>()` is called (importing this package imports no framework).
 
-- `pydantic_ai.py`: every `Agent` run is an agent frame (its `name`), every tool call a journaled one, by
-  a capability (`wrap_run`, `wrap_tool_execute`) added to each run made in a recorded run.
+- `pydantic_ai.py`: every `Agent` run is an agent frame (its `name`), opened by a wrapper of `Agent.iter`,
+  and every tool call a journaled one, in a wrapper of `FunctionToolset.call_tool` (no capability: each
+  costs every hook of a step a `RunContext` copy).
 - `openai_agents.py`: every `Runner` run is an agent frame (the starting agent's `name`), a handoff a
   frame of the agent handed to, inside the one that handed off, and every `FunctionTool` call a journaled
   one (its `on_invoke_tool`); an agent run as a tool runs inside that tool call.
