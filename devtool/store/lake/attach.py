@@ -4,7 +4,8 @@ reverse), each transaction writing one of the two, as DuckDB requires.
 
 The extensions come from their PyPI packages (`store.extensions`): ducklake, and postgres for a
 PostgreSQL catalog, httpfs for S3 data. The lake's tables are made on first attach by whichever
-DevTool comes first (`tables.LAKE_TABLES`; several starting at once retry on the catalog's conflict).
+DevTool comes first (`tables.LAKE_TABLES`; several starting at once retry on the catalog's conflict),
+with the row group size of its events' Parquet files (`tables.EVENTS_ROW_GROUP`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from devtool.store.extensions import load_extension
 from devtool.store.lake.config import POSTGRES, LakeConfig, LakeError, shown
 from devtool.store.lake.retry import in_lake_transaction
 from devtool.store.lake.s3 import make_secret
-from devtool.store.lake.tables import LAKE_TABLES, LAKE_VERSION, LOCAL_TABLES
+from devtool.store.lake.tables import EVENTS_ROW_GROUP, LAKE_TABLES, LAKE_VERSION, LOCAL_TABLES
 
 # Not `lake`: DuckDB names a file's own database after the file, and a store may be `lake.duckdb`.
 ALIAS = "devtool_lake"
@@ -57,6 +58,8 @@ def attach_lake(store: Store, config: LakeConfig) -> Lake:
         conn.execute(LOCAL_TABLES)
     try:
         in_lake_transaction(store, _make_tables)
+        # A transaction of its own: DuckLake sets no option on a table made in the same transaction.
+        in_lake_transaction(store, _size_row_groups)
     except duckdb.Error as exc:
         raise LakeError(f"cannot make the lake's tables in {config.shown!r}: {_first_line(exc)}") from None
     lake = Lake(config)
@@ -82,6 +85,14 @@ def detach_lake(store: Store) -> None:
     store.lake = None
     with store.writer() as conn, closing(conn.cursor()) as cursor:
         cursor.execute(f"DETACH {ALIAS}")
+
+
+def _size_row_groups(conn: duckdb.DuckDBPyConnection) -> None:
+    # Read first: a write per attach would be a catalog commit (and a conflict) at each server's start.
+    # A lake made before the option keeps the row groups of the runs it holds (they read as before).
+    sized = f"SELECT value FROM {ALIAS}.options() WHERE option_name = 'parquet_row_group_size' AND scope_entry = ?"
+    if conn.execute(sized, ["main.events"]).fetchall() != [(str(EVENTS_ROW_GROUP),)]:
+        conn.execute(f"CALL {ALIAS}.set_option('parquet_row_group_size', {EVENTS_ROW_GROUP}, table_name => 'events')")
 
 
 def _quoted(text: str) -> str:

@@ -4,8 +4,8 @@
 snapshots) before it returns: what `devtool load --lake` does. A page cannot wait for that (a
 million-event run is a load of its file, a minute or more), so the web asks in two steps:
 `open_head` notes the run in `lake_opening` (the cut and the lake's count) and copies the run's first
-`HEAD` events in the publisher's order (a top-N on the lake's event ids, no sort of the texts): four
-catalog reads and a load of a few thousand events; the page is made from that. `finish_open` then
+`HEAD` events in the publisher's order (a top-N on the lake's event ids, no sort of the texts): two
+reads of the lake and a load of a few thousand events; the page is made from that. `finish_open` then
 copies the events after the cut, the lake's `copy_chunk` at a time (a load of a run already stored
 derives only what the new events touch, and these loads do not key the run: it is keyed once, at the
 end, so a chunk costs its own events), the run's journal entries and snapshots, drops the note and
@@ -41,6 +41,12 @@ _CUT = """
         SELECT event_id FROM devtool_lake.events WHERE trace_id = $trace AND event_id > $after
         ORDER BY event_id LIMIT $n
     )
+"""
+
+# The run's count as the lake lists it (None: not listed), and the cut of its first `$n` events.
+_HEAD = f"""
+    SELECT (SELECT events FROM devtool_lake.runs WHERE trace_id = $trace ORDER BY published_at DESC LIMIT 1), *
+    FROM ({_CUT})
 """
 
 # Runs whose rest a thread of this process is copying now: one copy a run.
@@ -82,14 +88,11 @@ def open_head(store: Store, lake: Lake, trace_id: str, *, head: int = HEAD) -> O
     """Copy the first `head` events of run `trace_id` (all of a run that has no more, with its journal
     entries and snapshots); what is still to copy (`finish_open`), or None when the lake has no such
     run or the run is now whole here."""
-    # The lake's count from its runs row (the publisher's count, its events once each): no scan here.
-    listed = store.query(
-        "SELECT events FROM devtool_lake.runs WHERE trace_id = ? ORDER BY published_at DESC LIMIT 1", [trace_id]
-    )
-    if not listed:
+    # The lake's count from its runs row (the publisher's count, its events once each: no scan), read
+    # with the head's cut in one statement: each statement on the lake pays its catalog round trips.
+    total, cut, counted = store.query(_HEAD, {"trace": trace_id, "after": -1, "n": head})[0]
+    if total is None:
         return None
-    total = int(listed[0][0])
-    cut, counted = store.query(_CUT, {"trace": trace_id, "after": -1, "n": head})[0]
     if cut is None or counted >= total:
         open_run(store, lake, trace_id)
         return None

@@ -22,6 +22,13 @@ from __future__ import annotations
 
 LAKE_VERSION = 1
 
+# Rows a Parquet row group of the lake's `events` holds (DuckLake's `parquet_row_group_size`, scoped to
+# that table; DuckDB's default is 122,880). A read of a few thousand events by their ids or times (a
+# run's head, a chunk of its copy, a span link's events) decodes the whole row groups it touches, bodies
+# and all: at the default a 2,000-event head decoded 122,880 bodies (~86 MB of text). Five DuckDB
+# vectors: the files are as small (BENCHMARKS.md, "The first paint from the lake: row groups").
+EVENTS_ROW_GROUP = 10_240
+
 RUN_COLUMNS = (
     "trace_id, name, status, started_ts, ended_ts, events, spans, agents, failed, running, prompt_tokens, "
     "completion_tokens, cost_micro_usd, unpriced_calls, prompts, tools, agent_ids"
