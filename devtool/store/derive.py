@@ -22,7 +22,8 @@ stored traces (live ingest, a second file of one trace) it derives the new spans
 them alone, re-derives the stored spans they touch from all their events, walks the whole trace
 again only when a stored span's parent or depth may have changed, and moves the runs' summaries by
 what changed (`run_summary.update`); a load of new runs counts their summaries whole
-(`run_summary.rebuild`). The runs' calls are fingerprinted with them (`call_prints.update`).
+(`run_summary.rebuild`). The runs' calls are fingerprinted with them (`call_prints.update`), but for
+a live derive, which leaves them to the index step after it (`Store.index_backlog`).
 """
 
 from __future__ import annotations
@@ -108,11 +109,15 @@ def refresh(
     *,
     traces: tuple[str, ...] | None = None,
     chunk: int | None = None,
+    prints: bool = True,
 ) -> tuple[int, tuple[str, ...]]:
     """Derive spans and run summaries for the events with ids above `after_event_id` (of `traces` only,
     when given: the derive of a live backlog, whose range may hold a load's events, derived already).
     More than `chunk` events of new runs (by default as many as DuckDB's memory limit fits,
     `derive_stream.chunk_for`) are derived `chunk` at a time (`derive_stream`).
+
+    `prints=False` leaves the runs' call fingerprints to the caller (a live derive: `Store.index_backlog`
+    makes them after it commits, with the search words, so that a run is visible sooner).
 
     Returns how many spans were (re)derived (of those the pages show and count: not instants, not
     `HIDDEN_KINDS`) and the ids of the traces they belong to.
@@ -169,7 +174,8 @@ def refresh(
         conn.execute("DROP TABLE derived; DROP TABLE placed")
     if not incremental:
         run_summary.rebuild(conn)
-    call_prints.update(conn, after_event_id)
+    if prints:
+        call_prints.update(conn, after_event_id)
     traces = tuple(row[0] for row in conn.execute("SELECT trace_id FROM touched_traces ORDER BY 1").fetchall())
     conn.execute("DROP TABLE touched_traces")
     return derived, traces
