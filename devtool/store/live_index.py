@@ -14,15 +14,21 @@ run's calls are printed again in place. So the step may read events newer than t
 follows (appended meanwhile): the next step prints them again, alike.
 
 Readers of words or fingerprints (the search, a find in a run, compare, why) wait for the step as
-they wait for the derive (`web/live/settled.py`; `Store.derive_backlog()` runs it); the pages of a
-run read neither, and a new run's replay calls are read from its events until it is printed.
+they wait for the derive (`web/live/settled.py`; `Store.derive_backlog()` runs it). The pages of a
+run do not wait: those of a replay (which of its calls ran live, what it saved) read its calls from
+its events while its step is pending (`printed`), as they read an unprinted run's.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import duckdb
 
 from devtool.store import call_prints, list_param, search
+
+if TYPE_CHECKING:
+    from devtool.store.database import Store
 
 # Each run left to index, and the first event id of it not indexed: what a stopped process left.
 PENDING = "SELECT trace_id, min(after_event_id) + 1 FROM unindexed GROUP BY trace_id"
@@ -52,3 +58,11 @@ def index(conn: duckdb.DuckDBPyConnection, taken: dict[str, int]) -> None:
     conn.execute("DROP TABLE touched_traces")
     search.index_events(conn, after, traces)
     conn.execute(f"DELETE FROM unindexed WHERE trace_id IN (SELECT unnest({list_param.of('t')}))", params)
+
+
+def printed(store: Store, cursor: duckdb.DuckDBPyConnection, trace_id: str) -> bool:
+    """Whether run `trace_id`'s stored call fingerprints are all of its calls derived: it is printed,
+    and no index step of it is pending (else its newest calls may be missing from them)."""
+    if store.unindexed.holds(trace_id):
+        return False
+    return bool(cursor.execute("SELECT 1 FROM printed_runs WHERE trace_id = ?", [trace_id]).fetchall())

@@ -13,8 +13,10 @@ in `unknown`, so a saving is never shown as complete when it is not. Served tool
 from __future__ import annotations
 
 import functools
+from contextlib import closing
 from dataclasses import dataclass
 
+from devtool.store import live_index
 from devtool.store.call_prints import CACHED
 from devtool.store.database import Store
 from devtool.store.run_summary import MODEL_REQUEST_END
@@ -100,7 +102,8 @@ def _saving(store: Store, trace_id: str, last_event_id: int | None, runs: int) -
     """`replay_saving` of the store as it is at this last event id and count of runs."""
     found = store.query(_ORIGINAL, [trace_id])
     original = (found[0][0] if found else None) or ""
-    printed = store.query("SELECT 1 FROM printed_runs WHERE trace_id = ?", [trace_id])
+    with closing(store.reader()) as cursor:
+        printed = live_index.printed(store, cursor, trace_id)
     saving = _SAVING.replace("{served_tools}", _SERVED_TOOLS_PRINTED if printed else _SERVED_TOOLS)
     ((prompts, tools, saved, unknown, calls),) = store.query(saving, {"trace": trace_id, "original": original})
     if not prompts and not tools:
