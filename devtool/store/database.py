@@ -288,15 +288,10 @@ class Store:
                     rollback(conn)
                     return None
                 through = self.backlog.derived_through(newest, taken)
-            try:
+            with _committed(conn, self.backlog, taken):
                 after = min(taken.values()) - 1
                 _, traces = derive.refresh(conn, after, traces=tuple(taken), prints=False)
                 live_index.mark(conn, taken)
-                conn.execute("COMMIT")
-            except BaseException:
-                rollback(conn)
-                self.backlog.put_back(taken)
-                raise
             self.unindexed.add(taken.items())  # before `done`: a reader sees it in one or the other
             self.backlog.done(taken)
             return through, traces
@@ -313,13 +308,8 @@ class Store:
             if not taken:
                 return False
             conn.execute("BEGIN TRANSACTION")
-            try:
+            with _committed(conn, self.unindexed, taken):
                 live_index.index(conn, taken)
-                conn.execute("COMMIT")
-            except BaseException:
-                rollback(conn)
-                self.unindexed.put_back(taken)
-                raise
             self.unindexed.done(taken)
             return True
 
@@ -340,6 +330,19 @@ class Store:
         """Close the file, after the derive or write in flight (what is left pending, opening derives)."""
         with self._beside_lock, self._alone_lock, self._derive_lock, self._index_lock, self._write_lock:
             self._conn.close()
+
+
+@contextmanager
+def _committed(conn: duckdb.DuckDBPyConnection, backlog: Backlog, taken: dict[str, int]) -> Iterator[None]:
+    """COMMIT the transaction `conn` began when the block ends; on any error, roll it back and put
+    what it took from `backlog` back."""
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        rollback(conn)
+        backlog.put_back(taken)
+        raise
 
 
 def _apply(conn: duckdb.DuckDBPyConnection, versions: range) -> None:

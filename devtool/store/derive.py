@@ -74,8 +74,16 @@ _PLACE = f"""
     SELECT trace_id, span_id, depth, frame_parent_id FROM walk
 """
 
-_INSERT = f"""
-    INSERT INTO spans
+# The frame-tree children each `derived` span has among the new shown spans (`placed`).
+_KIDS = f"""
+    SELECT c.trace_id, c.frame_parent_id AS span_id, count(*) AS n
+    FROM placed c JOIN (SELECT * FROM derived WHERE {SHOWN}) x USING (trace_id, span_id)
+    WHERE c.frame_parent_id IS NOT NULL
+    GROUP BY 1, 2
+"""
+
+# The rows of `spans` for `derived`, placed by `placed`, with `{kids}` (`_KIDS`, or a CTE of it).
+_STORED = """
     SELECT d.trace_id, d.span_id, d.parent_span_id, d.kind, d.instant, d.name, d.agent_id, d.call_id,
            d.start_ts, d.end_ts, d.status, d.error, d.content_hash, d.cache,
            CASE WHEN d.instant THEN d.first_id ELSE d.start_id END, d.end_id, d.events,
@@ -83,14 +91,11 @@ _INSERT = f"""
     FROM derived d
     JOIN touched_traces t ON t.trace_id = d.trace_id
     LEFT JOIN placed p ON p.trace_id = d.trace_id AND p.span_id = d.span_id
-    LEFT JOIN (
-        SELECT c.trace_id, c.frame_parent_id AS span_id, count(*) AS n
-        FROM placed c JOIN (SELECT * FROM derived WHERE {SHOWN}) x USING (trace_id, span_id)
-        WHERE c.frame_parent_id IS NOT NULL
-        GROUP BY 1, 2
-    ) k ON k.trace_id = d.trace_id AND k.span_id = d.span_id
+    LEFT JOIN {kids} k ON k.trace_id = d.trace_id AND k.span_id = d.span_id
     ORDER BY t.trace_no, d.start_ts
 """
+
+_INSERT = "INSERT INTO spans " + _STORED.format(kids=f"({_KIDS})")
 
 # New runs of a live derive in one statement (`_DERIVE`, `LOG_NAMES`, `_PLACE` and `_INSERT` as CTEs):
 # a small run's derive is DuckDB binding and planning its statements, not running them (BENCHMARKS.md,
@@ -118,21 +123,8 @@ _NEW_LIVE = f"""
         UNION ALL {walk_down("derived")}
     ),
     placed AS MATERIALIZED (SELECT trace_id, span_id, depth, frame_parent_id FROM walk),
-    kids AS (
-        SELECT c.trace_id, c.frame_parent_id AS span_id, count(*) AS n
-        FROM placed c JOIN (SELECT * FROM derived WHERE {SHOWN}) x USING (trace_id, span_id)
-        WHERE c.frame_parent_id IS NOT NULL
-        GROUP BY 1, 2
-    )
-    SELECT d.trace_id, d.span_id, d.parent_span_id, d.kind, d.instant, d.name, d.agent_id, d.call_id,
-           d.start_ts, d.end_ts, d.status, d.error, d.content_hash, d.cache,
-           CASE WHEN d.instant THEN d.first_id ELSE d.start_id END, d.end_id, d.events,
-           coalesce(p.depth, 0), p.frame_parent_id, coalesce(k.n, 0)
-    FROM derived d
-    JOIN touched_traces t ON t.trace_id = d.trace_id
-    LEFT JOIN placed p ON p.trace_id = d.trace_id AND p.span_id = d.span_id
-    LEFT JOIN kids k ON k.trace_id = d.trace_id AND k.span_id = d.span_id
-    ORDER BY t.trace_no, d.start_ts
+    kids AS ({_KIDS})
+    {_STORED.format(kids="kids")}
 """
 
 # Stored spans whose parent was just (re)derived with a different place or kind: their subtree moves.
