@@ -10,7 +10,7 @@ import pytest
 
 from devtool.store import NotFoundError, Store, append_events, derive, load_file
 from devtool.store.queries import get_run, last_event_id
-from tests.conftest import running_run
+from tests.conftest import Trace, running_run
 
 
 def test_an_append_that_does_not_derive_stores_its_events_and_leaves_the_run_to_the_backlog(store: Store) -> None:
@@ -168,3 +168,71 @@ def test_a_run_is_derived_beside_a_derive_in_flight_that_does_not_hold_it(store:
     store.backlog.put_back(held)
     assert store.derive_backlog() == (6, (a.trace_id,))
     assert get_run(store, a.trace_id).events == 3
+
+
+def index_rows(store: Store, trace_id: str) -> tuple[list[str], list[tuple[object, ...]], int]:
+    """A run's words, call fingerprints and `unindexed` rows."""
+    words = [r[0] for r in store.query("SELECT term FROM search_terms WHERE trace_id = ? ORDER BY 1", [trace_id])]
+    prints = store.query(
+        "SELECT call_id, pos, event_id, idx, h_in, h_out, h_err, h_mem, served FROM call_prints WHERE trace_id = ? "
+        "ORDER BY call_id",
+        [trace_id],
+    )
+    left = store.query("SELECT count(*) FROM unindexed WHERE trace_id = ?", [trace_id])[0][0]
+    return words, prints, int(left)
+
+
+def called_run() -> tuple[Trace, str]:
+    """A run whose agent has made a model call, still running: the trace and its agent."""
+    t = Trace()
+    agent = t.start("agent", agentId="clerk", callId="root/agent:clerk:0", props={"topic": "ledgers"})
+    turn = t.start("turn", agent, callId="root/agent:clerk:0/turn:0", step=0, messages=[{"content": "März"}])
+    t.end(turn, success=True, message={"role": "assistant", "content": "Looked at batch7"})
+    return t, agent
+
+
+def test_a_derive_for_a_page_leaves_the_runs_words_and_prints_to_the_index_step(store: Store, tmp_path: Path) -> None:
+    t, _ = called_run()
+    append_events(store, t.events, derive=False)
+    store.derive_backlog(t.trace_id)  # a page of the run: visible, not indexed
+    assert get_run(store, t.trace_id).events == 3
+    assert index_rows(store, t.trace_id) == ([], [], 1)
+    assert store.unindexed.holds(t.trace_id)
+    assert store.index_backlog()
+    assert not store.unindexed
+    assert not store.index_backlog()
+    words, prints, left = index_rows(store, t.trace_id)
+    # The same words and prints as a store that made them in its derive (an append that derives).
+    other = Store(tmp_path / "other.duckdb")
+    try:
+        append_events(other, t.events)
+        assert (words, prints, left) == index_rows(other, t.trace_id)
+        assert {"batch7", "märz", "ledgers"} <= set(words)
+        assert len(prints) == 1
+        assert left == 0
+    finally:
+        other.close()
+
+
+def test_a_process_stopped_between_a_derive_and_its_index_step_leaves_it_to_the_next_open(tmp_path: Path) -> None:
+    path = tmp_path / "s.duckdb"
+    t, agent = called_run()
+    t.end(agent, result={"verdict": "escalate"})
+    first = Store(path)
+    append_events(first, t.events[:3])  # derived and indexed
+    append_events(first, t.events[3:], derive=False)
+    first.derive_backlog(behind=True)  # the derive that follows the appends: the index step is next
+    assert index_rows(first, t.trace_id)[2] == 1
+    first.close()  # stopped before it
+    again = Store(path)
+    try:
+        assert not again.unindexed
+        fresh = Store(tmp_path / "fresh.duckdb")
+        try:
+            append_events(fresh, t.events)
+            assert index_rows(again, t.trace_id) == index_rows(fresh, t.trace_id)
+            assert "escalate" in index_rows(again, t.trace_id)[0]
+        finally:
+            fresh.close()
+    finally:
+        again.close()

@@ -154,6 +154,28 @@ def test_a_run_with_nothing_pending_does_not_wait_for_another_runs_derive(client
     assert waited(client.get(f"/runs/{busy.trace_id}/actions"))
 
 
+def test_a_runs_view_does_not_wait_for_its_words_and_a_search_does(client: TestClient, store: Store) -> None:
+    """A page's derive of a run leaves its words and call fingerprints to the index step after it:
+    the run's header does not wait for that step; a find in the run and the runs search do."""
+    t = Trace()
+    root = t.start("agent", agentId="clerk")
+    t.point("sys:log", root, message="reconciling the zanzibar ledger")
+    t.end(root)
+    append_events(store, t.events, derive=False)
+    store.derive_backlog(t.trace_id)  # as a page of the run derives it
+    assert store.unindexed.holds(t.trace_id)
+    header = client.get(f"/runs/{t.trace_id}/header")
+    assert header.status_code == 200
+    assert not waited(header)
+    assert store.unindexed.holds(t.trace_id)  # not indexed by it
+    found = client.get(f"/runs/{t.trace_id}/search", params={"q": "zanzibar"})
+    assert waited(found)
+    assert not store.unindexed
+    assert "zanzibar" in found.text
+    listed = client.get("/", params={"q": "zanzibar"})
+    assert t.trace_id in listed.text
+
+
 def test_ingest_does_not_wait_for_the_derive_of_what_came_before(client: TestClient, store: Store) -> None:
     """Each exporter's batch answered once stored: waiting for the derive of the batches before it
     would have every batch wait for a derive, one at a time."""

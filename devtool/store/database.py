@@ -50,12 +50,12 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from devtool.store import derive, no_pandas, rewind_file, search
+from devtool.store import derive, live_index, no_pandas, rewind_file
 from devtool.store.backlog import PENDING, Backlog
 from devtool.store.errors import StoreError, StoreLockedError
 from devtool.store.id_lists import PER_STATEMENT
 from devtool.store.rewind_file import rewind_path, wal_path
-from devtool.store.schema import MIGRATIONS, REWIND_FILE_AT
+from devtool.store.schema import MIGRATIONS, REWIND_FILE_AT, UNINDEXED_AT
 
 if TYPE_CHECKING:
     from devtool.store.lake import Lake
@@ -118,13 +118,20 @@ class Store:
         # (`derive_backlog`): one of them at a time, beside the derive that follows the appends.
         self._alone_lock = threading.Lock()
         self._beside_lock = threading.Lock()
+        # Held by the index step of live runs (`index_backlog`), and by a transaction that derives (a
+        # load, which writes the same tables), after the derive lock.
+        self._index_lock = threading.Lock()
         self.backlog = Backlog()
+        # The runs a live derive made visible whose words and call fingerprints are not made yet.
+        self.unindexed = Backlog()
         # Query progress feeds the load command's progress bar; DuckDB's own printing stays off.
         self._conn.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false")
         try:
             self._migrate()
             with self.writer() as conn:
                 self.backlog.add(conn.execute(PENDING).fetchall())
+                if len(MIGRATIONS) >= UNINDEXED_AT:  # else a test's older schema
+                    self.unindexed.add(conn.execute(live_index.PENDING).fetchall())
             # What a server killed mid-append left underived; writing it needs the disk already.
             self.derive_backlog()
         except BaseException as exc:
@@ -171,7 +178,10 @@ class Store:
         `derives=False` promises that the transaction writes no spans or runs (a live append, which
         leaves them to `derive_backlog`): it then does not wait for a derive in flight.
         """
-        with self._derive_lock if derives else contextlib.nullcontext(), self.writer() as conn:
+        with contextlib.ExitStack() as held:
+            for lock in (self._derive_lock, self._index_lock) if derives else ():
+                held.enter_context(lock)  # before the write lock, as everywhere
+            conn = held.enter_context(self.writer())
             conn.execute("BEGIN TRANSACTION")
             try:
                 yield conn
@@ -234,9 +244,10 @@ class Store:
 
     def derive_backlog(self, only: str | None = None, *, behind: bool = False) -> tuple[int, tuple[str, ...]] | None:
         """Derive the spans and run summaries of what live appends left in the backlog, in one
-        transaction; return the id up to which every stored event is now derived and the traces
-        derived, or None when there was nothing left to do. What was pending when called is derived
-        when it returns (derives in flight are waited for), but:
+        transaction, and then index them (`index_backlog`); return the id up to which every stored
+        event is now derived and the traces derived, or None when there was nothing left to derive.
+        What was pending when called is derived and indexed when it returns (derives in flight are
+        waited for), but:
 
         - `only`: the events of that trace alone (a page of that run need not wait for the others).
           While another derive runs, which does not hold the trace, it is derived beside it, on a
@@ -244,9 +255,16 @@ class Store:
           same run meanwhile makes its COMMIT fail; it is then derived after that load).
         - `behind`: the derive that follows the appends; it takes what no derive in flight holds,
           and waits for no derive of one run.
+
+        Neither of those indexes: the caller does (`index_backlog`), so that what waits for the
+        derive of a run, its page, does not wait for its words too.
         """
-        if not self.backlog:
-            return None
+        derived = self._derive_backlog(only, behind=behind) if self.backlog else None
+        if only is None and not behind:
+            self.index_backlog()
+        return derived
+
+    def _derive_backlog(self, only: str | None, *, behind: bool) -> tuple[int, tuple[str, ...]] | None:
         if behind:
             with self._derive_lock:
                 return self._derive(None)
@@ -270,17 +288,30 @@ class Store:
                     rollback(conn)
                     return None
                 through = self.backlog.derived_through(newest, taken)
-            try:
+            with _committed(conn, self.backlog, taken):
                 after = min(taken.values()) - 1
-                _, traces = derive.refresh(conn, after, traces=tuple(taken))
-                search.index_events(conn, after, traces)
-                conn.execute("COMMIT")
-            except BaseException:
-                rollback(conn)
-                self.backlog.put_back(taken)
-                raise
+                _, traces = derive.refresh(conn, after, traces=tuple(taken), prints=False)
+                live_index.mark(conn, taken)
+            self.unindexed.add(taken.items())  # before `done`: a reader sees it in one or the other
             self.backlog.done(taken)
             return through, traces
+
+    def index_backlog(self) -> bool:
+        """Make the search words and call fingerprints of the runs live derives left to index
+        (`live_index`), in one transaction; False when there was none. Waits for an index step in
+        flight, so what was left to index when called is indexed when it returns."""
+        if not self.unindexed:
+            return False
+        with self._index_lock, closing(self._conn.cursor()) as conn:
+            # Taken before BEGIN: a derive adds its runs here after its COMMIT, which BEGIN then sees.
+            taken = self.unindexed.take()
+            if not taken:
+                return False
+            conn.execute("BEGIN TRANSACTION")
+            with _committed(conn, self.unindexed, taken):
+                live_index.index(conn, taken)
+            self.unindexed.done(taken)
+            return True
 
     def progress(self) -> float:
         """How far the writer's running statement is, 0-100, or -1 when none is running."""
@@ -297,8 +328,21 @@ class Store:
 
     def close(self) -> None:
         """Close the file, after the derive or write in flight (what is left pending, opening derives)."""
-        with self._beside_lock, self._alone_lock, self._derive_lock, self._write_lock:
+        with self._beside_lock, self._alone_lock, self._derive_lock, self._index_lock, self._write_lock:
             self._conn.close()
+
+
+@contextmanager
+def _committed(conn: duckdb.DuckDBPyConnection, backlog: Backlog, taken: dict[str, int]) -> Iterator[None]:
+    """COMMIT the transaction `conn` began when the block ends; on any error, roll it back and put
+    what it took from `backlog` back."""
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        rollback(conn)
+        backlog.put_back(taken)
+        raise
 
 
 def _apply(conn: duckdb.DuckDBPyConnection, versions: range) -> None:

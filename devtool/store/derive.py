@@ -22,7 +22,8 @@ stored traces (live ingest, a second file of one trace) it derives the new spans
 them alone, re-derives the stored spans they touch from all their events, walks the whole trace
 again only when a stored span's parent or depth may have changed, and moves the runs' summaries by
 what changed (`run_summary.update`); a load of new runs counts their summaries whole
-(`run_summary.rebuild`). The runs' calls are fingerprinted with them (`call_prints.update`).
+(`run_summary.rebuild`). The runs' calls are fingerprinted with them (`call_prints.update`), but for
+a live derive, which leaves them to the index step after it (`Store.index_backlog`).
 """
 
 from __future__ import annotations
@@ -32,10 +33,12 @@ import duckdb
 from devtool.store import call_prints, derive_stream, list_param, run_summary
 from devtool.store.span_sql import (
     GROUPED,
+    LOG_EVENTS,
     LOG_NAMES,
     RECOUNT,
     REWALK,
     SHOWN,
+    log_name,
     shown,
     span_projection,
     walk_down,
@@ -71,8 +74,16 @@ _PLACE = f"""
     SELECT trace_id, span_id, depth, frame_parent_id FROM walk
 """
 
-_INSERT = f"""
-    INSERT INTO spans
+# The frame-tree children each `derived` span has among the new shown spans (`placed`).
+_KIDS = f"""
+    SELECT c.trace_id, c.frame_parent_id AS span_id, count(*) AS n
+    FROM placed c JOIN (SELECT * FROM derived WHERE {SHOWN}) x USING (trace_id, span_id)
+    WHERE c.frame_parent_id IS NOT NULL
+    GROUP BY 1, 2
+"""
+
+# The rows of `spans` for `derived`, placed by `placed`, with `{kids}` (`_KIDS`, or a CTE of it).
+_STORED = """
     SELECT d.trace_id, d.span_id, d.parent_span_id, d.kind, d.instant, d.name, d.agent_id, d.call_id,
            d.start_ts, d.end_ts, d.status, d.error, d.content_hash, d.cache,
            CASE WHEN d.instant THEN d.first_id ELSE d.start_id END, d.end_id, d.events,
@@ -80,13 +91,40 @@ _INSERT = f"""
     FROM derived d
     JOIN touched_traces t ON t.trace_id = d.trace_id
     LEFT JOIN placed p ON p.trace_id = d.trace_id AND p.span_id = d.span_id
-    LEFT JOIN (
-        SELECT c.trace_id, c.frame_parent_id AS span_id, count(*) AS n
-        FROM placed c JOIN (SELECT * FROM derived WHERE {SHOWN}) x USING (trace_id, span_id)
-        WHERE c.frame_parent_id IS NOT NULL
-        GROUP BY 1, 2
-    ) k ON k.trace_id = d.trace_id AND k.span_id = d.span_id
+    LEFT JOIN {kids} k ON k.trace_id = d.trace_id AND k.span_id = d.span_id
     ORDER BY t.trace_no, d.start_ts
+"""
+
+_INSERT = "INSERT INTO spans " + _STORED.format(kids=f"({_KIDS})")
+
+# New runs of a live derive in one statement (`_DERIVE`, `LOG_NAMES`, `_PLACE` and `_INSERT` as CTEs):
+# a small run's derive is DuckDB binding and planning its statements, not running them (BENCHMARKS.md,
+# issue 43), and a page of the run waits for it. Its events are few: they are read once.
+_NEW_LIVE = f"""
+    INSERT INTO spans
+    WITH RECURSIVE
+    scope AS MATERIALIZED ({{scope}}),
+    grouped AS ({GROUPED} FROM scope GROUP BY trace_id, span_id),
+    spanned AS MATERIALIZED (
+        SELECT {span_projection("g", "f", "e")}
+        FROM grouped g JOIN scope f ON f.event_id = g.first_id LEFT JOIN scope e ON e.event_id = g.end_id
+    ),
+    logs AS (SELECT event_id, {log_name("body")} AS message FROM events WHERE {{logs}} AND {LOG_EVENTS}),
+    derived AS MATERIALIZED (
+        SELECT s.* REPLACE (
+            CASE WHEN s.instant AND s.kind <> 'budget:update' THEN coalesce(l.message, s.name) ELSE s.name END AS name
+        )
+        FROM spanned s LEFT JOIN logs l ON l.event_id = s.first_id
+    ),
+    walk(trace_id, span_id, depth, frame_parent_id, shown) AS (
+        SELECT d.trace_id, d.span_id, 0, NULL::VARCHAR, {shown("d")}
+        FROM derived d
+        ANTI JOIN derived q ON q.trace_id = d.trace_id AND q.span_id = d.parent_span_id
+        UNION ALL {walk_down("derived")}
+    ),
+    placed AS MATERIALIZED (SELECT trace_id, span_id, depth, frame_parent_id FROM walk),
+    kids AS ({_KIDS})
+    {_STORED.format(kids="kids")}
 """
 
 # Stored spans whose parent was just (re)derived with a different place or kind: their subtree moves.
@@ -108,11 +146,15 @@ def refresh(
     *,
     traces: tuple[str, ...] | None = None,
     chunk: int | None = None,
+    prints: bool = True,
 ) -> tuple[int, tuple[str, ...]]:
     """Derive spans and run summaries for the events with ids above `after_event_id` (of `traces` only,
     when given: the derive of a live backlog, whose range may hold a load's events, derived already).
     More than `chunk` events of new runs (by default as many as DuckDB's memory limit fits,
     `derive_stream.chunk_for`) are derived `chunk` at a time (`derive_stream`).
+
+    `prints=False` leaves the runs' call fingerprints to the caller (a live derive: `Store.index_backlog`
+    makes them after it commits, with the search words, so that a run is visible sooner).
 
     Returns how many spans were (re)derived (of those the pages show and count: not instants, not
     `HIDDEN_KINDS`) and the ids of the traces they belong to.
@@ -144,7 +186,15 @@ def refresh(
             conn.execute("DROP TABLE derived; DROP TABLE placed; DROP TABLE replaced")
         derive_stream.fix_places(conn)
     else:
-        if all_new:
+        if all_new and traces is not None:
+            # No span of these runs is stored: every parent is among the new spans, or missing (a root).
+            conn.execute(_NEW_LIVE.format(scope=f"SELECT * EXCLUDE (body) FROM events WHERE {new}", logs=new))
+            derived = int(
+                conn.execute(
+                    f"SELECT count(*) FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND {SHOWN}"
+                ).fetchall()[0][0]
+            )
+        elif all_new:
             scope = f"SELECT * EXCLUDE (body) FROM events WHERE {new}"
             conn.execute(_DERIVE.format(scope=scope, materialized="NOT MATERIALIZED"))
             conn.execute(LOG_NAMES)
@@ -165,11 +215,13 @@ def refresh(
             run_summary.update(conn, after_event_id, moved=moved)
             conn.execute("DROP TABLE replaced")
             incremental = True
-        derived = int(conn.execute(f"SELECT count(*) FROM derived WHERE {SHOWN}").fetchall()[0][0])
-        conn.execute("DROP TABLE derived; DROP TABLE placed")
+        if not (all_new and traces is not None):
+            derived = int(conn.execute(f"SELECT count(*) FROM derived WHERE {SHOWN}").fetchall()[0][0])
+            conn.execute("DROP TABLE derived; DROP TABLE placed")
     if not incremental:
         run_summary.rebuild(conn)
-    call_prints.update(conn, after_event_id)
+    if prints:
+        call_prints.update(conn, after_event_id)
     traces = tuple(row[0] for row in conn.execute("SELECT trace_id FROM touched_traces ORDER BY 1").fetchall())
     conn.execute("DROP TABLE touched_traces")
     return derived, traces

@@ -37,4 +37,5 @@ def runs_to_print(store: Store, *, min_events: int) -> dict[str, int]:
         )
     except duckdb.Error as exc:  # the database going away under a background reader, say
         raise StoreError(f"cannot list the runs due their call fingerprints: {exc}") from exc
-    return dict(rows)
+    # A live run whose index step is pending is printed by that step (`Store.index_backlog`), not here.
+    return {trace: last for trace, last in rows if not store.unindexed.holds(trace)}

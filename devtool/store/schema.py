@@ -54,6 +54,9 @@ Never edit a released migration; append a new one. Migration 1 is the first rele
   fingerprints, what a compare joins (`call_prints.py`); a run stored before is not printed (a
   compare reads its events). Migration 14 places each call by where its end is in its run
   (`call_prints.POS`), not by a count of the run's calls.
+- `unindexed` (migration 15): the live runs whose search words and call fingerprints of the events
+  after `after_event_id` are not made yet: written by the derive that makes them visible, deleted by
+  the index step that follows it (`Store.index_backlog`), read again when the store opens.
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ from devtool.store import schema_tables_1, schema_words_7
 # The first migration that needs the rewind file attached (`rewind_file.attach`, which copies what
 # the main file held until then).
 REWIND_FILE_AT = 11
+# The migration that adds `unindexed` (what a store older than it cannot have left to index).
+UNINDEXED_AT = 15
 
 MIGRATIONS: list[str] = [
     schema_tables_1.TABLES,
@@ -356,5 +361,8 @@ MIGRATIONS: list[str] = [
     """
     UPDATE call_prints SET pos = (call_prints.event_id - r.first_event_id) * 1048576 + call_prints.idx + 2
     FROM runs r WHERE r.trace_id = call_prints.trace_id;
+    """,
+    """
+    CREATE TABLE unindexed (trace_id VARCHAR NOT NULL, after_event_id BIGINT NOT NULL);
     """,
 ]

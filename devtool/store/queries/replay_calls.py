@@ -39,7 +39,7 @@ from typing import Any, Literal
 import duckdb
 import orjson
 
-from devtool.store import call_prints, list_param
+from devtool.store import call_prints, list_param, live_index
 from devtool.store.collector import collector_paused
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
@@ -143,7 +143,7 @@ def _classified(
 ) -> ReplayCalls:
     """`replay_calls` of the runs as they are at these last event ids."""
     with closing(store.reader()) as cursor:
-        served = _served(cursor, trace_id)
+        served = _served(store, cursor, trace_id)
         if served is None:  # the replay is not printed: every call of both runs, from their events
             cached, live = _sorted(_calls(store, original), _calls(store, trace_id))
             return ReplayCalls(trace_id, original, snapshot_id, cached, live)
@@ -199,10 +199,10 @@ def _sorted(original: Iterable[_Call], replay: Iterable[_Call]) -> tuple[int, tu
 _FRAME_SQL = "left(call_id, length(call_id) - strpos(reverse(call_id), '/'))"
 
 
-def _served(cursor: duckdb.DuckDBPyConnection, trace_id: str) -> tuple[int, frozenset[str]] | None:
+def _served(store: Store, cursor: duckdb.DuckDBPyConnection, trace_id: str) -> tuple[int, frozenset[str]] | None:
     """From run `trace_id`'s stored call fingerprints: how many of its calls were served from a journal,
     and the frames of those that ran live; None when the run is not printed."""
-    if not cursor.execute("SELECT 1 FROM printed_runs WHERE trace_id = ?", [trace_id]).fetchall():
+    if not live_index.printed(store, cursor, trace_id):
         return None
     # Counted per bucket at load. A call with no frame ('/'-less: a tool result's model-given id, of a
     # trace written before `callPath`) counts too, where a run's events read whole skip it: a replay is
@@ -224,7 +224,7 @@ _FEW_FRAMES = 64
 def _calls_of(store: Store, cursor: duckdb.DuckDBPyConnection, trace_id: str, frames: frozenset[str]) -> list[_Call]:
     """Run `trace_id`'s calls in `frames`, in order: the end events its fingerprints place there when
     it is printed, else all its call ends read."""
-    if not cursor.execute("SELECT 1 FROM printed_runs WHERE trace_id = ?", [trace_id]).fetchall():
+    if not live_index.printed(store, cursor, trace_id):
         return [call for call in _calls(store, trace_id) if call.frame in frames]
     chosen = sorted(frames)
     params: dict[str, Any] = {"trace": trace_id}

@@ -13,8 +13,10 @@ in `unknown`, so a saving is never shown as complete when it is not. Served tool
 from __future__ import annotations
 
 import functools
+from contextlib import closing
 from dataclasses import dataclass
 
+from devtool.store import live_index
 from devtool.store.call_prints import CACHED
 from devtool.store.database import Store
 from devtool.store.run_summary import MODEL_REQUEST_END
@@ -35,11 +37,14 @@ class ReplaySaving:
         return self.served_prompts + self.served_tools
 
 
+# The turns a run's journal served.
+_SERVED = (
+    "SELECT content_hash FROM spans WHERE trace_id = $trace AND kind = 'turn' AND cache AND content_hash IS NOT NULL"
+)
+_SERVED_PROMPTS = f"SELECT count(*) FROM ({_SERVED})"
+
 _SAVING = f"""
-    WITH served AS (
-        SELECT content_hash FROM spans
-        WHERE trace_id = $trace AND kind = 'turn' AND cache AND content_hash IS NOT NULL
-    ),
+    WITH served AS ({_SERVED}),
     turns AS (  -- the recorded turns that served ones stand for
         SELECT trace_id, span_id, content_hash, end_event_id FROM spans
         WHERE kind = 'turn' AND cache IS NOT TRUE AND content_hash IN (SELECT content_hash FROM served)
@@ -98,11 +103,15 @@ def replay_saving(store: Store, trace_id: str) -> ReplaySaving | None:
 @functools.lru_cache(maxsize=32)
 def _saving(store: Store, trace_id: str, last_event_id: int | None, runs: int) -> ReplaySaving | None:
     """`replay_saving` of the store as it is at this last event id and count of runs."""
-    found = store.query(_ORIGINAL, [trace_id])
-    original = (found[0][0] if found else None) or ""
-    printed = store.query("SELECT 1 FROM printed_runs WHERE trace_id = ?", [trace_id])
-    saving = _SAVING.replace("{served_tools}", _SERVED_TOOLS_PRINTED if printed else _SERVED_TOOLS)
-    ((prompts, tools, saved, unknown, calls),) = store.query(saving, {"trace": trace_id, "original": original})
+    with closing(store.reader()) as cursor:
+        printed = live_index.printed(store, cursor, trace_id)
+    served_tools = _SERVED_TOOLS_PRINTED if printed else _SERVED_TOOLS
+    # Most runs served nothing (not replays): asked first, alone, it spares them the pricing's statement.
+    ((prompts, tools),) = store.query(f"SELECT ({_SERVED_PROMPTS}), ({served_tools})", {"trace": trace_id})
     if not prompts and not tools:
         return None
+    found = store.query(_ORIGINAL, [trace_id])
+    original = (found[0][0] if found else None) or ""
+    saving = _SAVING.replace("{served_tools}", served_tools)
+    ((prompts, tools, saved, unknown, calls),) = store.query(saving, {"trace": trace_id, "original": original})
     return ReplaySaving(int(prompts), int(tools), None if saved is None else float(saved), int(unknown), int(calls))

@@ -22,6 +22,7 @@ the query's words part of one of the run's words), a journal's by a scan of its 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
@@ -87,12 +88,16 @@ _JOURNAL_STATUS = """
     END
 """
 
-_RUNS = f"""
-    SELECT * FROM (
+# The store's traces as runs.
+_TRACES = """
         SELECT 'trace' AS kind, trace_id AS id, name, status, started_ts, ended_ts, events, spans, agents,
                failed, running, prompt_tokens, completion_tokens, cost_micro_usd, unpriced_calls, prompts, tools,
                agent_ids AS words, source_id AS first_source, NULL AS lake_by
-        FROM runs{{lake}}
+        FROM runs"""
+
+_RUNS = f"""
+    SELECT * FROM (
+        {_TRACES}{{lake}}
         UNION ALL
         SELECT 'journal', process_id, process_id, {_JOURNAL_STATUS}, started, ended, n, 0, 0, errors, 0, 0, 0,
                NULL, 0, 0, 0, types, first_source, NULL
@@ -194,8 +199,14 @@ def get_run(store: Store, run_id: str, *, kind: str | None = None) -> RunSummary
     """
     if kind is not None and kind not in ("trace", "journal"):
         raise ValueError(f"kind must be 'trace' or 'journal', not {kind!r}")
-    page = f"{_runs(None)} WHERE id = $id AND kind = coalesce($kind, kind) ORDER BY kind DESC LIMIT 1"
-    rows = store.query(_PAGE.format(runs=page), {"id": run_id, "kind": kind})
+    rows: list[tuple[Any, ...]] = []
+    if kind != "journal":
+        # A trace first, from `runs` alone: the journals' part is an aggregate of every journal entry,
+        # which DuckDB plans (and runs) at each ask; a live run's header asks on every refresh.
+        rows = store.query(_PAGE.format(runs=f"{_TRACES} WHERE trace_id = $id"), {"id": run_id})
+    if not rows and kind != "trace":
+        page = f"{_runs(None)} WHERE id = $id AND kind = coalesce($kind, kind) ORDER BY kind DESC LIMIT 1"
+        rows = store.query(_PAGE.format(runs=page), {"id": run_id, "kind": kind})
     if not rows:
         what = {"trace": "run", "journal": "process journal"}.get(kind or "", "run or process journal")
         raise NotFoundError(f"no {what} {run_id!r} in the store")

@@ -23,6 +23,8 @@ Each derive is published too (`Broker.publish_derived`), which is what pages red
 tells a run's stream that the run is over. `settle()` derives whatever is pending now, for a reader
 that must see it (a page request); `settle(trace_id)` only that run's, for a view of one run (under
 a big ingest, a derive of everything pending took seconds, and each look at a small run paid it).
+The runs' search words and call fingerprints are made after each derive, in a step of their own
+(`Store.index_backlog`): a page of a run does not wait for them; `settle()` does.
 """
 
 from __future__ import annotations
@@ -90,19 +92,26 @@ class Appender:
         """Derive the spans and run summaries of every event stored so far (of trace `only`'s, when
         given: what a page of that run must show; `behind`: what no derive in flight holds, for the
         derive that follows the appends), and publish that."""
-        if not self.store.backlog:
+        store = self.store
+        if not store.backlog and (only is not None or behind or not store.unindexed):
             return
-        derived = await run_in_threadpool(functools.partial(self.store.derive_backlog, only, behind=behind))
+        derived = await run_in_threadpool(functools.partial(store.derive_backlog, only, behind=behind))
         if derived is not None:
             self.broker.publish_derived(*derived)
+        if store.unindexed and (self._derive is None or self._derive.done()):
+            # A run derived alone (a page of it) is indexed behind it, as the appends' derives are.
+            self._derive = asyncio.create_task(self._follow(), name="devtool-live-derive")
 
     async def _follow(self) -> None:
         """Derive behind the appends while they come: one derive at a time, each covering all that is
-        pending, one at most every `derive_interval` seconds, and none for as long as the last took."""
-        while self.store.backlog:
+        pending and followed by the index step of the runs derived (`Store.index_backlog`), one at
+        most every `derive_interval` seconds, and none for as long as the last took."""
+        while self.store.backlog or self.store.unindexed:
             started = time.monotonic()
             try:
                 await self.settle(behind=True)
+                # The runs' words and call fingerprints, after the derive that made them visible.
+                await run_in_threadpool(self.store.index_backlog)
             except Exception:  # the events are stored; the next append or page request derives again
                 logger.exception("devtool: could not derive the spans of live events")
                 return

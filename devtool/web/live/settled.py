@@ -20,7 +20,9 @@ whose pending events end a root span (it may have just finished: the exporter th
 end then opens a page of the run whole) and a run not derived at all yet wait, for the derive of
 that run alone (`Appender.settle(trace_id)`): under a big ingest, the derive of everything pending
 took seconds, and one small run posted beside it waited for all of it. Actions (rewind, fork,
-compare, export) and other pages wait for everything pending.
+compare, export) and other pages wait for everything pending, and for the index step that makes
+the runs' search words and call fingerprints after their derive (`Store.index_backlog`): the views
+of a run read neither but a find in it (`/runs/<id>/search`), which waits for that step too.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ class Settled:
         self.appender = appender
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.appender.store.backlog:
+        store = self.appender.store
+        if scope["type"] == "http" and (store.backlog or store.unindexed):
             path: str = scope["path"]
             unsettled = path.startswith(_UNSETTLED_PREFIXES) or path.endswith(_UNSETTLED_SUFFIXES)
             waits, only = (False, None) if unsettled else await self._wait(scope)
@@ -70,8 +73,8 @@ class Settled:
         nothing it shows) or the run is running."""
         trace_id = live_view_of(scope["method"], scope["path"])
         store = self.appender.store
-        if trace_id is None:
-            return True, None
+        if trace_id is None or (scope["path"].endswith("/search") and store.unindexed.holds(trace_id)):
+            return True, None  # a find in a run reads its words: it waits for their index step too
         if not store.backlog.holds(trace_id):
             return False, None
         if store.backlog.ends_root(trace_id):
