@@ -48,10 +48,13 @@ def load_average() -> str:
 class Memory:
     """Samples of the process's RSS and DuckDB's memory (MiB), taken by a thread of its own."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, log: Path | None = None) -> None:
         self._cursor = store.reader()
+        self._log = log  # a line of the peaks so far each minute: a probe cut short still leaves them
         self.children_peak = 0.0  # the RSS of the process's children together (the index's walk)
         self.samples: list[tuple[float, float, dict[str, float]]] = []
+        self.phase = PHASES[0]  # the phase each sample is put in (`serving` moves it on)
+        self.phases: list[str] = []
         self.before = self.sample()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-memory", daemon=True)
@@ -67,8 +70,25 @@ class Memory:
         return rss, sum(tags.values()), tags
 
     def _run(self) -> None:
+        logged = time.monotonic()
         while not self._stop.wait(0.1):
+            self.phases.append(self.phase)
             self.samples.append(self.sample())
+            if self._log is not None and time.monotonic() - logged >= 60:
+                logged = time.monotonic()
+                rss, duck, tags = self.samples[-1]
+                line = {
+                    "at": time.strftime("%H:%M:%S"),
+                    "load": load_average(),
+                    "phase": self.phase,
+                    "rss": round(rss),
+                    "duckdb": round(duck),
+                    "tags": {tag: round(used) for tag, used in tags.items() if used >= 1},
+                    "children peak": round(self.children_peak),
+                    "peak by phase": self._by_phase(),
+                }
+                with self._log.open("a") as out:
+                    out.write(json.dumps(line) + "\n")
 
     def report(self) -> dict[str, Any]:
         self._stop.set()
@@ -89,9 +109,19 @@ class Memory:
             "rest peak": max(rss - duck for rss, duck, _ in samples),
             "children peak": self.children_peak,
             "duckdb peak by tag": {tag: round(used) for tag, used in sorted(tags.items()) if used >= 1},
+            "peak by phase": self._by_phase(),
             # (RSS, DuckDB's) at twelve moments, first to last: growth shows as a slope
             "series": [(round(rss), round(duck)) for rss, duck, _ in samples[:: max(1, len(samples) // 12)]],
         }
+
+    def _by_phase(self) -> dict[str, dict[str, Any]]:
+        """Each phase's RSS peak, with DuckDB's memory by tag at that sample: what the peak was made of."""
+        peaks: dict[str, dict[str, Any]] = {}
+        for phase, (rss, duck, tags) in zip(self.phases, self.samples, strict=True):
+            if rss > peaks.get(phase, {}).get("rss", -1.0):
+                tagged = {tag: round(used) for tag, used in sorted(tags.items()) if used >= 1}
+                peaks[phase] = {"rss": round(rss), "duckdb": round(duck), "rest": round(rss - duck), "tags": tagged}
+        return peaks
 
 
 def _family(pid: int) -> list[int]:
@@ -113,19 +143,19 @@ def _rss(pid: int) -> float:
         return 0.0
 
 
-def alone(db: Path, trace_id: str, memory_limit: str) -> dict[str, Any]:
+def alone(db: Path, trace_id: str, memory_limit: str, log: Path | None) -> dict[str, Any]:
     from devtool.actions.frame_indexer import build_index
     from devtool.store import Store
 
     store = Store(db, memory_limit=memory_limit)
-    memory = Memory(store)
+    memory = Memory(store, log)
     state = build_index(store, trace_id)
     found = {"index seconds": state.seconds, "indexed": state.indexed, "frames": state.frames, **memory.report()}
     store.close()
     return found
 
 
-def serving(db: Path, trace_id: str, before: float, pages: bool, memory_limit: str) -> dict[str, Any]:
+def serving(db: Path, trace_id: str, before: float, pages: bool, memory_limit: str, log: Path | None) -> dict[str, Any]:
     from starlette.testclient import TestClient
 
     from devtool.store import Store
@@ -139,7 +169,7 @@ def serving(db: Path, trace_id: str, before: float, pages: bool, memory_limit: s
         [trace_id],
     )[0][0]
     samples: dict[str, list[tuple[str, float, float]]] = {"append": [], "page": []}
-    memory = Memory(store)
+    memory = Memory(store, log)
     with TestClient(create_app(store, Settings(rewind_index_interval=before))) as client:
         began, seq, after = time.perf_counter(), 0, None
         phase = "before"
@@ -153,6 +183,7 @@ def serving(db: Path, trace_id: str, before: float, pages: bool, memory_limit: s
                     phase = "index"
                 elif phase == "before" and time.perf_counter() - began > before + 0.5:
                     phase = "index" if keyed else "keys"
+                memory.phase = phase
             batch = []
             for _ in range(25):
                 stamp = time.time() * 1000
@@ -207,12 +238,13 @@ def main(argv: list[str] | None = None) -> int:
         default=MEMORY_LIMIT,
         help=f"the store's, as `devtool serve --memory-limit` sets it (default {MEMORY_LIMIT}, as the server's)",
     )
+    parser.add_argument("--log", type=Path, help="append a JSON line of the memory's peaks so far each minute")
     args = parser.parse_args(argv)
     average = load_average()
     if args.alone:
-        found = alone(args.db, args.trace_id, args.memory_limit)
+        found = alone(args.db, args.trace_id, args.memory_limit, args.log)
     else:
-        found = serving(args.db, args.trace_id, args.before, args.pages, args.memory_limit)
+        found = serving(args.db, args.trace_id, args.before, args.pages, args.memory_limit, args.log)
     print(json.dumps({**found, "load average": f"{average} → {load_average()}"}))
     return 0
 
