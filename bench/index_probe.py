@@ -152,6 +152,7 @@ def alone(db: Path, trace_id: str, memory_limit: str, log: Path | None) -> dict[
 
     store = Store(db, memory_limit=memory_limit)
     memory = Memory(store, log)
+    memory.phase = "index"
     state = build_index(store, trace_id)
     found = {"index seconds": state.seconds, "indexed": state.indexed, "frames": state.frames, **memory.report()}
     store.close()
