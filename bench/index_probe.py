@@ -30,6 +30,7 @@ import statistics
 import sys
 import threading
 import time
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -46,12 +47,18 @@ def load_average() -> str:
 
 
 class Memory:
-    """Samples of the process's RSS and DuckDB's memory (MiB), taken by a thread of its own."""
+    """Samples of the process's RSS and DuckDB's memory (MiB), taken by a thread of its own. Only their
+    peaks and an (RSS, DuckDB's) pair a sample are kept: an hour of samples kept whole, with their tags,
+    was ~20 MiB of this process's own RSS, counted in what it measures."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, log: Path | None = None) -> None:
         self._cursor = store.reader()
+        self._log = log  # a line of the peaks so far each minute: a probe cut short still leaves them
         self.children_peak = 0.0  # the RSS of the process's children together (the index's walk)
-        self.samples: list[tuple[float, float, dict[str, float]]] = []
+        self.phase = PHASES[0]  # the phase each sample is put in (`serving` moves it on)
+        self._series = array("f")  # RSS, DuckDB's, RSS, DuckDB's, ... a pair a sample
+        self._tags: dict[str, float] = {}  # each of DuckDB's tags at its peak
+        self._phases: dict[str, dict[str, Any]] = {}  # each phase's RSS peak, with DuckDB's tags at it
         self.before = self.sample()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-memory", daemon=True)
@@ -66,31 +73,57 @@ class Memory:
         tags = {tag: used / 2**20 for tag, used in rows if used}
         return rss, sum(tags.values()), tags
 
+    def _take(self) -> None:
+        rss, duck, tags = self.sample()
+        self._series.extend((rss, duck))
+        for tag, used in tags.items():
+            self._tags[tag] = max(self._tags.get(tag, 0.0), used)
+        if rss > self._phases.get(self.phase, {}).get("rss", -1.0):
+            tagged = {tag: round(used) for tag, used in sorted(tags.items()) if used >= 1}
+            self._phases[self.phase] = {
+                "rss": round(rss),
+                "duckdb": round(duck),
+                "rest": round(rss - duck),
+                "tags": tagged,
+            }
+
     def _run(self) -> None:
+        logged = time.monotonic()
         while not self._stop.wait(0.1):
-            self.samples.append(self.sample())
+            self._take()
+            if self._log is not None and time.monotonic() - logged >= 60:
+                logged = time.monotonic()
+                line = {
+                    "at": time.strftime("%H:%M:%S"),
+                    "load": load_average(),
+                    "phase": self.phase,
+                    "rss": round(self._series[-2]),
+                    "duckdb": round(self._series[-1]),
+                    "children peak": round(self.children_peak),
+                    "peak by phase": self._phases,
+                }
+                with self._log.open("a") as out:
+                    out.write(json.dumps(line) + "\n")
 
     def report(self) -> dict[str, Any]:
         self._stop.set()
         self._thread.join()
         self._cursor.close()
-        rss0, duck0, _ = self.before
-        samples = self.samples or [self.before]
-        tags: dict[str, float] = {}
-        for _, _, found in samples:
-            for tag, used in found.items():
-                tags[tag] = max(tags.get(tag, 0.0), used)
+        rss0, duck0, tags0 = self.before
+        pairs = list(zip(self._series[::2], self._series[1::2], strict=True)) or [(rss0, duck0)]
+        tags = self._tags or tags0
         return {
             "rss before": rss0,
-            "rss peak": max(rss for rss, _, _ in samples),
+            "rss peak": max(rss for rss, _ in pairs),
             "duckdb before": duck0,
-            "duckdb peak": max(duck for _, duck, _ in samples),
+            "duckdb peak": max(duck for _, duck in pairs),
             "rest before": rss0 - duck0,
-            "rest peak": max(rss - duck for rss, duck, _ in samples),
+            "rest peak": max(rss - duck for rss, duck in pairs),
             "children peak": self.children_peak,
             "duckdb peak by tag": {tag: round(used) for tag, used in sorted(tags.items()) if used >= 1},
+            "peak by phase": self._phases,
             # (RSS, DuckDB's) at twelve moments, first to last: growth shows as a slope
-            "series": [(round(rss), round(duck)) for rss, duck, _ in samples[:: max(1, len(samples) // 12)]],
+            "series": [(round(rss), round(duck)) for rss, duck in pairs[:: max(1, len(pairs) // 12)]],
         }
 
 
@@ -113,19 +146,20 @@ def _rss(pid: int) -> float:
         return 0.0
 
 
-def alone(db: Path, trace_id: str, memory_limit: str) -> dict[str, Any]:
+def alone(db: Path, trace_id: str, memory_limit: str, log: Path | None) -> dict[str, Any]:
     from devtool.actions.frame_indexer import build_index
     from devtool.store import Store
 
     store = Store(db, memory_limit=memory_limit)
-    memory = Memory(store)
+    memory = Memory(store, log)
+    memory.phase = "index"
     state = build_index(store, trace_id)
     found = {"index seconds": state.seconds, "indexed": state.indexed, "frames": state.frames, **memory.report()}
     store.close()
     return found
 
 
-def serving(db: Path, trace_id: str, before: float, pages: bool, memory_limit: str) -> dict[str, Any]:
+def serving(db: Path, trace_id: str, before: float, pages: bool, memory_limit: str, log: Path | None) -> dict[str, Any]:
     from starlette.testclient import TestClient
 
     from devtool.store import Store
@@ -139,7 +173,7 @@ def serving(db: Path, trace_id: str, before: float, pages: bool, memory_limit: s
         [trace_id],
     )[0][0]
     samples: dict[str, list[tuple[str, float, float]]] = {"append": [], "page": []}
-    memory = Memory(store)
+    memory = Memory(store, log)
     with TestClient(create_app(store, Settings(rewind_index_interval=before))) as client:
         began, seq, after = time.perf_counter(), 0, None
         phase = "before"
@@ -153,6 +187,7 @@ def serving(db: Path, trace_id: str, before: float, pages: bool, memory_limit: s
                     phase = "index"
                 elif phase == "before" and time.perf_counter() - began > before + 0.5:
                     phase = "index" if keyed else "keys"
+                memory.phase = phase
             batch = []
             for _ in range(25):
                 stamp = time.time() * 1000
@@ -207,12 +242,13 @@ def main(argv: list[str] | None = None) -> int:
         default=MEMORY_LIMIT,
         help=f"the store's, as `devtool serve --memory-limit` sets it (default {MEMORY_LIMIT}, as the server's)",
     )
+    parser.add_argument("--log", type=Path, help="append a JSON line of the memory's peaks so far each minute")
     args = parser.parse_args(argv)
     average = load_average()
     if args.alone:
-        found = alone(args.db, args.trace_id, args.memory_limit)
+        found = alone(args.db, args.trace_id, args.memory_limit, args.log)
     else:
-        found = serving(args.db, args.trace_id, args.before, args.pages, args.memory_limit)
+        found = serving(args.db, args.trace_id, args.before, args.pages, args.memory_limit, args.log)
     print(json.dumps({**found, "load average": f"{average} → {load_average()}"}))
     return 0
 

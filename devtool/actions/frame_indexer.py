@@ -45,11 +45,12 @@ from devtool.store.queries.events import iter_run_bodies
 logger = logging.getLogger("devtool.actions")
 
 
-# DuckDB's memory while an index is built (when the store's limit is higher): the build itself needs
-# ~150 MiB of it (the rewind file's open row groups, its long strings, the nodes' key index); the rest
-# would fill with DuckDB's cache of the blocks the build just wrote, which no page reads. At ten
-# million events that cache took the server's 640 MiB, and the build as fast at 400 MiB (issue 43).
-BUILD_MEMORY_LIMIT: Final = "400MiB"
+# DuckDB's memory while an index is built (when the store's limit is higher). Of what the build holds
+# there, only the nodes' key index (an ART, ~80 MiB at ten million events) cannot leave memory: the
+# rest is DuckDB's cache of the blocks it reads and writes, and rows not yet checkpointed, which
+# DuckDB writes to its temporary file when held lower. At ten million events the cache took the
+# server's 640 MiB and then the 400 MiB it was held to here, with the build no faster (issue 43).
+BUILD_MEMORY_LIMIT: Final = "300MiB"
 
 
 def build_index(store: Store, trace_id: str) -> IndexState:
