@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import platform
 import statistics
 import subprocess
@@ -33,7 +32,7 @@ from urllib.parse import urlencode
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.gen_trace import generate
-from bench.server import get, serve
+from bench.server import child_env, get, serve
 
 BUDGET_MS = 300
 REPLAY = "e" * 32
@@ -96,7 +95,7 @@ def main() -> None:
     if not loaded.exists():
         command = [sys.executable, "-m", "devtool", "load", "--db", str(db), "--memory-limit", args.memory_limit]
         command += [str(trace), str(replay)]
-        subprocess.run(command, check=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        subprocess.run(command, check=True, env=child_env(PYTHONUNBUFFERED="1"))
         loaded.write_text("")
     process, url, _ = serve(db, [])
     target = f"{url}compare?{urlencode({'a': original, 'b': REPLAY})}"

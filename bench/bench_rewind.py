@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_store import machine
 from bench.gen_trace import generate
+from bench.server import child_env
 
 
 def prepared(workdir: Path, events: int, seed: int) -> tuple[Path, str]:
@@ -51,7 +52,9 @@ def prepared(workdir: Path, events: int, seed: int) -> tuple[Path, str]:
     db = workdir / f"rewind-{events}-{seed}.duckdb"
     if not db.exists():
         print("loading it ...", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "devtool", "load", "--db", str(db), str(trace)], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "devtool", "load", "--db", str(db), str(trace)], check=True, env=child_env()
+        )
     return db, trace_id
 
 
@@ -85,6 +88,7 @@ class Server:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
+            env=child_env(),
         )
         assert self.process.stdout is not None
         first = self.process.stdout.readline()

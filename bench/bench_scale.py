@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.bench_rewind import Server
 from bench.bench_store import BASELINE, fresh, machine, timed_process
 from bench.gen_trace import generate
-from bench.server import get, serve
+from bench.server import child_env, get, serve
 from devtool.store import store_files
 from devtool.store.rewind_file import rewind_path
 
@@ -126,6 +126,7 @@ def serving_phase(db: Path, trace_id: str) -> dict[str, Any]:
         capture_output=True,
         text=True,
         check=False,
+        env=child_env(),
     )
     if out.returncode != 0:
         raise SystemExit(f"serving probe failed: {out.stderr[-2000:]}")

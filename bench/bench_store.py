@@ -32,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.gen_trace import generate
+from bench.server import child_env
 from devtool.store import store_files
 
 BASELINE = """
@@ -49,7 +50,7 @@ def timed_process(argv: list[str]) -> tuple[float, int, float]:
     a user waits. Fails loudly if the child fails.
     """
     began = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env())
     _, status, usage = os.wait4(process.pid, 0)
     took = time.perf_counter() - began
     process.returncode = os.waitstatus_to_exitcode(status)

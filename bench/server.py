@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent  # the checkout this bench is in
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a DevTool a bench starts: it and its own children run this checkout's code.
+
+    Without it, an A/B against another checkout went wrong silently: `python -m` (a child `devtool
+    serve`, or `-m bench.peers`) puts the working folder first on the path, ahead of `PYTHONPATH`,
+    and each bench script puts its own checkout first, so which code ran depended on the folder the
+    bench was started in. `PYTHONSAFEPATH` keeps the working folder off every descendant's path.
+    """
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "PYTHONSAFEPATH": "1", **extra}
 
 
 def serve(db: Path, files: list[Path], *options: str) -> tuple[subprocess.Popen[str], str, float]:
@@ -18,6 +33,7 @@ def serve(db: Path, files: list[Path], *options: str) -> tuple[subprocess.Popen[
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env=child_env(),
     )
     assert process.stdout is not None
     first = process.stdout.readline()

@@ -15,6 +15,7 @@ import urllib.error
 from pathlib import Path
 
 from bench.peers import process, web
+from bench.server import child_env
 
 NAME = "ours"
 HEADERS: dict[str, str] = {}
@@ -27,7 +28,7 @@ PAGE = 100  # the runs list's page
 def start(data: Path) -> process.Running:
     port = process.free_port()
     command = [sys.executable, "-m", "devtool", "serve", "--port", str(port), "--db", str(data / "bench.duckdb")]
-    return process.start(command, f"http://127.0.0.1:{port}", "/", data, {"XDG_DATA_HOME": str(data / "xdg")})
+    return process.start(command, f"http://127.0.0.1:{port}", "/", data, child_env(XDG_DATA_HOME=str(data / "xdg")))
 
 
 def _rows(running: process.Running, query: str, page: int) -> tuple[list[tuple[str, str, int]], bool]:
