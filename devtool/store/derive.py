@@ -188,12 +188,9 @@ def refresh(
     else:
         if all_new and traces is not None:
             # No span of these runs is stored: every parent is among the new spans, or missing (a root).
-            conn.execute(_NEW_LIVE.format(scope=f"SELECT * EXCLUDE (body) FROM events WHERE {new}", logs=new))
-            derived = int(
-                conn.execute(
-                    f"SELECT count(*) FROM spans WHERE trace_id IN (SELECT trace_id FROM touched_traces) AND {SHOWN}"
-                ).fetchall()[0][0]
-            )
+            # Counted as they are inserted: a statement fewer (a lone trace's derive is its statements).
+            inserted = _NEW_LIVE.format(scope=f"SELECT * EXCLUDE (body) FROM events WHERE {new}", logs=new)
+            derived = sum(shown for (shown,) in conn.execute(f"{inserted} RETURNING ({SHOWN})::INT").fetchall())
         elif all_new:
             scope = f"SELECT * EXCLUDE (body) FROM events WHERE {new}"
             conn.execute(_DERIVE.format(scope=scope, materialized="NOT MATERIALIZED"))
@@ -218,8 +215,8 @@ def refresh(
         if not (all_new and traces is not None):
             derived = int(conn.execute(f"SELECT count(*) FROM derived WHERE {SHOWN}").fetchall()[0][0])
             conn.execute("DROP TABLE derived; DROP TABLE placed")
-    if not incremental:
-        run_summary.rebuild(conn)
+    if not incremental:  # every run derived here is new (`all_new`): it has no row to delete
+        run_summary.rebuild(conn, new=True)
     if prints:
         call_prints.update(conn, after_event_id)
     traces = tuple(row[0] for row in conn.execute("SELECT trace_id FROM touched_traces ORDER BY 1").fetchall())

@@ -179,9 +179,11 @@ _FRESH_COLUMNS = [
 _SUMMED = ("events", "prompt_tokens", "completion_tokens", "unpriced_calls")
 
 
-def rebuild(conn: duckdb.DuckDBPyConnection, traces: str = "touched_traces") -> None:
-    """Count the summaries of the runs in table `traces` from all their events and spans."""
-    conn.execute(f"DELETE FROM runs WHERE trace_id IN (SELECT trace_id FROM {traces})")
+def rebuild(conn: duckdb.DuckDBPyConnection, traces: str = "touched_traces", *, new: bool = False) -> None:
+    """Count the summaries of the runs in table `traces` from all their events and spans (`new`: runs
+    with no row yet, so none to delete first; a statement fewer for a lone live trace's derive)."""
+    if not new:
+        conn.execute(f"DELETE FROM runs WHERE trace_id IN (SELECT trace_id FROM {traces})")
     conn.execute(_REBUILD.replace("{traces}", traces))
 
 
