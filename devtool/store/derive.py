@@ -216,7 +216,9 @@ def refresh(
             derived = int(conn.execute(f"SELECT count(*) FROM derived WHERE {SHOWN}").fetchall()[0][0])
             conn.execute("DROP TABLE derived; DROP TABLE placed")
     if not incremental:  # every run derived here is new (`all_new`): it has no row to delete
-        run_summary.rebuild(conn, new=True)
+        # A live derive's new runs have no event up to `after_event_id` (the lowest first id it took;
+        # an event before it would have been derived into a run); a load's may (live events pending).
+        run_summary.rebuild(conn, new=True, after=after_event_id if traces is not None else -1)
     if prints:
         call_prints.update(conn, after_event_id)
     traces = tuple(row[0] for row in conn.execute("SELECT trace_id FROM touched_traces ORDER BY 1").fetchall())

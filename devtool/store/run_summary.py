@@ -52,6 +52,9 @@ _EVENT_COUNTS = f"""
 # A run's counts are of the spans its page shows (the frame tree and the timeline): a log line, an error
 # event or a model call inside a turn is not one more span, and the runs list, the run's header and
 # the load's summary all say the same number.
+# The events of the runs in `{traces}`, all of them with ids above `{after}`.
+_OF_RUNS = "events WHERE event_id > {after} AND trace_id IN (SELECT trace_id FROM {traces})"
+
 _REBUILD = f"""
     INSERT INTO runs BY NAME
     SELECT
@@ -67,7 +70,7 @@ _REBUILD = f"""
         e.cost_micro_usd, e.unpriced_calls,
         coalesce(s.prompts, 0) AS prompts, coalesce(s.tools, 0) AS tools, e.source_id, coalesce(s.depth, 0) AS depth,
         s.best.k AS name_key, s.best.s AS name_span
-    FROM ({_EVENT_COUNTS.format(events="events WHERE trace_id IN (SELECT trace_id FROM {traces})")}) e
+    FROM ({_EVENT_COUNTS.format(events=_OF_RUNS)}) e
     LEFT JOIN (
         SELECT trace_id,
                coalesce(arg_min(name, {_AGENT_KEY}) FILTER (WHERE {_AGENT}),
@@ -179,12 +182,16 @@ _FRESH_COLUMNS = [
 _SUMMED = ("events", "prompt_tokens", "completion_tokens", "unpriced_calls")
 
 
-def rebuild(conn: duckdb.DuckDBPyConnection, traces: str = "touched_traces", *, new: bool = False) -> None:
+def rebuild(
+    conn: duckdb.DuckDBPyConnection, traces: str = "touched_traces", *, new: bool = False, after: int = -1
+) -> None:
     """Count the summaries of the runs in table `traces` from all their events and spans (`new`: runs
-    with no row yet, so none to delete first; a statement fewer for a lone live trace's derive)."""
+    with no row yet, so none to delete first; a statement fewer for a lone live trace's derive).
+    `after`: every event of those runs has a greater id (new live runs: their events are read from
+    there, not looked for through the whole table, which grows with the store)."""
     if not new:
         conn.execute(f"DELETE FROM runs WHERE trace_id IN (SELECT trace_id FROM {traces})")
-    conn.execute(_REBUILD.replace("{traces}", traces))
+    conn.execute(_REBUILD.replace("{traces}", traces).replace("{after}", str(int(after))))
 
 
 def update(conn: duckdb.DuckDBPyConnection, after_event_id: int, *, moved: bool) -> None:
