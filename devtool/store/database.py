@@ -40,10 +40,9 @@ held a few hundred MiB more than DuckDB used.
 from __future__ import annotations
 
 import contextlib
-import errno
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,10 +51,11 @@ import duckdb
 
 from devtool.store import derive, live_index, no_pandas, rewind_file
 from devtool.store.backlog import PENDING, Backlog
-from devtool.store.errors import StoreError, StoreLockedError
+from devtool.store.errors import StoreError, StoreLockedError, disk_full, first_line
 from devtool.store.id_lists import PER_STATEMENT
 from devtool.store.rewind_file import rewind_path, wal_path
 from devtool.store.schema import MIGRATIONS, REWIND_FILE_AT, UNINDEXED_AT
+from devtool.store.transactions import committed, rollback
 
 if TYPE_CHECKING:
     from devtool.store.lake import Lake
@@ -66,9 +66,6 @@ _LOCK_HOLDER = re.compile(r"\(PID (\d+)\)")
 DEFAULT_MEMORY_LIMIT = "1GiB"
 # The WAL a commit may leave before DuckDB checkpoints inside it (its own default is 16 MiB).
 CHECKPOINT_THRESHOLD = "128MiB"
-
-
-_WRITTEN = re.compile(r'Could not write file "([^"]+)"')
 
 
 class Store:
@@ -110,7 +107,7 @@ class Store:
                     "(DevTool releases before the team lake ran DuckDB 2.0): use another --db and load the "
                     "trace files again, or export the runs with the DevTool that wrote it (devtool export)"
                 ) from exc
-            raise StoreError(f"cannot open database {path}: {_first_line(exc)}") from exc
+            raise StoreError(f"cannot open database {path}: {first_line(exc)}") from exc
         self.memory_limit = memory_limit
         self._write_lock = threading.Lock()
         self._derive_lock = threading.Lock()
@@ -288,7 +285,7 @@ class Store:
                     rollback(conn)
                     return None
                 through = self.backlog.derived_through(newest, taken)
-            with _committed(conn, self.backlog, taken):
+            with committed(conn, self.backlog, taken):
                 after = min(taken.values()) - 1
                 _, traces = derive.refresh(conn, after, traces=tuple(taken), prints=False)
                 live_index.mark(conn, taken)
@@ -308,7 +305,7 @@ class Store:
             if not taken:
                 return False
             conn.execute("BEGIN TRANSACTION")
-            with _committed(conn, self.unindexed, taken):
+            with committed(conn, self.unindexed, taken):
                 live_index.index(conn, taken)
             self.unindexed.done(taken)
             return True
@@ -332,19 +329,6 @@ class Store:
             self._conn.close()
 
 
-@contextmanager
-def _committed(conn: duckdb.DuckDBPyConnection, backlog: Backlog, taken: dict[str, int]) -> Iterator[None]:
-    """COMMIT the transaction `conn` began when the block ends; on any error, roll it back and put
-    what it took from `backlog` back."""
-    try:
-        yield
-        conn.execute("COMMIT")
-    except BaseException:
-        rollback(conn)
-        backlog.put_back(taken)
-        raise
-
-
 def _apply(conn: duckdb.DuckDBPyConnection, versions: range) -> None:
     """Take the main file through migrations `versions`, each in a transaction with its version."""
     for version in versions:
@@ -352,43 +336,6 @@ def _apply(conn: duckdb.DuckDBPyConnection, versions: range) -> None:
         conn.execute(MIGRATIONS[version - 1])
         conn.execute("INSERT INTO schema_version VALUES (?)", [version])
         conn.execute("COMMIT")
-
-
-def unless_raced(store: Store, work: Callable[[duckdb.DuckDBPyConnection], None]) -> bool:
-    """Do `work` in a transaction of a reader's cursor, beside the writer; False when a write to the
-    same rows committed meanwhile (DuckDB's conflict: nothing of `work` is kept, the next look redoes it)."""
-    with closing(store.reader()) as conn:
-        conn.execute("BEGIN TRANSACTION")
-        try:
-            work(conn)
-            conn.execute("COMMIT")
-        except duckdb.TransactionException:
-            rollback(conn)
-            return False
-        except BaseException:
-            rollback(conn)
-            raise
-    return True
-
-
-def rollback(conn: duckdb.DuckDBPyConnection) -> None:
-    """End the transaction open on `conn`, if any: a COMMIT that failed (a full disk) ended it already,
-    and a ROLLBACK then would only raise over the error that matters."""
-    with contextlib.suppress(duckdb.TransactionException):
-        conn.execute("ROLLBACK")
-
-
-def disk_full(path: Path, exc: BaseException) -> StoreError | None:
-    """A one-line `StoreError` when `exc` (opening or writing the store at `path`) is a full disk,
-    naming the file DuckDB could not write (else None)."""
-    text = str(exc)
-    if not (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) and "no space left on device" not in text.lower():
-        return None
-    written = _WRITTEN.search(text)
-    where = written.group(1) if written else getattr(exc, "filename", None) or str(path)
-    return StoreError(
-        f"no space left on device: {where} (free some space on that disk and start again; what the store holds is kept)"
-    )
 
 
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b|b|bytes)?\s*", re.IGNORECASE)
@@ -403,7 +350,3 @@ def size_bytes(size: str) -> int:
     if found is None:
         raise ValueError(f"not a memory size: {size!r} (e.g. 512MiB, 4GiB)")
     return int(float(found.group(1)) * _UNITS[(found.group(2) or "").lower()])
-
-
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -6,6 +6,8 @@ words a user can act on; callers print `str(error)` as it is.
 
 from __future__ import annotations
 
+import errno
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,3 +90,25 @@ class BatchTooLargeError(StoreError):
 
 class NotFoundError(StoreError):
     """A run, span, process, entry or snapshot that is not in the store."""
+
+
+_WRITTEN = re.compile(r'Could not write file "([^"]+)"')
+
+
+def disk_full(path: Path, exc: BaseException) -> StoreError | None:
+    """A one-line `StoreError` when `exc` (opening or writing the store at `path`) is a full disk,
+    naming the file DuckDB could not write (else None)."""
+    text = str(exc)
+    if not (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) and "no space left on device" not in text.lower():
+        return None
+    written = _WRITTEN.search(text)
+    where = written.group(1) if written else getattr(exc, "filename", None) or str(path)
+    return StoreError(
+        f"no space left on device: {where} (free some space on that disk and start again; what the store holds is kept)"
+    )
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of what `exc` says (DuckDB's errors go on for lines), or its type's name."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -27,7 +27,7 @@ import duckdb
 
 from devtool.store import span_keys_build
 from devtool.store.database import Store
-from devtool.store.errors import BadLinesError, LineProblem, LoadError
+from devtool.store.errors import BadLinesError, LineProblem, LoadError, first_line
 from devtool.store.files import SourceFile
 from devtool.store.loaders import Loader, Reading, detect
 from devtool.store.loaders.journals import JournalJsonl
@@ -137,7 +137,7 @@ def load_file(
             with good_path.open("wb") as good:
                 scan = loader.scan(source.stream(), good if bad_lines is BadLines.SKIP or bom else None)
             if scan.bad == 0 and not (bom and scan.good):
-                raise LoadError(path, f"DuckDB cannot read it as {loader.description}: {_first_line(refusal)}")
+                raise LoadError(path, f"DuckDB cannot read it as {loader.description}: {first_line(refusal)}")
             if scan.bad and (bad_lines is BadLines.REJECT or scan.good == 0):
                 raise BadLinesError(path, tuple(scan.problems), scan.bad, scan.good)
             try:
@@ -145,7 +145,7 @@ def load_file(
                     store, source, loader, str(good_path), jsonl=True, progress=progress, scan=scan, keys=keys
                 )
             except duckdb.Error as exc:
-                raise LoadError(path, f"DuckDB cannot read its good lines: {_first_line(exc)}") from exc
+                raise LoadError(path, f"DuckDB cannot read its good lines: {first_line(exc)}") from exc
             except _AlreadyLoaded as known:
                 return known.result
 
@@ -267,7 +267,7 @@ def _memory_refused(source: SourceFile) -> Iterator[None]:
     except duckdb.OutOfMemoryException as exc:
         raise LoadError(
             source.path,
-            f"DuckDB ran out of memory loading it, so nothing of it was stored ({_first_line(exc)}): "
+            f"DuckDB ran out of memory loading it, so nothing of it was stored ({first_line(exc)}): "
             "let it use more with --memory-limit (say 2GiB), or load it on a machine with more memory",
         ) from exc
 
@@ -296,8 +296,3 @@ def _watch(store: Store, source: SourceFile, progress: Progress | None) -> Itera
         done.set()
         watcher.join()
         progress("loading", size, size)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

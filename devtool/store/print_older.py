@@ -10,8 +10,9 @@ from __future__ import annotations
 import duckdb
 
 from devtool.store.call_prints import update
-from devtool.store.database import Store, unless_raced
+from devtool.store.database import Store
 from devtool.store.errors import StoreError
+from devtool.store.transactions import unless_raced
 
 
 def print_run(store: Store, trace_id: str) -> bool:

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from devtool.store import list_param, span_failures, span_search
-from devtool.store.database import unless_raced
 from devtool.store.run_caches import stale_runs
 from devtool.store.span_keys import FINE_TILES, TILES
 from devtool.store.span_sql import HIDDEN_KINDS, shown
+from devtool.store.transactions import unless_raced
 
 if TYPE_CHECKING:
     from devtool.store.database import Store

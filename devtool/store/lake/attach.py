@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import duckdb
 
 from devtool.store.database import Store
+from devtool.store.errors import first_line
 from devtool.store.extensions import load_extension
 from devtool.store.lake.config import POSTGRES, LakeConfig, LakeError, shown
 from devtool.store.lake.retry import in_lake_transaction
@@ -54,14 +55,14 @@ def attach_lake(store: Store, config: LakeConfig) -> Lake:
             )
         except duckdb.Error as exc:
             # DuckDB's message repeats the connection string, password and all.
-            raise LakeError(f"cannot open the lake catalog {config.shown!r}: {shown(_first_line(exc))}") from None
+            raise LakeError(f"cannot open the lake catalog {config.shown!r}: {shown(first_line(exc))}") from None
         conn.execute(LOCAL_TABLES)
     try:
         in_lake_transaction(store, _make_tables)
         # A transaction of its own: DuckLake sets no option on a table made in the same transaction.
         in_lake_transaction(store, _size_row_groups)
     except duckdb.Error as exc:
-        raise LakeError(f"cannot make the lake's tables in {config.shown!r}: {_first_line(exc)}") from None
+        raise LakeError(f"cannot make the lake's tables in {config.shown!r}: {first_line(exc)}") from None
     lake = Lake(config)
     store.lake = lake
     return lake
@@ -97,8 +98,3 @@ def _size_row_groups(conn: duckdb.DuckDBPyConnection) -> None:
 
 def _quoted(text: str) -> str:
     return text.replace("'", "''")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

@@ -12,7 +12,8 @@ from typing import TypeVar
 
 import duckdb
 
-from devtool.store.database import Store, rollback
+from devtool.store.database import Store
+from devtool.store.transactions import rollback
 
 T = TypeVar("T")
 
