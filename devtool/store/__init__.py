@@ -29,7 +29,7 @@ from devtool.store.errors import (
     StoreError,
     StoreLockedError,
 )
-from devtool.store.live_append import OTLP_STREAM, append_events, store_events
+from devtool.store.live_append import OTLP_STREAM, Stored, append_events, store_batch, store_events
 from devtool.store.load import BadLines, LoadResult, load_file
 from devtool.store.rewind_file import store_files
 from devtool.store.snapshots import (
@@ -55,6 +55,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreLockedError",
+    "Stored",
     "StoredSnapshot",
     "append_events",
     "get_snapshot",
@@ -62,6 +63,7 @@ __all__ = [
     "load_file",
     "save_snapshot",
     "snapshot_id",
+    "store_batch",
     "store_events",
     "store_files",
 ]

@@ -172,8 +172,9 @@ class Store:
     def transaction(self, *, derives: bool = True) -> Iterator[duckdb.DuckDBPyConnection]:
         """The writing connection inside BEGIN … COMMIT; any exception rolls everything back.
 
-        `derives=False` promises that the transaction writes no spans or runs (a live append, which
-        leaves them to `derive_backlog`): it then does not wait for a derive in flight.
+        `derives=False` promises that the transaction writes no spans or runs of a trace a derive may
+        hold (a live append, which leaves them to `derive_backlog`, or derives a small trace no derive
+        holds, `live_append.store_batch`): it then does not wait for a derive in flight.
         """
         with contextlib.ExitStack() as held:
             for lock in (self._derive_lock, self._index_lock) if derives else ():

@@ -10,18 +10,28 @@ Spans and run summaries follow in a second step: at once (the default), or, with
 whenever the caller next calls `store.derive_backlog()` (the live appender, which streams the events
 first; see `backlog.py`). The events are committed either way.
 
+`store_batch(store, events, derive_small=N)` is the live appender's: it leaves spans to the backlog too,
+but a batch of at most N new events that ends the root span of every trace it adds to, none of which a
+derive holds (a small trace exported whole, as an OpenTelemetry SDK does when its agent finishes), is
+derived in the append's own transaction: its events are in hand, one BEGIN and COMMIT serve both, and
+the page an exporter's user opens next waits for no derive (issue 43: a lone trace's header waited
+~26 ms for the derive that followed its append, out of ~48 ms from export to visible).
+
 Events of one live stream are recorded under one `sources` row (kind `live`, named by `stream`), whose
 counts grow with every batch.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import duckdb
 import orjson
 
-from devtool.store import list_param
+from devtool.store import derive, list_param, live_index
 from devtool.store.database import Store
 from devtool.store.event_gate import CheckedEvent, check_events
 from devtool.store.event_sql import insert_events_sql, last_event_id
@@ -35,6 +45,21 @@ OTLP_STREAM = "otlp"
 _BATCH = f"(SELECT body::JSON AS body, n FROM unnest({list_param.of('events')}) WITH ORDINALITY AS batch(body, n))"
 _INSERT = insert_events_sql(_BATCH, live=True)
 _INSERT_WRITTEN = insert_events_sql(_BATCH, live=True, written=True)
+
+logger = logging.getLogger("devtool.store")
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What `store_batch` stored: each event's id (None for one stored already), and, when it derived
+    them in its own transaction, up to which id every stored event is derived and the traces derived."""
+
+    ids: list[int | None]
+    derived: tuple[int, tuple[str, ...]] | None = None
+
+
+class _DeriveFailed(Exception):
+    """The derive in an append's transaction failed (the transaction is rolled back)."""
 
 
 def append_events(
@@ -54,8 +79,27 @@ def store_events(
     `event_sql.EVENT_KEY_SQL`), or given twice in `events`, is stored once, and its place in the
     returned list is None. `derive=False` leaves their spans and run summaries in the store's backlog.
     """
+    ids = store_batch(store, events, stream=stream).ids
+    if derive and any(i is not None for i in ids):
+        store.derive_backlog()
+    return ids
+
+
+def store_batch(store: Store, events: Sequence[CheckedEvent], *, stream: str = "live", derive_small: int = 0) -> Stored:
+    """`store_events(..., derive=False)`, but a batch of at most `derive_small` new events that ends
+    the root span of each trace it adds to, when no derive holds any of them, is derived (spans, run
+    summaries, the `unindexed` rows of the index step after it) in the same transaction. Should that
+    derive fail, the batch is stored again without it: the events must not be refused for it."""
+    try:
+        return _store(store, events, stream, derive_small)
+    except _DeriveFailed as failed:
+        logger.warning("devtool: a small batch's derive failed, its events left to the backlog: %s", failed)
+        return _store(store, events, stream, 0)
+
+
+def _store(store: Store, events: Sequence[CheckedEvent], stream: str, derive_small: int) -> Stored:
     if not events:
-        return []
+        return Stored([])
     # Repeats inside the batch (two retries grouped into one append) go first, then what the store has.
     slot_of: dict[str, int] = {}  # each distinct text's place in `texts`
     firsts: list[int] = []  # the index in `events` of each slot's first event
@@ -65,6 +109,7 @@ def store_events(
     texts = list(slot_of)
     traces = sorted({_trace_id(event) for event in events})
     times = [float(event.event["timestamp"]) for event in events]
+    derived: dict[str, int] = {}
     with store.transaction(derives=False) as conn:
         source_id, known = _live_source(conn, stream)
         base = last_event_id(conn)
@@ -93,13 +138,22 @@ def store_events(
                 firsts_of.setdefault(trace, ids[slot])
                 if _ends_root(checked.event):
                     ending.add(trace)
-            store.backlog.add(firsts_of.items(), ending=ending)
-    if derive and ids:
-        store.derive_backlog()
-    return [
-        ids.get(slot_of[event.text]) if firsts[slot_of[event.text]] == index else None
-        for index, event in enumerate(events)
-    ]
+            # Under the write lock, where derives take their traces: none takes these meanwhile.
+            if len(ids) <= derive_small and ending >= firsts_of.keys() and not any(map(store.backlog.holds, firsts_of)):
+                try:
+                    derive.refresh(conn, min(firsts_of.values()) - 1, traces=tuple(firsts_of), prints=False)
+                    live_index.mark(conn, firsts_of)
+                except duckdb.Error as exc:
+                    raise _DeriveFailed(str(exc)) from exc
+                derived = firsts_of
+            else:
+                store.backlog.add(firsts_of.items(), ending=ending)
+    through = None
+    if derived:
+        store.unindexed.add(derived.items())
+        through = (store.backlog.derived_through(max(ids.values()), derived), tuple(sorted(derived)))
+    slots = [slot_of[event.text] for event in events]
+    return Stored([ids.get(slot) if firsts[slot] == index else None for index, slot in enumerate(slots)], through)
 
 
 def stored_spans(store: Store, spans: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:

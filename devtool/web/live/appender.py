@@ -25,6 +25,8 @@ that must see it (a page request); `settle(trace_id)` only that run's, for a vie
 a big ingest, a derive of everything pending took seconds, and each look at a small run paid it).
 The runs' search words and call fingerprints are made after each derive, in a step of their own
 (`Store.index_backlog`): a page of a run does not wait for them; `settle()` does.
+A group of at most `SMALL_DERIVE` new events that ends each trace it adds to (a small trace exported
+whole) is derived in its own transaction instead (`store_batch`), and that derive is published with it.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from dataclasses import dataclass, field
 
 from starlette.concurrency import run_in_threadpool
 
-from devtool.store import Store, store_events
+from devtool.store import Store, store_batch
 from devtool.store.event_gate import CheckedEvent
 from devtool.web.live.broker import Broker, LiveEvent
 
@@ -48,6 +50,9 @@ logger = logging.getLogger("devtool.web")
 GROUP_LIMIT = 50_000
 # The most of the time a derive following live appends may take (the rest is the appends').
 DERIVE_SHARE = 0.5
+# The most new events a group may store and derive in one transaction, when it ends each trace it adds
+# to: a lone small trace (a six-span agent run is twelve events); an ingest's groups are far bigger.
+SMALL_DERIVE = 64
 
 
 @dataclass
@@ -68,6 +73,7 @@ class Appender:
         self._pending: list[_Batch] = []
         self._flush: asyncio.Task[None] | None = None
         self._derive: asyncio.Task[None] | None = None
+        self._derived: list[tuple[int, tuple[str, ...]]] = []  # by the group being stored, to publish
 
     async def append(self, events: Sequence[CheckedEvent], *, stream: str) -> list[int | None]:
         """Store `events` and return their ids, in order (None for one that was stored already: it is
@@ -137,6 +143,9 @@ class Appender:
                     LiveEvent.of(i, e.event) for i, e in zip(result, batch.events, strict=True) if i is not None
                 )
             self.broker.publish(stored)
+            for derived in self._derived:
+                self.broker.publish_derived(*derived)
+            self._derived.clear()
             if self._derive is None or self._derive.done():
                 self._derive = asyncio.create_task(self._follow(), name="devtool-live-derive")
 
@@ -164,11 +173,13 @@ class Appender:
 
     async def _store_one(self, events: Sequence[CheckedEvent], stream: str) -> list[int | None] | Exception:
         try:
-            ids = await run_in_threadpool(store_events, self.store, events, stream=stream, derive=False)
+            stored = await run_in_threadpool(store_batch, self.store, events, stream=stream, derive_small=SMALL_DERIVE)
         except Exception as exc:  # whatever the store raised must reach the waiting requests, not hang them
             return exc
         self.appends += 1
-        return ids
+        if stored.derived is not None:
+            self._derived.append(stored.derived)
+        return stored.ids
 
 
 def next_derive(started: float, ended: float, interval: float) -> float:
