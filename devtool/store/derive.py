@@ -174,6 +174,8 @@ def refresh(
     stored = conn.execute("SELECT count(*) FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)")
     all_new = stored.fetchall()[0][0] == 0
     incremental = False
+    # New runs of a live derive: no span of theirs is stored, so one statement makes them (`_NEW_LIVE`).
+    new_live = all_new and traces is not None
     # Only a load of new runs may be streamed: a live derive (`traces`) does not ask DuckDB its limit.
     streamable = all_new and traces is None
     size = (derive_stream.chunk_for(conn) if chunk is None else chunk) if streamable else 0
@@ -186,7 +188,7 @@ def refresh(
             conn.execute("DROP TABLE derived; DROP TABLE placed; DROP TABLE replaced")
         derive_stream.fix_places(conn)
     else:
-        if all_new and traces is not None:
+        if new_live:
             # No span of these runs is stored: every parent is among the new spans, or missing (a root).
             # Counted as they are inserted: a statement fewer (a lone trace's derive is its statements).
             inserted = _NEW_LIVE.format(scope=f"SELECT * EXCLUDE (body) FROM events WHERE {new}", logs=new)
@@ -212,7 +214,7 @@ def refresh(
             run_summary.update(conn, after_event_id, moved=moved)
             conn.execute("DROP TABLE replaced")
             incremental = True
-        if not (all_new and traces is not None):
+        if not new_live:
             derived = int(conn.execute(f"SELECT count(*) FROM derived WHERE {SHOWN}").fetchall()[0][0])
             conn.execute("DROP TABLE derived; DROP TABLE placed")
     if not incremental:  # every run derived here is new (`all_new`): it has no row to delete

@@ -103,7 +103,7 @@ _STORED_IN_WINDOW = (
 )
 
 
-def insert_events_sql(relation: str, *, live: bool = False, written: bool = False) -> str:
+def insert_events_sql(relation: str, *, live: bool = False, written: bool = False, returning: str = "") -> str:
     """INSERT … SELECT from `relation` (`body`, and `n` from 1 in load order); parameters `$base`, `$source`.
 
     Events already stored (same trace, same `event_key`) are left out: by this statement for a `live`
@@ -114,13 +114,14 @@ def insert_events_sql(relation: str, *, live: bool = False, written: bool = Fals
     statement returns the ids it stored. `written` (with `live`): every text was written by
     the gate from the event it checked (`CheckedEvent.written`), so no key is given twice and DuckDB
     reads the rule's fields as the gate did: they are read as the types the rule made sure of, not
-    checked again (reading them as JSON and checking them was half the insert's CPU).
+    checked again (reading them as JSON and checking them was half the insert's CPU). `returning`
+    (with `live`): what the statement returns instead of the ids, the id first.
     """
     keyed = f"(SELECT body, n, {EVENT_KEY_SQL} AS k FROM {relation})"
     structure, ids, timestamp = STRUCTURE, "e.trace.{} ->> '$'", TIMESTAMP_SQL
     if live:
         # Left out before the texts are read: the join then carries only the texts, not what is read.
-        rule, returning = FIELDS_SQL, "RETURNING event_id"
+        rule, returning = FIELDS_SQL, returning or "RETURNING event_id"
         keyed = f"(SELECT r.* FROM {keyed} r ANTI JOIN ({_STORED_IN_WINDOW}) stored ON stored.event_key = r.k)"
         if written:
             structure, ids, timestamp, rule = _WRITTEN_STRUCTURE, "e.trace.{}", "e.timestamp", "true"

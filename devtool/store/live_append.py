@@ -15,7 +15,9 @@ but a batch of at most N new events that ends the root span of every trace it ad
 derive holds (a small trace exported whole, as an OpenTelemetry SDK does when its agent finishes), is
 derived in the append's own transaction: its events are in hand, one BEGIN and COMMIT serve both, and
 the page an exporter's user opens next waits for no derive (issue 43: a lone trace's header waited
-~26 ms for the derive that followed its append, out of ~48 ms from export to visible).
+~26 ms for the derive that followed its append, out of ~48 ms from export to visible). Its spans and
+summary are computed in Python from the rows the insert returns (`small_derive.py`), and derived in
+SQL (`derive.refresh`) when they are not all of a trace's events (a trace with a run already).
 
 Events of one live stream are recorded under one `sources` row (kind `live`, named by `stream`), whose
 counts grow with every batch.
@@ -31,7 +33,7 @@ from typing import Any
 import duckdb
 import orjson
 
-from devtool.store import derive, list_param, live_index
+from devtool.store import derive, list_param, live_index, small_derive
 from devtool.store.database import Store
 from devtool.store.event_gate import CheckedEvent, check_events
 from devtool.store.event_sql import insert_events_sql, last_event_id
@@ -45,6 +47,9 @@ OTLP_STREAM = "otlp"
 _BATCH = f"(SELECT body::JSON AS body, n FROM unnest({list_param.of('events')}) WITH ORDINALITY AS batch(body, n))"
 _INSERT = insert_events_sql(_BATCH, live=True)
 _INSERT_WRITTEN = insert_events_sql(_BATCH, live=True, written=True)
+# The same, returning the rows a small derive is made of (`small_derive.RETURNING`): a batch it may derive.
+_INSERT_ROWS = insert_events_sql(_BATCH, live=True, returning=small_derive.RETURNING)
+_INSERT_WRITTEN_ROWS = insert_events_sql(_BATCH, live=True, written=True, returning=small_derive.RETURNING)
 
 logger = logging.getLogger("devtool.store")
 
@@ -86,7 +91,7 @@ def store_events(
 
 
 def store_batch(store: Store, events: Sequence[CheckedEvent], *, stream: str = "live", derive_small: int = 0) -> Stored:
-    """`store_events(..., derive=False)`, but a batch of at most `derive_small` new events that ends
+    """`store_events(..., derive=False)`, but a batch of at most `derive_small` events that ends
     the root span of each trace it adds to, when no derive holds any of them, is derived (spans, run
     summaries, the `unindexed` rows of the index step after it) in the same transaction. Should that
     derive fail, the batch is stored again without it: the events must not be refused for it."""
@@ -122,8 +127,14 @@ def _store(store: Store, events: Sequence[CheckedEvent], stream: str, derive_sma
             "source": source_id,
         }
         # The slot of each event stored: its id is `base` + its place in `texts` (from 1).
-        insert = _INSERT_WRITTEN if all(event.written for event in events) else _INSERT
-        ids = {event_id - base - 1: event_id for (event_id,) in conn.execute(insert, params).fetchall()}
+        written = all(event.written for event in events)
+        small = len(texts) <= derive_small
+        if small:
+            insert = _INSERT_WRITTEN_ROWS if written else _INSERT_ROWS
+        else:
+            insert = _INSERT_WRITTEN if written else _INSERT
+        rows = conn.execute(insert, params).fetchall()
+        ids = {row[0] - base - 1: row[0] for row in rows}
         if ids:
             if not known:
                 conn.execute(
@@ -139,9 +150,11 @@ def _store(store: Store, events: Sequence[CheckedEvent], stream: str, derive_sma
                 if _ends_root(checked.event):
                     ending.add(trace)
             # Under the write lock, where derives take their traces: none takes these meanwhile.
-            if len(ids) <= derive_small and ending >= firsts_of.keys() and not any(map(store.backlog.holds, firsts_of)):
+            if small and ending >= firsts_of.keys() and not any(map(store.backlog.holds, firsts_of)):
                 try:
-                    derive.refresh(conn, min(firsts_of.values()) - 1, traces=tuple(firsts_of), prints=False)
+                    # In Python from the rows in hand when they are all of their traces', else in SQL.
+                    if not small_derive.derive(conn, rows):
+                        derive.refresh(conn, min(firsts_of.values()) - 1, traces=tuple(firsts_of), prints=False)
                     live_index.mark(conn, firsts_of)
                 except duckdb.Error as exc:
                     raise _DeriveFailed(str(exc)) from exc

@@ -49,12 +49,12 @@ _EVENT_COUNTS = f"""
     GROUP BY trace_id
 """
 
-# A run's counts are of the spans its page shows (the frame tree and the timeline): a log line, an error
-# event or a model call inside a turn is not one more span, and the runs list, the run's header and
-# the load's summary all say the same number.
 # The events of the runs in `{traces}`, all of them with ids above `{after}`.
 _OF_RUNS = "events WHERE event_id > {after} AND trace_id IN (SELECT trace_id FROM {traces})"
 
+# A run's counts are of the spans its page shows (the frame tree and the timeline): a log line, an error
+# event or a model call inside a turn is not one more span, and the runs list, the run's header and
+# the load's summary all say the same number.
 _REBUILD = f"""
     INSERT INTO runs BY NAME
     SELECT
@@ -139,7 +139,8 @@ _CHANGED = f"""
     GROUP BY trace_id
 """
 
-_COLUMNS = [
+# A `runs` row's columns (`small_derive` writes whole rows by them too).
+COLUMNS = [
     "trace_id",
     "name",
     "started_ts",
@@ -201,9 +202,9 @@ def update(conn: duckdb.DuckDBPyConnection, after_event_id: int, *, moved: bool)
     yet, or whose new row the change does not tell, is rebuilt. `moved`: the re-derive moved other
     stored spans (their depths changed, which the delta does not see)."""
     stored = conn.execute(
-        f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)"
+        f"SELECT {', '.join(COLUMNS)} FROM runs WHERE trace_id IN (SELECT trace_id FROM touched_traces)"
     ).fetchall()
-    runs = {row[0]: dict(zip(_COLUMNS, row, strict=True)) for row in stored}
+    runs = {row[0]: dict(zip(COLUMNS, row, strict=True)) for row in stored}
     fresh = {
         row[0]: dict(zip(_FRESH_COLUMNS, row, strict=True))
         for row in conn.execute(_FRESH, {"after": after_event_id}).fetchall()
@@ -218,8 +219,8 @@ def update(conn: duckdb.DuckDBPyConnection, after_event_id: int, *, moved: bool)
             rebuilt.append(trace_id)
             continue
         _add_events(run, fresh.get(trace_id))
-        updates.append([run[column] for column in _COLUMNS[1:]] + [trace_id])
-    assignments = ", ".join(f"{column} = ?" for column in _COLUMNS[1:])
+        updates.append([run[column] for column in COLUMNS[1:]] + [trace_id])
+    assignments = ", ".join(f"{column} = ?" for column in COLUMNS[1:])
     for values in updates:
         conn.execute(f"UPDATE runs SET {assignments} WHERE trace_id = ?", values)
     if rebuilt:
