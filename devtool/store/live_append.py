@@ -30,7 +30,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
 import orjson
 
 from devtool.store import derive, list_param, live_index, small_derive
@@ -57,10 +56,12 @@ logger = logging.getLogger("devtool.store")
 @dataclass(frozen=True)
 class Stored:
     """What `store_batch` stored: each event's id (None for one stored already), and, when it derived
-    them in its own transaction, up to which id every stored event is derived and the traces derived."""
+    them in its own transaction, up to which id every stored event is derived and the traces derived,
+    and whether that derive was made in Python (`small_derive`) rather than in SQL."""
 
     ids: list[int | None]
     derived: tuple[int, tuple[str, ...]] | None = None
+    in_python: bool = False
 
 
 class _DeriveFailed(Exception):
@@ -115,6 +116,7 @@ def _store(store: Store, events: Sequence[CheckedEvent], stream: str, derive_sma
     traces = sorted({_trace_id(event) for event in events})
     times = [float(event.event["timestamp"]) for event in events]
     derived: dict[str, int] = {}
+    in_python = False
     with store.transaction(derives=False) as conn:
         source_id, known = _live_source(conn, stream)
         base = last_event_id(conn)
@@ -153,11 +155,12 @@ def _store(store: Store, events: Sequence[CheckedEvent], stream: str, derive_sma
             if small and ending >= firsts_of.keys() and not any(map(store.backlog.holds, firsts_of)):
                 try:
                     # In Python from the rows in hand when they are all of their traces', else in SQL.
-                    if not small_derive.derive(conn, rows):
+                    in_python = small_derive.derive(conn, rows)
+                    if not in_python:
                         derive.refresh(conn, min(firsts_of.values()) - 1, traces=tuple(firsts_of), prints=False)
                     live_index.mark(conn, firsts_of)
-                except duckdb.Error as exc:
-                    raise _DeriveFailed(str(exc)) from exc
+                except Exception as exc:  # DuckDB's, or the Python derive's: the events must still be stored
+                    raise _DeriveFailed(f"{type(exc).__name__}: {exc}") from exc
                 derived = firsts_of
             else:
                 store.backlog.add(firsts_of.items(), ending=ending)
@@ -166,7 +169,9 @@ def _store(store: Store, events: Sequence[CheckedEvent], stream: str, derive_sma
         store.unindexed.add(derived.items())
         through = (store.backlog.derived_through(max(ids.values()), derived), tuple(sorted(derived)))
     slots = [slot_of[event.text] for event in events]
-    return Stored([ids.get(slot) if firsts[slot] == index else None for index, slot in enumerate(slots)], through)
+    return Stored(
+        [ids.get(slot) if firsts[slot] == index else None for index, slot in enumerate(slots)], through, in_python
+    )
 
 
 def stored_spans(store: Store, spans: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
