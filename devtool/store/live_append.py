@@ -35,7 +35,7 @@ import orjson
 from devtool.store import derive, list_param, live_index, small_derive
 from devtool.store.database import Store
 from devtool.store.event_gate import CheckedEvent, check_events
-from devtool.store.event_sql import insert_events_sql, last_event_id
+from devtool.store.event_sql import insert_events_sql
 
 LIVE_KIND = "live"
 # The live stream OTLP exports are stored under: a run whose events came by it came from OpenTelemetry.
@@ -118,19 +118,13 @@ def _store(store: Store, events: Sequence[CheckedEvent], stream: str, derive_sma
     derived: dict[str, int] = {}
     in_python = False
     with store.transaction(derives=False) as conn:
-        source_id, known = _live_source(conn, stream)
-        base = last_event_id(conn)
-        params = {
-            "events": list_param.values(texts),
-            "traces": list_param.values(traces),
-            "lo": min(times),
-            "hi": max(times),
-            "base": base,
-            "source": source_id,
-        }
+        small = len(texts) <= derive_small
+        params: dict[str, object] = {"traces": list_param.values(traces)}
+        source_id, known, base, runs = _head(conn, stream, params, small)
+        params |= {"events": list_param.values(texts), "lo": min(times), "hi": max(times), "base": base}
+        params["source"] = source_id
         # The slot of each event stored: its id is `base` + its place in `texts` (from 1).
         written = all(event.written for event in events)
-        small = len(texts) <= derive_small
         if small:
             insert = _INSERT_WRITTEN_ROWS if written else _INSERT_ROWS
         else:
@@ -154,9 +148,12 @@ def _store(store: Store, events: Sequence[CheckedEvent], stream: str, derive_sma
             # Under the write lock, where derives take their traces: none takes these meanwhile.
             if small and ending >= firsts_of.keys() and not any(map(store.backlog.holds, firsts_of)):
                 try:
-                    # In Python from the rows in hand when they are all of their traces', else in SQL.
-                    in_python = small_derive.derive(conn, rows)
-                    if not in_python:
+                    # In Python from the rows in hand when they are all of their traces' (none has a
+                    # run), else in SQL.
+                    in_python = not runs
+                    if in_python:
+                        small_derive.derive(conn, rows)
+                    else:
                         derive.refresh(conn, min(firsts_of.values()) - 1, traces=tuple(firsts_of), prints=False)
                     live_index.mark(conn, firsts_of)
                 except Exception as exc:  # DuckDB's, or the Python derive's: the events must still be stored
@@ -224,12 +221,17 @@ def _ends_root(event: Mapping[str, Any]) -> bool:
     return (parent is None or parent == "") and str(event["type"]).endswith(":end")
 
 
-def _live_source(conn: Any, stream: str) -> tuple[int, bool]:
-    """The source id of live stream `stream`, and whether its row is stored (else the id is new, and
-    its row is added only if the batch stores something: a retry alone adds nothing)."""
-    found = conn.execute(
-        "SELECT source_id FROM sources WHERE kind = ? AND path = ? AND content_hash IS NULL", [LIVE_KIND, stream]
-    ).fetchall()
-    if found:
-        return int(found[0][0]), True
-    return int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0]), False
+def _head(conn: Any, stream: str, params: dict[str, object], small: bool) -> tuple[int, bool, int, bool]:
+    """In one statement (a lone trace's append is its statements): the source id of live stream
+    `stream` and whether its row is stored (else the id is new, and its row is added only if the
+    batch stores something: a retry alone adds nothing), the highest event id stored, and, for a
+    `small` batch, whether a trace of it (`$traces`) has a run already."""
+    runs = f"SELECT count(*) > 0 FROM runs WHERE trace_id IN (SELECT unnest({list_param.of('traces')}))"
+    source, base, stored = conn.execute(
+        "SELECT (SELECT source_id FROM sources WHERE kind = $kind AND path = $path AND content_hash IS NULL), "
+        f"(SELECT coalesce(max(event_id), 0) FROM events), ({runs if small else 'SELECT false'})",
+        {"kind": LIVE_KIND, "path": stream, **({"traces": params["traces"]} if small else {})},
+    ).fetchall()[0]
+    if source is not None:
+        return int(source), True, int(base), bool(stored)
+    return int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0]), False, int(base), bool(stored)

@@ -9,9 +9,9 @@ same rows are computed from the events in hand and written with one plain INSERT
 The events in hand are the append's own rows as `events` stored them (`RETURNING`: the insert's
 projection made every column, so none is read again from the JSON here), and, for a log line's
 name, its message as `span_sql.log_name` reads it. `derive` takes a trace only when they are all of
-its events: no `runs` row holds it, and no derive does (the caller's condition, under the write
-lock). A trace with a run already (a late span of a finished trace) has events this module has not
-seen: it returns False and the caller runs the SQL derive. Every type of event is derived as the SQL
+its events: no `runs` row holds it, and no derive does (`live_append`'s condition, under the write
+lock). A trace with a run already (a late span of a finished trace) has events not in hand: the
+caller runs the SQL derive. Every type of event is derived as the SQL
 does (it is generic over types: starts, ends, points, instants, logs, budget updates, errors).
 
 tests/test_store_small_derive_equal.py holds the two equal: for each kind of span and event, the rows
@@ -92,21 +92,15 @@ class Event:
     message: str | None
 
 
-def derive(conn: duckdb.DuckDBPyConnection, rows: Sequence[tuple[Any, ...]]) -> bool:
-    """Write the spans and run summaries of the traces of `rows` (tuples as `RETURNING` gives them: every
-    event of each trace), in the caller's transaction; False, writing nothing, when a trace has a run
-    already (its other events are not in hand: the caller derives in SQL)."""
+def derive(conn: duckdb.DuckDBPyConnection, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Write the spans and run summaries of the traces of `rows` (tuples as `RETURNING` gives them), in
+    the caller's transaction. The caller makes sure they are every event of each trace: no trace has
+    a run yet, nor events a derive holds (else it derives them in SQL, `derive.refresh`)."""
     events = [Event(*row) for row in rows]
     by_trace: dict[str, list[Event]] = defaultdict(list)
     for event in sorted(events, key=lambda e: e.event_id):
         by_trace[event.trace_id].append(event)
     traces = sorted(by_trace)
-    known = conn.execute(
-        f"SELECT count(*) FROM runs WHERE trace_id IN (SELECT unnest({list_param.of('t')}))",
-        {"t": list_param.values(traces)},
-    ).fetchall()[0][0]
-    if known:
-        return False
     span_rows: list[dict[str, object]] = []
     run_rows: list[dict[str, object]] = []
     for trace in traces:
@@ -115,7 +109,6 @@ def derive(conn: duckdb.DuckDBPyConnection, rows: Sequence[tuple[Any, ...]]) -> 
         run_rows.append(_summary(trace, by_trace[trace], spans))
     conn.execute(_INSERT_SPANS, {"rows": list_param.values(span_rows)})
     conn.execute(_INSERT_RUNS, {"rows": list_param.values(run_rows)})
-    return True
 
 
 @dataclass(slots=True)
