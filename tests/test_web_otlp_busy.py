@@ -1,8 +1,9 @@
 """One small trace posted while a big OTLP ingest is pending, against a real `devtool serve` (issue 43):
-its page derives that run alone, so it is listed and shows its spans without waiting for the big
-ingest's derive; the big one is derived afterwards, every run once, as a plain ingest derives it.
+it is derived in its append (a small trace exported whole), so it is listed and shows its spans
+without waiting for the big ingest's derive; the big one is derived afterwards, every run once, as a
+plain ingest derives it.
 
-The server runs with `--live-interval 3600`: the derive that follows the appends runs once, for the
+The server runs with `--live-interval 3600`: the derive that follows the appends runs once, after the
 first trace, and then not again for an hour, so what the test posts after stays pending until a
 request derives it, whatever the machine's speed. Which runs are derived is read from the runs
 stream (`/live/runs`), which derives nothing: resumed from 0, its first message lists every run with
@@ -103,13 +104,13 @@ def test_a_small_trace_posted_while_a_big_ingest_is_pending_shows_at_once_and_th
     big = [one for number in range(10, 10 + BIG) for one in agent(number)]
     with serving(tmp_path / "busy.duckdb", "--live-interval", "3600", log=tmp_path / "busy.log") as server:
         post(server, agent(first))
-        # Derived by the derive that follows the appends, which then waits an hour.
+        # A small trace exported whole: derived in its append; the derive that follows waits an hour.
         assert derived(server, until=trace_id(first)) == {trace_id(first)}
         post(server, big)
         post(server, agent(small))
-        assert derived(server) == {trace_id(first)}  # both pending: nothing derived them
+        assert derived(server) == {trace_id(first), trace_id(small)}  # the big ingest is pending
 
-        # The small run's view derives it alone: completed, with all its spans, and listed.
+        # The small run's view waits for nothing: completed, with all its spans, and listed.
         assert header_spans(get(server, f"/runs/{trace_id(small)}/header")) == ("completed", SPANS)
         assert derived(server) == {trace_id(first), trace_id(small)}  # the big ingest is still pending
         page = get(server, f"/runs/{trace_id(small)}")
