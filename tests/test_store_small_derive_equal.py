@@ -212,3 +212,13 @@ def test_a_batch_of_a_new_trace_and_one_with_a_run_is_derived_in_sql(stores: tup
     first = native(done.events)
     done.span("agent", agentId="again")
     both(stores, [first, native(done.events[-2:] + fresh.events)], python=False)
+
+
+def test_a_run_with_neither_an_agent_nor_a_root_span_derives_alike(stores: tuple[Store, Store]) -> None:
+    """Its span's end says it is a root, its start that it is under a log line: the run is named by its id."""
+    t = Trace()
+    line = t.point("sys:log", message="first")
+    step = t.start("custom:span", line, name="under the log line")
+    t.end(step)
+    t.events[-1]["trace"]["parentSpanId"] = ""  # its end says it is a root
+    both(stores, [native(t.events)])
