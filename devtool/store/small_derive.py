@@ -11,8 +11,8 @@ projection made every column, so none is read again from the JSON here), and, fo
 name, its message as `span_sql.log_name` reads it. `derive` takes a trace only when they are all of
 its events: no `runs` row holds it, and no derive does (`live_append`'s condition, under the write
 lock). A trace with a run already (a late span of a finished trace) has events not in hand: the
-caller runs the SQL derive. Every type of event is derived as the SQL
-does (it is generic over types: starts, ends, points, instants, logs, budget updates, errors).
+caller runs the SQL derive. Every type of event is derived as the SQL does (it is generic over
+types: starts, ends, points, instants, logs, budget updates, errors).
 
 tests/test_store_small_derive_equal.py holds the two equal: for each kind of span and event, the rows
 written here equal, column by column, those the SQL derive writes for the same events in another store.
@@ -54,9 +54,9 @@ _RUN_TYPES = (
 
 
 def _rows_insert(table: str, columns: str, types: str) -> str:
-    """INSERT of `table`'s rows, given as one JSON text `$rows` (a list of rows, each a list of values in
-    `columns` order; `list_param` binds one text far faster than DuckDB converts a list), read as a
-    list of structs of the columns' types."""
+    """INSERT of `table`'s rows, given as one JSON text `$rows` (a list of objects keyed by `columns`;
+    `list_param` binds one text far faster than DuckDB converts a list), read as a list of structs of
+    the columns' `types`."""
     names = [name.strip() for name in columns.split(",")]
     kinds = [kind.strip() for kind in types.split(",")]
     struct = ", ".join(f'"{name}": "{kind}"' for name, kind in zip(names, kinds, strict=True))
