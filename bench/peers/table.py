@@ -7,6 +7,7 @@ ROWS = [  # key, label, format
     ("ingest_s", "ingest of the workload over 2 connections, to visible (s)", "{:,.1f}"),
     ("ingest_spans_per_s", "  = spans a second", "{:,.0f}"),
     ("ingest_cpu_s", "  server CPU for it (s)", "{:,.1f}"),
+    ("check_cpu_s", "  server CPU of the bench's check of every trace after it, not counted above (s)", "{:,.1f}"),
     ("ingest_retries", "  retries the exporters made (429/503)", "{:,.0f}"),
     ("busy_p50_ms", "  one small trace during it, export to visible, p50 (ms)", "{:,.0f}"),
     ("busy_p95_ms", "  one small trace during it, export to visible, p95 (ms)", "{:,.0f}"),
