@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import gc
 import hashlib
 from dataclasses import dataclass
 
@@ -9,6 +11,7 @@ import orjson
 import pytest
 
 from devtool.core.jsonvalue import (
+    JsonText,
     NotJSONError,
     canonical_json,
     content_hash,
@@ -94,3 +97,11 @@ def test_where_a_text_stops_being_json_is_said_in_a_readers_words(text: bytes, w
         orjson.loads(text)
     assert where_not_json(text, caught.value) == where
     assert "expected" not in where[2]
+
+
+def test_json_text_is_parsed_by_a_deep_copy_and_holds_no_containers() -> None:
+    text = JsonText(b'{"a": [1, {"b": null}], "c": "\\u00e9"}')
+    assert gc.get_referents(text) == [JsonText]  # its type only: nothing more for the collector to walk
+    copied = copy.deepcopy({"body": text})
+    assert copied == {"body": {"a": [1, {"b": None}], "c": "\u00e9"}}
+    assert copy.deepcopy(text) is not copy.deepcopy(text)  # a fresh value each time: a snapshot owns its copy

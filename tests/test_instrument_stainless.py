@@ -20,6 +20,7 @@ import pytest
 import devtool.instrument
 from devtool.core import MemorySink, create_agent, prompt, run_with
 from devtool.core.debugger import dump_snapshot
+from devtool.core.frame import current_frame
 from devtool.core.providers.openai_chat import OpenAIChatModel
 from devtool.instrument.stainless import WRAPPED
 from testkit.fake_provider import FakeProvider
@@ -77,6 +78,30 @@ def test_an_unrecorded_call_goes_straight_through_and_is_not_journaled(fake_prov
     assert seen[0].choices[0].message.content == "plain"
     assert of(sink, "turn:start") == []
     assert snapshot["root"]["journal"] == {"prompt": {}, "tool": {}}
+
+
+def test_a_whole_answers_body_is_kept_as_its_bytes_and_snapshotted_as_json(fake_provider: FakeProvider) -> None:
+    fake_provider.reply({"text": "kept"})
+    client = openai.OpenAI(base_url=fake_provider.openai_base_url, api_key=KEY)
+
+    async def main() -> Any:
+        client.chat.completions.create(model="gpt-4.1-mini", messages=HI)
+        root = current_frame()
+        root.run.emitter.settle()
+        (entry,) = root.journal["prompt"].values()
+        return entry["output"], dump_snapshot()
+
+    sink = MemorySink()
+    kept, snapshot = asyncio.run(run_with(main, sinks=[sink]))
+    assert fake_provider.count() == 1
+    # Until a snapshot reads it, the frame holds the entry as text: one object for the collector, not a dozen.
+    assert isinstance(kept, bytes)
+    (end,) = of(sink, "turn:end")
+    (entry,) = snapshot["root"]["journal"]["prompt"].values()
+    assert entry["output"] == end["response"] == orjson.loads(bytes(kept))
+    assert end["response"]["api"] == "openai.chat"
+    assert end["response"]["status"] == 200
+    assert entry["output"]["body"]["choices"][0]["message"]["content"] == "kept"
 
 
 def test_a_prompt_turn_on_an_adapter_is_recorded_once(fake_provider: FakeProvider) -> None:

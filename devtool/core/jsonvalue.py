@@ -26,6 +26,18 @@ class NotJSONError(ValueError):
     """A value is not JSON; the message says where (`$.path`) and what it is."""
 
 
+class JsonText(bytes):
+    """A JSON value kept as its text (UTF-8 bytes) where only a deep copy reads it (a frame's journal,
+    read by `Frame.to_snapshot`): `copy.deepcopy` gives the value, parsed. One object for the garbage
+    collector, where the parsed value is a dozen containers that would live as long as the run (a
+    recorded SDK request's response: BENCHMARKS.md, issue 38)."""
+
+    __slots__ = ()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> JSON:
+        return orjson.loads(memoryview(self))  # type: ignore[no-any-return]  # (orjson takes no bytes subclass)
+
+
 # orjson refuses what it would otherwise write as something else (a subclass of str, int, dict or list,
 # a dataclass, a date); what it still writes differently (a tuple as a list, NaN as null, a UUID or an
 # Enum as its value) does not read back equal, and so goes the slow way.

@@ -117,14 +117,17 @@ class Turn:
         """The model is asked: `model:call:start` now, the rest through the `ModelCall`."""
         return ModelCall(self, adapter_id, provider, message_count, at)
 
-    def answered(self, message: JSON, *, journal: JSON = None, fresh: bool = False, at: Stamp | None = None) -> None:
+    def answered(
+        self, message: JSON, *, journal: JSON = None, fresh: bool = False, kept: Any = None, at: Stamp | None = None
+    ) -> None:
         """The turn ends with the model's answer, journaled (`journal` instead of the message, if given;
         `fresh`: the message and the journal are JSON values nothing else holds, journaled and shown as
-        they are, not copied)."""
+        they are, not copied; `kept`: what the frame keeps of a fresh `journal`, the same value in a
+        lighter form that only `to_snapshot`'s deep copy reads, `JsonText` inside)."""
         if journal is None:
             self.frame.record("prompt", self.content_hash, message)
         else:
-            self.frame.record("prompt", self.content_hash, journal, fresh=fresh)
+            self.frame.record("prompt", self.content_hash, journal if kept is None else kept, fresh=fresh)
         shown = message if fresh else describe(message)
         fields = {"message": shown, "resultType": _result_type(message), "cache": False, "success": True}
         self._end(fields, journal, at)

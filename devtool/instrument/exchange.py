@@ -1,7 +1,8 @@
 """One SDK request in a recorded run: its turn, its content hash, its journal entry, its answer.
 
 The journal keeps what the provider answered, as it answered (`Recorded`): the status and the JSON
-body of a whole answer, or the text of a streamed one's server-sent events. A replay hands exactly
+body of a whole answer (kept by the frame as text around the provider's bytes, `JsonText`, parsed when
+a snapshot reads it), or the text of a streamed one's server-sent events. A replay hands exactly
 that back to the SDK, which parses it as it parses the provider's answers: the same typed objects, the
 same stream of chunks. The turn's events show our message (the answer read by the same conversions as
 the model adapters'), its usage and cost priced from the price table, and the text so far while a
@@ -25,7 +26,7 @@ import orjson
 
 from devtool.core.events import Stamp, now_ms, stamp
 from devtool.core.frame import Frame
-from devtool.core.jsonvalue import JSON, NotJSONError, content_hash_of_json
+from devtool.core.jsonvalue import JSON, JsonText, NotJSONError, content_hash_of_json
 from devtool.core.providers.adapter import Answer
 from devtool.core.streaming import PROGRESS_INTERVAL, TurnProgress
 from devtool.core.turns import ModelCall, Turn
@@ -224,8 +225,11 @@ class Exchange:
 
     def _answered(self, status: int, content: bytes, at: Stamp) -> None:
         try:
-            body = orjson.loads(content)
-            self._finish(self.api.answer(body), {"api": self.api.name, "status": status, "body": body}, at)
+            body, api = orjson.loads(content), self.api.name
+            # The frame keeps the entry as text around the provider's bytes (one object, not a dozen that
+            # live as long as the run): the parsed body is the event's, and gone with it.
+            kept = JsonText(b'{"api":%b,"status":%d,"body":%b}' % (orjson.dumps(api), status, content))
+            self._finish(self.api.answer(body), {"api": api, "status": status, "body": body}, at, kept=kept)
         except Exception as exc:  # an answer we cannot read is the SDK's to refuse; the turn says so
             self._fail(exc)
 
@@ -234,7 +238,9 @@ class Exchange:
         timestamp = now_ms()
         self.emitter.defer(lambda: self.call.progressed(text, timestamp))  # type: ignore[union-attr]
 
-    def _finish(self, answer: Answer, recorded: Recorded, at: Stamp, first_at: float | None = None) -> None:
+    def _finish(
+        self, answer: Answer, recorded: Recorded, at: Stamp, first_at: float | None = None, kept: Any = None
+    ) -> None:
         assert self.call is not None
         assert self.turn is not None
         reply = answer.reply(self.frame.run.prices, self.api.provider, self.model)
@@ -243,7 +249,7 @@ class Exchange:
             reply["usage"], reply.get("costs"), reply.get("finishReason"), message=message, at=at, first_at=first_at
         )
         # `recorded` was just parsed from the provider's bytes and nothing else holds it: no copy.
-        self.turn.answered(answer.message, journal=recorded, fresh=True, at=at)  # type: ignore[arg-type]
+        self.turn.answered(answer.message, journal=recorded, fresh=True, kept=kept, at=at)  # type: ignore[arg-type]
 
     def _read(self, content: bytes) -> StreamReader:
         reader = self.api.reader()

@@ -16,13 +16,12 @@ still runs) and wrap, once, the function tools of the agents met.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import json
-from collections.abc import Iterator
 from typing import Any
 
+import orjson
 from agents import Agent, FunctionTool, RunConfig, Runner
 
 from devtool.core.agents import AgentScope
@@ -42,7 +41,7 @@ def instrument() -> bool:
     async def recorded_run(starting_agent: Agent[Any], input: Any, **kwargs: Any) -> Any:
         if CURRENT_FRAME.get(None) is None:
             return await run(starting_agent, input, **kwargs)
-        with _framed(starting_agent, input, kwargs) as result:
+        with _Framed(starting_agent, input, kwargs) as result:
             outcome = await run(starting_agent, input, **kwargs)
             result.append(outcome.final_output)
         return outcome
@@ -51,7 +50,7 @@ def instrument() -> bool:
     def recorded_run_sync(starting_agent: Agent[Any], input: Any, **kwargs: Any) -> Any:
         if CURRENT_FRAME.get(None) is None:
             return run_sync(starting_agent, input, **kwargs)
-        with _framed(starting_agent, input, kwargs) as result:
+        with _Framed(starting_agent, input, kwargs) as result:
             outcome = run_sync(starting_agent, input, **kwargs)
             result.append(outcome.final_output)
         return outcome
@@ -63,7 +62,7 @@ def instrument() -> bool:
         # The run goes on in a task of the SDK's (a copy of this context, its frame current) after this
         # returns: here the caller's frame is current again, and the run's frame ends with its events.
         caller = CURRENT_FRAME.get()
-        frame = _framed(starting_agent, input, kwargs)
+        frame = _Framed(starting_agent, input, kwargs)
         result = frame.__enter__()
         try:
             streamed = run_streamed(starting_agent, input, **kwargs)
@@ -96,19 +95,37 @@ def instrument() -> bool:
     return True
 
 
-@contextlib.contextmanager
-def _framed(starting_agent: Agent[Any], input: Any, kwargs: dict[str, Any]) -> Iterator[list[Any]]:
+class _Framed:
     """The run as a frame of its starting agent (`kwargs`, the run's, get the filter that switches
-    frames); the frames of the agents handed off to are closed with it."""
-    with agent_frame(starting_agent.name, lambda: {"input": input if isinstance(input, str) else None}) as result:
-        agents_of_run = _Agents(starting_agent, CURRENT_FRAME.get())
-        kwargs["run_config"] = _with_filter(kwargs.get("run_config"), agents_of_run)
+    frames); the frames of the agents handed off to are closed with it. A class, not a
+    `contextlib.contextmanager` generator: one less generator and its calls a run."""
+
+    __slots__ = ("_agents", "_frame", "_input", "_kwargs", "_starting")
+
+    def __init__(self, starting_agent: Agent[Any], input: Any, kwargs: dict[str, Any]) -> None:
+        self._starting, self._input, self._kwargs = starting_agent, input, kwargs
+        text = input if isinstance(input, str) else None
+        self._frame = agent_frame(starting_agent.name, lambda: {"input": text})
+        self._agents: _Agents | None = None
+
+    def __enter__(self) -> list[Any]:
+        result = self._frame.__enter__()
         try:
-            yield result
+            self._agents = _Agents(self._starting, CURRENT_FRAME.get())
+            kwargs = self._kwargs
+            kwargs["run_config"] = _with_filter(kwargs.get("run_config"), self._agents)
         except BaseException as exc:
-            agents_of_run.close(None, exc)
+            self._frame.__exit__(type(exc), exc, exc.__traceback__)
             raise
-        agents_of_run.close(result[0] if result else None, None)
+        return result
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: Any) -> None:
+        result = self._frame.result
+        try:
+            if self._agents is not None:
+                self._agents.close(None if error is not None else (result[0] if result else None), error)
+        finally:
+            self._frame.__exit__(kind, error, traceback)
 
 
 def _with_filter(config: RunConfig | None, agents_of_run: _Agents) -> RunConfig:
@@ -172,9 +189,12 @@ def _wrap_tool(tool: FunctionTool) -> None:
         if CURRENT_FRAME.get(None) is None:
             return await invoke(ctx, arguments)
         try:
-            parsed = json.loads(arguments) if arguments else {}
-        except ValueError:  # the SDK tells the model so when the tool runs
-            parsed = arguments
+            parsed = orjson.loads(arguments) if arguments else {}
+        except orjson.JSONDecodeError:
+            try:  # what orjson refuses and Python's JSON reads (NaN, an integer beyond 64 bits)
+                parsed = json.loads(arguments)
+            except ValueError:  # the SDK tells the model so when the tool runs
+                parsed = arguments
         return await journaled_tool(
             tool.name, parsed, lambda: invoke(ctx, arguments), tool_call_id=getattr(ctx, "tool_call_id", None)
         )
