@@ -257,22 +257,22 @@ def _nothing() -> None:
     """What a node frame shows it was given: nothing (its input is the graph's state)."""
 
 
-def _sent(input: Any) -> bool:
-    """Whether a node was sent tool calls alone (a list of them or a `ToolCallWithContext`, as `Send`
-    gives a `ToolNode`) rather than a state."""
+def _sent(input: Any) -> tuple[tuple[str, str], ...] | None:
+    """The tool calls a node was sent alone (a list of them or a `ToolCallWithContext`, as `Send` gives
+    a `ToolNode`), as (id, name); None when it was given a state."""
     if isinstance(input, dict):
-        return input.get("__type") == "tool_call_with_context"
-    calls = isinstance(input, list) and bool(input)
-    return calls and all(isinstance(c, dict) and c.get("type") == "tool_call" for c in input)
+        return _calls([input.get("tool_call")]) if input.get("__type") == "tool_call_with_context" else None
+    if isinstance(input, list) and input and all(isinstance(c, dict) and c.get("type") == "tool_call" for c in input):
+        return _calls(input)
+    return None
 
 
 def _given(input: Any) -> tuple[tuple[str, str], ...]:
-    """The tool calls a node's input holds, as (id, name): those it was sent, or those of its state's
-    last AI message (as `ToolNode` reads them)."""
-    if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
-        return _calls([input.get("tool_call")])
-    if _sent(input):
-        return _calls(input)
+    """The tool calls a node's input holds, as (id, name) in the model's order: those it was sent, or
+    those of its state's last AI message (as `ToolNode` reads them)."""
+    sent = _sent(input)
+    if sent is not None:
+        return sent
     messages = input.get("messages") if isinstance(input, dict) else getattr(input, "messages", None)
     if isinstance(messages, list):
         for message in reversed(messages):
@@ -288,11 +288,9 @@ def _calls(calls: Any) -> tuple[tuple[str, str], ...]:
 def _place(input: Any) -> tuple[tuple[str, ...], str] | None:
     """Where a node run sent one tool call stands among the calls of the answer that asked for it; None
     when it was not sent one, or the answer asked for that one alone (numbered as it starts, the same)."""
-    if not _sent(input):
-        return None
-    calls = _given(input)
+    calls = _sent(input)
     graph = CURRENT_FRAME.get(None)
-    if len(calls) != 1 or graph is None:
+    if calls is None or len(calls) != 1 or graph is None:
         return None
     asked = _ASKED.get(graph, {}).get(calls[0][0])
     return (asked, calls[0][0]) if asked else None
@@ -331,9 +329,9 @@ def _asked(output: Any) -> list[tuple[str, ...]]:
     found: list[tuple[str, ...]] = []
     for item in output if isinstance(output, (list, tuple)) else (output,):
         if isinstance(item, AIMessage):
-            if item.tool_calls:
+            if len(item.tool_calls) > 1:  # a lone call needs no place (`_place`)
                 ids = tuple(str(call["id"]) for call in item.tool_calls if call.get("id"))
-                if len(ids) > 1:  # a lone call needs no place (`_place`)
+                if len(ids) > 1:
                     found.append(ids)
         elif item is not None and not isinstance(item, (BaseMessage, str)):
             found.extend(_asked(item))
