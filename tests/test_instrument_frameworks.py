@@ -305,6 +305,45 @@ def test_langgraph_nodes_and_subgraphs_are_frames_inside_their_graph() -> None:
     ]
 
 
+def test_a_langgraph_tool_call_that_ran_hands_the_graph_the_tools_own_message() -> None:
+    """Recorded, a tool call that ran returns the `ToolMessage` the tool made (its metadata with it), not
+    one made again from the journaled content (which only a replay needs)."""
+    from typing import Annotated
+
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.tools import InjectedToolCallId, tool
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    ran: list[str] = []
+
+    def forecast(city: str, tool_call_id: str) -> ToolMessage:
+        """The forecast for a city."""
+        ran.append(city)
+        return ToolMessage(f"{city}: sunny", tool_call_id=tool_call_id, response_metadata={"station": 7})
+
+    # As objects, not this module's postponed strings: LangChain reads them to inject the call's id.
+    forecast.__annotations__ = {"city": str, "tool_call_id": Annotated[str, InjectedToolCallId], "return": ToolMessage}
+
+    def ask(state: Any) -> dict[str, Any]:
+        call = {"name": "forecast", "args": {"city": "Lisbon"}, "id": "call_1", "type": "tool_call"}
+        return {"messages": [AIMessage("", tool_calls=[call])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("ask", ask)
+    builder.add_node("tools", ToolNode([tool(forecast)]))
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", "tools")
+    builder.add_edge("tools", END)
+    graph = builder.compile(name="forecaster")
+    sink = MemorySink()
+    with devtool.record("forecaster", to=sink):
+        answer = graph.invoke({"messages": [("user", "Lisbon?")]})["messages"][-1]
+    assert (answer.content, answer.response_metadata, ran) == ("Lisbon: sunny", {"station": 7}, ["Lisbon"])
+    (ended,) = [e for e in sink.events if e["type"] == "tools:execute:end"]
+    assert [(r["input"], r["output"]) for r in ended["toolResults"]] == [({"city": "Lisbon"}, "Lisbon: sunny")]
+
+
 STREAMS = [
     ("stream", {}),
     ("stream", {"stream_mode": "updates"}),

@@ -9,8 +9,9 @@ a node) and `stream`/`astream` (which `invoke` runs, and which a caller may run 
 `stream_mode`). Both are wrapped on their classes (LangGraph has no public hook around a run that
 could open a frame its nodes run in). A tool call is journaled by its arguments (the ones its
 `tool_call_schema` shows the model: arguments LangGraph injects, its state or runtime, are left out)
-and its content (with its artifact and status when it has them: the `ToolMessage` is made again with
-the call's id), so a replay answers it without running the tool. A graph run is a frame named by the
+and its content (with its artifact and status when it has them: on a replay the `ToolMessage` is made
+again with the call's id; a call that ran returns the tool's own), so a replay answers it without
+running the tool. A graph run is a frame named by the
 graph's `name` (`create_agent(name=...)`), whose output is its last message's text. A node has no
 public hook: a node made of functions (LangGraph's `RunnableCallable`, which calls its `func`/`afunc`
 in the node's own context) has them wrapped, once a graph, at its first recorded run, so each run of
@@ -34,9 +35,9 @@ from devtool.instrument.functions import agent_frame, journaled_tool, journaled_
 
 _MARK = "__devtool_recorded__"
 _MESSAGE = "langchainToolMessage"  # a journaled output that is a ToolMessage's parts
-# The tool calls the running node was given, as (id, name) in the model's order: a sync `ToolNode` runs
-# them on threads (which copy this), each numbered by its place among those of its tool.
-_GIVEN: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("devtool_langgraph_given", default=())
+# The running node's input, whose tool calls (`_given`, in the model's order) number its tool calls: a
+# sync `ToolNode` runs them on threads (which copy this), each numbered by its place among those of its tool.
+_INPUT: ContextVar[Any] = ContextVar("devtool_langgraph_input", default=None)
 # Per graph frame, each tool call id its nodes' models asked for -> the ids of that answer, in order: a
 # node run sent one call (`Send`, as create_agent's `tools`) is numbered by its place in the answer,
 # since sync LangGraph starts the runs on threads in any order.
@@ -65,14 +66,16 @@ def _wrap_tools() -> None:
     ) -> Any:
         if CURRENT_FRAME.get(None) is None:
             return run(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs)
+        live: list[Any] = []
+
+        def running() -> Any:
+            live.append(run(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs))
+            return _parts(live[0])
+
         output = journaled_tool_sync(
-            self.name,
-            _arguments(self, tool_input),
-            lambda: _parts(run(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs)),
-            tool_call_id=tool_call_id,
-            together=_together(self.name),
+            self.name, _arguments(self, tool_input), running, tool_call_id=tool_call_id, together=_together(self.name)
         )
-        return _message(self, output, tool_call_id)
+        return live[0] if live else _message(self, output, tool_call_id)
 
     @functools.wraps(arun)
     async def recorded_arun(
@@ -81,13 +84,16 @@ def _wrap_tools() -> None:
         if CURRENT_FRAME.get(None) is None:
             return await arun(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs)
 
+        live: list[Any] = []
+
         async def running() -> Any:
-            return _parts(await arun(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs))
+            live.append(await arun(self, tool_input, *args, tool_call_id=tool_call_id, **kwargs))
+            return _parts(live[0])
 
         output = await journaled_tool(
             self.name, _arguments(self, tool_input), running, tool_call_id=tool_call_id, together=_together(self.name)
         )
-        return _message(self, output, tool_call_id)
+        return live[0] if live else _message(self, output, tool_call_id)
 
     for name, wrapped in (("run", recorded_run), ("arun", recorded_arun)):
         setattr(wrapped, _MARK, True)
@@ -212,13 +218,15 @@ def _frame_nodes(graph: Any) -> None:
 def _framed(name: str, func: Any) -> Any:
     @functools.wraps(func)
     def node(*args: Any, **kwargs: Any) -> Any:
-        given = _given(args[0] if args else None)
-        with agent_frame(name, lambda: None, place=_place(given)) as result:
-            token = _GIVEN.set(given[0])
+        if CURRENT_FRAME.get(None) is None:  # the graph runs outside a recorded run
+            return func(*args, **kwargs)
+        input = args[0] if args else None
+        with agent_frame(name, _nothing, place=_place(input)) as result:
+            token = _INPUT.set(input)
             try:
                 output = func(*args, **kwargs)
             finally:
-                _GIVEN.reset(token)
+                _INPUT.reset(token)
             result.append(_answer(output))
         _remember(output)
         return output
@@ -229,13 +237,15 @@ def _framed(name: str, func: Any) -> Any:
 def _framed_async(name: str, afunc: Any) -> Any:
     @functools.wraps(afunc)
     async def node(*args: Any, **kwargs: Any) -> Any:
-        given = _given(args[0] if args else None)
-        with agent_frame(name, lambda: None, place=_place(given)) as result:
-            token = _GIVEN.set(given[0])
+        if CURRENT_FRAME.get(None) is None:
+            return await afunc(*args, **kwargs)
+        input = args[0] if args else None
+        with agent_frame(name, _nothing, place=_place(input)) as result:
+            token = _INPUT.set(input)
             try:
                 output = await afunc(*args, **kwargs)
             finally:
-                _GIVEN.reset(token)
+                _INPUT.reset(token)
             result.append(_answer(output))
         _remember(output)
         return output
@@ -243,39 +253,55 @@ def _framed_async(name: str, afunc: Any) -> Any:
     return node
 
 
-def _given(input: Any) -> tuple[tuple[tuple[str, str], ...], bool]:
-    """The tool calls a node's input holds, as (id, name), and whether it was sent them alone (a list
-    of tool calls or a `ToolCallWithContext`, as `Send` gives a `ToolNode`) rather than in a state (the
-    last AI message's, as `ToolNode` reads them)."""
-    if isinstance(input, dict) and input.get("__type") == "tool_call_with_context":
-        return _calls([input.get("tool_call")]), True
+def _nothing() -> None:
+    """What a node frame shows it was given: nothing (its input is the graph's state)."""
+
+
+def _sent(input: Any) -> tuple[tuple[str, str], ...] | None:
+    """The tool calls a node was sent alone (a list of them or a `ToolCallWithContext`, as `Send` gives
+    a `ToolNode`), as (id, name); None when it was given a state."""
+    if isinstance(input, dict):
+        return _calls([input.get("tool_call")]) if input.get("__type") == "tool_call_with_context" else None
     if isinstance(input, list) and input and all(isinstance(c, dict) and c.get("type") == "tool_call" for c in input):
-        return _calls(input), True
+        return _calls(input)
+    return None
+
+
+def _given(input: Any) -> tuple[tuple[str, str], ...]:
+    """The tool calls a node's input holds, as (id, name) in the model's order: those it was sent, or
+    those of its state's last AI message (as `ToolNode` reads them)."""
+    sent = _sent(input)
+    if sent is not None:
+        return sent
     messages = input.get("messages") if isinstance(input, dict) else getattr(input, "messages", None)
     if isinstance(messages, list):
-        last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
-        if last is not None:
-            return _calls(last.tool_calls), False
-    return (), False
+        for message in reversed(messages):
+            if isinstance(message, AIMessage):
+                return _calls(message.tool_calls)
+    return ()
 
 
 def _calls(calls: Any) -> tuple[tuple[str, str], ...]:
     return tuple((c["id"], c["name"]) for c in calls if isinstance(c, dict) and c.get("id") and c.get("name"))
 
 
-def _place(given: tuple[tuple[tuple[str, str], ...], bool]) -> tuple[tuple[str, ...], str] | None:
-    """Where a node run sent one tool call stands among the calls of the answer that asked for it."""
-    calls, sent = given
+def _place(input: Any) -> tuple[tuple[str, ...], str] | None:
+    """Where a node run sent one tool call stands among the calls of the answer that asked for it; None
+    when it was not sent one, or the answer asked for that one alone (numbered as it starts, the same)."""
+    calls = _sent(input)
     graph = CURRENT_FRAME.get(None)
-    if not sent or len(calls) != 1 or graph is None:
+    if calls is None or len(calls) != 1 or graph is None:
         return None
     asked = _ASKED.get(graph, {}).get(calls[0][0])
     return (asked, calls[0][0]) if asked else None
 
 
 def _together(tool: str) -> tuple[str, ...]:
-    """The ids of the calls of this tool the running node was given, in the model's order."""
-    return tuple(call_id for call_id, name in _GIVEN.get() if name == tool)
+    """The ids of the calls of this tool the running node was given, in the model's order; none when it
+    was given one (a lone call is numbered as it starts, the same). Read at the tool call, not for every
+    node: most nodes call no tool."""
+    together = tuple(call_id for call_id, name in _given(_INPUT.get()) if name == tool)
+    return together if len(together) > 1 else ()
 
 
 def _remember(output: Any) -> None:
@@ -283,32 +309,33 @@ def _remember(output: Any) -> None:
     graph = CURRENT_FRAME.get(None)
     if graph is None:
         return
-    found: list[tuple[str, ...]] = []
-    _asked(output, found)
-    for ids in found:
+    for ids in _asked(output):
         asked = _ASKED.get(graph)
         if asked is None:
             asked = _ASKED.setdefault(graph, {})
         asked.update(dict.fromkeys(ids, ids))
 
 
-def _asked(output: Any, found: list[tuple[str, ...]]) -> None:
-    """Add to `found` the tool call ids of each AI message in a node's output (a state update, a
-    `Command`'s, a list). A plain walk, not generators: it runs after every node of a recorded graph."""
-    if isinstance(output, AIMessage):
-        if output.tool_calls:
-            ids = tuple(str(call["id"]) for call in output.tool_calls if call.get("id"))
-            if ids:
-                found.append(ids)
-    elif isinstance(output, dict):
-        _asked(output.get("messages"), found)
-    elif isinstance(output, (list, tuple)):
-        for item in output:
-            _asked(item, found)
-    elif isinstance(output, (BaseMessage, str)):  # a tool's answer: no `update` to look for (pydantic's
-        return  # `__getattr__` would raise and catch an AttributeError for each)
-    elif isinstance(getattr(output, "update", None), (dict, list, tuple)):  # a `Command`
-        _asked(output.update, found)
+def _asked(output: Any) -> list[tuple[str, ...]]:
+    """The tool call ids of each AI message in a node's output (a state update, a `Command`'s, a list)
+    that asked for more than one, an answer's ids together. It runs after every node of a recorded
+    graph: the messages of a list are looked at in the loop (no call each), and a message that is not
+    an AI one is passed over at once (pydantic's `__getattr__` would raise and catch an AttributeError
+    looking for a `Command`'s `update`)."""
+    if not isinstance(output, (dict, list, tuple, BaseMessage, str)) and output is not None:
+        output = getattr(output, "update", None)  # a `Command`
+    if isinstance(output, dict):
+        output = output.get("messages")
+    found: list[tuple[str, ...]] = []
+    for item in output if isinstance(output, (list, tuple)) else (output,):
+        if isinstance(item, AIMessage):
+            if len(item.tool_calls) > 1:  # a lone call needs no place (`_place`)
+                ids = tuple(str(call["id"]) for call in item.tool_calls if call.get("id"))
+                if len(ids) > 1:
+                    found.append(ids)
+        elif item is not None and not isinstance(item, (BaseMessage, str)):
+            found.extend(_asked(item))
+    return found
 
 
 def _arguments(tool: BaseTool, tool_input: Any) -> Any:
