@@ -59,13 +59,12 @@ _asked_changed = threading.Condition()
 
 @dataclass(frozen=True, slots=True)
 class Opening:
-    """A lake run copied in part: the events stored here, the lake's count of them, and the run's
-    status as the lake lists it (None: the runs list was not read since it was published)."""
+    """A lake run copied in part: the events stored here and the lake's count of them (the run's status
+    is the lake's meanwhile: `queries.get_run`)."""
 
     trace_id: str
     local: int
     total: int
-    status: str | None = None
 
     @property
     def percent(self) -> int:
@@ -106,14 +105,14 @@ def open_head(store: Store, lake: Lake, trace_id: str, *, head: int = HEAD) -> O
 def opening(store: Store, trace_id: str) -> Opening | None:
     """How much of run `trace_id` is here while its copy from the lake is not done (None: it is)."""
     rows = store.query(
-        "SELECT o.total, coalesce(r.events, 0), l.status FROM lake_opening o LEFT JOIN runs r USING (trace_id) "
-        "LEFT JOIN lake_runs l USING (trace_id) WHERE o.trace_id = ?",
+        "SELECT o.total, coalesce(r.events, 0) FROM lake_opening o LEFT JOIN runs r USING (trace_id) "
+        "WHERE o.trace_id = ?",
         [trace_id],
     )
     if not rows:
         return None
-    total, local, status = rows[0]
-    return Opening(trace_id, int(local), int(total), status)
+    total, local = rows[0]
+    return Opening(trace_id, int(local), int(total))
 
 
 def open_span(store: Store, lake: Lake, trace_id: str, span_id: str) -> bool:
