@@ -1,0 +1,79 @@
+"""A run's pages while it is copied from the team's lake (issue 44's page truth), in-process: two real
+stores on one DuckLake (a real PostgreSQL catalog, a data folder), the DevTool's app on the store that
+holds the run's head. Every fragment a run page asks for says `copying` of a span whose end is not here
+yet, none says `running`; a turn among them shows no answer being written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+from starlette.testclient import TestClient
+
+from devtool.store import Store, append_events
+from devtool.store.lake import attach_lake, lake_config, open_head, publish_run, refresh_listing
+from devtool.web import create_app
+from testkit.postgres import Lakes
+from tests.web_runs import html, one
+
+NESTED = Path(__file__).resolve().parent / "corpus" / "rejelly" / "nested.trace.jsonl"
+# Its events up to a model call started in its first turn: the root, two agents, their generations, the
+# prompt loop, the turn and the call all started, none ended.
+HEAD = 9
+
+
+def test_every_fragment_of_a_run_being_copied_says_copying_never_running(lakes: Lakes, tmp_path: Path) -> None:
+    catalog, data = lakes.new()
+    events = [orjson.loads(line) for line in NESTED.read_bytes().splitlines()]
+    trace = events[0]["trace"]["traceId"]
+    turn = events[6]["trace"]["spanId"]
+    assert events[6]["type"] == "turn:start"
+    # A's file is `lake.duckdb`: DuckDB names a file's database after it, which the lake's must not clash with.
+    a, b = Store(tmp_path / "lake.duckdb"), Store(tmp_path / "b.duckdb")
+    try:
+        lake_a = attach_lake(a, lake_config(catalog, str(data), "node-a"))
+        lake_b = attach_lake(b, lake_config(catalog, str(data), "node-b"))
+        append_events(a, events)
+        publish_run(a, lake_a, trace)
+        refresh_listing(b)
+        assert open_head(b, lake_b, trace, head=HEAD) is not None
+        # The app on B, asked for the fragments only: the run page itself would copy the rest after it.
+        with TestClient(create_app(b)) as client:
+            selection = client.get(f"/runs/{trace}/select", params={"span": turn})
+            tree = client.get(f"/runs/{trace}/tree", params={"span": turn})
+            timeline = client.get(f"/runs/{trace}/timeline")
+            search = client.get(f"/runs/{trace}/search", params={"q": "researcher"})
+            answer = client.get(f"/runs/{trace}/spans/{turn}/answer")
+            header = client.get(f"/runs/{trace}/header")
+        fragments = {
+            "selection": selection,
+            "tree": tree,
+            "timeline": timeline,
+            "search": search,
+            "answer": answer,
+            "header": header,
+        }
+        for name, response in fragments.items():
+            assert response.status_code == 200, (name, response.text[:300])
+            assert "running" not in response.text, name
+            assert "s-copying" in response.text or name == "header", name
+
+        page = html(selection.text)
+        assert one(page, "#detail-status").text() == "copying"
+        assert "answering" not in selection.text
+        assert "this turn's end, which holds the answer, has not come" in one(page, "#turn-answer").text()
+        after = one(page, "#rewind-after")
+        assert "disabled" in after.attributes
+        assert after.attributes["title"] == "This span's end is not copied from the team's lake yet"
+        # The turn and the five spans above it that the tree shows, each copying.
+        copying = [node.text() for node in html(tree.text).css("#tree .row.s-copying .name")]
+        assert copying == ["runWith", "orchestrator", "generation 0", "researcher", "generation 0", "turn 0"]
+        assert html(timeline.text).css("#bars rect.s-copying")
+        assert html(search.text).css(".hits .badge.s-copying")
+        assert one(html(answer.text), "#detail-status").text() == "copying"
+        title = one(html(header.text), ".status-badge")
+        assert (title.text(), title.attributes["title"]) == ("completed", "as the team's lake lists it")
+        assert one(html(header.text), "#lake-copy-badge").text().startswith("copying from the team's lake")
+    finally:
+        a.close()
+        b.close()
