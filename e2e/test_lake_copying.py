@@ -18,6 +18,7 @@ from testkit.lake_runs import run_events, trace_id_of
 from testkit.postgres import Lakes
 
 from .conftest import SCREEN_SIZES, ServerFactory, resize
+from .test_lake_runs import open_from_list
 
 SHOTS = Path("/work/wt/shots/lakecopy")
 # A run copied in many small chunks after its head: its copy lasts long after the first page is drawn.
@@ -58,14 +59,8 @@ def test_a_run_being_copied_from_the_lake_says_copying_not_running(
     post(mine.url, run_events("my agent, running", 4)[:-2])
     running = trace_id_of("my agent, running")
 
-    page.goto(mine.url)
-    deadline = time.monotonic() + 120
-    while page.locator("tr", has_text="nightly eval, copied").locator(".source-lake").count() == 0:
-        assert time.monotonic() < deadline, "the lake's run never showed"
-        page.wait_for_timeout(500)
-        page.reload()
     resize(page, *SCREEN_SIZES[-1])
-    page.locator("tr", has_text="nightly eval, copied").locator("a").first.click()
+    open_from_list(page, mine.url, "nightly eval, copied")
     expect(page).to_have_url(f"{mine.url}runs/{trace}")
 
     # Drawn from its head: the note says so, and what has no end here is copying, not running.
