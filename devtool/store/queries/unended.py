@@ -18,16 +18,13 @@ from devtool.store.database import Store
 RUNNING = "running"
 COPYING = "copying"
 
-# Runs being copied from the lake (the table exists only on a store a lake was attached to).
-OPENING = "SELECT trace_id FROM lake_opening"
-
 
 def unended(store: Store, cursor: Any, trace_id: str) -> str:
     """The status of run `trace_id`'s spans that have no end here: `copying` while it is copied from the
     lake, else `running`."""
-    if store.lake is None:
+    if store.lake is None:  # `lake_opening` is made when a lake is attached
         return RUNNING
-    copying = cursor.execute(f"{OPENING} WHERE trace_id = ?", [trace_id]).fetchall()
+    copying = cursor.execute("SELECT 1 FROM lake_opening WHERE trace_id = ?", [trace_id]).fetchall()
     return COPYING if copying else RUNNING
 
 
