@@ -10,8 +10,20 @@ from pathlib import Path
 import orjson
 from starlette.testclient import TestClient
 
+from devtool.actions.run_rewind import rewind
 from devtool.store import Store, append_events
-from devtool.store.lake import attach_lake, lake_config, open_head, publish_run, refresh_listing
+from devtool.store.frame_index_tables import runs_to_index
+from devtool.store.lake import (
+    attach_lake,
+    detach_lake,
+    finish_open,
+    lake_config,
+    open_head,
+    open_span,
+    opening,
+    publish_run,
+    refresh_listing,
+)
 from devtool.web import create_app
 from testkit.postgres import Lakes
 from tests.web_runs import html, one
@@ -74,6 +86,82 @@ def test_every_fragment_of_a_run_being_copied_says_copying_never_running(lakes: 
         title = one(html(header.text), ".status-badge")
         assert (title.text(), title.attributes["title"]) == ("completed", "as the team's lake lists it")
         assert one(html(header.text), "#lake-copy-badge").text().startswith("copying from the team's lake")
+    finally:
+        a.close()
+        b.close()
+
+
+# A turn in the second agent whose end shares its millisecond with the model call inside it (started and
+# ended there too): a cut after it holds the call, in the order it was recorded.
+TURN = "629f2bc7b991eddc"
+# A model call in the third agent's second generation, 63 events in.
+LATE_CALL = "9e799b48c3e955ce"
+
+
+def test_a_rewind_mid_copy_copies_its_prefix_first_and_makes_the_whole_runs_snapshot(
+    lakes: Lakes, tmp_path: Path
+) -> None:
+    catalog, data = lakes.new()
+    events = [orjson.loads(line) for line in NESTED.read_bytes().splitlines()]
+    trace = events[0]["trace"]["traceId"]
+    a, b = Store(tmp_path / "lake.duckdb"), Store(tmp_path / "b.duckdb")
+    try:
+        lake_a = attach_lake(a, lake_config(catalog, str(data), "node-a"))
+        lake_b = attach_lake(b, lake_config(catalog, str(data), "node-b"))
+        append_events(a, events)
+        publish_run(a, lake_a, trace)
+        refresh_listing(b)
+        assert open_head(b, lake_b, trace, head=HEAD) is not None
+        # Links to both spans came first: their lineages are here, the events before them are not.
+        assert open_span(b, lake_b, trace, TURN)
+        assert open_span(b, lake_b, trace, LATE_CALL)
+        here = b.query("SELECT count(*) FROM events")[0][0]
+        assert here < 64
+
+        for span, anchor in ((TURN, "after"), (LATE_CALL, "before"), (TURN, "before")):
+            assert rewind(b, trace, span, anchor) == rewind(a, trace, span, anchor), (span, anchor)
+        # The events up to the last cut were copied (63 before the call's start, and the lineages'
+        # after it); the rest is still to copy, by the copy that goes on.
+        assert 64 <= b.query("SELECT count(*) FROM events")[0][0] < len(events)
+        copying = opening(b, trace)
+        assert copying is not None
+        assert copying.total == len(events)
+        assert runs_to_index(b, min_events=1) == {}  # no rewind index of a part of the run
+        # It finishes without storing an event twice. Its events of one instant are stored here out of their
+        # order (the links' first): a rewind still reads them in the lake's, and no index walks them.
+        assert finish_open(b, lake_b, trace, chunk=20) is True
+        assert b.query("SELECT count(*), count(DISTINCT event_key) FROM events")[0] == (len(events), len(events))
+        assert runs_to_index(b, min_events=1) == {}
+        assert trace in runs_to_index(a, min_events=1)
+        for span in (TURN, LATE_CALL):
+            assert rewind(b, trace, span, "after") == rewind(a, trace, span, "after"), span
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_rewind_mid_copy_without_a_lake_to_copy_from_is_refused_409_saying_how_much_is_here(
+    lakes: Lakes, tmp_path: Path
+) -> None:
+    catalog, data = lakes.new()
+    events = [orjson.loads(line) for line in NESTED.read_bytes().splitlines()]
+    trace = events[0]["trace"]["traceId"]
+    a, b = Store(tmp_path / "lake.duckdb"), Store(tmp_path / "b.duckdb")
+    try:
+        lake_a = attach_lake(a, lake_config(catalog, str(data), "node-a"))
+        lake_b = attach_lake(b, lake_config(catalog, str(data), "node-b"))
+        append_events(a, events)
+        publish_run(a, lake_a, trace)
+        refresh_listing(b)
+        assert open_head(b, lake_b, trace, head=HEAD) is not None
+        detach_lake(b)  # a server started on B without its lake
+        with TestClient(create_app(b)) as client:
+            response = client.post(f"/runs/{trace}/rewind", data={"span_id": LATE_CALL, "anchor": "before"})
+        assert response.status_code == 409, response.text[:300]
+        said = one(html(response.text), "main").text()
+        assert "still being copied from the team's lake (9 of its 82 events are here)" in said
+        assert "no team lake is attached" in said
+        assert b.query("SELECT count(*) FROM rewind.snapshots")[0][0] == 0
     finally:
         a.close()
         b.close()

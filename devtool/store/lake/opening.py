@@ -115,6 +115,20 @@ def opening(store: Store, trace_id: str) -> Opening | None:
     return Opening(trace_id, int(local), int(total))
 
 
+def being_copied(store: Store, trace_id: str) -> Opening | None:
+    """`opening`, on a store whether or not a lake is attached now (a server started without one on a
+    store that was copying a run): None also when no lake was ever attached (no `lake_opening`)."""
+    return opening(store, trace_id) if _kept(store, "lake_opening") else None
+
+
+def copied_unordered(store: Store, trace_id: str) -> bool:
+    """Whether a span link copied some of run `trace_id`'s events out of order (whether or not a lake is
+    attached now): a rewind reads its events in the lake's order (`prefix.py`), no index is built of it."""
+    return _kept(store, "lake_unordered") and bool(
+        store.query("SELECT 1 FROM lake_unordered WHERE trace_id = ?", [trace_id])
+    )
+
+
 def open_span(store: Store, lake: Lake, trace_id: str, span_id: str) -> bool:
     """While run `trace_id` is being copied, copy span `span_id`'s events and its ancestors' if the store
     lacks it; whether it copied any."""
@@ -127,7 +141,12 @@ def open_span(store: Store, lake: Lake, trace_id: str, span_id: str) -> bool:
     with _asked_changed:
         _asked[trace_id] = _asked.get(trace_id, 0) + 1
     try:
-        return copy_lineage(store, lake, trace_id, span_id) > 0
+        if copy_lineage(store, lake, trace_id, span_id) == 0:
+            return False
+        with store.transaction(derives=False) as conn:
+            # Stored before events of the same instants copied after it: read in the lake's order (`prefix.py`).
+            conn.execute("INSERT OR IGNORE INTO lake_unordered VALUES (?)", [trace_id])
+        return True
     finally:
         with _asked_changed:
             _asked[trace_id] -= 1
@@ -171,9 +190,23 @@ def finish_open(store: Store, lake: Lake, trace_id: str, *, chunk: int | None = 
             _finishing.discard(trace_id)
 
 
-def unfinished_opens(store: Store) -> list[str]:
-    """The runs whose copy from the lake began and did not end (a server stopped meanwhile)."""
-    return [row[0] for row in store.query("SELECT trace_id FROM lake_opening ORDER BY trace_id")]
+def unfinished_opens(store: Store, *, unordered: bool = False) -> list[str]:
+    """The runs whose copy from the lake began and did not end (a server stopped meanwhile), whether or
+    not a lake is attached now (none: no lake was ever attached); `unordered`: and those a span link
+    copied out of order (`copied_unordered`)."""
+    if not _kept(store, "lake_opening"):
+        return []
+    also = " UNION SELECT trace_id FROM lake_unordered" if unordered and _kept(store, "lake_unordered") else ""
+    return [row[0] for row in store.query(f"SELECT trace_id FROM lake_opening{also} ORDER BY trace_id")]
+
+
+def _kept(store: Store, table: str) -> bool:
+    """Whether the store has local table `table` (the lake's are made when a lake is attached)."""
+    return bool(
+        store.query(
+            "SELECT 1 FROM duckdb_tables() WHERE database_name = current_database() AND table_name = ?", [table]
+        )
+    )
 
 
 def _copy_rest_of_run(store: Store, lake: Lake, trace_id: str) -> None:

@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from devtool.actions.run_rewind import RewindError, rewind
+from devtool.actions.run_rewind import LakeNeeded, RewindError, rewind
 from devtool.store import NotFoundError, Store
 from devtool.store.export import export_run, export_run_otlp, export_run_perfetto
 from devtool.store.queries import get_run
@@ -207,6 +207,8 @@ async def run_rewind(request: Request) -> Response:
         )
     except NotFoundError as exc:
         raise HTTPException(404, str(exc)) from None
+    except LakeNeeded as exc:
+        raise HTTPException(409, f"cannot rewind to {anchor} span {span_id} yet: {exc}") from None
     except RewindError as exc:
         raise HTTPException(422, f"cannot rewind to {anchor} span {span_id}: {exc}") from None
     return RedirectResponse(request.url_for("snapshot", snapshot_id=snapshot_id).path, 303)
