@@ -165,3 +165,47 @@ def test_a_rewind_mid_copy_without_a_lake_to_copy_from_is_refused_409_saying_how
     finally:
         a.close()
         b.close()
+
+
+def facts(header: str) -> dict[str, str]:
+    """The run header's figures, by name."""
+    page = html(header)
+    return {node.css_first("dt").text(): node.css_first("dd").text().strip() for node in page.css(".run-facts > div")}
+
+
+def test_a_run_being_copied_shows_the_whole_runs_figures_from_the_lakes_list_and_its_part_so_far_before(
+    lakes: Lakes, tmp_path: Path
+) -> None:
+    catalog, data = lakes.new()
+    events = [orjson.loads(line) for line in NESTED.read_bytes().splitlines()]
+    trace = events[0]["trace"]["traceId"]
+    a, b = Store(tmp_path / "lake.duckdb"), Store(tmp_path / "b.duckdb")
+    try:
+        lake_a = attach_lake(a, lake_config(catalog, str(data), "node-a"))
+        lake_b = attach_lake(b, lake_config(catalog, str(data), "node-b"))
+        append_events(a, events)
+        publish_run(a, lake_a, trace)
+        with TestClient(create_app(a)) as client:
+            whole = facts(client.get(f"/runs/{trace}/header").text)
+        assert open_head(b, lake_b, trace, head=HEAD) is not None
+        with TestClient(create_app(b)) as client:
+            # The lake's list not read yet: the part's figures, each "so far"; none looks final.
+            part = facts(client.get(f"/runs/{trace}/header").text)
+            refresh_listing(b)
+            listed = client.get(f"/runs/{trace}/header").text
+        assert {name: value.endswith(" so far") for name, value in part.items()} == {
+            **dict.fromkeys(whole, True),
+            "started": False,
+            "events": False,
+        }
+        assert part["agents"] == "2 so far"  # of the whole run's 4: two have started among the nine events here
+        assert whole["agents"] == "4"
+        assert part["duration"] != f"{whole['duration']} so far"
+        assert part["events"] == "9 of 82"
+        # Listed: the whole run's figures, as on the store that holds it, but for the events here.
+        assert facts(listed) == {**whole, "events": "9 of 82"}
+        assert "so far" not in listed
+        assert one(html(listed), ".run-facts").attributes["title"] == "the whole run, as the team's lake lists it"
+    finally:
+        a.close()
+        b.close()

@@ -208,6 +208,21 @@ def list_runs(
     return [RunSummary(*row) for row in store.query(_PAGE.format(runs=page), params)]
 
 
+def lake_listed(store: Store, trace_id: str) -> RunSummary | None:
+    """Run `trace_id` as the lake's runs list holds it (`lake_runs`, as last read): the whole run's figures,
+    for a run being copied whose own are those of the part here so far. None without a lake, or unlisted."""
+    if store.lake is None:
+        return None
+    rows = store.query(
+        f"""SELECT 'trace', trace_id, name, status, started_ts, ended_ts, events, spans, agents, failed, running,
+                   prompt_tokens, completion_tokens, cost_micro_usd, unpriced_calls, prompts, tools, '{LAKE_KIND}',
+                   published_by
+            FROM lake_runs WHERE trace_id = ? ORDER BY published_at DESC LIMIT 1""",
+        [trace_id],
+    )
+    return RunSummary(*rows[0]) if rows else None
+
+
 def get_run(store: Store, run_id: str, *, kind: str | None = None) -> RunSummary:
     """One trace or process journal by its id (a trace first, when both have it, unless `kind` says which).
 
