@@ -68,6 +68,14 @@ def test_a_run_being_copied_from_the_lake_says_copying_not_running(
     header = page.locator("#run-header")
     expect(header.locator(".status-badge")).to_have_text("completed")
     expect(header.locator("#lake-copy-badge")).to_contain_text("copying from the team's lake")
+    # Its figures are the whole run's, as the lake lists it (not those of its head), but for the events here.
+    facts = header.locator(".run-facts")
+    expect(facts).to_have_attribute("title", "the whole run, as the team's lake lists it")
+    expect(facts.locator("div", has=page.locator("dt", has_text="spans")).locator("dd")).to_have_text(f"{SPANS + 1}")
+    expect(facts.locator("div", has=page.locator("dt", has_text="events")).locator("dd")).to_contain_text(
+        f"of {2 * SPANS + 2:,}"
+    )
+    expect(facts.locator(".so-far")).to_have_count(0)
     root = page.locator("#tree > li.node").first
     expect(root.locator(".row").first).to_have_class(re.compile(r"\bs-copying\b"))
     expect(root.locator(".badge.s-copying").first).to_have_text("copying")
