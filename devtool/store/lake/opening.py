@@ -21,6 +21,8 @@ opened is never published back.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from devtool.store import span_keys_build
@@ -138,15 +140,23 @@ def open_span(store: Store, lake: Lake, trace_id: str, span_id: str) -> bool:
         return False
     if not store.query("SELECT 1 FROM devtool_lake.spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]):
         return False  # a link to a span the run does not have: the page says so
-    with _asked_changed:
-        _asked[trace_id] = _asked.get(trace_id, 0) + 1
-    try:
+    with asked_first(trace_id):
         if copy_lineage(store, lake, trace_id, span_id) == 0:
             return False
         with store.transaction(derives=False) as conn:
             # Stored before events of the same instants copied after it: read in the lake's order (`prefix.py`).
             conn.execute("INSERT OR IGNORE INTO lake_unordered VALUES (?)", [trace_id])
         return True
+
+
+@contextmanager
+def asked_first(trace_id: str) -> Iterator[None]:
+    """A copy a page asked for (a span link's, a rewind's prefix) of run `trace_id`: the copy of the rest
+    (`finish_open`) waits before its next chunk until it is done."""
+    with _asked_changed:
+        _asked[trace_id] = _asked.get(trace_id, 0) + 1
+    try:
+        yield
     finally:
         with _asked_changed:
             _asked[trace_id] -= 1

@@ -25,7 +25,7 @@ from devtool.store.collector import collector_paused
 from devtool.store.database import Store
 from devtool.store.lake.attach import Lake
 from devtool.store.lake.fetch import copy_events
-from devtool.store.lake.opening import copied_unordered, open_span
+from devtool.store.lake.opening import asked_first, copied_unordered, open_span
 
 # The lake's events up to the cut (`$cut_ts`, `$cut_id`: the cut event's ts and publisher's id), inclusive.
 _PREFIX = "trace_id = $trace AND (ts < $cut_ts OR (ts = $cut_ts AND event_id <= $cut_id))"
@@ -77,7 +77,8 @@ def prefix_events(
         if store.query(f"SELECT count(*) FROM devtool_lake.events WHERE {_MISSING}", {**missing, "trace": trace_id})[0][
             0
         ]:
-            copy_events(store, lake, trace_id, _MISSING, missing, keys=False)
+            with asked_first(trace_id):  # before the rest's next chunk, as a link's copy
+                copy_events(store, lake, trace_id, _MISSING, missing, keys=False)
     body, keep = "e.body", "true"
     if drop_fields:
         # A JSON merge patch that sets a key to null removes it (RFC 7396), as `queries.run_events` does.
