@@ -28,6 +28,18 @@ def post(url: str, events: list[dict[str, object]]) -> None:
         assert response.status == 200
 
 
+def open_from_list(page: Page, url: str, name: str) -> None:
+    """Open lake run `name` from the runs page at `url`, once the DevTool lists it (its list of the lake's
+    runs is read every second)."""
+    page.goto(url)
+    deadline = time.monotonic() + 120
+    while page.locator("tr", has_text=name).locator(".source-lake").count() == 0:
+        assert time.monotonic() < deadline, "the lake's run never showed"
+        page.wait_for_timeout(500)
+        page.reload()
+    page.locator("tr", has_text=name).locator("a").first.click()
+
+
 def test_the_runs_page_lists_the_lakes_runs_and_opens_one(
     page: Page, serve: ServerFactory, lakes: Lakes, shoot: Shoot, screenshot_path: object
 ) -> None:
@@ -76,13 +88,7 @@ def test_a_big_lake_run_opens_on_its_head_and_says_the_rest_is_coming(
     post(theirs.url, run_events("nightly eval, long", spans))
     trace = trace_id_of("nightly eval, long")
 
-    page.goto(mine.url)
-    deadline = time.monotonic() + 120
-    while page.locator("tr", has_text="nightly eval, long").locator(".source-lake").count() == 0:
-        assert time.monotonic() < deadline, "the lake's run never showed"
-        page.wait_for_timeout(500)
-        page.reload()
-    page.locator("tr", has_text="nightly eval, long").locator("a").first.click()
+    open_from_list(page, mine.url, "nightly eval, long")
     expect(page).to_have_url(f"{mine.url}runs/{trace}")
     note = page.locator("#lake-copying")
     expect(note).to_contain_text(f"{HEAD:,} of its {2 * spans + 2:,} events are here so far")

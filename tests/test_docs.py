@@ -18,6 +18,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from devtool.store.lake import HEAD
+from scripts.docs_figures import with_figures
 from scripts.gen_cli_docs import cli_reference
 from testkit import served
 from testkit.checkout import child_env
@@ -180,3 +182,9 @@ def test_the_http_api_example_finds_its_run_on_a_running_devtool(tmp_path: Path)
     first, *hits = result.stdout.splitlines()
     assert "'name': 'support'" in first
     assert "toolResults[0].output · order A17: lost in transit" in hits
+
+
+def test_the_figures_a_page_quotes_are_the_codes() -> None:
+    deploying = with_figures(page("deploying.md"))
+    assert f"as soon as its first {HEAD:,} events are here" in deploying
+    assert "{{" not in deploying

@@ -30,7 +30,8 @@ from devtool.store.lake import (
     unpublished_runs,
 )
 from devtool.store.lake.lineage import at_their_times, lineage_of
-from devtool.store.queries import list_runs
+from devtool.store.queries import frame_tree, get_run, list_runs, span_detail, timeline_window
+from devtool.store.queries.navigation import search_spans
 from testkit.lake_runs import run_events, trace_id_of
 from testkit.postgres import Lakes
 
@@ -169,7 +170,7 @@ def test_a_big_run_opens_head_first_then_whole_with_its_journal(
 
     refresh_listing(b)
     copied = open_head(b, lake_b, trace, head=10)
-    assert copied == Opening(trace, 10, 82, "completed")  # the run's status as the lake lists it
+    assert copied == Opening(trace, 10, 82)
     assert opening(b, trace) == copied
     assert b.query("SELECT count(*) FROM events")[0][0] == 10
     # A run being copied is not published back.
@@ -196,6 +197,66 @@ def test_a_big_run_opens_head_first_then_whole_with_its_journal(
     ]
     assert unpublished_runs(b) == []
     assert finish_open(b, lake_b, trace) is False
+
+
+def statuses(store: Store, trace_id: str) -> dict[str, set[str]]:
+    """The statuses a page of run `trace_id` reads: of the run (alone and listed), of its tree's nodes, of
+    its timeline's bars, of its spans' details and of the span search's hits."""
+    tree = frame_tree(store, trace_id, depth=2)
+    nodes = [*tree.nodes, *(child for node in tree.nodes for child in node.children)]
+    spans = [row[0] for row in store.query("SELECT span_id FROM spans WHERE trace_id = ?", [trace_id])]
+    return {
+        "run": {get_run(store, trace_id).status, *(run.status for run in list_runs(store) if run.id == trace_id)},
+        "tree": {node.status for node in nodes},
+        "timeline": {bar.status for bar in timeline_window(store, trace_id, width_px=400).bars},
+        "detail": {span_detail(store, trace_id, span).status for span in spans},
+        "search": {hit.status for hit in search_spans(store, trace_id, "step")},
+    }
+
+
+def test_a_run_being_copied_shows_its_spans_without_their_end_as_copying_never_running(
+    pair: tuple[Store, Lake, Store, Lake],
+) -> None:
+    """Issue 44's page truth: while a lake run is copied, its spans whose end is not here yet (its root
+    among them) are `copying`, the run has the lake's status; a run really running on the same store
+    (no lake copy) is `running` everywhere; once the copy is done the spans have their own ends."""
+    a, lake_a, b, lake_b = pair
+    trace = trace_id_of("copied")
+    append_events(a, run_events("copied", 40))  # 82 events
+    publish_run(a, lake_a, trace)
+    live = run_events("live here", 3)[:-2]  # two steps, and its root and third step started
+    append_events(b, live)
+
+    assert open_head(b, lake_b, trace, head=12) is not None  # the root's start and 5 steps, the 6th started
+    # Before the lake's runs list is read here, the run's status is not known: copying, not running.
+    assert statuses(b, trace)["run"] == {"copying"}
+    refresh_listing(b)
+    assert statuses(b, trace) == {
+        "run": {"completed"},  # as the lake lists it
+        "tree": {"copying", "completed"},
+        "timeline": {"copying", "completed"},
+        "detail": {"copying", "completed"},
+        "search": {"copying", "completed"},
+    }
+    assert [run.id for run in list_runs(b, status="running")] == [live[0]["trace"]["traceId"]]
+    assert {run.id for run in list_runs(b, status="completed")} == {trace}
+    # The local run beside it is running, as before.
+    assert statuses(b, live[0]["trace"]["traceId"]) == {
+        "run": {"running"},
+        "tree": {"running", "completed"},
+        "timeline": {"running", "completed"},
+        "detail": {"running", "completed"},
+        "search": {"running", "completed"},
+    }
+
+    assert finish_open(b, lake_b, trace, chunk=25) is True
+    assert statuses(b, trace) == {
+        "run": {"completed"},
+        "tree": {"completed"},
+        "timeline": {"completed"},
+        "detail": {"completed"},
+        "search": {"completed"},
+    }
 
 
 def span_events(store: Store, trace_id: str, span_ids: list[str]) -> list[tuple[str, int]]:

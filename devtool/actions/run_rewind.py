@@ -16,7 +16,7 @@ same trace gives the same id, and the second time it is found rather than stored
 from __future__ import annotations
 
 import warnings
-from typing import Literal
+from typing import Any, Literal
 
 from devtool.core import RestoreError
 from devtool.core.debugger import restore_snapshot
@@ -25,6 +25,7 @@ from devtool.core.restore import IGNORED_TYPES, UNREAD_FIELDS, RestoreWarning
 from devtool.store import Store, save_snapshot
 from devtool.store.collector import collector_paused
 from devtool.store.frame_index_cut import read_cut
+from devtool.store.lake import LakeError, Opening, being_copied, copied_unordered, prefix_events
 from devtool.store.queries import Cut, get_run, run_events
 from devtool.store.snapshots import save_tree
 
@@ -34,6 +35,11 @@ ANCHORS: tuple[Anchor, ...] = ("before", "after")
 
 class RewindError(Exception):
     """A rewind that cannot be made (bad anchor, or `restore_snapshot` refused the cut)."""
+
+
+class LakeNeeded(RewindError):
+    """A rewind that needs the team's lake and cannot read it (none attached, or it fails): of a run still
+    being copied (its snapshot would be of a part of it), or copied out of order (`lake.prefix`)."""
 
 
 def rewind(store: Store, trace_id: str, span_id: str, anchor: str, *, created_by: str | None = None) -> str:
@@ -50,15 +56,21 @@ def rewind(store: Store, trace_id: str, span_id: str, anchor: str, *, created_by
             "so it cannot be rewound or replayed"
         )
     edge: Anchor = "before" if anchor == "before" else "after"
-    tree = restore_from_index(store, trace_id, span_id, edge)
+    copying = being_copied(store, trace_id)
+    lake_order = copying is not None or copied_unordered(store, trace_id)
+    # Neither is rewound from an index (none is built of them: `runs_to_index`).
+    tree = None if lake_order else restore_from_index(store, trace_id, span_id, edge)
     if tree is not None:
         return save_tree(store, tree.top, tree.nodes, created_by=created_by)
     # A big run's cut is hundreds of thousands of dicts: with the cycle collector on, it would walk
     # them again and again while they are made (several times the cost of the restore itself).
     with collector_paused(), warnings.catch_warnings():
-        events = run_events(
-            store, trace_id, cut=Cut(span_id, edge), skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS
-        )
+        if lake_order:
+            events = _in_lake_order(store, trace_id, copying, span_id, edge)
+        else:
+            events = run_events(
+                store, trace_id, cut=Cut(span_id, edge), skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS
+            )
         # Malformed events the restore skipped are the loader's business: it already reported them.
         warnings.simplefilter("ignore", RestoreWarning)
         try:
@@ -67,6 +79,38 @@ def rewind(store: Store, trace_id: str, span_id: str, anchor: str, *, created_by
             raise RewindError(str(exc)) from None
         del events
         return save_snapshot(store, snapshot, created_by=created_by, trusted=True)
+
+
+def _in_lake_order(
+    store: Store, trace_id: str, copying: Opening | None, span_id: str, anchor: Anchor
+) -> list[dict[str, Any]]:
+    """The events up to the cut of a run being copied from the lake (those not here copied first) or copied
+    out of order, in the lake's order (`lake.prefix`); `LakeNeeded` when no lake can be read."""
+    why = "no team lake is attached"
+    if store.lake is not None:
+        try:
+            events = prefix_events(
+                store, store.lake, trace_id, span_id, anchor, skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS
+            )
+        except LakeError as exc:
+            why = str(exc)
+        else:
+            # None: the lake has no such cut; the run's own events then say what is missing.
+            if events is not None:
+                return events
+            return run_events(
+                store, trace_id, cut=Cut(span_id, anchor), skip_types=IGNORED_TYPES, drop_fields=UNREAD_FIELDS
+            )
+    if copying is not None:
+        raise LakeNeeded(
+            f"run {trace_id} is still being copied from the team's lake ({copying.local:,} of its "
+            f"{copying.total:,} events are here), and the events before this cut may not be: {why}. "
+            "Try again once it is copied."
+        )
+    raise LakeNeeded(
+        f"run {trace_id} was copied from the team's lake with a link's span first, so its events are read in "
+        f"the lake's order to rewind it: {why}. Start the DevTool with its lake (devtool serve --lake)."
+    )
 
 
 def restore_from_index(store: Store, trace_id: str, span_id: str, anchor: Anchor) -> OpenTree | None:

@@ -32,6 +32,7 @@ from devtool.core.frame_index_records import Batch
 from devtool.store import list_param
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
+from devtool.store.lake.opening import unfinished_opens
 from devtool.store.run_caches import stale_runs
 from devtool.store.snapshots import write_nodes
 
@@ -63,8 +64,13 @@ def index_state(store: Store, trace_id: str) -> IndexState | None:
 
 def runs_to_index(store: Store, *, min_events: int) -> dict[str, int]:
     """Runs of at least `min_events` events whose index is missing or older than the run: their
-    last event id, by trace id (biggest runs first)."""
-    return stale_runs(store, "rewind.rewind_runs", min_events=min_events)
+    last event id, by trace id (biggest runs first). Not a run being copied from the team's lake (a part
+    of it is not the run), nor one a span link copied out of order: the index walks a run in its ids'
+    order, and a rewind of it reads its events in the lake's order (`lake.prefix`)."""
+    due = stale_runs(store, "rewind.rewind_runs", min_events=min_events)
+    for trace_id in unfinished_opens(store, unordered=True):
+        due.pop(trace_id, None)
+    return due
 
 
 def last_event_of(store: Store, trace_id: str) -> int:

@@ -12,6 +12,8 @@ from devtool.store.lake.maintenance import Compacted, compact
 from devtool.store.lake.opening import (
     HEAD,
     Opening,
+    being_copied,
+    copied_unordered,
     finish_open,
     open_head,
     open_run,
@@ -19,6 +21,7 @@ from devtool.store.lake.opening import (
     opening,
     unfinished_opens,
 )
+from devtool.store.lake.prefix import prefix_events
 from devtool.store.lake.publish import Published, publish_run, publish_runs, publish_snapshot, unpublished_runs
 from devtool.store.lake.worker import LakeWorker
 
@@ -34,7 +37,9 @@ __all__ = [
     "Opening",
     "Published",
     "attach_lake",
+    "being_copied",
     "compact",
+    "copied_unordered",
     "detach_lake",
     "finish_open",
     "in_lake",
@@ -44,6 +49,7 @@ __all__ = [
     "open_snapshot",
     "open_span",
     "opening",
+    "prefix_events",
     "publish_run",
     "publish_runs",
     "publish_snapshot",

@@ -21,6 +21,8 @@ opened is never published back.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from devtool.store import span_keys_build
@@ -59,13 +61,12 @@ _asked_changed = threading.Condition()
 
 @dataclass(frozen=True, slots=True)
 class Opening:
-    """A lake run copied in part: the events stored here, the lake's count of them, and the run's
-    status as the lake lists it (None: the runs list was not read since it was published)."""
+    """A lake run copied in part: the events stored here and the lake's count of them (the run's status
+    is the lake's meanwhile: `queries.get_run`)."""
 
     trace_id: str
     local: int
     total: int
-    status: str | None = None
 
     @property
     def percent(self) -> int:
@@ -106,14 +107,28 @@ def open_head(store: Store, lake: Lake, trace_id: str, *, head: int = HEAD) -> O
 def opening(store: Store, trace_id: str) -> Opening | None:
     """How much of run `trace_id` is here while its copy from the lake is not done (None: it is)."""
     rows = store.query(
-        "SELECT o.total, coalesce(r.events, 0), l.status FROM lake_opening o LEFT JOIN runs r USING (trace_id) "
-        "LEFT JOIN lake_runs l USING (trace_id) WHERE o.trace_id = ?",
+        "SELECT o.total, coalesce(r.events, 0) FROM lake_opening o LEFT JOIN runs r USING (trace_id) "
+        "WHERE o.trace_id = ?",
         [trace_id],
     )
     if not rows:
         return None
-    total, local, status = rows[0]
-    return Opening(trace_id, int(local), int(total), status)
+    total, local = rows[0]
+    return Opening(trace_id, int(local), int(total))
+
+
+def being_copied(store: Store, trace_id: str) -> Opening | None:
+    """`opening`, on a store whether or not a lake is attached now (a server started without one on a
+    store that was copying a run): None also when no lake was ever attached (no `lake_opening`)."""
+    return opening(store, trace_id) if _kept(store, "lake_opening") else None
+
+
+def copied_unordered(store: Store, trace_id: str) -> bool:
+    """Whether a span link copied some of run `trace_id`'s events out of order (whether or not a lake is
+    attached now): a rewind reads its events in the lake's order (`prefix.py`), no index is built of it."""
+    return _kept(store, "lake_unordered") and bool(
+        store.query("SELECT 1 FROM lake_unordered WHERE trace_id = ?", [trace_id])
+    )
 
 
 def open_span(store: Store, lake: Lake, trace_id: str, span_id: str) -> bool:
@@ -125,10 +140,23 @@ def open_span(store: Store, lake: Lake, trace_id: str, span_id: str) -> bool:
         return False
     if not store.query("SELECT 1 FROM devtool_lake.spans WHERE trace_id = ? AND span_id = ?", [trace_id, span_id]):
         return False  # a link to a span the run does not have: the page says so
+    with asked_first(trace_id):
+        if copy_lineage(store, lake, trace_id, span_id) == 0:
+            return False
+        with store.transaction(derives=False) as conn:
+            # Stored before events of the same instants copied after it: read in the lake's order (`prefix.py`).
+            conn.execute("INSERT OR IGNORE INTO lake_unordered VALUES (?)", [trace_id])
+        return True
+
+
+@contextmanager
+def asked_first(trace_id: str) -> Iterator[None]:
+    """A copy a page asked for (a span link's, a rewind's prefix) of run `trace_id`: the copy of the rest
+    (`finish_open`) waits before its next chunk until it is done."""
     with _asked_changed:
         _asked[trace_id] = _asked.get(trace_id, 0) + 1
     try:
-        return copy_lineage(store, lake, trace_id, span_id) > 0
+        yield
     finally:
         with _asked_changed:
             _asked[trace_id] -= 1
@@ -172,9 +200,23 @@ def finish_open(store: Store, lake: Lake, trace_id: str, *, chunk: int | None = 
             _finishing.discard(trace_id)
 
 
-def unfinished_opens(store: Store) -> list[str]:
-    """The runs whose copy from the lake began and did not end (a server stopped meanwhile)."""
-    return [row[0] for row in store.query("SELECT trace_id FROM lake_opening ORDER BY trace_id")]
+def unfinished_opens(store: Store, *, unordered: bool = False) -> list[str]:
+    """The runs whose copy from the lake began and did not end (a server stopped meanwhile), whether or
+    not a lake is attached now (none: no lake was ever attached); `unordered`: and those a span link
+    copied out of order (`copied_unordered`)."""
+    if not _kept(store, "lake_opening"):
+        return []
+    also = " UNION SELECT trace_id FROM lake_unordered" if unordered and _kept(store, "lake_unordered") else ""
+    return [row[0] for row in store.query(f"SELECT trace_id FROM lake_opening{also} ORDER BY trace_id")]
+
+
+def _kept(store: Store, table: str) -> bool:
+    """Whether the store has local table `table` (the lake's are made when a lake is attached)."""
+    return bool(
+        store.query(
+            "SELECT 1 FROM duckdb_tables() WHERE database_name = current_database() AND table_name = ?", [table]
+        )
+    )
 
 
 def _copy_rest_of_run(store: Store, lake: Lake, trace_id: str) -> None:

@@ -15,7 +15,8 @@ Locally (in the store's main file, made when a lake is first attached): `lake_pu
 published, through which event; written only after the lake's commit, so a server killed between the
 two publishes the run again, and adds nothing), `lake_published_snapshots`, and `lake_runs`, the
 lake's runs list as last read, so the runs page lists the team's runs at local speed, and
-`lake_opening`, the runs being copied from the lake (`opening.py`), with the cut of the part copied first.
+`lake_opening`, the runs being copied from the lake (`opening.py`), with the cut of the part copied first,
+and `lake_unordered`, the runs a span link copied out of order (`prefix.py` says why that matters).
 """
 
 from __future__ import annotations
@@ -77,4 +78,5 @@ LOCAL_TABLES = f"""
     CREATE TABLE IF NOT EXISTS lake_published_snapshots (snapshot_id VARCHAR PRIMARY KEY);
     CREATE TABLE IF NOT EXISTS lake_runs ({_RUNS});
     CREATE TABLE IF NOT EXISTS lake_opening (trace_id VARCHAR PRIMARY KEY, cut BIGINT NOT NULL, total BIGINT NOT NULL);
+    CREATE TABLE IF NOT EXISTS lake_unordered (trace_id VARCHAR PRIMARY KEY);
 """

@@ -24,6 +24,7 @@ from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 from devtool.store.queries.events import event_fields
+from devtool.store.queries.unended import shown_status, unended
 from devtool.store.span_sql import SHOWN
 
 TOOL_RESULT = "tool"
@@ -45,7 +46,7 @@ class FrameNode:
     name: str
     agent_id: str | None
     call_id: str | None
-    status: str  # completed | failed | running
+    status: str  # completed | failed | running | copying (`queries/unended.py`)
     start_ms: float
     end_ms: float | None
     content_hash: str | None
@@ -97,8 +98,10 @@ class _Draft:
     start_event_id: int | None = None
     children: list[_Draft] = field(default_factory=list)
 
-    def build(self) -> FrameNode:
-        return replace(self.node, children=tuple(child.build() for child in self.children))
+    def build(self, word: str) -> FrameNode:
+        """The node and its loaded children, a span without its end said `word` (`queries/unended.py`)."""
+        children = tuple(child.build(word) for child in self.children)
+        return replace(self.node, status=shown_status(self.node.status, word), children=children)
 
 
 def frame_tree(
@@ -153,7 +156,8 @@ def frame_tree(
         else:
             _count_tool_results(cursor, frontier)
         _add_props(cursor, _twins(top))
-    return FrameTree(trace_id, tuple(d.build() for d in top), root_count, offset if span_id is None else 0)
+        word = unended(store, cursor, trace_id)
+    return FrameTree(trace_id, tuple(d.build(word) for d in top), root_count, offset if span_id is None else 0)
 
 
 def _draft(row: tuple[Any, ...]) -> _Draft:

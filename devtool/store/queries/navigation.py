@@ -21,6 +21,7 @@ from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 from devtool.store.queries.events import event_fields
+from devtool.store.queries.unended import shown_status, unended
 from devtool.store.span_sql import SHOWN, shown
 
 MEMORY_CHARS = 64 << 10  # of a generation's memory read back for a snapshot page
@@ -179,18 +180,18 @@ def search_spans(store: Store, trace_id: str, text: str, *, limit: int = 50) -> 
     with store.reader() as cursor:
         found = span_keys.search(cursor, trace_id, text, ranks=span_hit_ranks(), prefix=f"{escaped}%", limit=limit)
         if found is not None:
-            return _located_hits(cursor, trace_id, found)
-    rows = store.query(
-        f"""
-        SELECT {_HIT} FROM spans
-        WHERE trace_id = $trace AND {SHOWN} AND (
-            name ILIKE $p ESCAPE '\\' OR agent_id ILIKE $p ESCAPE '\\' OR call_id ILIKE $p ESCAPE '\\'
-            OR span_id ILIKE $p ESCAPE '\\' OR error ILIKE $p ESCAPE '\\')
-        ORDER BY {span_hit_order()} LIMIT $limit
-        """,
-        {"trace": trace_id, "text": text, "p": f"%{escaped}%", "prefix": f"{escaped}%", "limit": limit},
-    )
-    return [SpanHit(*row) for row in rows]
+            return _located_hits(store, cursor, trace_id, found)
+        rows = cursor.execute(
+            f"""
+            SELECT {_HIT} FROM spans
+            WHERE trace_id = $trace AND {SHOWN} AND (
+                name ILIKE $p ESCAPE '\\' OR agent_id ILIKE $p ESCAPE '\\' OR call_id ILIKE $p ESCAPE '\\'
+                OR span_id ILIKE $p ESCAPE '\\' OR error ILIKE $p ESCAPE '\\')
+            ORDER BY {span_hit_order()} LIMIT $limit
+            """,
+            {"trace": trace_id, "text": text, "p": f"%{escaped}%", "prefix": f"{escaped}%", "limit": limit},
+        ).fetchall()
+        return _hits(store, cursor, trace_id, rows)
 
 
 def spans_named(store: Store, trace_id: str, text: str, *, limit: int = 50) -> list[SpanHit]:
@@ -199,26 +200,35 @@ def spans_named(store: Store, trace_id: str, text: str, *, limit: int = 50) -> l
     with store.reader() as cursor:
         found = span_keys.named(cursor, trace_id, text, limit=limit)
         if found is not None:
-            return _located_hits(cursor, trace_id, found)
-    rows = store.query(
-        f"""
-        SELECT {_HIT} FROM spans WHERE trace_id = $trace AND {SHOWN} AND contains(lower(name), lower($text))
-        ORDER BY start_ts, start_event_id LIMIT $limit
-        """,
-        {"trace": trace_id, "text": text, "limit": limit},
-    )
-    return [SpanHit(*row) for row in rows]
+            return _located_hits(store, cursor, trace_id, found)
+        rows = cursor.execute(
+            f"""
+            SELECT {_HIT} FROM spans WHERE trace_id = $trace AND {SHOWN} AND contains(lower(name), lower($text))
+            ORDER BY start_ts, start_event_id LIMIT $limit
+            """,
+            {"trace": trace_id, "text": text, "limit": limit},
+        ).fetchall()
+        return _hits(store, cursor, trace_id, rows)
 
 
 _HIT = "span_id, kind, name, agent_id, call_id, status, start_ts"
 
 
-def _located_hits(cursor: Any, trace_id: str, found: list[tuple[str, float]]) -> list[SpanHit]:
+def _located_hits(store: Store, cursor: Any, trace_id: str, found: list[tuple[str, float]]) -> list[SpanHit]:
     """The hits of a keyed run's spans `found` (span id, start), read by their starts, in that order."""
     where, params = span_keys.where_located(trace_id, found)
     rows = cursor.execute(f"SELECT {_HIT} FROM spans WHERE {where}", params).fetchall()
     hits = {row[0]: row for row in rows}
-    return [SpanHit(*hits[span]) for span, _ in found if span in hits]
+    return _hits(store, cursor, trace_id, [hits[span] for span, _ in found if span in hits])
+
+
+def _hits(store: Store, cursor: Any, trace_id: str, rows: list[tuple[Any, ...]]) -> list[SpanHit]:
+    """Rows of `_HIT` as hits, a span without its end said as `queries/unended.py` says."""
+    word = unended(store, cursor, trace_id)
+    return [
+        SpanHit(span, kind, name, agent, call, shown_status(status, word), start)
+        for span, kind, name, agent, call, status, start in rows
+    ]
 
 
 def generation_memories(store: Store, trace_id: str, agent_span_id: str) -> list[Memory]:

@@ -28,6 +28,7 @@ from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 from devtool.store.live_append import LIVE_KIND, OTLP_STREAM
 from devtool.store.loaders.otlp import KIND as OTLP_FILE
+from devtool.store.queries.unended import COPYING
 from devtool.store.search import words
 
 STATUSES = ("completed", "failed", "running")
@@ -88,16 +89,23 @@ _JOURNAL_STATUS = """
     END
 """
 
-# The store's traces as runs.
+# The store's traces as runs ({status} and {copying}: `_traces`).
 _TRACES = """
-        SELECT 'trace' AS kind, trace_id AS id, name, status, started_ts, ended_ts, events, spans, agents,
+        SELECT 'trace' AS kind, trace_id AS id, name, {status} AS status, started_ts, ended_ts, events, spans, agents,
                failed, running, prompt_tokens, completion_tokens, cost_micro_usd, unpriced_calls, prompts, tools,
                agent_ids AS words, source_id AS first_source, NULL AS lake_by
-        FROM runs"""
+        FROM runs{copying}"""
+
+# With a lake: a run being copied from it (`store/lake/opening.py`) has the status the lake lists for
+# it (its local one is `running` until its root's end is copied: `queries/unended.py`); `copying`
+# until the lake's list is read (the lake worker's first round).
+_COPYING = f"""
+        LEFT JOIN (SELECT trace_id, coalesce(l.status, '{COPYING}') AS lake_status
+                   FROM lake_opening LEFT JOIN lake_runs l USING (trace_id)) USING (trace_id)"""
 
 _RUNS = f"""
     SELECT * FROM (
-        {_TRACES}{{lake}}
+        {{traces}}{{lake}}
         UNION ALL
         SELECT 'journal', process_id, process_id, {_JOURNAL_STATUS}, started, ended, n, 0, 0, errors, 0, 0, 0,
                NULL, 0, 0, 0, types, first_source, NULL
@@ -156,10 +164,18 @@ def _match_words(found: list[str], params: dict[str, object]) -> str:
     return f"kind = 'trace' AND id IN ({' INTERSECT '.join(sets)})"
 
 
+def _traces(store: Store | None) -> str:
+    """The store's traces as runs; a run being copied from a lake attached to `store` with its lake status."""
+    if store is None or store.lake is None:
+        return _TRACES.format(status="status", copying="")
+    return _TRACES.format(status="coalesce(lake_status, status)", copying=_COPYING)
+
+
 def _runs(store: Store | None) -> str:
     """Every run and journal of the store, and with a lake attached to `store`, the lake's runs it
     lacks (a run page opens those from the lake first: `get_run` reads the store's own)."""
-    return _RUNS.format(lake=_LAKE if store is not None and store.lake is not None else "")
+    lake = store is not None and store.lake is not None
+    return _RUNS.format(traces=_traces(store), lake=_LAKE if lake else "")
 
 
 def list_runs(
@@ -192,6 +208,21 @@ def list_runs(
     return [RunSummary(*row) for row in store.query(_PAGE.format(runs=page), params)]
 
 
+def lake_listed(store: Store, trace_id: str) -> RunSummary | None:
+    """Run `trace_id` as the lake's runs list holds it (`lake_runs`, as last read): the whole run's figures,
+    for a run being copied whose own are those of the part here so far. None without a lake, or unlisted."""
+    if store.lake is None:
+        return None
+    rows = store.query(
+        f"""SELECT 'trace', trace_id, name, status, started_ts, ended_ts, events, spans, agents, failed, running,
+                   prompt_tokens, completion_tokens, cost_micro_usd, unpriced_calls, prompts, tools, '{LAKE_KIND}',
+                   published_by
+            FROM lake_runs WHERE trace_id = ? ORDER BY published_at DESC LIMIT 1""",
+        [trace_id],
+    )
+    return RunSummary(*rows[0]) if rows else None
+
+
 def get_run(store: Store, run_id: str, *, kind: str | None = None) -> RunSummary:
     """One trace or process journal by its id (a trace first, when both have it, unless `kind` says which).
 
@@ -203,7 +234,7 @@ def get_run(store: Store, run_id: str, *, kind: str | None = None) -> RunSummary
     if kind != "journal":
         # A trace first, from `runs` alone: the journals' part is an aggregate of every journal entry,
         # which DuckDB plans (and runs) at each ask; a live run's header asks on every refresh.
-        rows = store.query(_PAGE.format(runs=f"{_TRACES} WHERE trace_id = $id"), {"id": run_id})
+        rows = store.query(_PAGE.format(runs=f"{_traces(store)} WHERE trace_id = $id"), {"id": run_id})
     if not rows and kind != "trace":
         page = f"{_runs(None)} WHERE id = $id AND kind = coalesce($kind, kind) ORDER BY kind DESC LIMIT 1"
         rows = store.query(_PAGE.format(runs=page), {"id": run_id, "kind": kind})

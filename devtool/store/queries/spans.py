@@ -11,6 +11,7 @@ import orjson
 from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
+from devtool.store.queries.unended import shown_status, unended
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +24,7 @@ class SpanDetail:
     instant: bool
     agent_id: str | None
     call_id: str | None
-    status: str
+    status: str  # completed | failed | running | copying (`queries/unended.py`)
     error: str | None
     start_ms: float
     end_ms: float | None
@@ -62,9 +63,11 @@ def span_detail(store: Store, trace_id: str, span_id: str) -> SpanDetail:
         start_body, end_body = (
             None if event_id is None else _body(cursor, event_id) for event_id in (start_id, end_id)
         )
+        word = unended(store, cursor, trace_id)
     names = [f.name for f in dataclasses.fields(SpanDetail)]
+    found = dict(zip(names, fields, strict=False))
     return SpanDetail(
-        **dict(zip(names, fields, strict=False)),
+        **{**found, "status": shown_status(found["status"], word)},
         start_event=orjson.loads(start_body) if start_body is not None else None,
         end_event=orjson.loads(end_body) if end_body is not None else None,
     )

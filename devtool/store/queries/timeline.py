@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from devtool.store import span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
+from devtool.store.queries.unended import unended
 from devtool.store.span_sql import HIDDEN_KINDS
 
 MAX_WIDTH = 16384
@@ -54,9 +55,11 @@ class TimelineBar:
     span_id: str | None
     kind: str
     name: str | None  # a merged bar's: one of its spans' names (`one_name`: all of them)
-    status: str  # completed | failed | running; a merged bar is failed if any span is, else running if any is
+    # completed | failed | running (copying while its run is copied from the lake: `queries/unended.py`);
+    # a merged bar is failed if any span is, else running (copying) if any is
+    status: str
     failed: int
-    running: int
+    running: int  # spans without their end here
     cached: int  # spans served from a snapshot's journal
     one_name: bool = True  # every span it holds has `name`
     parent_id: str | None = None  # the frame parent of the spans it holds (lanes follow it); None if several
@@ -157,7 +160,7 @@ _BARS = """
     )
     SELECT depth, least(greatest(floor((first - $start) * $scale), 0), $width - 1)::INTEGER,
            first, last, n, CASE WHEN n = 1 THEN bar_span END, kind, bar_name,
-           CASE WHEN failed > 0 THEN 'failed' WHEN running > 0 THEN 'running' ELSE 'completed' END,
+           CASE WHEN failed > 0 THEN 'failed' WHEN running > 0 THEN $unended ELSE 'completed' END,
            failed, running, cached, one_name, parent
     FROM bars
     ORDER BY depth, first, last DESC
@@ -202,6 +205,7 @@ def timeline_window(
             "width": width_px,
             "min_px": MIN_PX,
             "budget": max_bars,
+            "unended": unended(store, cursor, trace_id),
         }
         tiled = None if instants else span_keys.tiles(cursor, trace_id)
         fine_width = None if tiled is None else tiled.width * span_keys.TILES / span_keys.FINE_TILES

@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from devtool.actions.run_rewind import RewindError, rewind
+from devtool.actions.run_rewind import LakeNeeded, RewindError, rewind
 from devtool.store import NotFoundError, Store
 from devtool.store.export import export_run, export_run_otlp, export_run_perfetto
 from devtool.store.queries import get_run
@@ -44,6 +44,7 @@ from devtool.store.queries.replay_calls import replay_calls, unrecorded_spans
 from devtool.store.queries.replay_saving import replay_saving
 from devtool.store.queries.run_ids import AmbiguousRunError, resolve_run
 from devtool.store.queries.run_meta import run_exists, run_metadata, snapshot_dumps
+from devtool.store.queries.runs import lake_listed
 from devtool.store.queries.usage import span_usage
 from devtool.web.auth import user_of
 from devtool.web.forms import form_of
@@ -89,6 +90,7 @@ def run_page(request: Request) -> Response:
         "saving": replay_saving(store, trace_id),
         "lake_copying": copied and copying(store, trace_id),
     }
+    context["lake_run"] = context["lake_copying"] and lake_listed(store, trace_id)
     response = render(request, "run.html", context, fragment="_workspace.html")
     if copied is not None:
         copy_rest(response, store, context["lake_copying"] or copied)
@@ -131,10 +133,12 @@ def run_header(request: Request) -> HTMLResponse:
     the lake, as its copy goes)."""
     trace_id, _ = _trace_and_state(request)
     store = state(request).store
+    lake_copying = copying(store, trace_id)
     context = {
         "run": _or_404(get_run, store, trace_id),
         "saving": replay_saving(store, trace_id),
-        "lake_copying": copying(store, trace_id),
+        "lake_copying": lake_copying,
+        "lake_run": lake_copying and lake_listed(store, trace_id),
     }
     return render(request, "_run_header.html", context)
 
@@ -207,6 +211,8 @@ async def run_rewind(request: Request) -> Response:
         )
     except NotFoundError as exc:
         raise HTTPException(404, str(exc)) from None
+    except LakeNeeded as exc:
+        raise HTTPException(409, f"cannot rewind to {anchor} span {span_id} yet: {exc}") from None
     except RewindError as exc:
         raise HTTPException(422, f"cannot rewind to {anchor} span {span_id}: {exc}") from None
     return RedirectResponse(request.url_for("snapshot", snapshot_id=snapshot_id).path, 303)
