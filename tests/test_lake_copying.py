@@ -5,7 +5,11 @@ yet, none says `running`; a turn among them shows no answer being written."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 from starlette.testclient import TestClient
@@ -14,6 +18,7 @@ from devtool.actions.run_rewind import rewind
 from devtool.store import Store, append_events
 from devtool.store.frame_index_tables import runs_to_index
 from devtool.store.lake import (
+    Lake,
     attach_lake,
     detach_lake,
     finish_open,
@@ -34,12 +39,25 @@ NESTED = Path(__file__).resolve().parent / "corpus" / "rejelly" / "nested.trace.
 HEAD = 9
 
 
-def test_every_fragment_of_a_run_being_copied_says_copying_never_running(lakes: Lakes, tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class Copying:
+    """Run `trace` published from store `a` (it holds the whole run) and opened on store `b` up to its
+    first `HEAD` events, the rest still to copy."""
+
+    a: Store
+    b: Store
+    lake_b: Lake
+    trace: str
+    events: list[dict[str, Any]]
+
+
+@contextmanager
+def half_copied(lakes: Lakes, tmp_path: Path, *, listed: bool = True) -> Iterator[Copying]:
+    """The nested run on two stores of one lake, B holding its head; `listed`: B has read the lake's runs
+    list (else a page of B has only its part's figures)."""
     catalog, data = lakes.new()
     events = [orjson.loads(line) for line in NESTED.read_bytes().splitlines()]
     trace = events[0]["trace"]["traceId"]
-    turn = events[6]["trace"]["spanId"]
-    assert events[6]["type"] == "turn:start"
     # A's file is `lake.duckdb`: DuckDB names a file's database after it, which the lake's must not clash with.
     a, b = Store(tmp_path / "lake.duckdb"), Store(tmp_path / "b.duckdb")
     try:
@@ -47,10 +65,21 @@ def test_every_fragment_of_a_run_being_copied_says_copying_never_running(lakes: 
         lake_b = attach_lake(b, lake_config(catalog, str(data), "node-b"))
         append_events(a, events)
         publish_run(a, lake_a, trace)
-        refresh_listing(b)
+        if listed:
+            refresh_listing(b)
         assert open_head(b, lake_b, trace, head=HEAD) is not None
+        yield Copying(a, b, lake_b, trace, events)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_every_fragment_of_a_run_being_copied_says_copying_never_running(lakes: Lakes, tmp_path: Path) -> None:
+    with half_copied(lakes, tmp_path) as run:
+        trace, turn = run.trace, run.events[6]["trace"]["spanId"]
+        assert run.events[6]["type"] == "turn:start"
         # The app on B, asked for the fragments only: the run page itself would copy the rest after it.
-        with TestClient(create_app(b)) as client:
+        with TestClient(create_app(run.b)) as client:
             selection = client.get(f"/runs/{trace}/select", params={"span": turn})
             tree = client.get(f"/runs/{trace}/tree", params={"span": turn})
             timeline = client.get(f"/runs/{trace}/timeline")
@@ -86,9 +115,6 @@ def test_every_fragment_of_a_run_being_copied_says_copying_never_running(lakes: 
         title = one(html(header.text), ".status-badge")
         assert (title.text(), title.attributes["title"]) == ("completed", "as the team's lake lists it")
         assert one(html(header.text), "#lake-copy-badge").text().startswith("copying from the team's lake")
-    finally:
-        a.close()
-        b.close()
 
 
 # A turn in the second agent whose end shares its millisecond with the model call inside it (started and
@@ -101,17 +127,8 @@ LATE_CALL = "9e799b48c3e955ce"
 def test_a_rewind_mid_copy_copies_its_prefix_first_and_makes_the_whole_runs_snapshot(
     lakes: Lakes, tmp_path: Path
 ) -> None:
-    catalog, data = lakes.new()
-    events = [orjson.loads(line) for line in NESTED.read_bytes().splitlines()]
-    trace = events[0]["trace"]["traceId"]
-    a, b = Store(tmp_path / "lake.duckdb"), Store(tmp_path / "b.duckdb")
-    try:
-        lake_a = attach_lake(a, lake_config(catalog, str(data), "node-a"))
-        lake_b = attach_lake(b, lake_config(catalog, str(data), "node-b"))
-        append_events(a, events)
-        publish_run(a, lake_a, trace)
-        refresh_listing(b)
-        assert open_head(b, lake_b, trace, head=HEAD) is not None
+    with half_copied(lakes, tmp_path) as run:
+        a, b, lake_b, trace, events = run.a, run.b, run.lake_b, run.trace, run.events
         # Links to both spans came first: their lineages are here, the events before them are not.
         assert open_span(b, lake_b, trace, TURN)
         assert open_span(b, lake_b, trace, LATE_CALL)
@@ -135,25 +152,13 @@ def test_a_rewind_mid_copy_copies_its_prefix_first_and_makes_the_whole_runs_snap
         assert trace in runs_to_index(a, min_events=1)
         for span in (TURN, LATE_CALL):
             assert rewind(b, trace, span, "after") == rewind(a, trace, span, "after"), span
-    finally:
-        a.close()
-        b.close()
 
 
 def test_a_rewind_mid_copy_without_a_lake_to_copy_from_is_refused_409_saying_how_much_is_here(
     lakes: Lakes, tmp_path: Path
 ) -> None:
-    catalog, data = lakes.new()
-    events = [orjson.loads(line) for line in NESTED.read_bytes().splitlines()]
-    trace = events[0]["trace"]["traceId"]
-    a, b = Store(tmp_path / "lake.duckdb"), Store(tmp_path / "b.duckdb")
-    try:
-        lake_a = attach_lake(a, lake_config(catalog, str(data), "node-a"))
-        lake_b = attach_lake(b, lake_config(catalog, str(data), "node-b"))
-        append_events(a, events)
-        publish_run(a, lake_a, trace)
-        refresh_listing(b)
-        assert open_head(b, lake_b, trace, head=HEAD) is not None
+    with half_copied(lakes, tmp_path) as run:
+        b, trace = run.b, run.trace
         detach_lake(b)  # a server started on B without its lake
         with TestClient(create_app(b)) as client:
             response = client.post(f"/runs/{trace}/rewind", data={"span_id": LATE_CALL, "anchor": "before"})
@@ -162,9 +167,6 @@ def test_a_rewind_mid_copy_without_a_lake_to_copy_from_is_refused_409_saying_how
         assert "still being copied from the team's lake (9 of its 82 events are here)" in said
         assert "no team lake is attached" in said
         assert b.query("SELECT count(*) FROM rewind.snapshots")[0][0] == 0
-    finally:
-        a.close()
-        b.close()
 
 
 def facts(header: str) -> dict[str, str]:
@@ -176,18 +178,10 @@ def facts(header: str) -> dict[str, str]:
 def test_a_run_being_copied_shows_the_whole_runs_figures_from_the_lakes_list_and_its_part_so_far_before(
     lakes: Lakes, tmp_path: Path
 ) -> None:
-    catalog, data = lakes.new()
-    events = [orjson.loads(line) for line in NESTED.read_bytes().splitlines()]
-    trace = events[0]["trace"]["traceId"]
-    a, b = Store(tmp_path / "lake.duckdb"), Store(tmp_path / "b.duckdb")
-    try:
-        lake_a = attach_lake(a, lake_config(catalog, str(data), "node-a"))
-        lake_b = attach_lake(b, lake_config(catalog, str(data), "node-b"))
-        append_events(a, events)
-        publish_run(a, lake_a, trace)
+    with half_copied(lakes, tmp_path, listed=False) as run:
+        a, b, trace = run.a, run.b, run.trace
         with TestClient(create_app(a)) as client:
             whole = facts(client.get(f"/runs/{trace}/header").text)
-        assert open_head(b, lake_b, trace, head=HEAD) is not None
         with TestClient(create_app(b)) as client:
             # The lake's list not read yet: the part's figures, each "so far"; none looks final.
             part = facts(client.get(f"/runs/{trace}/header").text)
@@ -206,6 +200,3 @@ def test_a_run_being_copied_shows_the_whole_runs_figures_from_the_lakes_list_and
         assert facts(listed) == {**whole, "events": "9 of 82"}
         assert "so far" not in listed
         assert one(html(listed), ".run-facts").attributes["title"] == "the whole run, as the team's lake lists it"
-    finally:
-        a.close()
-        b.close()
