@@ -78,7 +78,9 @@ def test_a_streamed_turn_shows_its_partial_answer_on_the_live_run_page_before_it
     fake_provider_process: FakeProviderProcess,
     screenshot_path: Callable[[str], Path],
 ) -> None:
-    script(fake_provider, "Lisbon", chunk_delay=0.12)  # ~40 chunks: about five seconds of answering
+    # ~40 chunks: about ten seconds of answering, the time the page has to open the run and its turn (at
+    # five seconds, a loaded CI machine opened it once after the answer had ended).
+    script(fake_provider, "Lisbon", chunk_delay=0.25)
     server = serve()
     page.goto(server.url)
     agent = start_agent(tmp_path, fake_provider, server, {"city": "Lisbon", "model": "openai:gpt-4.1-mini"})
