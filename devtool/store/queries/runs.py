@@ -129,12 +129,14 @@ _RUNS = f"""
 
 # The team's runs in the lake that this store does not hold (`store/lake`): listed from the local
 # copy of the lake's list, their source `lake` and who published them.
-_LAKE = """
-        UNION ALL
-        SELECT 'trace', trace_id, name, status, started_ts, ended_ts, events, spans, agents, failed, running,
-               prompt_tokens, completion_tokens, cost_micro_usd, unpriced_calls, prompts, tools, agent_ids, NULL,
-               published_by
-        FROM lake_runs WHERE trace_id NOT IN (SELECT trace_id FROM runs)
+# The lake's runs (`lake_runs`, as last read) in the columns of `_TRACES`.
+_LAKE_RUNS = """
+        SELECT 'trace' AS kind, trace_id AS id, name, status, started_ts, ended_ts, events, spans, agents, failed,
+               running, prompt_tokens, completion_tokens, cost_micro_usd, unpriced_calls, prompts, tools,
+               agent_ids AS words, NULL AS first_source, published_by AS lake_by
+        FROM lake_runs"""
+_LAKE = f"""
+        UNION ALL{_LAKE_RUNS} WHERE trace_id NOT IN (SELECT trace_id FROM runs)
 """
 LAKE_KIND = "lake"
 
@@ -213,13 +215,8 @@ def lake_listed(store: Store, trace_id: str) -> RunSummary | None:
     for a run being copied whose own are those of the part here so far. None without a lake, or unlisted."""
     if store.lake is None:
         return None
-    rows = store.query(
-        f"""SELECT 'trace', trace_id, name, status, started_ts, ended_ts, events, spans, agents, failed, running,
-                   prompt_tokens, completion_tokens, cost_micro_usd, unpriced_calls, prompts, tools, '{LAKE_KIND}',
-                   published_by
-            FROM lake_runs WHERE trace_id = ? ORDER BY published_at DESC LIMIT 1""",
-        [trace_id],
-    )
+    page = f"{_LAKE_RUNS} WHERE trace_id = $id ORDER BY published_at DESC LIMIT 1"
+    rows = store.query(_PAGE.format(runs=page), {"id": trace_id})
     return RunSummary(*rows[0]) if rows else None
 
 
