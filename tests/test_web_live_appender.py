@@ -6,7 +6,8 @@ import asyncio
 import itertools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from devtool.store.event_gate import check_events
 from devtool.store.queries import get_run
 from devtool.web.live import Appender, Broker
 from devtool.web.live.appender import next_derive
-from tests.conftest import running_run
+from tests.conftest import Trace, running_run
 
 
 @pytest.fixture
@@ -124,3 +125,80 @@ async def test_slow_derives_leave_the_appends_half_the_time(store: Store, monkey
     for (began, ended), (next_began, _) in itertools.pairwise(derives):
         assert next_began - began >= 1.9 * (ended - began)
     assert get_run(store, t.trace_id).events == len(t.events)
+
+
+@contextmanager
+def writer_held(store: Store) -> Iterator[threading.Event]:
+    """Another writer holds the store's writing connection until the event it yields is set (bounded,
+    so a broken appender fails rather than hangs): an append taken meanwhile is in flight."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store.writer():
+            holding.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(60)
+        yield release
+    finally:
+        release.set()
+        holder.join()
+
+
+def whole_run(turns: int) -> Trace:
+    """A small run exported whole, its root ended: what a derive in its append's transaction takes."""
+    t, root = running_run(turns)
+    t.end(root)
+    return t
+
+
+@pytest.mark.anyio
+async def test_a_small_trace_goes_ahead_of_the_big_batches_pending_and_is_derived_in_its_append(store: Store) -> None:
+    broker = Broker()
+    appender = Appender(store, broker)
+    (first, _), (ingest, ingest_root), (later, _) = running_run(40), running_run(40), running_run(40)
+    small = whole_run(2)
+    with broker.subscription() as everything, writer_held(store) as release:
+        in_flight = asyncio.create_task(appender.append(check_events(first.events), stream="otlp"))
+        await asyncio.sleep(0.1)  # taken, and waiting for the writer
+        batches = [check_events(ingest.events)]
+        batches.append(check_events(ingest.span("turn", ingest_root)))  # the ingest's trace's: it keeps its place
+        batches += [check_events(later.events), check_events(small.events)]
+        pending = [asyncio.create_task(appender.append(batch, stream="otlp")) for batch in batches]
+        await asyncio.sleep(0.1)  # all four pending behind the batch in flight
+        release.set()
+        small_ids = await pending[3]
+        # Derived in its own transaction, and that published with it: visible before the big ones are stored.
+        assert get_run(store, small.trace_id).events == len(small.events)
+        assert small.trace_id in everything.take_derived()[1]
+        first_ids, (ingest_ids, ingest_late, later_ids, _) = await in_flight, await asyncio.gather(*pending)
+        # Published (and stored: ids only grow) after the group in flight and before the big ones pending;
+        # the ingest's own batches in their order.
+        published = [event.event_id for event in everything.take()]
+        assert published == [*first_ids, *small_ids, *ingest_ids, *ingest_late, *later_ids]
+        assert published == sorted(published)
+    await appender.drain()
+    assert get_run(store, ingest.trace_id).events == len(ingest.events)
+    assert get_run(store, later.trace_id).events == len(later.events)
+
+
+@pytest.mark.anyio
+async def test_small_batches_going_first_take_turns_with_the_big_ones(store: Store) -> None:
+    appender = Appender(store, Broker())
+    (first, _), (big, _) = running_run(40), running_run(40)
+    smalls = [whole_run(2) for _ in range(20)]  # 120 events: more than one group of small ones
+    with writer_held(store) as release:
+        in_flight = asyncio.create_task(appender.append(check_events(first.events), stream="otlp"))
+        await asyncio.sleep(0.1)
+        pending = [asyncio.create_task(appender.append(check_events(t.events), stream="otlp")) for t in (big, *smalls)]
+        await asyncio.sleep(0.1)
+        release.set()
+        await in_flight
+        big_ids, *small_ids = await asyncio.gather(*pending)
+    ahead = [ids for ids in small_ids if ids < big_ids]  # ids grow in store order: lists compare by their first
+    # The first small ones (as many as one small group holds) went ahead; the rest waited for the big one.
+    assert len(ahead) == 10
+    assert ahead == small_ids[:10]

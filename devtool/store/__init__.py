@@ -29,7 +29,7 @@ from devtool.store.errors import (
     StoreError,
     StoreLockedError,
 )
-from devtool.store.live_append import OTLP_STREAM, Stored, append_events, store_batch, store_events
+from devtool.store.live_append import OTLP_STREAM, Stored, append_events, store_batch, store_events, trace_of
 from devtool.store.load import BadLines, LoadResult, load_file
 from devtool.store.rewind_file import store_files
 from devtool.store.snapshots import (
@@ -66,4 +66,5 @@ __all__ = [
     "store_batch",
     "store_events",
     "store_files",
+    "trace_of",
 ]

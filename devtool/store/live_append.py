@@ -113,7 +113,7 @@ def _store(store: Store, events: Sequence[CheckedEvent], stream: str, derive_sma
         if slot_of.setdefault(event.text, len(firsts)) == len(firsts):
             firsts.append(index)
     texts = list(slot_of)
-    traces = sorted({_trace_id(event) for event in events})
+    traces = sorted({trace_of(event) for event in events})
     times = [float(event.event["timestamp"]) for event in events]
     derived: dict[str, int] = {}
     in_python = False
@@ -141,7 +141,7 @@ def _store(store: Store, events: Sequence[CheckedEvent], stream: str, derive_sma
             ending: set[str] = set()
             for slot in sorted(ids):
                 checked = events[firsts[slot]]
-                trace = _trace_id(checked)
+                trace = trace_of(checked)
                 firsts_of.setdefault(trace, ids[slot])
                 if _ends_root(checked.event):
                     ending.add(trace)
@@ -208,9 +208,10 @@ def stored_spans(store: Store, spans: Iterable[tuple[str, str]]) -> set[tuple[st
     return {(str(trace), str(span)) for trace, span in rows} & asked
 
 
-def _trace_id(event: CheckedEvent) -> str:
+def trace_of(event: CheckedEvent) -> str:
+    """The event's trace id as the store reads it (`from_json` to VARCHAR): a string as is, anything
+    else as its JSON text."""
     trace_id = event.event["trace"]["traceId"]
-    # As the store reads it (`from_json` to VARCHAR): a string as is, anything else as its JSON text.
     return trace_id if isinstance(trace_id, str) else orjson.dumps(trace_id).decode()
 
 

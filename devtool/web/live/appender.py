@@ -27,6 +27,14 @@ The runs' search words and call fingerprints are made after each derive, in a st
 (`Store.index_backlog`): a page of a run does not wait for them; `settle()` does.
 A group of at most `SMALL_DERIVE` new events that ends each trace it adds to (a small trace exported
 whole) is derived in its own transaction instead (`store_batch`), and that derive is published with it.
+
+Small batches (at most `SMALL_DERIVE` events in all) go ahead of the big ones pending before them, as a
+group of their own, when no batch they pass holds events of their traces (each trace's events keep
+their order): under an ingest, a small trace then waits for the group being stored only, not also
+for a group of the ingest's next batches it would have been stored in (and derived behind: issue 43,
+a lone trace's export to visible under a 100,000-span ingest). Groups still store one at a time and
+publish in store order, so ids only grow. Small groups and the others take turns, so a stream of
+small batches cannot hold back the big ones.
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from dataclasses import dataclass, field
 
 from starlette.concurrency import run_in_threadpool
 
-from devtool.store import Store, store_batch
+from devtool.store import Store, store_batch, trace_of
 from devtool.store.event_gate import CheckedEvent
 from devtool.web.live.broker import Broker, LiveEvent
 
@@ -60,6 +68,10 @@ class _Batch:
     events: Sequence[CheckedEvent]
     stream: str
     done: asyncio.Future[list[int | None]] = field(repr=False)
+
+    @functools.cached_property
+    def traces(self) -> frozenset[str]:
+        return frozenset(map(trace_of, self.events))
 
 
 class Appender:
@@ -125,9 +137,9 @@ class Appender:
             await asyncio.sleep(max(0.0, next_derive(started, now, self.derive_interval) - now))
 
     async def _run(self) -> None:
+        small_first = True
         while self._pending:
-            group = _take_group(self._pending)
-            del self._pending[: len(group)]
+            group, small_first = _take_group(self._pending, small_first=small_first)
             results = await self._store(group)
             stored: list[LiveEvent] = []
             for batch, result in zip(group, results, strict=True):
@@ -188,7 +200,14 @@ def next_derive(started: float, ended: float, interval: float) -> float:
     return max(started + interval, started + (ended - started) / DERIVE_SHARE)
 
 
-def _take_group(pending: list[_Batch]) -> list[_Batch]:
+def _take_group(pending: list[_Batch], *, small_first: bool) -> tuple[list[_Batch], bool]:
+    """The next group to store, taken out of `pending`, and whether small batches may go first next
+    time: when `small_first`, the small batches that may pass the big ones pending (`_passing`), else
+    the batches from the first on, up to `GROUP_LIMIT` events."""
+    if small_first and (small := _passing(pending)):
+        taken = set(map(id, small))
+        pending[:] = [batch for batch in pending if id(batch) not in taken]
+        return small, False
     group: list[_Batch] = []
     size = 0
     for batch in pending:
@@ -196,7 +215,26 @@ def _take_group(pending: list[_Batch]) -> list[_Batch]:
             break
         group.append(batch)
         size += len(batch.events)
-    return group
+    del pending[: len(group)]
+    return group, True
+
+
+def _passing(pending: list[_Batch]) -> list[_Batch]:
+    """The small batches of `pending`, at most `SMALL_DERIVE` events in all and in their order, that no
+    batch before them and left behind shares a trace with; none when no big batch is pending (then
+    they are stored with the batches around them, as they come)."""
+    if all(len(batch.events) <= SMALL_DERIVE for batch in pending):
+        return []
+    small: list[_Batch] = []
+    passed: list[_Batch] = []
+    room = SMALL_DERIVE
+    for batch in pending:
+        if len(batch.events) <= room and all(other.traces.isdisjoint(batch.traces) for other in passed):
+            small.append(batch)
+            room -= len(batch.events)
+        else:
+            passed.append(batch)
+    return small
 
 
 def _retrieve(future: asyncio.Future[list[int | None]]) -> None:
