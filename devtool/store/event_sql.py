@@ -103,7 +103,9 @@ _STORED_IN_WINDOW = (
 )
 
 
-def insert_events_sql(relation: str, *, live: bool = False, written: bool = False, returning: str = "") -> str:
+def insert_events_sql(
+    relation: str, *, live: bool = False, written: bool = False, returning: str = "", fresh: bool = False
+) -> str:
     """INSERT … SELECT from `relation` (`body`, and `n` from 1 in load order); parameters `$base`, `$source`.
 
     Events already stored (same trace, same `event_key`) are left out: by this statement for a `live`
@@ -115,14 +117,17 @@ def insert_events_sql(relation: str, *, live: bool = False, written: bool = Fals
     the gate from the event it checked (`CheckedEvent.written`), so no key is given twice and DuckDB
     reads the rule's fields as the gate did: they are read as the types the rule made sure of, not
     checked again (reading them as JSON and checking them was half the insert's CPU). `returning`
-    (with `live`): what the statement returns instead of the ids, the id first.
+    (with `live`): what the statement returns instead of the ids, the id first. `fresh` (with `live`):
+    no event of the batch's traces is stored (the caller made sure), so none is looked for, and
+    `$traces`, `$lo`, `$hi` are not taken (the anti-join was two fifths of a lone trace's append).
     """
     keyed = f"(SELECT body, n, {EVENT_KEY_SQL} AS k FROM {relation})"
     structure, ids, timestamp = STRUCTURE, "e.trace.{} ->> '$'", TIMESTAMP_SQL
     if live:
         # Left out before the texts are read: the join then carries only the texts, not what is read.
         rule, returning = FIELDS_SQL, returning or "RETURNING event_id"
-        keyed = f"(SELECT r.* FROM {keyed} r ANTI JOIN ({_STORED_IN_WINDOW}) stored ON stored.event_key = r.k)"
+        if not fresh:
+            keyed = f"(SELECT r.* FROM {keyed} r ANTI JOIN ({_STORED_IN_WINDOW}) stored ON stored.event_key = r.k)"
         if written:
             structure, ids, timestamp, rule = _WRITTEN_STRUCTURE, "e.trace.{}", "e.timestamp", "true"
     else:
