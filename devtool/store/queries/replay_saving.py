@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from devtool.store import live_index
 from devtool.store.call_prints import CACHED
 from devtool.store.database import Store
+from devtool.store.queries.runs import RunSummary
 from devtool.store.run_summary import MODEL_REQUEST_END
 
 
@@ -92,26 +93,40 @@ _ORIGINAL = """
 """
 
 
-def replay_saving(store: Store, trace_id: str) -> ReplaySaving | None:
-    """What run `trace_id`'s journal served and saved; None when it served nothing (not a replay)."""
+def replay_saving(store: Store, run: RunSummary) -> ReplaySaving | None:
+    """What trace `run` (as `get_run` read it)'s journal served and saved; None when it served nothing
+    (not a replay)."""
+    if not _serves(store, run):
+        return None
     ((last, runs),) = store.query("SELECT max(last_event_id), count(*) FROM runs")
-    return _saving(store, trace_id, last, runs)
+    return _saving(store, run.id, last, runs)
+
+
+# What a run served is its own spans' and events': the same while its summary is (each derive of its
+# events writes that anew). Most runs are not replays, and a live run's header asks on every refresh,
+# as do the small traces' beside an ingest, where the store-wide key of `_saving` never holds.
+@functools.lru_cache(maxsize=256)
+def _serves(store: Store, run: RunSummary) -> bool:
+    """Whether trace `run`, as summarized, served any call from a journal."""
+    served_tools = _served_tools(store, run.id)
+    ((prompts, tools),) = store.query(f"SELECT ({_SERVED_PROMPTS}), ({served_tools})", {"trace": run.id})
+    return bool(prompts or tools)
 
 
 # A replay's page and header ask on every view, and pricing its served turns reads the recorded ones
 # of any run (seconds for a replay of a million events): kept until the store has another event or run.
 @functools.lru_cache(maxsize=32)
-def _saving(store: Store, trace_id: str, last_event_id: int | None, runs: int) -> ReplaySaving | None:
-    """`replay_saving` of the store as it is at this last event id and count of runs."""
-    with closing(store.reader()) as cursor:
-        printed = live_index.printed(store, cursor, trace_id)
-    served_tools = _SERVED_TOOLS_PRINTED if printed else _SERVED_TOOLS
-    # Most runs served nothing (not replays): asked first, alone, it spares them the pricing's statement.
-    ((prompts, tools),) = store.query(f"SELECT ({_SERVED_PROMPTS}), ({served_tools})", {"trace": trace_id})
-    if not prompts and not tools:
-        return None
+def _saving(store: Store, trace_id: str, last_event_id: int | None, runs: int) -> ReplaySaving:
+    """`replay_saving` of a run that served calls, in the store as it is at this last event id and count of runs."""
     found = store.query(_ORIGINAL, [trace_id])
     original = (found[0][0] if found else None) or ""
-    saving = _SAVING.replace("{served_tools}", served_tools)
+    saving = _SAVING.replace("{served_tools}", _served_tools(store, trace_id))
     ((prompts, tools, saved, unknown, calls),) = store.query(saving, {"trace": trace_id, "original": original})
     return ReplaySaving(int(prompts), int(tools), None if saved is None else float(saved), int(unknown), int(calls))
+
+
+def _served_tools(store: Store, trace_id: str) -> str:
+    """The statement counting the tool results run `trace_id` served (from its call fingerprints when printed)."""
+    with closing(store.reader()) as cursor:
+        printed = live_index.printed(store, cursor, trace_id)
+    return _SERVED_TOOLS_PRINTED if printed else _SERVED_TOOLS

@@ -140,14 +140,16 @@ _LAKE = f"""
 """
 LAKE_KIND = "lake"
 
-# Runs with the file (or stream) each came from; in the runs list's order, a page of them.
-_WITH_SOURCE = f"""
+# Runs with the file (or stream) each came from: one run by its id (`_ONE`), or a page of them in the
+# list's order (`_PAGE`). One run is not sorted: the sort of its one row was ~1.5 of the ~5 ms of CPU
+# its lookup took, and a live run's header asks on every refresh.
+_ONE = f"""
     WITH page AS ({{runs}})
     SELECT page.* EXCLUDE (words, first_source, lake_by),
            CASE WHEN page.lake_by IS NULL THEN src.kind ELSE '{LAKE_KIND}' END, coalesce(page.lake_by, src.path)
     FROM page LEFT JOIN sources src ON src.source_id = page.first_source
 """
-_PAGE = _WITH_SOURCE + "    ORDER BY page.started_ts DESC, page.id, page.kind DESC\n"
+_PAGE = f"{_ONE}    ORDER BY page.started_ts DESC, page.id, page.kind DESC\n"
 
 _MATCH_NAMES = "id ILIKE $pattern ESCAPE '\\' OR name ILIKE $pattern ESCAPE '\\' OR words ILIKE $pattern ESCAPE '\\'"
 _MATCH_JOURNAL = (
@@ -216,7 +218,7 @@ def lake_listed(store: Store, trace_id: str) -> RunSummary | None:
     if store.lake is None:
         return None
     page = f"{_LAKE_RUNS} WHERE trace_id = $id ORDER BY published_at DESC LIMIT 1"
-    rows = store.query(_WITH_SOURCE.format(runs=page), {"id": trace_id})
+    rows = store.query(_ONE.format(runs=page), {"id": trace_id})
     return RunSummary(*rows[0]) if rows else None
 
 
@@ -230,12 +232,11 @@ def get_run(store: Store, run_id: str, *, kind: str | None = None) -> RunSummary
     rows: list[tuple[Any, ...]] = []
     if kind != "journal":
         # A trace first, from `runs` alone: the journals' part is an aggregate of every journal entry,
-        # which DuckDB plans (and runs) at each ask; a live run's header asks on every refresh. A row
-        # alone needs no order (it was a third of this statement's CPU, ~1 ms: issue 43's header).
-        rows = store.query(_WITH_SOURCE.format(runs=f"{_traces(store)} WHERE trace_id = $id"), {"id": run_id})
+        # which DuckDB plans (and runs) at each ask; a live run's header asks on every refresh.
+        rows = store.query(_ONE.format(runs=f"{_traces(store)} WHERE trace_id = $id"), {"id": run_id})
     if not rows and kind != "trace":
         page = f"{_runs(None)} WHERE id = $id AND kind = coalesce($kind, kind) ORDER BY kind DESC LIMIT 1"
-        rows = store.query(_WITH_SOURCE.format(runs=page), {"id": run_id, "kind": kind})
+        rows = store.query(_ONE.format(runs=page), {"id": run_id, "kind": kind})
     if not rows:
         what = {"trace": "run", "journal": "process journal"}.get(kind or "", "run or process journal")
         raise NotFoundError(f"no {what} {run_id!r} in the store")

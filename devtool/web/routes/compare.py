@@ -64,16 +64,17 @@ async def compare_page(request: Request) -> Response:
         call = request.query_params.get("call")
         return RedirectResponse(with_query("/compare", {"a": a, "b": b, "call": call}), 303)
     view = await run_in_threadpool(compare_view, store, a, b, request.query_params.get("call"))
+    right = get_run(store, b)
     context: dict[str, Any] = {
         "left": get_run(store, a),
-        "right": get_run(store, b),
+        "right": right,
         "view": view,
         "lineage": lineages(store, [a, b]),
         "relatives": relatives(store, a),
         "fork": _fork_report(store, b, view),
         "only_differences": True,
         "replay_calls": await run_in_threadpool(_replayed, store, a, b),
-        "saving": replay_saving(store, b),
+        "saving": replay_saving(store, right),
     }
     return render(request, "compare.html", context)
 

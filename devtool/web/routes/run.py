@@ -87,7 +87,7 @@ def run_page(request: Request) -> Response:
         "timeline": drawn,
         "overview": overview(store, run, window),
         "live_after": live_after,
-        "saving": replay_saving(store, trace_id),
+        "saving": replay_saving(store, run),
         "lake_copying": copied and copying(store, trace_id),
     }
     context["lake_run"] = context["lake_copying"] and lake_listed(store, trace_id)
@@ -134,9 +134,10 @@ def run_header(request: Request) -> HTMLResponse:
     trace_id, _ = _trace_and_state(request)
     store = state(request).store
     lake_copying = copying(store, trace_id)
+    run = _or_404(get_run, store, trace_id)
     context = {
-        "run": _or_404(get_run, store, trace_id),
-        "saving": replay_saving(store, trace_id),
+        "run": run,
+        "saving": replay_saving(store, run),
         "lake_copying": lake_copying,
         "lake_run": lake_copying and lake_listed(store, trace_id),
     }
