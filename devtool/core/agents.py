@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from contextvars import Token
 from typing import Any
 
-from devtool.core.events import EVENTS, TraceEvent, trace_event
+from devtool.core.events import EVENTS, TraceEvent, event_head
 from devtool.core.frame import CURRENT_FRAME, TOOL_SPAN, Frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import describe
@@ -104,10 +104,11 @@ class AgentScope:
     def open(self) -> Frame:
         self._started = time.perf_counter()
         props = self.props
-        start = self._event(EVENTS.AGENT_START, self.agent_span, self.parent_span, props=props, **AGENT_FIELDS)
-        generation = self._event(
-            EVENTS.GENERATION_START, self.generation_span, self.agent_span, generationId=0, props=props
-        )
+        start = self._head(EVENTS.AGENT_START, self.agent_span, self.parent_span)
+        start["props"] = props
+        start.update(AGENT_FIELDS)  # type: ignore[typeddict-item]
+        generation = self._head(EVENTS.GENERATION_START, self.generation_span, self.agent_span)
+        generation["generationId"], generation["props"] = 0, props
         self.frame.run.emitter.emit_all([start, generation])
         self._token = CURRENT_FRAME.set(self.frame)
         return self.frame
@@ -123,22 +124,27 @@ class AgentScope:
         outcome = frame.settle(result, error)
         ends: list[TraceEvent] = []
         if error is not None and run.first_report(error):
-            ends.append(self._event(EVENTS.ERROR, new_span_id(), self.generation_span, error=frame.error))
+            failure = self._head(EVENTS.ERROR, new_span_id(), self.generation_span)
+            failure["error"] = frame.error  # type: ignore[typeddict-item]
+            ends.append(failure)
         elapsed = (time.perf_counter() - self._started) * 1000
-        memory = frame.memory.to_json()
         # The TypeScript library's fields, with their meanings here: one generation, never reborn.
-        reason = "return" if outcome.get("success") else "error"
-        ends.append(
-            self._event(EVENTS.GENERATION_END, self.generation_span, self.agent_span, generationId=0, props=self.props,
-                        memory=memory, endReason=reason, draft=EMPTY_DRAFT, duration=elapsed, **outcome)
-        )  # fmt: skip
-        ends.append(
-            self._event(EVENTS.AGENT_END, self.agent_span, self.parent_span, props=self.props, duration=elapsed,
-                        generationCount=1, **AGENT_FIELDS, **outcome)
-        )  # fmt: skip
+        generation = self._head(EVENTS.GENERATION_END, self.generation_span, self.agent_span)
+        generation["generationId"], generation["props"] = 0, self.props
+        generation["memory"] = frame.memory.to_json()
+        generation["endReason"] = "return" if outcome.get("success") else "error"  # type: ignore[typeddict-unknown-key]
+        generation["draft"], generation["duration"] = EMPTY_DRAFT, elapsed  # type: ignore[typeddict-unknown-key]
+        generation.update(outcome)  # type: ignore[typeddict-item]
+        end = self._head(EVENTS.AGENT_END, self.agent_span, self.parent_span)
+        end["props"], end["duration"], end["generationCount"] = self.props, elapsed, 1  # type: ignore[typeddict-unknown-key]
+        end.update(AGENT_FIELDS)  # type: ignore[typeddict-item]
+        end.update(outcome)  # type: ignore[typeddict-item]
+        ends.append(generation)
+        ends.append(end)
         run.emitter.emit_all(ends)  # with the deferred work this settles: one write(2) to a JSONL file
 
-    def _event(self, kind: str, span: str, parent_span: str, **fields: Any) -> TraceEvent:
-        return trace_event(
-            kind, self.agent_id, self.frame.run.trace_id, span, parent_span, callId=self.call_id, **fields
-        )
+    def _head(self, kind: str, span: str, parent_span: str) -> TraceEvent:
+        """An event of this call: the keys every event has and its callId; the caller sets the rest."""
+        event = event_head(kind, self.agent_id, self.frame.run.trace_id, span, parent_span)
+        event["callId"] = self.call_id
+        return event

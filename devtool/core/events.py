@@ -143,14 +143,25 @@ def trace_event(
     kind: str, agent_id: str, trace_id: str, span_id: str, parent_span_id: str, **fields: Any
 ) -> TraceEvent:
     """An event of type `kind`, stamped now, in span `span_id` of trace `trace_id`."""
-    # One dict display, the clock read in place (`now_ms`): made for every event of every run.
+    event = event_head(kind, agent_id, trace_id, span_id, parent_span_id)
+    event.update(fields)  # type: ignore[typeddict-item]
+    return event
+
+
+def event_head(
+    kind: str, agent_id: str, trace_id: str, span_id: str, parent_span_id: str, timestamp: float | None = None
+) -> TraceEvent:
+    """The keys every event has, in their order, stamped now (or at `timestamp`): the caller adds the
+    rest in place. What the events of every frame, turn and tool call are built from: their fields set
+    on the one dict, not handed down as keywords (`trace_event`'s `**fields` through a caller's own
+    `**fields` costs CPython a comparison of every keyword with every parameter's name, a dict made at
+    each level and merged: a quarter of a frame's recording, BENCHMARKS.md, issue 38)."""
     return {
         "schemaVersion": SCHEMA_VERSION,
         "type": kind,
-        "timestamp": _time() * 1000.0,
+        "timestamp": _time() * 1000.0 if timestamp is None else timestamp,
         "agentId": agent_id,
         "trace": {"traceId": trace_id, "spanId": span_id, "parentSpanId": parent_span_id},
-        **fields,  # type: ignore[typeddict-item]
     }
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from devtool.core.errors import CoreError, ToolError
-from devtool.core.events import EVENTS, ErrorInfo, ToolResult, error_info, trace_event
+from devtool.core.events import EVENTS, ErrorInfo, ToolResult, TraceEvent, error_info, event_head
 from devtool.core.frame import TOOL_SPAN, Frame, current_frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, NotJSONError, content_hash_of_json, describe, json_copy
@@ -199,26 +199,24 @@ class _Batch:
             "toolCallsCount": len(calls),
             "toolNames": [_name(call) for call in calls],
         }
-        self._emit(EVENTS.TOOLS_EXECUTE_START)
+        frame.emit(self._head(EVENTS.TOOLS_EXECUTE_START))
 
     def end(self, outcomes: list[Outcome]) -> None:
         failures = sum(1 for outcome in outcomes if not outcome.result["success"])
-        self._emit(
-            EVENTS.TOOLS_EXECUTE_END,
-            toolResults=[outcome.result for outcome in outcomes],
-            successCount=len(outcomes) - failures,
-            failureCount=failures,
-            duration=(time.perf_counter() - self.started) * 1000,
-            success=failures == 0,
-            # A batch is served from the journal when all its calls were: the timeline marks it cached.
-            cache=all(outcome.result.get("cache") for outcome in outcomes),
-        )
+        event = self._head(EVENTS.TOOLS_EXECUTE_END)
+        event["toolResults"] = [outcome.result for outcome in outcomes]
+        event["successCount"], event["failureCount"] = len(outcomes) - failures, failures
+        event["duration"] = (time.perf_counter() - self.started) * 1000
+        event["success"] = failures == 0
+        # A batch is served from the journal when all its calls were: the timeline marks it cached.
+        event["cache"] = all(outcome.result.get("cache") for outcome in outcomes)
+        self.frame.emit(event)
 
-    def _emit(self, kind: str, **fields: Any) -> None:
+    def _head(self, kind: str) -> TraceEvent:
         frame = self.frame
-        frame.emit(
-            trace_event(kind, frame.agent_id, frame.run.trace_id, self.span, self.parent_span, **self.common, **fields)
-        )
+        event = event_head(kind, frame.agent_id, frame.run.trace_id, self.span, self.parent_span)
+        event.update(self.common)  # type: ignore[typeddict-item]
+        return event
 
 
 async def _call_directly(frame: Frame, call: PlannedCall) -> Any:

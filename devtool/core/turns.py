@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from devtool.core.events import EVENTS, SCHEMA_VERSION, Sink, Stamp, TraceEvent, error_info, now_ms
+from devtool.core.events import EVENTS, Sink, Stamp, TraceEvent, error_info, event_head
 from devtool.core.frame import Frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, describe
@@ -80,13 +80,7 @@ class Turn:
         """An event of the turn, stamped now (or at `timestamp`), with the keys every event has, in their
         order: the caller adds the rest in place (one dict per event, built once)."""
         frame = self.frame
-        return {
-            "schemaVersion": SCHEMA_VERSION,
-            "type": kind,
-            "timestamp": now_ms() if timestamp is None else timestamp,
-            "agentId": frame.agent_id,
-            "trace": {"traceId": frame.run.trace_id, "spanId": span, "parentSpanId": parent},
-        }
+        return event_head(kind, frame.agent_id, frame.run.trace_id, span, parent, timestamp)
 
     def start(self, *, messages: JSON, schema: JSON, tools: JSON, at: Stamp | None = None) -> None:
         """`turn:start` (at `at`, when it is built later than it happened: deferred work; so every `at`)."""
