@@ -1,23 +1,17 @@
-"""A JSONL file read by several readers at once: the same events, ids in the file's order, all or nothing.
-
-TraceEvent files are cut into shares of lines, OTLP JSON files dealt out line by line; either way the
-store holds what one reader would have stored."""
+"""A JSONL file read by several readers at once: the same events, ids in the file's order, all or nothing."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import orjson
 import pytest
 
 from devtool.store import BadLinesError, Store, load_file
 from devtool.store.event_sql import file_relation, insert_events
-from devtool.store.loaders import shares
-from devtool.store.otlp_sql import LINE_STRIDE, events_relation, file_lines, install_macros
+from devtool.store.loaders.traces import _cuts
 from tests.conftest import Trace
-from tests.otlp_factory import CORPUS, request, span, write_jsonl
 
 
 def big_run() -> Trace:
@@ -71,7 +65,7 @@ def test_readers_cut_at_any_lines_give_each_event_its_place_in_the_file(tmp_path
 
 def test_a_file_read_by_two_readers_stores_what_one_reader_stores(tmp_path: Path) -> None:
     path = big_run().write(tmp_path / "big.jsonl")
-    assert len(shares.cuts(str(path), 2)) == 1  # two readers share it
+    assert len(_cuts(str(path), 2)) == 1  # two readers share it
     one, two = with_threads(tmp_path / "one.duckdb", 1), with_threads(tmp_path / "two.duckdb", 2)
     try:
         assert load_file(one, path).events == load_file(two, path).events == 6002
@@ -101,38 +95,3 @@ def test_a_bad_line_in_either_readers_share_refuses_the_file_whole(tmp_path: Pat
         assert load_file(store, big_run().write(tmp_path / "good.jsonl")).events == 6002
     finally:
         store.close()
-
-
-def test_an_otlp_file_read_by_several_readers_stores_what_one_reader_stores(tmp_path: Path) -> None:
-    # Each reader keeps every n-th line: ids follow the line, whichever reader mapped it.
-    path = write_jsonl(tmp_path / "corpus.otlp.jsonl", [*CORPUS, request(span("alone", {"k": 1}))])
-    stores = [with_threads(tmp_path / f"{threads}.duckdb", threads) for threads in (1, 2, 3)]
-    try:
-        assert [load_file(store, path).events for store in stores] == [24, 24, 24]
-        one = stored(stores[0])
-        assert stored(stores[1]) == one
-        assert stored(stores[2]) == one
-        lines = [event_id // LINE_STRIDE for event_id, *_ in one["events"]]
-        assert lines == sorted(lines)
-        assert set(lines) == {0, 1, 2, 3}
-    finally:
-        for store in stores:
-            store.close()
-
-
-@pytest.mark.parametrize("threads", [2, 3])
-def test_lines_the_sql_mapping_reads_in_turns_are_the_lines_one_reader_reads(tmp_path: Path, threads: int) -> None:
-    path = write_jsonl(tmp_path / "corpus.otlp.jsonl", CORPUS)
-    conn = duckdb.connect()
-    install_macros(conn)
-    try:
-        one, several = (
-            conn.execute(
-                f"SELECT n, body FROM {events_relation(file_lines(1 << 24, readers))} ORDER BY n", {"path": str(path)}
-            ).fetchall()
-            for readers in (1, threads)
-        )
-    finally:
-        conn.close()
-    assert len(one) == 22
-    assert several == one

@@ -51,21 +51,12 @@ _PRICED_MODELS = ", ".join(f"otlp_text(m, {q(key)})" for key in sc.PRICED_MODEL)
 _STRUCTURED = "CASE WHEN json_type({p}) IN ('OBJECT', 'ARRAY') THEN {p} ELSE {raw} END"
 
 
-def file_lines(max_object_size: int, readers: int = 1) -> str:
-    """The lines of the file `$path` (a parameter), each a request: `body` its text, `line` its number.
-
-    `readers` read the whole file each, the i-th keeping every `readers`-th line from line i (the
-    others' `body` is NULL, and they map to nothing): ids follow `line`, so the readers' order need
-    not be kept, and each maps its lines on a thread of its own. Not a filter: DuckDB's filter holds
-    the few lines it passes until it has a vector's worth (2,048), and lines of a few hundred KB
-    made that the whole file, a reader.
-    """
-    reader = (
-        f"read_json_objects($path, format='newline_delimited', maximum_object_size={int(max_object_size)}) "
-        "WITH ORDINALITY"
+def file_lines(max_object_size: int) -> str:
+    """The lines of the file `$path` (a parameter), each a request: `body` its text, `line` its number."""
+    return (
+        "(SELECT json AS body, ordinality AS line FROM read_json_objects($path, format='newline_delimited', "
+        f"maximum_object_size={int(max_object_size)}) WITH ORDINALITY)"
     )
-    kept = [f"CASE WHEN ordinality % {readers} = {index} THEN json END" for index in range(readers)]
-    return "(" + " UNION ALL ".join(f"(SELECT {body} AS body, ordinality AS line FROM {reader})" for body in kept) + ")"
 
 
 def events_relation(lines: str) -> str:
@@ -77,8 +68,7 @@ def events_relation(lines: str) -> str:
     return f"""(
     WITH parsed AS (
         SELECT line,
-               CASE WHEN body IS NULL THEN NULL
-                    WHEN json_type(body) = 'OBJECT' THEN from_json(body, '{REQUEST}') ELSE {fail("request")} END AS req
+               CASE WHEN json_type(body) = 'OBJECT' THEN from_json(body, '{REQUEST}') ELSE {fail("request")} END AS req
         FROM {lines}
     ),
     -- Unnests in the select list: DuckDB runs these far faster than lateral UNNEST joins of nested lists.

@@ -18,7 +18,6 @@ from devtool.formats import OtlpError, decode_json_request
 from devtool.formats.native import EVENTS, carried_texts
 from devtool.store.event_gate import Refused, read_line
 from devtool.store.event_sql import insert_events
-from devtool.store.loaders import shares
 from devtool.store.loaders.base import Inserted, Reading, Sample
 from devtool.store.otlp_sql import LINE_STRIDE, events_relation, file_lines, install_macros
 from devtool.store.scan import Scan, scan_jsonl
@@ -40,8 +39,8 @@ class OtlpJsonl:
 
     def insert(self, conn: duckdb.DuckDBPyConnection, path: str, source_id: int, reading: Reading) -> Inserted:
         install_macros(conn)
-        relation = events_relation(file_lines(reading.max_object_size, shares.readers(conn)))
-        events, spans, traces = insert_events(conn, relation, source_id, {"path": path}, unordered=True)
+        relation = events_relation(file_lines(reading.max_object_size))
+        events, spans, traces = insert_events(conn, relation, source_id, {"path": path})
         index_source(conn, source_id)
         return Inserted(events=events, spans=spans, traces=traces)
 
