@@ -202,3 +202,25 @@ async def test_small_batches_going_first_take_turns_with_the_big_ones(store: Sto
     # The first small ones (as many as one small group holds) went ahead; the rest waited for the big one.
     assert len(ahead) == 10
     assert ahead == small_ids[:10]
+
+
+@pytest.mark.anyio
+async def test_the_index_step_of_lone_small_traces_waits_for_more_but_no_derive_waits_for_it(store: Store) -> None:
+    appender = Appender(store, Broker(), index_delay=60)
+    smalls = [whole_run(1) for _ in range(3)]
+    for t in smalls:
+        await appender.append(check_events(t.events), stream="otlp")
+        await asyncio.sleep(0.1)  # an index step run at once would be over by now
+    # Derived with their appends, their words and prints still to make: in one step, later.
+    assert all(store.unindexed.holds(t.trace_id) for t in smalls)
+    live, _ = running_run(1)
+    await appender.append(check_events(live.events), stream="otlp")  # a running run: left to the derive behind
+    began = time.monotonic()
+    while time.monotonic() - began < 30 and store.backlog:
+        await asyncio.sleep(0.02)
+    assert not store.backlog  # derived without waiting for the index step's delay
+    assert get_run(store, live.trace_id).events == len(live.events)
+    began = time.monotonic()
+    await appender.drain()  # a drain does not wait out the delay either
+    assert time.monotonic() - began < 30
+    assert not store.unindexed

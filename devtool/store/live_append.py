@@ -121,7 +121,7 @@ def _store(store: Store, events: Sequence[CheckedEvent], stream: str, derive_sma
         # Asked before the transaction's first statement, where DuckDB takes its snapshot: a derive
         # holds its traces until after it commits, so a trace not held now has its run in the snapshot
         # (and, under the write lock, no append makes one held meanwhile).
-        held = {trace for trace in traces if small and store.backlog.holds(trace)}
+        held = {trace for trace in traces if store.backlog.holds(trace)} if small else set()
         window: dict[str, object] = {"traces": list_param.values(traces), "lo": min(times), "hi": max(times)}
         source_id, known, base, runs = _head(conn, stream, window, small)
         # No trace of a small batch has a run or is held: none has events stored (`stored_spans`), so

@@ -96,31 +96,53 @@ _ORIGINAL = """
 def replay_saving(store: Store, run: RunSummary) -> ReplaySaving | None:
     """What trace `run` (as `get_run` read it)'s journal served and saved; None when it served nothing
     (not a replay)."""
-    if not _serves(store, run):
+    tools = _ServedTools(store, run.id)
+    if not _serves(store, run, tools):
         return None
     ((last, runs),) = store.query("SELECT max(last_event_id), count(*) FROM runs")
-    return _saving(store, run.id, last, runs)
+    return _saving(store, run.id, last, runs, tools)
+
+
+class _ServedTools:
+    """The statement counting the tool results run `trace_id` served (`_served_tools`), made at most
+    once per `replay_saving`: a run's first header after its derive misses both caches below, and
+    each asked whether the run is printed. Equal to any other, so that it is no part of their keys."""
+
+    def __init__(self, store: Store, trace_id: str) -> None:
+        self.store = store
+        self.trace_id = trace_id
+
+    @functools.cached_property
+    def sql(self) -> str:
+        return _served_tools(self.store, self.trace_id)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ServedTools)
+
+    def __hash__(self) -> int:
+        return 0
 
 
 # What a run served is its own spans' and events': the same while its summary is (each derive of its
 # events writes that anew). Most runs are not replays, and a live run's header asks on every refresh,
 # as do the small traces' beside an ingest, where the store-wide key of `_saving` never holds.
 @functools.lru_cache(maxsize=256)
-def _serves(store: Store, run: RunSummary) -> bool:
+def _serves(store: Store, run: RunSummary, served_tools: _ServedTools) -> bool:
     """Whether trace `run`, as summarized, served any call from a journal."""
-    served_tools = _served_tools(store, run.id)
-    ((prompts, tools),) = store.query(f"SELECT ({_SERVED_PROMPTS}), ({served_tools})", {"trace": run.id})
+    ((prompts, tools),) = store.query(f"SELECT ({_SERVED_PROMPTS}), ({served_tools.sql})", {"trace": run.id})
     return bool(prompts or tools)
 
 
 # A replay's page and header ask on every view, and pricing its served turns reads the recorded ones
 # of any run (seconds for a replay of a million events): kept until the store has another event or run.
 @functools.lru_cache(maxsize=32)
-def _saving(store: Store, trace_id: str, last_event_id: int | None, runs: int) -> ReplaySaving:
+def _saving(
+    store: Store, trace_id: str, last_event_id: int | None, runs: int, served_tools: _ServedTools
+) -> ReplaySaving:
     """`replay_saving` of a run that served calls, in the store as it is at this last event id and count of runs."""
     found = store.query(_ORIGINAL, [trace_id])
     original = (found[0][0] if found else None) or ""
-    saving = _SAVING.replace("{served_tools}", _served_tools(store, trace_id))
+    saving = _SAVING.replace("{served_tools}", served_tools.sql)
     ((prompts, tools, saved, unknown, calls),) = store.query(saving, {"trace": trace_id, "original": original})
     return ReplaySaving(int(prompts), int(tools), None if saved is None else float(saved), int(unknown), int(calls))
 

@@ -24,7 +24,12 @@ tells a run's stream that the run is over. `settle()` derives whatever is pendin
 that must see it (a page request); `settle(trace_id)` only that run's, for a view of one run (under
 a big ingest, a derive of everything pending took seconds, and each look at a small run paid it).
 The runs' search words and call fingerprints are made after each derive, in a step of their own
-(`Store.index_backlog`): a page of a run does not wait for them; `settle()` does.
+(`Store.index_backlog`): a page of a run does not wait for them; `settle()` does. When nothing is left
+to derive (a lone small trace, derived with its append; an ingest's last derive), the step waits up to
+`INDEX_DELAY` for more to index, or until an append leaves something to derive first: it costs about
+the same for one run as for thirty (~60 ms of CPU), and run at once it took a core while the trace's
+exporter opened its page, and cost 60% of the server's CPU for each lone small trace (issue 43). Its
+readers (a search, a find in a run) do not wait for the delay: they run the step themselves (`settle()`).
 A group of at most `SMALL_DERIVE` new events that ends each trace it adds to (a small trace exported
 whole) is derived in its own transaction instead (`store_batch`), and that derive is published with it.
 
@@ -40,6 +45,7 @@ small batches cannot hold back the big ones.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
@@ -61,6 +67,8 @@ DERIVE_SHARE = 0.5
 # The most new events a group may store and derive in one transaction, when it ends each trace it adds
 # to: a lone small trace (a six-span agent run is twelve events); an ingest's groups are far bigger.
 SMALL_DERIVE = 64
+# The longest the index step waits, with nothing left to derive, for more runs to index in one step.
+INDEX_DELAY = 1.0
 
 
 @dataclass
@@ -77,10 +85,14 @@ class _Batch:
 class Appender:
     """Stores live batches in order, grouped, and tells the broker about each stored group."""
 
-    def __init__(self, store: Store, broker: Broker, *, derive_interval: float = 0.0) -> None:
+    def __init__(
+        self, store: Store, broker: Broker, *, derive_interval: float = 0.0, index_delay: float = INDEX_DELAY
+    ) -> None:
         self.store = store
         self.broker = broker
         self.derive_interval = derive_interval
+        self.index_delay = index_delay
+        self._wake = asyncio.Event()  # the index step's wait ends: something to derive, or a drain
         self.appends = 0
         self._pending: list[_Batch] = []
         self._flush: asyncio.Task[None] | None = None
@@ -102,6 +114,7 @@ class Appender:
         """Wait until every batch handed in so far is stored (or has failed), and derived."""
         while self._flush is not None and not self._flush.done():
             await asyncio.shield(self._flush)
+        self._wake.set()
         if self._derive is not None and not self._derive.done():
             await asyncio.shield(self._derive)
         await self.settle()
@@ -123,18 +136,34 @@ class Appender:
     async def _follow(self) -> None:
         """Derive behind the appends while they come: one derive at a time, each covering all that is
         pending and followed by the index step of the runs derived (`Store.index_backlog`), one at
-        most every `derive_interval` seconds, and none for as long as the last took."""
+        most every `derive_interval` seconds, and none for as long as the last took; with nothing left
+        to derive, the index step waits (`_index_due`)."""
+        due: float | None = None  # when the index step pending runs at the latest
         while self.store.backlog or self.store.unindexed:
             started = time.monotonic()
             try:
                 await self.settle(behind=True)
-                # The runs' words and call fingerprints, after the derive that made them visible.
-                await run_in_threadpool(self.store.index_backlog)
+                due = due if due is not None else started + self.index_delay
+                if await self._index_due(due):
+                    # The runs' words and call fingerprints, after the derive that made them visible.
+                    await run_in_threadpool(self.store.index_backlog)
+                    due = None
             except Exception:  # the events are stored; the next append or page request derives again
                 logger.exception("devtool: could not derive the spans of live events")
                 return
             now = time.monotonic()
             await asyncio.sleep(max(0.0, next_derive(started, now, self.derive_interval) - now))
+
+    async def _index_due(self, due: float) -> bool:
+        """Whether the index step is to run now: at once while more is left to derive (an ingest's
+        derives go on, each followed by it), else once `due` comes or a drain asks; False when an
+        append left something to derive before that (it is derived first)."""
+        if self.store.backlog or not self.store.unindexed:
+            return True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), max(0.0, due - time.monotonic()))
+        self._wake.clear()
+        return not self.store.backlog or time.monotonic() >= due
 
     async def _run(self) -> None:
         small_first = True
@@ -155,6 +184,8 @@ class Appender:
                     LiveEvent.of(i, e.event) for i, e in zip(result, batch.events, strict=True) if i is not None
                 )
             self.broker.publish(stored)
+            if self.store.backlog:
+                self._wake.set()  # a derive is due: the index step waiting lets it go first
             for derived in self._derived:
                 self.broker.publish_derived(*derived)
             self._derived.clear()
