@@ -147,3 +147,17 @@ def test_a_journals_status_is_its_last_lifecycle_state_a_transitions_or_a_checkp
     path.write_text("\n".join(stopped + rewound) + "\n")
     load_file(store, path)
     assert get_run(store, "p").status == "running"
+
+
+def test_a_page_keeps_its_order_when_the_store_has_more_files_than_the_page_has_runs(
+    store: Store, tmp_path: Path
+) -> None:
+    """Each run from a file of its own, loaded oldest first: with more files than the page has rows, DuckDB
+    joins the page to its files from the files' side, in their order, so only the outer sort keeps it newest
+    first (a store of a few runs keeps the page's own order through the join)."""
+    made = [run(f"agent{index}", at=EPOCH + index * 1000.0) for index in range(40)]
+    for index, trace in enumerate(made):
+        load_file(store, trace.write(tmp_path / f"{index}.jsonl"))
+    newest = [trace.trace_id for trace in reversed(made)]
+    for offset in (0, 5, 35):
+        assert [r.id for r in list_runs(store, limit=5, offset=offset)] == newest[offset : offset + 5]

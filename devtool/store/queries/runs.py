@@ -141,8 +141,9 @@ _LAKE = f"""
 LAKE_KIND = "lake"
 
 # Runs with the file (or stream) each came from: one run by its id (`_ONE`), or a page of them in the
-# list's order (`_PAGE`). One run is not sorted: the sort of its one row was ~1.5 of the ~5 ms of CPU
-# its lookup took, and a live run's header asks on every refresh.
+# list's order (`_PAGE`, sorted again: once the store has more sources than the page has rows, DuckDB
+# joins from the sources' side and the page's order is lost). One run is not sorted: the sort of its one
+# row was ~1.5 of the ~5 ms of CPU its lookup took, and a live run's header asks on every refresh.
 _ONE = f"""
     WITH page AS ({{runs}})
     SELECT page.* EXCLUDE (words, first_source, lake_by),

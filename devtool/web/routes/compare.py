@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
@@ -35,7 +34,9 @@ from devtool.web.state import state
 from devtool.web.templating import render
 
 
-async def compare_page(request: Request) -> Response:
+# Not async: every step asks the store (a compare of big runs takes seconds), and Starlette runs a plain
+# function in its thread pool, so a slow store keeps no other request waiting.
+def compare_page(request: Request) -> Response:
     store = state(request).store
     given = {key: request.query_params.get(key, "").strip() for key in ("a", "b")}
     json = _wants_json(request)
@@ -58,12 +59,12 @@ async def compare_page(request: Request) -> Response:
         picker = {"left": get_run(store, a), "right": None, "view": None, "lineage": lineages(store, [a])}
         return render(request, "compare.html", {**picker, "relatives": relatives(store, a)})
     if json:
-        return JSONResponse(await run_in_threadpool(_summary, store, a, b))
+        return JSONResponse(summary_json(store, compare(store, a, b)))
     if (a, b) != (given["a"], given["b"]):
         # A short id: the page's own URL names the runs in full, so it can be shared as it is.
         call = request.query_params.get("call")
         return RedirectResponse(with_query("/compare", {"a": a, "b": b, "call": call}), 303)
-    view = await run_in_threadpool(compare_view, store, a, b, request.query_params.get("call"))
+    view = compare_view(store, a, b, request.query_params.get("call"))
     right = get_run(store, b)
     context: dict[str, Any] = {
         "left": get_run(store, a),
@@ -73,7 +74,7 @@ async def compare_page(request: Request) -> Response:
         "relatives": relatives(store, a),
         "fork": _fork_report(store, b, view),
         "only_differences": True,
-        "replay_calls": await run_in_threadpool(_replayed, store, a, b),
+        "replay_calls": _replayed(store, a, b),
         "saving": replay_saving(store, right),
     }
     return render(request, "compare.html", context)
@@ -93,10 +94,6 @@ def _fork_report(store: Store, b: str, view: CompareView) -> ForkReport:
     snapshot_id = replay.get("snapshotId") if isinstance(replay, dict) else None
     cached, live = view.comparison.served_b
     return fork_report(store, snapshot_id, b, differences=view.comparison.differing, cached=cached, live=live)
-
-
-def _summary(store: Store, a: str, b: str) -> dict[str, Any]:
-    return summary_json(store, compare(store, a, b))
 
 
 def run_compare_redirect(request: Request) -> Response:

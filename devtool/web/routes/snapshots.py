@@ -48,7 +48,6 @@ from devtool.store import NotFoundError, Store, StoredSnapshot, StoreError, get_
 from devtool.store.export import export_snapshot
 from devtool.store.queries.lineage import span_names
 from devtool.store.queries.run_meta import RunStart, dumped_snapshot, run_exists, run_of_replay, run_start
-from devtool.store.snapshots import SnapshotInfo
 from devtool.web.auth import CSRF_FIELD, user_of
 from devtool.web.forms import form_of
 from devtool.web.lake_open import snapshot_from_lake
@@ -62,10 +61,14 @@ MAX_FORK_FIELDS = 20_000
 
 
 def snapshots_page(request: Request) -> HTMLResponse:
-    store = state(request).store
+    return render(request, "snapshots.html", {**_listed(state(request).store), "error": None})
+
+
+def _listed(store: Store) -> dict[str, Any]:
+    """The newest snapshots, and each one's cut named by its span."""
     snapshots = list_snapshots(store)[:500]
-    context = {"snapshots": snapshots, "error": None, "cut_names": _cut_names(store, snapshots)}
-    return render(request, "snapshots.html", context)
+    cuts = [(s.trace_id, s.span_id) for s in snapshots if s.trace_id and s.span_id]
+    return {"snapshots": snapshots, "cut_names": span_names(store, cuts)}
 
 
 async def upload_snapshot(request: Request) -> Response:
@@ -110,14 +113,8 @@ async def upload_snapshot(request: Request) -> Response:
 
 
 async def _upload_refused(request: Request, status: int, message: str) -> HTMLResponse:
-    snapshots = (await run_in_threadpool(list_snapshots, state(request).store))[:500]
-    context = {"snapshots": snapshots, "error": message, "cut_names": _cut_names(state(request).store, snapshots)}
+    context = {**await run_in_threadpool(_listed, state(request).store), "error": message}
     return render(request, "snapshots.html", context, fragment="_snapshot_upload_error.html", status_code=status)
-
-
-def _cut_names(store: Store, snapshots: list[SnapshotInfo]) -> dict[tuple[str, str], str]:
-    """Each listed snapshot's cut, named by its span."""
-    return span_names(store, [(s.trace_id, s.span_id) for s in snapshots if s.trace_id and s.span_id])
 
 
 def snapshot_page(request: Request) -> Response:
