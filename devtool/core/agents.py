@@ -16,7 +16,7 @@ from contextvars import Token
 from time import time as _time
 from typing import Any, Final
 
-from devtool.core.events import EVENTS, SCHEMA_VERSION, TraceEvent
+from devtool.core.events import EVENTS, SCHEMA_VERSION, TraceEvent, event_head
 from devtool.core.frame import CURRENT_FRAME, TOOL_SPAN, Frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, describe
@@ -101,38 +101,19 @@ class AgentScope:
         self._started = 0.0
         self._token: Token[Frame] | None = None
 
-    # Each event is one dict literal, its keys in their order on the wire (`events.event_head`'s, then
-    # the event's own): built at once, not grown key by key from a head nor merged from other dicts (a
-    # frame's four events are on every framework step's path; BENCHMARKS.md, issue 38). The TypeScript
-    # library's agent fields mean here: no scope layers, resources or equipped prompts; never reborn;
-    # one generation.
+    # The TypeScript library's agent fields mean here: no scope layers, resources or equipped prompts;
+    # never reborn; one generation. The ends, the frame's largest events, are each one dict literal in
+    # wire order (`events.event_head`'s keys, then their own): built at once, not a head grown key by
+    # key and merged with the outcome (on every framework step's path; BENCHMARKS.md, issue 38).
 
     def open(self) -> Frame:
         self._started = time.perf_counter()
         agent_id, trace_id, call_id, props = self.agent_id, self.frame.run.trace_id, self.call_id, self.props
-        agent_span = self.agent_span
-        start: TraceEvent = {
-            "schemaVersion": SCHEMA_VERSION,
-            "type": EVENTS.AGENT_START,
-            "timestamp": _time() * 1000.0,
-            "agentId": agent_id,
-            "trace": {"traceId": trace_id, "spanId": agent_span, "parentSpanId": self.parent_span},
-            "callId": call_id,
-            "props": props,
-            "scopeLayers": [],
-            "resourceKeys": [],
-            "maxReborns": 0,
-        }
-        generation: TraceEvent = {
-            "schemaVersion": SCHEMA_VERSION,
-            "type": EVENTS.GENERATION_START,
-            "timestamp": _time() * 1000.0,
-            "agentId": agent_id,
-            "trace": {"traceId": trace_id, "spanId": self.generation_span, "parentSpanId": agent_span},
-            "callId": call_id,
-            "generationId": 0,
-            "props": props,
-        }
+        start = event_head(EVENTS.AGENT_START, agent_id, trace_id, self.agent_span, self.parent_span)
+        start["callId"], start["props"] = call_id, props
+        start["scopeLayers"], start["resourceKeys"], start["maxReborns"] = [], [], 0
+        generation = event_head(EVENTS.GENERATION_START, agent_id, trace_id, self.generation_span, self.agent_span)
+        generation["callId"], generation["generationId"], generation["props"] = call_id, 0, props
         self.frame.run.emitter.emit_all([start, generation])
         self._token = CURRENT_FRAME.set(self.frame)
         return self.frame

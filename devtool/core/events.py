@@ -99,7 +99,7 @@ class AgentEventFields(TypedDict, total=False):
     draft: dict[str, list[JSON]]
 
 
-class Outcome(TypedDict, total=False):
+class FrameOutcome(TypedDict, total=False):
     """How a frame ended, as its end events carry it: `success`, then its `result` or its `error`."""
 
     success: Required[bool]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from devtool.core.budget import Budget
 from devtool.core.errors import OutsideRunError
-from devtool.core.events import Emitter, ErrorInfo, Outcome, TraceEvent, error_info
+from devtool.core.events import Emitter, ErrorInfo, FrameOutcome, TraceEvent, error_info
 from devtool.core.jsonvalue import JSON, NotJSONError, describe, json_copy
 from devtool.core.lookups import Lookup, LookupKind, Observer
 from devtool.core.providers.pricing import PriceTable, default_price_table
@@ -225,7 +225,7 @@ class Frame:
             return False
         return True
 
-    def settle(self, result: Any = None, error: BaseException | None = None) -> Outcome:
+    def settle(self, result: Any = None, error: BaseException | None = None) -> FrameOutcome:
         """The frame's outcome: its status and output or error, and the fields its end events carry."""
         if error is not None:
             info = error_info(error)
