@@ -161,7 +161,8 @@ def test_a_failing_handler_is_reported_and_not_journaled() -> None:
     end = next(e for e in sink.events if e["type"] == "tools:execute:end")
     assert end["success"] is False
     assert (end["successCount"], end["failureCount"], end["toolCallsCount"]) == (0, 1, 1)
-    assert end["toolNames"] == ["explode"] and end["cache"] is False
+    assert end["toolNames"] == ["explode"]
+    assert end["cache"] is False
     assert end["toolResults"][0]["error"]["message"] == "disk on fire"
     assert box["snapshot"]["root"]["children"]["root/agent:a:0"]["journal"]["tool"] == {}
 
