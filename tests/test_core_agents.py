@@ -110,6 +110,50 @@ def test_a_failing_agent_reports_and_raises_to_its_caller() -> None:
     assert error["error"]["message"] == "'missing'"
 
 
+HEAD = ["schemaVersion", "type", "timestamp", "agentId", "trace", "callId"]
+
+
+def test_a_frames_events_carry_the_typescript_librarys_agent_fields_in_wire_order() -> None:
+    async def ok(props: Any) -> Any:
+        memory()["seen"] = props
+        return {"n": props}
+
+    async def bad(props: Any) -> None:
+        raise KeyError("missing")
+
+    async def parent(props: Any) -> Any:
+        with pytest.raises(KeyError):
+            await create_agent("bad", bad)(2)
+        return await create_agent("ok", ok)(1)
+
+    sink = MemorySink()
+    asyncio.run(run_with(lambda: create_agent("p", parent)(None), sinks=[sink]))
+    events = {(e["agentId"], e["type"]): e for e in sink.events}
+    start, opened = events["ok", "agent:start"], events["ok", "generation:start"]
+    assert list(start) == [*HEAD, "props", "scopeLayers", "resourceKeys", "maxReborns"]
+    assert (start["props"], start["scopeLayers"], start["resourceKeys"], start["maxReborns"]) == (1, [], [], 0)
+    assert list(opened) == [*HEAD, "generationId", "props"]
+    closed, end = events["ok", "generation:end"], events["ok", "agent:end"]
+    outcome = ["success", "result"]
+    assert list(closed) == [*HEAD, "generationId", "props", "memory", "endReason", "draft", "duration", *outcome]
+    assert (closed["memory"], closed["endReason"], closed["result"]) == ({"seen": 1}, "return", {"n": 1})
+    assert closed["draft"] == {
+        "systemPrompts": [],
+        "instructions": [],
+        "tools": [],
+        "scopeLayers": [],
+        "resourceKeys": [],
+    }
+    ends = [*HEAD, "props", "duration", "generationCount", "scopeLayers", "resourceKeys", "maxReborns", *outcome]
+    assert list(end) == ends
+    assert (end["generationCount"], end["success"], end["result"]) == (1, True, {"n": 1})
+    failed, ended = events["bad", "generation:end"], events["bad", "agent:end"]
+    assert (failed["memory"], failed["endReason"], failed["success"]) == ({}, "error", False)
+    assert list(ended)[-2:] == ["success", "error"]
+    assert ended["error"] is failed["error"]
+    assert ended["error"]["message"] == "'missing'"
+
+
 def test_an_error_passing_through_several_frames_is_one_error_event() -> None:
     async def deepest(props: Any) -> None:
         raise RuntimeError("deep")

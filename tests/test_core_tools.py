@@ -160,7 +160,9 @@ def test_a_failing_handler_is_reported_and_not_journaled() -> None:
     assert run_agent(handler, sinks=[sink]) == "survived"
     end = next(e for e in sink.events if e["type"] == "tools:execute:end")
     assert end["success"] is False
-    assert end["failureCount"] == 1
+    assert (end["successCount"], end["failureCount"], end["toolCallsCount"]) == (0, 1, 1)
+    assert end["toolNames"] == ["explode"]
+    assert end["cache"] is False
     assert end["toolResults"][0]["error"]["message"] == "disk on fire"
     assert box["snapshot"]["root"]["children"]["root/agent:a:0"]["journal"]["tool"] == {}
 

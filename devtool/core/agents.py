@@ -13,20 +13,20 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import Token
-from typing import Any
+from time import time as _time
+from typing import Any, Final
 
-from devtool.core.events import EVENTS, TraceEvent, event_head
+from devtool.core.events import EVENTS, SCHEMA_VERSION, TraceEvent, event_head
 from devtool.core.frame import CURRENT_FRAME, TOOL_SPAN, Frame
 from devtool.core.ids import new_span_id
-from devtool.core.jsonvalue import describe
+from devtool.core.jsonvalue import JSON, describe
 from devtool.core.model import Model
 from devtool.core.providers import resolve_model
 from devtool.core.scoped import run_in
 
-# Fields of the TypeScript library's agent and generation events that have no counterpart here:
-# what they mean for us (no scope layers, resources or equipped prompts; never reborn).
-AGENT_FIELDS: dict[str, Any] = {"scopeLayers": [], "resourceKeys": [], "maxReborns": 0}
-EMPTY_DRAFT: dict[str, Any] = {
+# The TypeScript library's draft of a generation (what it equipped): nothing here. Shared by every
+# `generation:end`, never written.
+EMPTY_DRAFT: Final[dict[str, list[JSON]]] = {
     "systemPrompts": [],
     "instructions": [],
     "tools": [],
@@ -101,14 +101,19 @@ class AgentScope:
         self._started = 0.0
         self._token: Token[Frame] | None = None
 
+    # The TypeScript library's agent fields mean here: no scope layers, resources or equipped prompts;
+    # never reborn; one generation. The ends, the frame's largest events, are each one dict literal in
+    # wire order (`events.event_head`'s keys, then their own): built at once, not a head grown key by
+    # key and merged with the outcome (on every framework step's path; BENCHMARKS.md, issue 38).
+
     def open(self) -> Frame:
         self._started = time.perf_counter()
-        props = self.props
-        start = self._head(EVENTS.AGENT_START, self.agent_span, self.parent_span)
-        start["props"] = props
-        start.update(AGENT_FIELDS)  # type: ignore[typeddict-item]
-        generation = self._head(EVENTS.GENERATION_START, self.generation_span, self.agent_span)
-        generation["generationId"], generation["props"] = 0, props
+        agent_id, trace_id, call_id, props = self.agent_id, self.frame.run.trace_id, self.call_id, self.props
+        start = event_head(EVENTS.AGENT_START, agent_id, trace_id, self.agent_span, self.parent_span)
+        start["callId"], start["props"] = call_id, props
+        start["scopeLayers"], start["resourceKeys"], start["maxReborns"] = [], [], 0
+        generation = event_head(EVENTS.GENERATION_START, agent_id, trace_id, self.generation_span, self.agent_span)
+        generation["callId"], generation["generationId"], generation["props"] = call_id, 0, props
         self.frame.run.emitter.emit_all([start, generation])
         self._token = CURRENT_FRAME.set(self.frame)
         return self.frame
@@ -122,29 +127,57 @@ class AgentScope:
             self._token = None
         frame, run = self.frame, self.frame.run
         outcome = frame.settle(result, error)
+        agent_id, trace_id, call_id, props = self.agent_id, run.trace_id, self.call_id, self.props
+        agent_span, generation_span = self.agent_span, self.generation_span
         ends: list[TraceEvent] = []
         if error is not None and run.first_report(error):
-            failure = self._head(EVENTS.ERROR, new_span_id(), self.generation_span)
-            failure["error"] = frame.error  # type: ignore[typeddict-item]
-            ends.append(failure)
+            ends.append(
+                {
+                    "schemaVersion": SCHEMA_VERSION,
+                    "type": EVENTS.ERROR,
+                    "timestamp": _time() * 1000.0,
+                    "agentId": agent_id,
+                    "trace": {"traceId": trace_id, "spanId": new_span_id(), "parentSpanId": generation_span},
+                    "callId": call_id,
+                    "error": outcome["error"],
+                }
+            )
         elapsed = (time.perf_counter() - self._started) * 1000
-        # The TypeScript library's fields, with their meanings here: one generation, never reborn.
-        generation = self._head(EVENTS.GENERATION_END, self.generation_span, self.agent_span)
-        generation["generationId"], generation["props"] = 0, self.props
-        generation["memory"] = frame.memory.to_json()
-        generation["endReason"] = "return" if outcome.get("success") else "error"  # type: ignore[typeddict-unknown-key]
-        generation["draft"], generation["duration"] = EMPTY_DRAFT, elapsed  # type: ignore[typeddict-unknown-key]
-        generation.update(outcome)  # type: ignore[typeddict-item]
-        end = self._head(EVENTS.AGENT_END, self.agent_span, self.parent_span)
-        end["props"], end["duration"], end["generationCount"] = self.props, elapsed, 1  # type: ignore[typeddict-unknown-key]
-        end.update(AGENT_FIELDS)  # type: ignore[typeddict-item]
-        end.update(outcome)  # type: ignore[typeddict-item]
+        success = outcome["success"]
+        generation: TraceEvent = {
+            "schemaVersion": SCHEMA_VERSION,
+            "type": EVENTS.GENERATION_END,
+            "timestamp": _time() * 1000.0,
+            "agentId": agent_id,
+            "trace": {"traceId": trace_id, "spanId": generation_span, "parentSpanId": agent_span},
+            "callId": call_id,
+            "generationId": 0,
+            "props": props,
+            "memory": frame.memory.to_json(),
+            "endReason": "return" if success else "error",
+            "draft": EMPTY_DRAFT,
+            "duration": elapsed,
+            "success": success,
+        }
+        end: TraceEvent = {
+            "schemaVersion": SCHEMA_VERSION,
+            "type": EVENTS.AGENT_END,
+            "timestamp": _time() * 1000.0,
+            "agentId": agent_id,
+            "trace": {"traceId": trace_id, "spanId": agent_span, "parentSpanId": self.parent_span},
+            "callId": call_id,
+            "props": props,
+            "duration": elapsed,
+            "generationCount": 1,
+            "scopeLayers": [],
+            "resourceKeys": [],
+            "maxReborns": 0,
+            "success": success,
+        }
+        if success:
+            generation["result"] = end["result"] = outcome["result"]
+        else:
+            generation["error"] = end["error"] = outcome["error"]
         ends.append(generation)
         ends.append(end)
         run.emitter.emit_all(ends)  # with the deferred work this settles: one write(2) to a JSONL file
-
-    def _head(self, kind: str, span: str, parent_span: str) -> TraceEvent:
-        """An event of this call: the keys every event has and its callId; the caller sets the rest."""
-        event = event_head(kind, self.agent_id, self.frame.run.trace_id, span, parent_span)
-        event["callId"] = self.call_id
-        return event

@@ -87,7 +87,27 @@ class ToolResult(TypedDict, total=False):
     tombstone: bool
 
 
-class TraceEvent(TypedDict, total=False):
+class AgentEventFields(TypedDict, total=False):
+    """The keys only the agent and generation events (`agent:*`, `generation:*`) have: the TypeScript
+    library's, most with no counterpart here (`agents.AgentScope` says what each means for us)."""
+
+    scopeLayers: list[JSON]
+    resourceKeys: list[str]
+    maxReborns: int
+    generationCount: int
+    endReason: str
+    draft: dict[str, list[JSON]]
+
+
+class FrameOutcome(TypedDict, total=False):
+    """How a frame ended, as its end events carry it: `success`, then its `result` or its `error`."""
+
+    success: Required[bool]
+    result: JSON
+    error: ErrorInfo
+
+
+class TraceEvent(AgentEventFields, total=False):
     """One event. The required keys are on every event; the rest depend on `type`."""
 
     schemaVersion: Required[int]

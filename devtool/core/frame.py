@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from devtool.core.budget import Budget
 from devtool.core.errors import OutsideRunError
-from devtool.core.events import Emitter, ErrorInfo, TraceEvent, error_info
+from devtool.core.events import Emitter, ErrorInfo, FrameOutcome, TraceEvent, error_info
 from devtool.core.jsonvalue import JSON, NotJSONError, describe, json_copy
 from devtool.core.lookups import Lookup, LookupKind, Observer
 from devtool.core.providers.pricing import PriceTable, default_price_table
@@ -100,6 +100,8 @@ class Memory(MutableMapping[str, JSON]):
 
     def to_json(self) -> dict[str, JSON]:
         """A deep copy; a value mutated in place into something that is not JSON is described."""
+        if not self._data:  # most frames' (every framework's): no comprehension's call to make
+            return {}
         return {key: describe(value) for key, value in self._data.items()}
 
 
@@ -223,11 +225,12 @@ class Frame:
             return False
         return True
 
-    def settle(self, result: Any = None, error: BaseException | None = None) -> dict[str, Any]:
+    def settle(self, result: Any = None, error: BaseException | None = None) -> FrameOutcome:
         """The frame's outcome: its status and output or error, and the fields its end events carry."""
         if error is not None:
-            self.status, self.error = "failed", error_info(error)
-            return {"success": False, "error": self.error}
+            info = error_info(error)
+            self.status, self.error = "failed", info
+            return {"success": False, "error": info}
         self.status, self.output = "completed", result
         return {"success": True, "result": describe(result)}
 

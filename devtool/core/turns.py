@@ -39,6 +39,7 @@ class Turn:
     __slots__ = (
         "_common",
         "_started",
+        "agent_id",
         "call_id",
         "content_hash",
         "emit",
@@ -47,9 +48,12 @@ class Turn:
         "request",
         "span",
         "step",
+        "trace_id",
     )
     # `_common` holds the fields every event of the turn repeats; `start` adds what the model saw, so
     # that `turn:end` repeats them as the TypeScript library's does (its readers take a turn from its end).
+    # `agent_id` and `trace_id` are the frame's, which each event's head has (`events.event_head`, called
+    # with them directly: a turn's four events are on every recorded request's path, issue 38).
 
     def __init__(
         self,
@@ -65,6 +69,7 @@ class Turn:
         emit: Sink | None = None,
     ) -> None:
         self.frame = frame
+        self.agent_id, self.trace_id = frame.agent_id, frame.run.trace_id
         self.parent_span = parent_span
         self.call_id = call_id
         self.step = step
@@ -76,19 +81,13 @@ class Turn:
         self._started = time.perf_counter() if started is None else started
         self._common = {"callId": call_id, "step": step, "model": model, "contentHash": content_hash}
 
-    def head(self, kind: str, span: str, parent: str, timestamp: float | None = None) -> TraceEvent:
-        """An event of the turn, stamped now (or at `timestamp`), with the keys every event has, in their
-        order: the caller adds the rest in place (one dict per event, built once)."""
-        frame = self.frame
-        return event_head(kind, frame.agent_id, frame.run.trace_id, span, parent, timestamp)
-
     def start(self, *, messages: JSON, schema: JSON, tools: JSON, at: Stamp | None = None) -> None:
         """`turn:start` (at `at`, when it is built later than it happened: deferred work; so every `at`)."""
         count = len(messages) if isinstance(messages, list) else 0
         common = self._common
         common["messages"], common["messageCount"], common["schema"] = messages, count, schema
         common["toolConfig"] = {"tools": tools}
-        event = self.head(EVENTS.TURN_START, self.span, self.parent_span, at and at[0])
+        event = event_head(EVENTS.TURN_START, self.agent_id, self.trace_id, self.span, self.parent_span, at and at[0])
         event.update(common)  # type: ignore[typeddict-item]
         self.emit(event)
 
@@ -131,7 +130,7 @@ class Turn:
 
     def _end(self, fields: dict[str, Any], response: JSON = None, at: Stamp | None = None) -> None:
         timestamp, ended = at or (None, time.perf_counter())
-        event = self.head(EVENTS.TURN_END, self.span, self.parent_span, timestamp)
+        event = event_head(EVENTS.TURN_END, self.agent_id, self.trace_id, self.span, self.parent_span, timestamp)
         event["duration"] = (ended - self._started) * 1000
         event.update(fields)  # type: ignore[typeddict-item]
         if response is not None:
@@ -151,7 +150,7 @@ class ModelCall:
         self._who = {"adapterId": adapter_id, "provider": provider}
         self._progress: TurnProgress | None = None
         timestamp, self._started = at or (None, time.perf_counter())
-        event = turn.head(EVENTS.MODEL_CALL_START, self.span, turn.span, timestamp)
+        event = event_head(EVENTS.MODEL_CALL_START, turn.agent_id, turn.trace_id, self.span, turn.span, timestamp)
         event["messageCount"] = message_count
         event.update(self._who)  # type: ignore[typeddict-item]
         turn.emit(event)
@@ -164,7 +163,7 @@ class ModelCall:
     def progressed(self, text: str, timestamp: float | None = None) -> None:
         """`turn:progress` with the text so far (at `timestamp`, for deferred work)."""
         turn = self.turn
-        event = turn.head(EVENTS.TURN_PROGRESS, turn.span, turn.parent_span, timestamp)
+        event = event_head(EVENTS.TURN_PROGRESS, turn.agent_id, turn.trace_id, turn.span, turn.parent_span, timestamp)
         event["callId"], event["step"], event["text"] = turn.call_id, turn.step, text
         turn.emit(event)
 
@@ -204,7 +203,7 @@ class ModelCall:
     def _head(self, success: bool, at: Stamp | None = None) -> TraceEvent:
         turn = self.turn
         timestamp, ended = at or (None, time.perf_counter())
-        event = turn.head(EVENTS.MODEL_CALL_END, self.span, turn.span, timestamp)
+        event = event_head(EVENTS.MODEL_CALL_END, turn.agent_id, turn.trace_id, self.span, turn.span, timestamp)
         event["duration"] = (ended - self._started) * 1000
         event["success"] = success
         return event
