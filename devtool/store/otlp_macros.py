@@ -116,12 +116,22 @@ def _container_macro(depth: int) -> str:
     return f"CREATE OR REPLACE TEMP MACRO otlp_container_{depth}(is_array, x) AS {body}"
 
 
+# messages.json_text of a JSON string `v`: its text decoded once (`otlp_parse(v ->> '$')` would decode it three
+# times, for the regexp, json_valid and json), the regexp only when it may match.
+_PARSE = _let(
+    "s",
+    "v ->> '$'",
+    "CASE WHEN CASE WHEN contains(s, 'NaN') OR contains(s, 'Infinity') "
+    f"THEN regexp_matches(s, {q(sc.NON_JSON_WORDS)}) ELSE false END THEN NULL "
+    "WHEN json_valid(s) THEN nullif(json(s)::VARCHAR, 'null') END",
+)
+
 _STRUCTURED = _let(
     "w",
     "v",
     _let(
         "p",
-        "CASE WHEN left(w, 1) = '\"' THEN otlp_parse(w ->> '$') END",
+        "CASE WHEN left(w, 1) = '\"' THEN otlp_parse(w) END",
         "CASE WHEN json_type(p) IN ('OBJECT', 'ARRAY') THEN p ELSE w END",
     ),
 )
@@ -178,10 +188,8 @@ CREATE OR REPLACE TEMP MACRO otlp_first_text(m, keys) AS
 CREATE OR REPLACE TEMP MACRO otlp_first_int(m, keys) AS
     list_first(list_filter(list_transform(keys, lambda k: otlp_int(m, k)), lambda t: t IS NOT NULL));
 -- messages.json_text / messages.structured
-CREATE OR REPLACE TEMP MACRO otlp_parse(s) AS CASE
-    WHEN regexp_matches(s, {q(sc.NON_JSON_WORDS)}) THEN NULL
-    WHEN json_valid(s) THEN nullif(json(s)::VARCHAR, 'null') END;
-CREATE OR REPLACE TEMP MACRO otlp_json_text(v) AS CASE WHEN left(v, 1) = '"' THEN otlp_parse(v ->> '$') ELSE v END;
+CREATE OR REPLACE TEMP MACRO otlp_parse(v) AS {_PARSE};
+CREATE OR REPLACE TEMP MACRO otlp_json_text(v) AS CASE WHEN left(v, 1) = '"' THEN otlp_parse(v) ELSE v END;
 CREATE OR REPLACE TEMP MACRO otlp_structured(v) AS {_STRUCTURED};
 CREATE OR REPLACE TEMP MACRO otlp_get(j, path) AS nullif(json_extract(j, path)::VARCHAR, 'null');
 CREATE OR REPLACE TEMP MACRO otlp_type(j) AS json_extract_string(j, '$.type');

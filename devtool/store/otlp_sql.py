@@ -149,8 +149,8 @@ def events_relation(lines: str) -> str:
     ),
     parsed_values AS (
         SELECT *,
-            CASE WHEN left(in_raw, 1) = '"' THEN otlp_parse(in_raw ->> '$') END AS in_parsed,
-            CASE WHEN left(out_raw, 1) = '"' THEN otlp_parse(out_raw ->> '$') END AS out_parsed,
+            CASE WHEN left(in_raw, 1) = '"' THEN otlp_parse(in_raw) END AS in_parsed,
+            CASE WHEN left(out_raw, 1) = '"' THEN otlp_parse(out_raw) END AS out_parsed,
             otlp_json_text(system_raw) AS system_json,
             otlp_genai_messages(in_json) AS genai_in,
             otlp_genai_answer(out_json) AS genai_out,
