@@ -248,7 +248,8 @@ def _turn_messages() -> str:
     """otlp_map._turn_messages."""
     return f"""CASE WHEN system_message IS NOT NULL OR genai_in IS NOT NULL
             THEN otlp_array(list_concat(list_filter([system_message], lambda s: s IS NOT NULL), coalesce(genai_in, [])))
-            ELSE nullif(otlp_array(coalesce(otlp_oi_messages(m, {q(sc.OI_INPUT)}), otlp_event_messages(evs))), '[]') END"""
+            ELSE nullif(otlp_array(coalesce(otlp_oi_messages(m, {q(sc.OI_INPUT)}), otlp_event_messages(evs))),
+                        '[]') END"""
 
 
 def _usage() -> str:
@@ -269,7 +270,8 @@ def _usage() -> str:
 def _start_fields() -> str:
     """The fields of a start event past the common ones, by kind (`otlp_map.span_events`)."""
     return f"""CASE kind
-            WHEN 'agent' THEN otlp_pair('props', coalesce(input, CASE WHEN genai_in IS NOT NULL THEN otlp_array(genai_in) END))
+            WHEN 'agent'
+            THEN otlp_pair('props', coalesce(input, CASE WHEN genai_in IS NOT NULL THEN otlp_array(genai_in) END))
             WHEN 'turn' THEN otlp_pair('model', model) || otlp_pair('messages', {_turn_messages()})
             WHEN 'tools:execute' THEN otlp_pair('toolNames', otlp_array([otlp_string(tool)])) || ',"toolCallsCount":1'
             ELSE otlp_pair('props', input)
