@@ -5,7 +5,9 @@ Conventions that keep them fast:
 - JSON built here is text (VARCHAR): objects and arrays are concatenated, never parsed again until
   the store reads the finished event;
 - a value used twice is bound once, with `list_transform([value], lambda x: ...)[1]` (`_let`): a
-  macro's argument is pasted wherever the macro names it, so it would be computed each time.
+  macro's argument is pasted wherever the macro names it, so it would be computed each time;
+- so are DuckDB's own macros: lists are joined by `otlp_joined`, never `array_to_string` (it names its
+  list twice), and a JSON string is decoded once for parsing (`otlp_parse`).
 A macro is defined after those it calls (DuckDB binds names when a macro is created).
 """
 
