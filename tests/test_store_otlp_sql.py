@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from devtool.formats import decode_json_request, otlp_events
 from devtool.formats import semconv as sc
 from devtool.store.otlp_sql import events_relation, file_lines, install_macros
-from tests.otlp_factory import CORPUS, T0, attributes, write_jsonl
+from tests.otlp_factory import CORPUS, T0, attributes, event, request, span, write_jsonl
 
 
 def python_events(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -60,6 +60,42 @@ def test_ids_in_any_encoding_and_enums_by_name_map_the_same(tmp_path: Path) -> N
     expected = python_events([document])
     assert expected[0]["trace"]["traceId"] == "33333333333333333333333333333333"
     assert sql_events(write_jsonl(tmp_path / "mixed.jsonl", [document])) == expected
+
+
+def test_lists_that_are_empty_or_missing_map_the_same(tmp_path: Path) -> None:
+    """Where a missing list is no field and an empty one is `[]`: the SQL joins lists by one macro that
+    gives `[]` for both, so each place that must tell them apart is held here."""
+    agent = {sc.OPERATION: "invoke_agent", sc.AGENT_NAME[0]: "a"}
+    chat = {sc.OPERATION: "chat", sc.PROVIDER[0]: "openai"}
+    link = {"traceId": "1" * 32, "spanId": "2" * 16, "attributes": attributes({"k": "v"})}
+    document = request(
+        span("no messages", agent),
+        span("no messages yet", {**agent, sc.INPUT_MESSAGES: "[]"}),
+        span("nothing said", chat, links=[]),
+        span("linked", chat, links=[link, {"traceId": "3" * 32, "spanId": "4" * 16}]),
+        span("oi", {**chat, "llm.input_messages.0.message.role": "user"}),
+        span("oi calls", {**chat, "llm.input_messages.0.message.tool_calls.0.tool_call.id": "c"}),
+        span(
+            "events",
+            chat,
+            events=[
+                event("gen_ai.user.message", {"content": "hi", "tool_calls": "[]"}),
+                event("gen_ai.assistant.message", {"tool_calls": '[{"id": "c", "function": {"name": "f"}}]'}),
+                event(sc.CHOICE_EVENT, {"message": '{"content": "ok", "tool_calls": []}'}),
+            ],
+        ),
+    )
+    expected = python_events([document])
+    starts = {event["name"]: event for event in expected if event["type"].endswith(":start")}
+    assert "props" not in starts["no messages"]
+    assert starts["no messages yet"]["props"] == []
+    assert "messages" not in starts["nothing said"]
+    assert starts["nothing said"]["otel"]["links"] == []
+    assert [len(item["attributes"]) for item in starts["linked"]["otel"]["links"]] == [1, 0]
+    assert "tool_calls" not in starts["oi"]["messages"][0]
+    assert starts["oi calls"]["messages"][0]["tool_calls"]
+    assert [("tool_calls" in message) for message in starts["events"]["messages"]] == [False, True]
+    assert sql_events(write_jsonl(tmp_path / "lists.jsonl", [document])) == expected
 
 
 # Random requests over the names the mapping reads, with values of every kind it may meet.

@@ -5,7 +5,9 @@ Conventions that keep them fast:
 - JSON built here is text (VARCHAR): objects and arrays are concatenated, never parsed again until
   the store reads the finished event;
 - a value used twice is bound once, with `list_transform([value], lambda x: ...)[1]` (`_let`): a
-  macro's argument is pasted wherever the macro names it, so it would be computed each time.
+  macro's argument is pasted wherever the macro names it, so it would be computed each time;
+- so are DuckDB's own macros: lists are joined by `otlp_joined`, never `array_to_string` (it names its
+  list twice), and a JSON string is decoded once for parsing (`otlp_parse`).
 A macro is defined after those it calls (DuckDB binds names when a macro is created).
 """
 
@@ -116,17 +118,30 @@ def _container_macro(depth: int) -> str:
     return f"CREATE OR REPLACE TEMP MACRO otlp_container_{depth}(is_array, x) AS {body}"
 
 
+# messages.json_text of a JSON string `v`: its text decoded once (`otlp_parse(v ->> '$')` would decode it three
+# times, for the regexp, json_valid and json), the regexp only when it may match.
+_PARSE = _let(
+    "s",
+    "v ->> '$'",
+    "CASE WHEN CASE WHEN contains(s, 'NaN') OR contains(s, 'Infinity') "
+    f"THEN regexp_matches(s, {q(sc.NON_JSON_WORDS)}) ELSE false END THEN NULL "
+    "WHEN json_valid(s) THEN nullif(json(s)::VARCHAR, 'null') END",
+)
+
 _STRUCTURED = _let(
     "w",
     "v",
     _let(
         "p",
-        "CASE WHEN left(w, 1) = '\"' THEN otlp_parse(w ->> '$') END",
+        "CASE WHEN left(w, 1) = '\"' THEN otlp_parse(w) END",
         "CASE WHEN json_type(p) IN ('OBJECT', 'ARRAY') THEN p ELSE w END",
     ),
 )
 
 _SCALARS = f"""
+-- `array_to_string` of a list of non-NULL texts, but for a NULL list (''). DuckDB's `array_to_string` is a
+-- macro that names its list twice, so the expression that makes the list would run twice.
+CREATE OR REPLACE TEMP MACRO otlp_joined(items, sep) AS coalesce(list_aggr(items, 'string_agg', sep), '');
 -- otlp_values.hex_id: hex, or base64 (protobuf's generic JSON mapping), of the right length, not all zeros
 CREATE OR REPLACE TEMP MACRO otlp_checked_id(h, size, optional) AS CASE
     WHEN h IS NULL AND optional THEN ''
@@ -155,11 +170,12 @@ CREATE OR REPLACE TEMP MACRO otlp_map(attributes) AS coalesce(
     map_from_entries(list_transform(attributes, lambda a: (a.key, otlp_value_1(a.value)))),
     MAP([]::VARCHAR[], []::VARCHAR[]));
 CREATE OR REPLACE TEMP MACRO otlp_map_json(m) AS
-    '{{' || array_to_string(list_transform(map_entries(m), lambda e: to_json(e.key) || ':' || e.value), ',') || '}}';
+    '{{' || otlp_joined(list_transform(map_entries(m), lambda e: to_json(e.key) || ':' || e.value), ',') || '}}';
 -- messages.clean: the fields that have a value, as a JSON object's text
-CREATE OR REPLACE TEMP MACRO otlp_object(entries) AS '{{' || array_to_string(list_transform(
+CREATE OR REPLACE TEMP MACRO otlp_object(entries) AS '{{' || otlp_joined(list_transform(
     list_filter(entries, lambda e: e[2] IS NOT NULL), lambda e: '"' || e[1] || '":' || e[2]), ',') || '}}';
-CREATE OR REPLACE TEMP MACRO otlp_array(items) AS '[' || array_to_string(items, ',') || ']';
+-- a NULL list too is '[]': where a missing list is no field, `nullif(otlp_array(list), '[]')`
+CREATE OR REPLACE TEMP MACRO otlp_array(items) AS '[' || otlp_joined(items, ',') || ']';
 CREATE OR REPLACE TEMP MACRO otlp_pair(name, value) AS coalesce(',"' || name || '":' || value, '');
 CREATE OR REPLACE TEMP MACRO otlp_string(text) AS to_json(text)::VARCHAR;
 -- lookups in a span's attributes (`m`, a MAP of JSON text): any value, a string, an integer
@@ -174,10 +190,8 @@ CREATE OR REPLACE TEMP MACRO otlp_first_text(m, keys) AS
 CREATE OR REPLACE TEMP MACRO otlp_first_int(m, keys) AS
     list_first(list_filter(list_transform(keys, lambda k: otlp_int(m, k)), lambda t: t IS NOT NULL));
 -- messages.json_text / messages.structured
-CREATE OR REPLACE TEMP MACRO otlp_parse(s) AS CASE
-    WHEN regexp_matches(s, {q(sc.NON_JSON_WORDS)}) THEN NULL
-    WHEN json_valid(s) THEN nullif(json(s)::VARCHAR, 'null') END;
-CREATE OR REPLACE TEMP MACRO otlp_json_text(v) AS CASE WHEN left(v, 1) = '"' THEN otlp_parse(v ->> '$') ELSE v END;
+CREATE OR REPLACE TEMP MACRO otlp_parse(v) AS {_PARSE};
+CREATE OR REPLACE TEMP MACRO otlp_json_text(v) AS CASE WHEN left(v, 1) = '"' THEN otlp_parse(v) ELSE v END;
 CREATE OR REPLACE TEMP MACRO otlp_structured(v) AS {_STRUCTURED};
 CREATE OR REPLACE TEMP MACRO otlp_get(j, path) AS nullif(json_extract(j, path)::VARCHAR, 'null');
 CREATE OR REPLACE TEMP MACRO otlp_type(j) AS json_extract_string(j, '$.type');
@@ -212,7 +226,7 @@ CREATE OR REPLACE TEMP MACRO otlp_is_text(p) AS
 CREATE OR REPLACE TEMP MACRO otlp_content(others) AS CASE
     WHEN len(others) = 0 THEN NULL
     WHEN len(list_filter(others, lambda p: otlp_is_text(p))) = len(others)
-    THEN otlp_string(array_to_string(list_transform(others, lambda p: json_extract_string(p.p, '$.content')), chr(10)))
+    THEN otlp_string(otlp_joined(list_transform(others, lambda p: json_extract_string(p.p, '$.content')), chr(10)))
     ELSE otlp_array(list_transform(others, lambda p: p.p)) END;
 CREATE OR REPLACE TEMP MACRO otlp_calls(calls) AS CASE WHEN len(calls) > 0 THEN otlp_array(list_transform(calls,
     lambda p: otlp_object([('id', otlp_get(p.p, '$.id')), ('name', otlp_get(p.p, '$.name')),
@@ -266,11 +280,11 @@ def _openinference() -> str:
         lambda k: TRY_CAST(regexp_extract(k[len(prefix) + 1:], '^([0-9]+)\\.', 1) AS BIGINT)),
         lambda i: i <= {sc.MAX_INDEX})) + 1, 0);
     CREATE OR REPLACE TEMP MACRO otlp_join(texts) AS
-        CASE WHEN len(texts) > 0 THEN otlp_string(array_to_string(texts, chr(10))) END;
+        otlp_string(list_aggr(texts, 'string_agg', chr(10)));
     CREATE OR REPLACE TEMP MACRO otlp_oi_message(m, pre) AS otlp_object([
         ('role', otlp_string(otlp_text(m, pre || {q(sc.OI_ROLE)}))),
         ('content', coalesce(otlp_string(otlp_text(m, pre || {q(sc.OI_CONTENT)})), otlp_join({texts}))),
-        ('tool_calls', otlp_array({calls})),
+        ('tool_calls', nullif(otlp_array({calls}), '[]')),
         ('tool_call_id', otlp_string(otlp_text(m, pre || {q(sc.OI_MESSAGE_TOOL_CALL_ID)})))]);
     CREATE OR REPLACE TEMP MACRO otlp_oi_messages(m, prefix) AS {
         _let(
@@ -288,12 +302,12 @@ def _older() -> str:
     calls = _let(
         "calls",
         "otlp_json_text(otlp_attr(a, 'tool_calls'))",
-        "CASE WHEN json_type(calls) = 'ARRAY' THEN otlp_array(nullif(list_transform("
+        "CASE WHEN json_type(calls) = 'ARRAY' THEN nullif(otlp_array(list_transform("
         "otlp_objects(calls), lambda c: otlp_object(["
         "('id', otlp_get(c, '$.id')), "
         "('name', CASE WHEN json_type(c, '$.function') = 'OBJECT' THEN otlp_get(c, '$.function.name') END), "
         "('arguments', CASE WHEN json_type(c, '$.function') = 'OBJECT' "
-        "THEN otlp_structured(otlp_get(c, '$.function.arguments')) END)])), [])) END",
+        "THEN otlp_structured(otlp_get(c, '$.function.arguments')) END)]))), '[]') END",
     )
     # One call of `otlp_legacy` (a big macro) for either source: the message's fields, or the event's.
     choice = _let(

@@ -105,10 +105,10 @@ def events_relation(lines: str) -> str:
                list_transform(sp.events, lambda e: {{
                    'name': coalesce(e.name, ''), 'ns': otlp_nanos(e.timeUnixNano),
                    'a': otlp_map(e.attributes)}}) AS evs,
-               coalesce(otlp_array(list_transform(sp.links, lambda l:
+               otlp_array(list_transform(sp.links, lambda l:
                    '{{"traceId":' || otlp_string(otlp_id(l.traceId, 16, false))
                    || ',"spanId":' || otlp_string(otlp_id(l.spanId, 8, false))
-                   || ',"attributes":' || otlp_map_json(otlp_map(l.attributes)) || '}}')), '[]') AS links,
+                   || ',"attributes":' || otlp_map_json(otlp_map(l.attributes)) || '}}')) AS links,
                coalesce(sp.traceState, '') AS trace_state
         FROM items
         WHERE CASE WHEN k > {LINE_STRIDE // 2} THEN {fail("line: too many spans")} ELSE true END
@@ -149,8 +149,8 @@ def events_relation(lines: str) -> str:
     ),
     parsed_values AS (
         SELECT *,
-            CASE WHEN left(in_raw, 1) = '"' THEN otlp_parse(in_raw ->> '$') END AS in_parsed,
-            CASE WHEN left(out_raw, 1) = '"' THEN otlp_parse(out_raw ->> '$') END AS out_parsed,
+            CASE WHEN left(in_raw, 1) = '"' THEN otlp_parse(in_raw) END AS in_parsed,
+            CASE WHEN left(out_raw, 1) = '"' THEN otlp_parse(out_raw) END AS out_parsed,
             otlp_json_text(system_raw) AS system_json,
             otlp_genai_messages(in_json) AS genai_in,
             otlp_genai_answer(out_json) AS genai_out,
@@ -231,8 +231,8 @@ def _otel() -> str:
     """otlp_map._otel: everything the span said. Written by concatenation: DuckDB slows down badly
     when a list of entries (`otlp_object`) holds expressions over the span's nested columns."""
     events = (
-        """coalesce(otlp_array(list_transform(evs, lambda e: '{"name":' || otlp_string(e.name) """
-        """|| ',"timestamp":' || to_json(otlp_ms(e.ns)) || ',"attributes":' || otlp_map_json(e.a) || '}')), '[]')"""
+        """otlp_array(list_transform(evs, lambda e: '{"name":' || otlp_string(e.name) """
+        """|| ',"timestamp":' || to_json(otlp_ms(e.ns)) || ',"attributes":' || otlp_map_json(e.a) || '}'))"""
     )
     return f"""'{{"name":' || otlp_string(name) || ',"kind":' || otlp_string({_KINDS}[kind_code + 1])
                 || ',"status":{{"code":' || otlp_string({_STATUS}[status_code + 1])
@@ -248,7 +248,8 @@ def _turn_messages() -> str:
     """otlp_map._turn_messages."""
     return f"""CASE WHEN system_message IS NOT NULL OR genai_in IS NOT NULL
             THEN otlp_array(list_concat(list_filter([system_message], lambda s: s IS NOT NULL), coalesce(genai_in, [])))
-            ELSE otlp_array(coalesce(otlp_oi_messages(m, {q(sc.OI_INPUT)}), otlp_event_messages(evs))) END"""
+            ELSE nullif(otlp_array(coalesce(otlp_oi_messages(m, {q(sc.OI_INPUT)}), otlp_event_messages(evs))),
+                        '[]') END"""
 
 
 def _usage() -> str:
@@ -269,7 +270,8 @@ def _usage() -> str:
 def _start_fields() -> str:
     """The fields of a start event past the common ones, by kind (`otlp_map.span_events`)."""
     return f"""CASE kind
-            WHEN 'agent' THEN otlp_pair('props', coalesce(input, otlp_array(genai_in)))
+            WHEN 'agent'
+            THEN otlp_pair('props', coalesce(input, CASE WHEN genai_in IS NOT NULL THEN otlp_array(genai_in) END))
             WHEN 'turn' THEN otlp_pair('model', model) || otlp_pair('messages', {_turn_messages()})
             WHEN 'tools:execute' THEN otlp_pair('toolNames', otlp_array([otlp_string(tool)])) || ',"toolCallsCount":1'
             ELSE otlp_pair('props', input)
