@@ -13,10 +13,9 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from contextvars import Token
-from time import time as _time
 from typing import Any, Final
 
-from devtool.core.events import EVENTS, SCHEMA_VERSION, TraceEvent, event_head
+from devtool.core.events import EVENTS, TraceEvent, event_head
 from devtool.core.frame import CURRENT_FRAME, TOOL_SPAN, Frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, describe
@@ -102,9 +101,8 @@ class AgentScope:
         self._token: Token[Frame] | None = None
 
     # The TypeScript library's agent fields mean here: no scope layers, resources or equipped prompts;
-    # never reborn; one generation. The ends, the frame's largest events, are each one dict literal in
-    # wire order (`events.event_head`'s keys, then their own): built at once, not a head grown key by
-    # key and merged with the outcome (on every framework step's path; BENCHMARKS.md, issue 38).
+    # never reborn; one generation. Each event is `events.event_head` with its own keys set in wire order,
+    # not merged from shared dicts and the outcome (on every framework step's path; BENCHMARKS.md, issue 38).
 
     def open(self) -> Frame:
         self._started = time.perf_counter()
@@ -131,49 +129,18 @@ class AgentScope:
         agent_span, generation_span = self.agent_span, self.generation_span
         ends: list[TraceEvent] = []
         if error is not None and run.first_report(error):
-            ends.append(
-                {
-                    "schemaVersion": SCHEMA_VERSION,
-                    "type": EVENTS.ERROR,
-                    "timestamp": _time() * 1000.0,
-                    "agentId": agent_id,
-                    "trace": {"traceId": trace_id, "spanId": new_span_id(), "parentSpanId": generation_span},
-                    "callId": call_id,
-                    "error": outcome["error"],
-                }
-            )
+            failure = event_head(EVENTS.ERROR, agent_id, trace_id, new_span_id(), generation_span)
+            failure["callId"], failure["error"] = call_id, outcome["error"]
+            ends.append(failure)
         elapsed = (time.perf_counter() - self._started) * 1000
         success = outcome["success"]
-        generation: TraceEvent = {
-            "schemaVersion": SCHEMA_VERSION,
-            "type": EVENTS.GENERATION_END,
-            "timestamp": _time() * 1000.0,
-            "agentId": agent_id,
-            "trace": {"traceId": trace_id, "spanId": generation_span, "parentSpanId": agent_span},
-            "callId": call_id,
-            "generationId": 0,
-            "props": props,
-            "memory": frame.memory.to_json(),
-            "endReason": "return" if success else "error",
-            "draft": EMPTY_DRAFT,
-            "duration": elapsed,
-            "success": success,
-        }
-        end: TraceEvent = {
-            "schemaVersion": SCHEMA_VERSION,
-            "type": EVENTS.AGENT_END,
-            "timestamp": _time() * 1000.0,
-            "agentId": agent_id,
-            "trace": {"traceId": trace_id, "spanId": agent_span, "parentSpanId": self.parent_span},
-            "callId": call_id,
-            "props": props,
-            "duration": elapsed,
-            "generationCount": 1,
-            "scopeLayers": [],
-            "resourceKeys": [],
-            "maxReborns": 0,
-            "success": success,
-        }
+        generation = event_head(EVENTS.GENERATION_END, agent_id, trace_id, generation_span, agent_span)
+        generation["callId"], generation["generationId"], generation["props"] = call_id, 0, props
+        generation["memory"], generation["endReason"] = frame.memory.to_json(), "return" if success else "error"
+        generation["draft"], generation["duration"], generation["success"] = EMPTY_DRAFT, elapsed, success
+        end = event_head(EVENTS.AGENT_END, agent_id, trace_id, agent_span, self.parent_span)
+        end["callId"], end["props"], end["duration"], end["generationCount"] = call_id, props, elapsed, 1
+        end["scopeLayers"], end["resourceKeys"], end["maxReborns"], end["success"] = [], [], 0, success
         if success:
             generation["result"] = end["result"] = outcome["result"]
         else:

@@ -14,11 +14,10 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from time import time as _time
 from typing import Any
 
 from devtool.core.errors import CoreError, ToolError
-from devtool.core.events import EVENTS, SCHEMA_VERSION, ErrorInfo, ToolResult, error_info
+from devtool.core.events import EVENTS, ErrorInfo, ToolResult, error_info, event_head
 from devtool.core.frame import TOOL_SPAN, Frame, current_frame
 from devtool.core.ids import new_span_id
 from devtool.core.jsonvalue import JSON, NotJSONError, content_hash_of_json, describe, json_copy
@@ -189,8 +188,8 @@ def _planned_function(
 
 
 class _Batch:
-    """One `tools:execute` span: its start when made, its end with the calls' results. Each event one
-    dict literal in wire order (`events.event_head`'s keys, then its own): on every tool call's path."""
+    """One `tools:execute` span: its start when made, its end with the calls' results. Each event is
+    `events.event_head` with its own keys set in wire order: on every tool call's path."""
 
     def __init__(self, frame: Frame, calls: Sequence[PlannedCall], parent_span: str) -> None:
         self.frame = frame
@@ -198,41 +197,22 @@ class _Batch:
         self.span, self.started = new_span_id(), time.perf_counter()
         self.call_id = calls[0].call_id if len(calls) == 1 else frame.call_id
         self.names = [_name(call) for call in calls]
-        frame.emit(
-            {
-                "schemaVersion": SCHEMA_VERSION,
-                "type": EVENTS.TOOLS_EXECUTE_START,
-                "timestamp": _time() * 1000.0,
-                "agentId": frame.agent_id,
-                "trace": {"traceId": frame.run.trace_id, "spanId": self.span, "parentSpanId": parent_span},
-                "callId": self.call_id,
-                "toolCallsCount": len(calls),
-                "toolNames": self.names,
-            }
-        )
+        start = event_head(EVENTS.TOOLS_EXECUTE_START, frame.agent_id, frame.run.trace_id, self.span, parent_span)
+        start["callId"], start["toolCallsCount"], start["toolNames"] = self.call_id, len(calls), self.names
+        frame.emit(start)
 
     def end(self, outcomes: list[Outcome]) -> None:
         frame = self.frame
         failures = sum(1 for outcome in outcomes if not outcome.result["success"])
-        frame.emit(
-            {
-                "schemaVersion": SCHEMA_VERSION,
-                "type": EVENTS.TOOLS_EXECUTE_END,
-                "timestamp": _time() * 1000.0,
-                "agentId": frame.agent_id,
-                "trace": {"traceId": frame.run.trace_id, "spanId": self.span, "parentSpanId": self.parent_span},
-                "callId": self.call_id,
-                "toolCallsCount": len(self.names),
-                "toolNames": self.names,
-                "toolResults": [outcome.result for outcome in outcomes],
-                "successCount": len(outcomes) - failures,
-                "failureCount": failures,
-                "duration": (time.perf_counter() - self.started) * 1000,
-                "success": failures == 0,
-                # A batch is served from the journal when all its calls were: the timeline marks it cached.
-                "cache": all(outcome.result.get("cache") for outcome in outcomes),
-            }
-        )
+        event = event_head(EVENTS.TOOLS_EXECUTE_END, frame.agent_id, frame.run.trace_id, self.span, self.parent_span)
+        event["callId"], event["toolCallsCount"], event["toolNames"] = self.call_id, len(self.names), self.names
+        event["toolResults"] = [outcome.result for outcome in outcomes]
+        event["successCount"], event["failureCount"] = len(outcomes) - failures, failures
+        event["duration"] = (time.perf_counter() - self.started) * 1000
+        event["success"] = failures == 0
+        # A batch is served from the journal when all its calls were: the timeline marks it cached.
+        event["cache"] = all(outcome.result.get("cache") for outcome in outcomes)
+        frame.emit(event)
 
 
 async def _call_directly(frame: Frame, call: PlannedCall) -> Any:
