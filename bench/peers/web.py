@@ -32,9 +32,13 @@ def post_json(url: str, body: Any, timeout: float = 600) -> Any:
 class Exporter:
     """One kept-alive connection posting OTLP protobuf bodies to `url`/v1/traces; a 429/503 or a dropped
     connection (a server's worker restarting) is retried after a pause, as the SDK's exporter does
-    (each retry counted), at most RETRIES times a body."""
+    (each retry counted). A server that keeps answering "busy" is waited for up to PATIENCE seconds a
+    body: Phoenix holds ~50,000 spans pending and answers 503 for minutes while it drains them, and the
+    figure is the time until every span is visible, so a body it refused is sent again, not dropped.
+    A connection that keeps failing is given up after DROPPED tries."""
 
-    RETRIES = 20
+    DROPPED = 20
+    PATIENCE = 1800.0
 
     def __init__(self, url: str, headers: dict[str, str]) -> None:
         parts = urlsplit(url)
@@ -43,14 +47,15 @@ class Exporter:
         self.retries = 0
 
     def post(self, body: bytes) -> None:
-        pause = 0.5
-        for _ in range(self.RETRIES):
+        pause, dropped, until = 0.5, 0, time.monotonic() + self.PATIENCE
+        while dropped < self.DROPPED and time.monotonic() < until:
             try:
                 self.connection.request("POST", "/v1/traces", body, self.headers)
                 answer = self.connection.getresponse()
                 text = answer.read()
             except (ConnectionError, http.client.HTTPException):
                 self.connection.close()  # the next request opens a new one
+                dropped += 1
             else:
                 if answer.status == 200:
                     return
@@ -59,7 +64,7 @@ class Exporter:
             self.retries += 1
             time.sleep(pause)
             pause = min(pause * 2, 8)
-        raise RuntimeError(f"POST /v1/traces: no answer after {self.RETRIES} tries")
+        raise RuntimeError(f"POST /v1/traces: not taken ({dropped} dropped connections, {self.retries} retries in all)")
 
     def close(self) -> None:
         self.connection.close()
