@@ -35,7 +35,7 @@ class Exporter:
     (each retry counted). A server that keeps answering "busy" is waited for up to PATIENCE seconds a
     body: Phoenix holds ~50,000 spans pending and answers 503 for minutes while it drains them, and the
     figure is the time until every span is visible, so a body it refused is sent again, not dropped.
-    A connection that keeps failing is given up after DROPPED tries."""
+    Only DROPPED failed connections in a row, with no answer between them, give up."""
 
     DROPPED = 20
     PATIENCE = 1800.0
@@ -56,7 +56,10 @@ class Exporter:
             except (ConnectionError, http.client.HTTPException):
                 self.connection.close()  # the next request opens a new one
                 dropped += 1
+                if dropped == 1:
+                    continue  # a kept-alive connection the server closed while we paused: not a retry
             else:
+                dropped = 0
                 if answer.status == 200:
                     return
                 if answer.status not in (429, 502, 503, 504):
@@ -64,7 +67,7 @@ class Exporter:
             self.retries += 1
             time.sleep(pause)
             pause = min(pause * 2, 8)
-        raise RuntimeError(f"POST /v1/traces: not taken ({dropped} dropped connections, {self.retries} retries in all)")
+        raise RuntimeError(f"POST: not taken ({dropped} connections failed in a row; {self.retries} retries)")
 
     def close(self) -> None:
         self.connection.close()
