@@ -241,7 +241,7 @@ async def replay_start(request: Request) -> Response:
         raise HTTPException(
             409, "what this replay would run changed since it was shown: look at it again before running it"
         )
-    replay = app.replays.start(offer, actor=user_of(request))
+    replay = await run_in_threadpool(app.replays.start, offer, actor=user_of(request))
     return RedirectResponse(request.url_for("replay", replay_id=replay.id).path, 303)
 
 
