@@ -207,10 +207,22 @@ def test_a_fully_cached_replay_cost_nothing_and_says_what_it_saved(page: Page, d
     replay(page)
     expect(page.locator("#run-header .run-cost")).to_have_text("$0.00")
     saving = page.locator("#run-header #replay-saving")
-    said = re.compile(rf"served \d+ calls from the journal: saved {re.escape(recorded)}")
+    said = re.compile(rf"^\d+ calls served from the snapshot \(saved {re.escape(recorded)}\)$")
     expect(saving).to_have_text(said)
+    expect(page.locator("#live-summary")).to_be_visible()  # the run's actions, with why calls ran live
+    # Said once a page: the header tells how many calls were served, the actions only what ran live.
+    assert served_counts(page) == 1
     shoot(page, "replay-saving")
     page.locator("#compare-original").click()
     page.wait_for_url(re.compile(r".*/compare\?a=.*"))
-    expect(page.locator("#replay-saving")).to_have_text(said)
+    expect(page.locator("#compare-served #replay-saving")).to_have_text(said)
+    assert served_counts(page) == 1
     shoot(page, "compare-saving")
+
+
+def served_counts(page: Page) -> int:
+    """How many times the page's text says how many calls a snapshot served, however it words it."""
+    counted: int = page.evaluate(
+        "() => (document.body.innerText.match(/\\d+ calls? served from|served \\d+ calls? from/g) || []).length"
+    )
+    return counted

@@ -96,8 +96,8 @@ def test_an_edit_that_took_effect_is_not_named(client: TestClient, store: Store,
 
 
 def test_why_nothing_differs_in_words() -> None:
-    assert "served all 4 calls" in empty_reason(None, 4, 0)
-    assert "the 2 calls the replay ran live returned what" in empty_reason(None, 1, 2)
+    assert "the replay served every call from the snapshot" in empty_reason(None, 0)
+    assert "the 2 calls the replay ran live returned what" in empty_reason(None, 2)
 
 
 def test_edited_messages_sent_by_a_prompt_turn_and_an_sdk_turn_are_not_named(

@@ -197,3 +197,64 @@ def test_usage_and_cost_are_recorded_on_model_calls() -> None:
     run_end = sink.events[-1]
     assert run_end["metrics"]["totalTokens"] == 8
     assert run_end["metrics"]["modelCalls"] == 1
+
+
+HEAD = ["schemaVersion", "type", "timestamp", "agentId", "trace"]
+TURN = ["callId", "step", "model", "contentHash", "messages", "messageCount", "schema", "toolConfig"]
+WHO = ["adapterId", "provider"]
+ASKED = [*HEAD, "messageCount", *WHO]
+ANSWERED = [*HEAD, "duration", "success", "usage", "costs", "rawText", "finishReason"]
+
+
+def test_a_turns_events_carry_their_keys_in_wire_order() -> None:
+    """Answered (tool calls, then text), served from a snapshot, failed: each event of a turn and of its
+    model call, key for key in the order the wire has them."""
+
+    def double(x: int) -> int:
+        return 2 * x
+
+    def boom() -> None:
+        raise RuntimeError("kaput")
+
+    box: dict[str, Any] = {}
+
+    async def handler(props: Any) -> Any:
+        answer = await prompt("go", tools=[create_tool("double", double), create_tool("boom", boom)])
+        box.setdefault("snapshot", dump_snapshot())
+        return answer
+
+    def run(script: list[Any], sink: MemorySink, snapshot: Any = None) -> Any:
+        agent = create_agent("asker", handler, model=ScriptedModel(script))
+        return asyncio.run(run_with(lambda: agent(None), sinks=[sink], snapshot=snapshot))
+
+    def shapes(sink: MemorySink) -> list[tuple[str, list[str]]]:
+        return [(e["type"], list(e)) for e in sink.events if e["type"].startswith(("turn:", "model:call:"))]
+
+    recorded, served, failed = MemorySink(), MemorySink(), MemorySink()
+    tools = {"tool_calls": [{"name": "double", "arguments": {"x": 2}}, {"name": "boom", "arguments": {}}]}
+    assert run([tools, "done"], recorded) == "done"
+    batch = next(e for e in recorded.events if e["type"] == "tools:execute:end")
+    assert [r["success"] for r in batch["toolResults"]] == [True, False]
+    ended = [*HEAD, "duration", "message", "resultType", "cache", "success", *TURN]
+    turn = [
+        ("turn:start", [*HEAD, *TURN]),
+        ("model:call:start", ASKED),
+        ("model:call:end", [*ANSWERED, "toolCalls", *WHO]),
+        ("turn:end", ended),
+        ("turn:start", [*HEAD, *TURN]),
+        ("model:call:start", ASKED),
+        ("model:call:end", [*ANSWERED, *WHO]),
+        ("turn:end", ended),
+    ]
+    assert shapes(recorded) == turn
+    assert run([], served, box["snapshot"]) == "done"
+    assert shapes(served) == [turn[0], turn[3], turn[4], turn[7]]
+    assert [e["cache"] for e in served.events if e["type"] == "turn:end"] == [True, True]
+    with pytest.raises(ModelError):
+        run([], failed)
+    assert shapes(failed) == [
+        turn[0],
+        ("model:call:start", ASKED),
+        ("model:call:end", [*HEAD, "duration", "success", "error", *WHO]),
+        ("turn:end", [*HEAD, "duration", "cache", "success", "error", *TURN]),
+    ]

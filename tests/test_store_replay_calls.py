@@ -9,6 +9,7 @@ The agent is real code on the real `openai` SDK against the fake provider: a mod
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +162,26 @@ def test_the_run_and_compare_pages_say_ran_live_not_recorded(store: Store, repla
             span = span_of(store, replay, text, kind)
             detail = html(client.get(f"/runs/{replay}?span={span}").text)
             assert bool(detail.css("#detail .badge.cached")) is cached, text
+
+
+# A count of calls a snapshot served, however a page words it.
+SERVED = re.compile(r"\d+ calls? served from|served \d+ calls? from")
+
+
+def test_how_many_calls_the_snapshot_served_is_said_once_a_page(store: Store, replayed: tuple[str, str]) -> None:
+    original, replay = replayed
+    with TestClient(create_app(store, Settings()), follow_redirects=False) as client:
+        # The run page is its header and the actions it loads; the compare page is one.
+        run_page = client.get(f"/runs/{replay}").text + client.get(f"/runs/{replay}/actions").text
+        compare = client.get(f"/compare?a={original}&b={replay}").text
+        for page in (run_page, compare):
+            text = re.sub(r"\s+", " ", html(page).text())
+            assert SERVED.findall(text) == ["1 call served from"], SERVED.findall(text)
+        said = one(html(compare), "#compare-served").text()
+        assert re.sub(r"\s+", " ", said).startswith("B: 1 call served from the snapshot (")
+        assert one(html(run_page), "#run-header #replay-saving").text().startswith("1 call served from the snapshot")
+        ran_live = re.sub(r"\s+", " ", one(html(compare), "#live-summary").text()).strip()
+        assert ran_live == "Ran live: 1 because its input changed · 1 after the cut · 1 not recorded"
 
 
 def test_a_run_not_printed_is_told_apart_from_its_events_the_same(store: Store, replayed: tuple[str, str]) -> None:

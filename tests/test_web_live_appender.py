@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -224,3 +225,39 @@ async def test_the_index_step_of_lone_small_traces_waits_for_more_but_no_derive_
     await appender.drain()  # a drain does not wait out the delay either
     assert time.monotonic() - began < 30
     assert not store.unindexed
+
+
+def test_the_index_step_waits_and_is_woken_on_whichever_event_loop_runs_it(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An app driven from one event loop, then from another (a second test client, `asyncio.run` again):
+    the index step's wait is not bound to the first loop that waited."""
+    appender = Appender(store, Broker(), index_delay=0.05)
+
+    async def lone_small_trace() -> None:
+        t = whole_run(1)
+        await appender.append(check_events(t.events), stream="otlp")  # derived with it, its index step to come
+        assert store.unindexed.holds(t.trace_id)
+        began = time.monotonic()
+        while store.unindexed and time.monotonic() - began < 10:
+            await asyncio.sleep(0.02)  # the index step waits for more (`index_delay`), then indexes it
+
+    with caplog.at_level(logging.ERROR, logger="devtool.web"):
+        for _ in range(2):
+            asyncio.run(lone_small_trace())  # a loop of its own each time
+            assert not store.unindexed
+        # Woken too: a drain on a third loop does not wait out a long delay.
+        appender.index_delay = 60
+        asyncio.run(lone_small_trace_then_drain(appender, store))
+        assert not store.unindexed
+    assert "could not derive" not in caplog.text
+
+
+async def lone_small_trace_then_drain(appender: Appender, store: Store) -> None:
+    t = whole_run(1)
+    await appender.append(check_events(t.events), stream="otlp")
+    await asyncio.sleep(0.1)  # the index step is waiting (for up to a minute)
+    assert store.unindexed.holds(t.trace_id)
+    began = time.monotonic()
+    await appender.drain()
+    assert time.monotonic() - began < 30

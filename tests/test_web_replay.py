@@ -4,6 +4,7 @@ server into a new run, and the comparison of that run with its original."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -27,6 +28,7 @@ from devtool.web import create_app
 from devtool.web.settings import Settings
 from devtool.web.state import AppState
 from tests.conftest import CORPUS, REPO, DevtoolRunner, running_serve
+from tests.off_loop import audited
 from tests.web_runs import html, one, record
 
 RESEARCH = {"entrypoint": "devtool.demo.research:main", "props": {"question": "Rust or Go?", "delay": 0}}
@@ -329,10 +331,10 @@ def http(url: str, form: dict[str, str] | None = None, headers: dict[str, str] |
         return error.code, error.read().decode(), error.headers
 
 
-def test_a_replay_runs_in_a_child_process_and_becomes_a_run_that_compares_with_its_original(
-    served: tuple[str, str],
-) -> None:
-    base, original = served
+def replayed(base: str, original: str) -> tuple[str, str, str]:
+    """Run `original` again through the server at `base`, rewound to before its first page fetch, as a
+    person does (rewind, the confirm page, its POST); (the snapshot's page, the replay's page, the run
+    the replay became)."""
     status, page, _ = http(f"{base}/runs/{original}/search?q=fetch_page")
     span = re.search(r'data-span="([0-9a-f]{16})"', page)
     assert span, page
@@ -349,15 +351,21 @@ def test_a_replay_runs_in_a_child_process_and_becomes_a_run_that_compares_with_i
     assert http(f"{base}{snapshot}/replay", form)[0] == 403  # a confirmation starts one replay
     replay_page = headers["location"]
     deadline = time.monotonic() + 60
-    new_run = None
     while time.monotonic() < deadline:
         status, body, headers = http(f"{base}{replay_page}", headers={"HX-Request": "true"})
         if headers.get("HX-Redirect"):
-            new_run = headers["HX-Redirect"].removeprefix("/runs/")
-            break
+            return snapshot, replay_page, headers["HX-Redirect"].removeprefix("/runs/")
         assert "failed" not in body, body
         time.sleep(0.2)
-    assert new_run, "the replay never became a run"
+    raise AssertionError("the replay never became a run")
+
+
+def test_a_replay_runs_in_a_child_process_and_becomes_a_run_that_compares_with_its_original(
+    served: tuple[str, str],
+) -> None:
+    base, original = served
+    snapshot, _, new_run = replayed(base, original)
+    deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         _, header, _ = http(f"{base}/runs/{new_run}/header")
         if "s-completed" in header:
@@ -381,6 +389,50 @@ def test_a_replay_runs_in_a_child_process_and_becomes_a_run_that_compares_with_i
     assert "ran live: not recorded" not in reasons, reasons
     _, backwards, _ = http(f"{base}/compare?a={new_run}&b={original}")
     assert not html(backwards).css("#live-calls")  # the original replayed nothing
+
+
+def test_a_replays_output_is_shown_while_its_server_runs_and_nothing_of_it_outlives_the_server(
+    tmp_path: Path,
+) -> None:
+    temp = tmp_path / "temp"  # the server's temporary folder (TMPDIR), and so its replays'
+    temp.mkdir()
+    store = Store(tmp_path / "recording.duckdb")
+    original = record(store, tmp_path, lambda: research.main(RESEARCH["props"]), name="research", metadata=RESEARCH)
+    store.close()
+
+    def left_behind() -> list[Path]:
+        return [path for path in temp.rglob("*") if "replay" in path.name]
+
+    env = {**os.environ, "TMPDIR": str(temp)}
+    with running_serve(tmp_path / "s.db", str(tmp_path / "research.jsonl"), env=env) as server:
+        base = server.url.rstrip("/")
+        _, replay_page, _ = replayed(base, original)
+        deadline = time.monotonic() + 60
+        while "exited with 0" not in (page := http(f"{base}{replay_page}")[1]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        # What the child wrote, on its replay page while the server runs: its result line last.
+        output = one(html(page), ".replay-log pre").text().strip().splitlines()
+        assert json.loads(output[-1]), output
+        assert left_behind() == []  # in a file without a name
+    assert left_behind() == []
+
+
+def test_a_replays_child_is_started_off_the_event_loop(client: TestClient, store: Store, tmp_path: Path) -> None:
+    trace_id = record(store, tmp_path, lambda: research.main(RESEARCH["props"]), metadata=RESEARCH)
+    snapshot = rewound(client, store, trace_id, "fetch_page", "tools:execute", "before")
+    page = html(client.get(f"{snapshot}/replay").text)
+    form = {
+        name: one(page, f"#replay-go input[name={name}]").attributes["value"] or "" for name in ("confirm", "_csrf")
+    }
+    with audited("subprocess.Popen") as started:
+        response = client.post(f"{snapshot}/replay", data=form)
+    assert response.status_code == 303
+    replay = AppState.of(client.app).replays.get(response.headers["location"].rsplit("/", 1)[1])  # type: ignore[arg-type]
+    assert replay is not None
+    # Starting a process blocks until it runs: in a worker thread, where no event loop is held up.
+    assert started == [("subprocess.Popen", False)]
+    replay.process.kill()  # it streams to http://testserver, which only this test client answers
+    replay.process.wait(30)
 
 
 def test_a_typescript_run_shows_its_props_and_the_node_lines_to_replay_it(

@@ -142,8 +142,10 @@ def test_the_shown_lines_run_as_shown_and_replay_the_run(
         replay = replayed_run(base, before)
         # The DevTool knows the run for a replay of the original, and that it ran nothing live.
         summary = html(http(f"{base}/runs/{replay}/actions")[1])
-        assert re.sub(r"\s+", " ", one(summary, "#live-summary").text()).strip().startswith("2 calls served")
+        assert re.sub(r"\s+", " ", one(summary, "#live-summary").text()).strip().startswith("Ran live: 0 ")
         assert not summary.css("#live-unrecorded")
+        header = html(http(f"{base}/runs/{replay}/header")[1])
+        assert one(header, "#replay-saving").text().startswith("2 calls served from the snapshot")
     assert not marker.exists()  # the hostile props ran nothing
     assert fake_provider.count() == 1  # the model's answer came from the snapshot...
     assert (project / "tool-runs.txt").read_text() == tool_runs  # ...and so did the tool's

@@ -14,6 +14,7 @@ from devtool.web import create_app
 from devtool.web.routes.runs_list import MAX_FILES, safe_name
 from devtool.web.settings import Settings
 from tests.conftest import CORPUS, Trace
+from tests.off_loop import audited
 from tests.otlp_factory import genai_run, write_jsonl
 from tests.web_runs import html, one
 
@@ -61,6 +62,15 @@ def test_a_trace_loads_and_the_list_shows_it(client: TestClient, store: Store, t
     table = one(page, "#runs-results[hx-swap-oob]")
     assert one(table, f'tr[data-trace-id="{trace.trace_id}"] .run-title').text() == "uploader"
     assert stored(store) == (4, 0)
+
+
+def test_the_uploads_folder_is_made_and_removed_off_the_event_loop(client: TestClient, tmp_path: Path) -> None:
+    with audited("tempfile.mkdtemp", "shutil.rmtree") as seen:
+        response = client.post("/upload", files={"file": ("run.jsonl", trace_bytes(a_trace(), tmp_path))}, headers=HX)
+    assert response.status_code == 200
+    # Removing it removes what was uploaded, up to the upload limit: disk work, in a worker thread.
+    assert [event for event, _ in seen] == ["tempfile.mkdtemp", "shutil.rmtree"]
+    assert [on_loop for _, on_loop in seen] == [False, False]
 
 
 def test_a_gzipped_export_loads(client: TestClient, store: Store, tmp_path: Path) -> None:

@@ -61,8 +61,9 @@ def fork_effects(store: Store, snapshot_id: str, replay_trace: str) -> ForkEffec
     return ForkEffects(snapshot_id, edits, lost)
 
 
-def empty_reason(effects: ForkEffects | None, cached: int, live: int) -> str:
-    """Why a replay's comparison has no frame that differs, in words."""
+def empty_reason(effects: ForkEffects | None, live: int) -> str:
+    """Why a replay's comparison has no frame that differs, in words (how many calls the snapshot served
+    the page says once, elsewhere: `templates/_replay_saving.html`)."""
     if effects is not None and effects.lost and len(effects.lost) >= effects.edits:
         return "no edit of the fork took effect (see above), so the replay did what the original did"
     if effects is not None and effects.edits:
@@ -71,7 +72,7 @@ def empty_reason(effects: ForkEffects | None, cached: int, live: int) -> str:
             f"the replay ran {live} call{'s' if live != 1 else ''} live and they came to the same results"
         )
     if live == 0:
-        return f"the replay served all {cached} calls from the snapshot, so it could only do what the original did"
+        return "the replay served every call from the snapshot, so it could only do what the original did"
     return f"the {live} call{'s' if live != 1 else ''} the replay ran live returned what the original's did"
 
 
@@ -205,10 +206,8 @@ class ForkReport:
     empty: str
 
 
-def fork_report(
-    store: Store, snapshot_id: Any, replay_trace: str, *, differences: int, cached: int, live: int
-) -> ForkReport:
+def fork_report(store: Store, snapshot_id: Any, replay_trace: str, *, differences: int, live: int) -> ForkReport:
     """The report for replay `replay_trace` of snapshot `snapshot_id` (None or not a string: no snapshot
-    known), given how many frames differ, and how many of its calls were served and how many ran live."""
+    known), given how many frames differ, and how many of its calls ran live."""
     effects = fork_effects(store, snapshot_id, replay_trace) if isinstance(snapshot_id, str) else None
-    return ForkReport(replay_trace, effects, differences, empty_reason(effects, cached, live))
+    return ForkReport(replay_trace, effects, differences, empty_reason(effects, live))

@@ -21,6 +21,13 @@ person confirmed:
 The child streams its events to this server (`--to`, with the team token in its environment, never
 on its command line) and records, under `metadata.replay`, the snapshot, the original run and the
 replay's id, which is how the replay page finds the run it became.
+
+What the child writes (its stdout and stderr) goes to a file without a name (`tempfile.TemporaryFile`,
+unlinked from the start) that this server holds open and the replay page shows the end of. It is
+read nowhere else, so it lives exactly as long as someone may read it (this server: `Replays.close`
+at its shutdown) or write it (the child, which may outlive the server: its own session), and then
+the system frees it. A server stopped, killed or crashed leaves nothing in the temporary folder (a
+folder of named logs per server did, never removed: 33 of them in one machine's /tmp).
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -236,7 +243,7 @@ class Replay:
     plan: ReplayPlan
     argv: list[str]
     started_at: float
-    log_path: Path
+    log: IO[bytes]  # the child's output, a file without a name (see the module's docstring)
     process: subprocess.Popen[bytes]
     actor: str
     trace_id: str | None = None  # the run it became, once its first events are stored
@@ -246,14 +253,14 @@ class Replay:
         return self.process.poll()
 
     def log_tail(self) -> str:
-        """The end of what the child wrote (its result line, or why it failed)."""
+        """The end of what the child wrote (its result line, or why it failed); "" once the server stopped."""
         try:
-            with self.log_path.open("rb") as log:
-                log.seek(0, os.SEEK_END)
-                size = log.tell()
-                log.seek(max(0, size - LOG_TAIL_BYTES))
-                return log.read().decode("utf-8", errors="replace")
-        except OSError:
+            # pread, not seek: the child writes at the file's offset, which it shares with this descriptor.
+            descriptor = self.log.fileno()
+            size = os.fstat(descriptor).st_size
+            start = max(0, size - LOG_TAIL_BYTES)
+            return os.pread(descriptor, size - start, start).decode("utf-8", errors="replace")
+        except (OSError, ValueError):  # ValueError: closed
             return ""
 
 
@@ -277,7 +284,6 @@ class Replays:
     _by_id: dict[str, Replay] = field(default_factory=dict)
     _offers: OrderedDict[str, Offer] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    _logs: Path | None = None
 
     def offer(self, plan: ReplayPlan, server_url: str) -> Offer:
         """A confirmation for a page that shows `plan`: its token, and the exact command it will start."""
@@ -303,13 +309,13 @@ class Replays:
         return offer if offer is not None and offer.expires > time.monotonic() else None
 
     def start(self, offer: Offer, *, actor: str) -> Replay:
-        """Run what `offer` showed, as a child process."""
-        log_path = self._log_dir() / f"{offer.replay_id}.log"
+        """Run what `offer` showed, as a child process (it blocks while the child starts: not on an event loop)."""
         env = dict(os.environ)
         env.pop("DEVTOOL_TOKEN", None)
         if self.token is not None:
             env["DEVTOOL_TOKEN"] = self.token
-        with log_path.open("wb") as log:
+        log = tempfile.TemporaryFile(prefix="devtool-replay-")  # noqa: SIM115 (open while the server runs: `close`)
+        try:
             process = subprocess.Popen(
                 list(offer.argv),
                 cwd=self.root,
@@ -320,7 +326,10 @@ class Replays:
                 start_new_session=True,
                 umask=-1 if (umask := user_umask()) is None else umask,  # the agent's files are the user's
             )
-        replay = Replay(offer.replay_id, offer.plan, list(offer.argv), time.time(), log_path, process, actor)
+        except BaseException:
+            log.close()
+            raise
+        replay = Replay(offer.replay_id, offer.plan, list(offer.argv), time.time(), log, process, actor)
         threading.Thread(target=process.wait, name=f"devtool-replay-{offer.replay_id[:8]}", daemon=True).start()
         with self._lock:
             self._by_id[offer.replay_id] = replay
@@ -330,8 +339,10 @@ class Replays:
         with self._lock:
             return self._by_id.get(replay_id)
 
-    def _log_dir(self) -> Path:
+    def close(self) -> None:
+        """The server is stopping: let go of the replays' logs (a child still running keeps its own
+        until it ends; then the system frees it)."""
         with self._lock:
-            if self._logs is None:
-                self._logs = Path(tempfile.mkdtemp(prefix="devtool-replays-"))
-            return self._logs
+            replays = list(self._by_id.values())
+        for replay in replays:
+            replay.log.close()

@@ -31,6 +31,7 @@ from typing import Any, Final, Required, TypedDict
 from devtool.core.drainer import DRAINER
 from devtool.core.errors import CoreError
 from devtool.core.jsonvalue import JSON
+from devtool.core.model import Usage
 
 SCHEMA_VERSION: Final = 1
 
@@ -132,8 +133,9 @@ class TraceEvent(AgentEventFields, total=False):
     contentHash: str | None
     cache: bool
     messageCount: int
-    usage: JSON
-    costs: JSON
+    resultType: str
+    usage: Usage
+    costs: dict[str, float] | None
     rawText: str
     toolCalls: JSON
     finishReason: str

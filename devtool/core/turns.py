@@ -37,23 +37,26 @@ class Turn:
     """One model request in `frame`, its span under `parent_span`."""
 
     __slots__ = (
-        "_common",
+        "_seen",
         "_started",
         "agent_id",
         "call_id",
         "content_hash",
         "emit",
         "frame",
+        "model",
         "parent_span",
         "request",
         "span",
         "step",
         "trace_id",
     )
-    # `_common` holds the fields every event of the turn repeats; `start` adds what the model saw, so
-    # that `turn:end` repeats them as the TypeScript library's does (its readers take a turn from its end).
-    # `agent_id` and `trace_id` are the frame's, which each event's head has (`events.event_head`, called
-    # with them directly: a turn's four events are on every recorded request's path, issue 38).
+    # `turn:start` and `turn:end` carry the turn's own keys and what the model saw (`_seen`, kept by
+    # `start`: `turn:end` repeats it as the TypeScript library's does, whose readers take a turn from its
+    # end), each key set on the event in wire order (`_send`), not merged from a dict of them (typed:
+    # mypy checks each key, and no dict is made for them). `agent_id` and `trace_id` are the frame's,
+    # which each event's head has (`events.event_head`, called with them directly: a turn's four events
+    # are on every recorded request's path, issue 38).
 
     def __init__(
         self,
@@ -73,23 +76,21 @@ class Turn:
         self.parent_span = parent_span
         self.call_id = call_id
         self.step = step
+        self.model = model
         self.content_hash = content_hash
         self.request = request  # what content_hash is the hash of, for the run's observer
         self.span = new_span_id()
         # What `frame.emit` calls, without the call in between; deferred work's `send` (`events.Emitter`).
         self.emit = emit or frame.run.emitter.emit
         self._started = time.perf_counter() if started is None else started
-        self._common = {"callId": call_id, "step": step, "model": model, "contentHash": content_hash}
+        self._seen: tuple[JSON, int, JSON, JSON] | None = None  # messages, their count, schema, tool config
 
     def start(self, *, messages: JSON, schema: JSON, tools: JSON, at: Stamp | None = None) -> None:
         """`turn:start` (at `at`, when it is built later than it happened: deferred work; so every `at`)."""
-        count = len(messages) if isinstance(messages, list) else 0
-        common = self._common
-        common["messages"], common["messageCount"], common["schema"] = messages, count, schema
-        common["toolConfig"] = {"tools": tools}
-        event = event_head(EVENTS.TURN_START, self.agent_id, self.trace_id, self.span, self.parent_span, at and at[0])
-        event.update(common)  # type: ignore[typeddict-item]
-        self.emit(event)
+        self._seen = (messages, len(messages) if isinstance(messages, list) else 0, schema, {"tools": tools})
+        self._send(
+            event_head(EVENTS.TURN_START, self.agent_id, self.trace_id, self.span, self.parent_span, at and at[0])
+        )
 
     def cached(self) -> JournalRecord | None:
         """The recorded answer to this request, from the snapshot being replayed. A run's observer that
@@ -103,8 +104,10 @@ class Turn:
     def served(self, message: JSON, *, journal: JSON = None, at: Stamp | None = None) -> None:
         """The turn ends with the answer served from the journal (`journal`, if not the message itself):
         no model was asked."""
-        fields = {"message": message, "resultType": _result_type(message), "cache": True, "success": True}
-        self._end(fields, journal, at)
+        event = self._ending(at)
+        event["message"], event["resultType"] = message, _result_type(message)
+        event["cache"], event["success"] = True, True
+        self._send(event, journal)
 
     def call(self, *, adapter_id: str, provider: str, message_count: int, at: Stamp | None = None) -> ModelCall:
         """The model is asked: `model:call:start` now, the rest through the `ModelCall`."""
@@ -121,39 +124,49 @@ class Turn:
             self.frame.record("prompt", self.content_hash, message)
         else:
             self.frame.record("prompt", self.content_hash, journal if kept is None else kept, fresh=fresh)
-        shown = message if fresh else describe(message)
-        fields = {"message": shown, "resultType": _result_type(message), "cache": False, "success": True}
-        self._end(fields, journal, at)
+        event = self._ending(at)
+        event["message"], event["resultType"] = message if fresh else describe(message), _result_type(message)
+        event["cache"], event["success"] = False, True
+        self._send(event, journal)
 
     def failed(self, exc: BaseException) -> None:
-        self._end({"cache": False, "success": False, "error": error_info(exc)})
+        event = self._ending(None)
+        event["cache"], event["success"], event["error"] = False, False, error_info(exc)
+        self._send(event)
 
-    def _end(self, fields: dict[str, Any], response: JSON = None, at: Stamp | None = None) -> None:
+    def _ending(self, at: Stamp | None) -> TraceEvent:
+        """`turn:end`'s head and duration: the caller sets how it ended, then `_send`s it."""
         timestamp, ended = at or (None, time.perf_counter())
         event = event_head(EVENTS.TURN_END, self.agent_id, self.trace_id, self.span, self.parent_span, timestamp)
         event["duration"] = (ended - self._started) * 1000
-        event.update(fields)  # type: ignore[typeddict-item]
+        return event
+
+    def _send(self, event: TraceEvent, response: JSON = None) -> None:
+        """`event` (`turn:start`, `turn:end`) with the `response` journaled, if any, then the turn's own
+        keys and what the model saw, emitted."""
         if response is not None:
             event["response"] = response
-        event.update(self._common)  # type: ignore[typeddict-item]
+        event["callId"], event["step"], event["model"] = self.call_id, self.step, self.model
+        event["contentHash"] = self.content_hash
+        if self._seen is not None:
+            event["messages"], event["messageCount"], event["schema"], event["toolConfig"] = self._seen
         self.emit(event)
 
 
 class ModelCall:
     """The model's side of a turn: `model:call:start`/`end`, progress of a streamed answer, usage and cost."""
 
-    __slots__ = ("_progress", "_started", "_who", "span", "turn")
+    __slots__ = ("_progress", "_started", "adapter_id", "provider", "span", "turn")
 
     def __init__(self, turn: Turn, adapter_id: str, provider: str, message_count: int, at: Stamp | None = None) -> None:
         self.turn = turn
         self.span = new_span_id()
-        self._who = {"adapterId": adapter_id, "provider": provider}
+        self.adapter_id, self.provider = adapter_id, provider
         self._progress: TurnProgress | None = None
         timestamp, self._started = at or (None, time.perf_counter())
         event = event_head(EVENTS.MODEL_CALL_START, turn.agent_id, turn.trace_id, self.span, turn.span, timestamp)
         event["messageCount"] = message_count
-        event.update(self._who)  # type: ignore[typeddict-item]
-        turn.emit(event)
+        self._emit(event)
 
     def progress(self) -> TurnProgress:
         """The callback a streaming answer's text pieces go to: `turn:progress` events, throttled."""
@@ -183,9 +196,9 @@ class ModelCall:
         frame = self.turn.frame
         counted = usage or NO_USAGE
         for budget in (frame.budget, frame.run.budget):
-            budget.add_call(self._who["adapterId"], self._who["provider"], counted, costs)
+            budget.add_call(self.adapter_id, self.provider, counted, costs)
         event = self._head(True, at)
-        event["usage"], event["costs"] = counted, costs  # type: ignore[typeddict-item]
+        event["usage"], event["costs"] = counted, costs
         _model_answer(event, message)
         if finish_reason is not None:
             event["finishReason"] = finish_reason
@@ -209,7 +222,8 @@ class ModelCall:
         return event
 
     def _emit(self, event: TraceEvent) -> None:
-        event.update(self._who)  # type: ignore[typeddict-item]
+        """`event` with who answered it (`adapterId`, `provider`: the last keys of the model call's events), emitted."""
+        event["adapterId"], event["provider"] = self.adapter_id, self.provider
         self.turn.emit(event)
 
 
@@ -224,20 +238,21 @@ def _model_answer(event: TraceEvent, message: JSON) -> None:
     (the adapter's own when it gives one, which the caller then replaces), added to `event`."""
     if not isinstance(message, dict):
         return
-    calls = [
+    asked = message.get("tool_calls")
+    calls: list[JSON] = [
         {
             "id": call.get("id", ""),
             "name": call.get("name", ""),
             "arguments": _arguments_text(call.get("arguments", {})),
         }
-        for call in message.get("tool_calls") or []  # type: ignore[union-attr]
+        for call in (asked if isinstance(asked, list) else ())
         if isinstance(call, dict)
     ]
     content = message.get("content")
     event["rawText"] = content if isinstance(content, str) else ""
     event["finishReason"] = "tool_calls" if calls else "stop"
     if calls:
-        event["toolCalls"] = calls  # type: ignore[typeddict-item]
+        event["toolCalls"] = calls
 
 
 def _arguments_text(arguments: Any) -> str:

@@ -43,6 +43,7 @@ def create_app(store: Store, settings: Settings | None = None) -> Starlette:
         hosts=frozenset(settings.allow_hosts),
     )
     live = Live(store, settings)
+    replays = Replays(root=settings.replay_root or Path.cwd(), token=settings.token)
     indexer = FrameIndexer(store, min_events=settings.rewind_index_events, interval=settings.rewind_index_interval)
     templates = make_environment()
     templates.globals["csrf_token"] = access.csrf
@@ -59,6 +60,7 @@ def create_app(store: Store, settings: Settings | None = None) -> Starlette:
                 yield
             finally:
                 indexer.stop()
+                replays.close()
 
     app = Starlette(
         routes=[*ROUTES, Mount("/static", app=StaticFiles(directory=asset_dir("static")), name="static")],
@@ -77,6 +79,6 @@ def create_app(store: Store, settings: Settings | None = None) -> Starlette:
         live=live,
         templates=templates,
         access=access,
-        replays=Replays(root=settings.replay_root or Path.cwd(), token=settings.token),
+        replays=replays,
     ).attach(app)
     return app

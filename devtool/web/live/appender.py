@@ -92,7 +92,7 @@ class Appender:
         self.broker = broker
         self.derive_interval = derive_interval
         self.index_delay = index_delay
-        self._wake = asyncio.Event()  # the index step's wait ends: something to derive, or a drain
+        self._wake = _Wake()  # the index step's wait ends: something to derive, or a drain
         self.appends = 0
         self._pending: list[_Batch] = []
         self._flush: asyncio.Task[None] | None = None
@@ -160,9 +160,7 @@ class Appender:
         append left something to derive before that (it is derived first)."""
         if self.store.backlog or not self.store.unindexed:
             return True
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), max(0.0, due - time.monotonic()))
-        self._wake.clear()
+        await self._wake.wait(max(0.0, due - time.monotonic()))
         return not self.store.backlog or time.monotonic() >= due
 
     async def _run(self) -> None:
@@ -223,6 +221,40 @@ class Appender:
         if stored.derived is not None:
             self._derived.append(stored.derived)
         return stored.ids
+
+
+class _Wake:
+    """What the index step waits on (`set` by an append that left something to derive, or a drain),
+    on whichever event loop it runs: an `asyncio.Event` is bound to the first loop that waits on it,
+    and an app driven from another loop after that (a second test client, `asyncio.run` again) had
+    each index step fail ("could not derive") and left to the next append. One waiter at a time (the
+    index step); `set` may come from another thread than the waiting loop's."""
+
+    def __init__(self) -> None:
+        self._set = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        self._set = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.get_loop().is_closed():
+            waiter.get_loop().call_soon_threadsafe(_wake_up, waiter)
+
+    async def wait(self, timeout: float) -> None:
+        """Until set, or for `timeout` seconds; cleared after."""
+        if not self._set:
+            self._waiter = waiter = asyncio.get_running_loop().create_future()
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(waiter, timeout)
+            finally:
+                self._waiter = None
+        self._set = False
+
+
+def _wake_up(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def next_derive(started: float, ended: float, interval: float) -> float:

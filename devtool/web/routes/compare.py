@@ -92,8 +92,8 @@ def _fork_report(store: Store, b: str, view: CompareView) -> ForkReport:
     nothing differs when nothing does."""
     replay = run_metadata(store, b).get("replay")
     snapshot_id = replay.get("snapshotId") if isinstance(replay, dict) else None
-    cached, live = view.comparison.served_b
-    return fork_report(store, snapshot_id, b, differences=view.comparison.differing, cached=cached, live=live)
+    live = view.comparison.served_b[1]
+    return fork_report(store, snapshot_id, b, differences=view.comparison.differing, live=live)
 
 
 def run_compare_redirect(request: Request) -> Response:

@@ -99,23 +99,31 @@ async def upload(request: Request) -> HTMLResponse:
     refusal = _refuse_early(request, limit)
     if refusal is not None:
         return await _respond(request, UploadResult(error=refusal[1]), refusal[0])
-    with tempfile.TemporaryDirectory(prefix="devtool-upload-") as folder:
-        try:
-            async with request.form(max_files=MAX_FILES, max_fields=10) as form:
-                files = [value for value in form.getlist("file") if isinstance(value, UploadFile)]
-                if not files or all(not f.filename and not f.size for f in files):
-                    return await _respond(request, UploadResult(error="no file in the upload: choose or drop one"), 400)
-                total = sum(f.size or 0 for f in files)
-                if total > limit:
-                    message = f"the upload is {format_bytes(total)}, over the limit of {format_bytes(limit)}"
-                    return await _respond(request, UploadResult(error=message), 413)
-                skip = form.get("bad_lines") == BadLines.SKIP.value
-                saved = await run_in_threadpool(_save, files, Path(folder))
-        except (MultiPartException, HTTPException) as exc:
-            detail = exc.message if isinstance(exc, MultiPartException) else exc.detail
-            error = f"the upload is not a form post with files: {detail}"
-            return await _respond(request, UploadResult(error=error), 400)
-        outcomes = await run_in_threadpool(_load_all, state(request).store, saved, skip)
+    # Made and removed (with files up to the upload limit in it) in the thread pool: disk work, off the loop.
+    folder = Path(await run_in_threadpool(tempfile.mkdtemp, prefix="devtool-upload-"))
+    try:
+        return await _upload_into(request, folder, limit)
+    finally:
+        await run_in_threadpool(shutil.rmtree, folder, True)
+
+
+async def _upload_into(request: Request, folder: Path, limit: int) -> HTMLResponse:
+    try:
+        async with request.form(max_files=MAX_FILES, max_fields=10) as form:
+            files = [value for value in form.getlist("file") if isinstance(value, UploadFile)]
+            if not files or all(not f.filename and not f.size for f in files):
+                return await _respond(request, UploadResult(error="no file in the upload: choose or drop one"), 400)
+            total = sum(f.size or 0 for f in files)
+            if total > limit:
+                message = f"the upload is {format_bytes(total)}, over the limit of {format_bytes(limit)}"
+                return await _respond(request, UploadResult(error=message), 413)
+            skip = form.get("bad_lines") == BadLines.SKIP.value
+            saved = await run_in_threadpool(_save, files, folder)
+    except (MultiPartException, HTTPException) as exc:
+        detail = exc.message if isinstance(exc, MultiPartException) else exc.detail
+        error = f"the upload is not a form post with files: {detail}"
+        return await _respond(request, UploadResult(error=error), 400)
+    outcomes = await run_in_threadpool(_load_all, state(request).store, saved, skip)
     result = UploadResult(files=tuple(outcomes))
     return await _respond(request, result, 422 if result.failed else 200)
 

@@ -49,6 +49,7 @@ from devtool.store.export import export_snapshot
 from devtool.store.queries.lineage import span_names
 from devtool.store.queries.run_meta import RunStart, dumped_snapshot, run_exists, run_of_replay, run_start
 from devtool.web.auth import CSRF_FIELD, user_of
+from devtool.web.bodies import BodyError, read_body
 from devtool.web.forms import form_of
 from devtool.web.lake_open import snapshot_from_lake
 from devtool.web.links import run_url
@@ -74,9 +75,10 @@ def _listed(store: Store) -> dict[str, Any]:
 async def upload_snapshot(request: Request) -> Response:
     """`POST /snapshots`: a snapshot file (form field `file`) or the JSON itself as the body."""
     limit: int = state(request).settings.max_upload_bytes
+    over = f"the snapshot is over the upload limit of {limit >> 20} MiB"
     length = request.headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit + (64 << 10):
-        return await _upload_refused(request, 413, f"the snapshot is over the upload limit of {limit >> 20} MiB")
+        return await _upload_refused(request, 413, over)
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type == "multipart/form-data":
         try:
@@ -88,15 +90,15 @@ async def upload_snapshot(request: Request) -> Response:
         except MultiPartException as exc:
             return await _upload_refused(request, 400, f"the upload is not a form with a file: {exc.message}")
     else:
-        raw = b""
-        async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > limit:
-                break
+        try:
+            raw = await read_body(request, limit)
+        except BodyError:
+            return await _upload_refused(request, 413, over)
     if len(raw) > limit:
-        return await _upload_refused(request, 413, f"the snapshot is over the upload limit of {limit >> 20} MiB")
+        return await _upload_refused(request, 413, over)
     try:
-        document = orjson.loads(raw)
+        # Up to the upload limit of JSON: parsed in the thread pool, as every body is, not on the event loop.
+        document = await run_in_threadpool(orjson.loads, raw)
     except orjson.JSONDecodeError as exc:
         return await _upload_refused(request, 422, f"the file is not JSON: {exc}")
     try:
@@ -241,7 +243,7 @@ async def replay_start(request: Request) -> Response:
         raise HTTPException(
             409, "what this replay would run changed since it was shown: look at it again before running it"
         )
-    replay = app.replays.start(offer, actor=user_of(request))
+    replay = await run_in_threadpool(app.replays.start, offer, actor=user_of(request))
     return RedirectResponse(request.url_for("replay", replay_id=replay.id).path, 303)
 
 
