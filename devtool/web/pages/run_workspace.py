@@ -89,7 +89,7 @@ def timeline(
 
 def _with_agent_labels(store: Store, trace_id: str, drawn: TimelineLayout) -> TimelineLayout:
     """Agent bars with their `#n` and props, so parallel agents of one name can be told apart."""
-    agents = [rect.span_id for rect in drawn.rects if rect.kind == "agent" and rect.span_id is not None]
+    agents = {rect.span_id: rect.start_ms for rect in drawn.rects if rect.kind == "agent" and rect.span_id is not None}
     labels = agent_labels(store, trace_id, agents)
     if not labels:
         return drawn
