@@ -2,7 +2,7 @@
 the same OTLP workload, and our OTLP ingest against its floor. Run by hand, never by the test suite:
 
     .venv/bin/python -m bench.peers [--spans 100000] [--rounds 3] [--systems ours phoenix mlflow]
-                                    [--figures ingest probes big search]
+                                    [--figures ingest probes big search] [--budget 1800]
                                     [--scratch ~/.cache/devtool-bench-peers]
 
 Once: installs each peer from PyPI into its own venv under the scratch folder (`venvs.py`), and makes
@@ -43,6 +43,13 @@ def main(argv: list[str] | None = None) -> int:
         choices=measure.FIGURES,
         help="which figures to take (default all); the search needs the ingest's traces",
     )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=1800.0,
+        help="seconds a system may take for its ingest, and for its search (default 1800); past it the"
+        " figure is shown as '> budget' and, for the ingest, the round's other figures of it are not taken",
+    )
     parser.add_argument("--scratch", type=Path, default=Path.home() / ".cache" / "devtool-bench-peers")
     args = parser.parse_args(argv)
     scratch: Path = args.scratch
@@ -64,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in order:
             data = scratch / "runs" / name
             shutil.rmtree(data, ignore_errors=True)
-            results[name].append(measure.one_round(systems[name], data, loads, tuple(args.figures)))
+            results[name].append(measure.one_round(systems[name], data, loads, tuple(args.figures), args.budget))
         if "ingest" in args.figures:
             floors.append(floor.measure(loads["ingest"].bodies))
             print(f"  floor: {floors[-1]:.2f} s", flush=True)
@@ -73,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         f"bench.peers · {stamp} · {os.cpu_count()} cores · {loads['ingest'].spans:,} spans · {args.rounds} round(s)"
+        f" · budget {args.budget:,.0f} s a figure"
         f" · load average {min(loadavg):.1f}-{max(loadavg):.1f} (1 min, at each round's start and end)"
         f" · figures: {', '.join(args.figures)}",
         "",

@@ -1,7 +1,10 @@
 """The peers bench's table: each figure's median over the rounds for every system, and ours ÷ each
-peer (below 1 is ours ahead on a time, a size or a memory; on spans a second, above 1 is)."""
+peer (below 1 is ours ahead on a time, a size or a memory; on spans a second, above 1 is). A peer's
+figure over the round's budget shows as "> budget", and the ratio to it as "< r"."""
 
 from __future__ import annotations
+
+from bench.peers.measure import OVER
 
 ROWS = [  # key, label, format
     ("ingest_s", "ingest of the workload over 2 connections, to visible (s)", "{:,.1f}"),
@@ -26,6 +29,13 @@ ROWS = [  # key, label, format
 ]
 
 
+def _cell(figures: dict[str, float], key: str, form: str) -> str:
+    """The median, "> " before it when it is the budget that ran out; "—" when not taken."""
+    if key not in figures:
+        return "—"
+    return ("> " if OVER + key in figures else "") + form.format(figures[key])
+
+
 def render(medians: dict[str, dict[str, float]], titles: dict[str, str]) -> str:
     """A Markdown table: a column per system (ours first), then ours ÷ each peer."""
     systems = list(medians)
@@ -35,15 +45,20 @@ def render(medians: dict[str, dict[str, float]], titles: dict[str, str]) -> str:
     for key, label, form in ROWS:
         if not any(key in medians[name] for name in systems):  # a figure not taken (`--figures`)
             continue
-        cells = [form.format(medians[name][key]) if key in medians[name] else "—" for name in systems]
+        cells = [_cell(medians[name], key, form) for name in systems]
         if key == "search_found":
-            cells = [f"{c} of {medians[n].get('search_expected', 0):,.0f}" for c, n in zip(cells, systems, strict=True)]
+            cells = [
+                f"{c} of {medians[n]['search_expected']:,.0f}" if key in medians[n] else c
+                for c, n in zip(cells, systems, strict=True)
+            ]
         ratios = []
         for peer in peers:
             ours, theirs = medians.get("ours", {}).get(key), medians[peer].get(key)
             if key in ("search_found", "ingest_retries", "busy_probes") or ours is None or not theirs:
                 ratios.append("")
-            else:
-                ratios.append(f"{ours / theirs:.2g}")
+            elif OVER + key in medians["ours"]:
+                ratios.append("")  # ours a lower bound: no ratio says anything
+            else:  # theirs a lower bound: ours ÷ theirs is at most this
+                ratios.append(("< " if OVER + key in medians[peer] else "") + f"{ours / theirs:.2g}")
         lines.append("| " + " | ".join([label, *cells, *ratios]) + " |")
     return "\n".join(lines)
