@@ -245,10 +245,10 @@ def _say_up(url: str, *, team: bool, browse: bool) -> None:
 
 def _serve(app: Any, sock: socket.socket, tls: tuple[str, str] | None, *, up: Callable[[], None]) -> None:
     """Serve `app` on `sock` until told to stop, calling `up` once it answers at once: its start done
-    (uvicorn imported, the app's lifespan: the OTLP workers ready, the templates loaded, the indexer
-    started), which took ~1.1 s. Said before that, the address had a user's first click wait out the
-    rest of the start: 1.07-1.24 s for a Rewind that takes 0.14 s (BENCHMARKS.md, a fresh server's
-    first request). A start that fails says nothing: it exits with its error."""
+    (the app's lifespan: the OTLP worker spawned and ready, ~0.8 s, nearly all of it the worker's
+    imports; the templates loaded; the indexer started). Said before that, a fresh server's first
+    request waited out the rest of the start (a Rewind of 0.14 s took 1.07-1.24 s; BENCHMARKS.md).
+    A start that fails says nothing: it exits with its error."""
     import uvicorn
 
     from devtool.web.collector import quiet_collector
