@@ -209,13 +209,15 @@ def test_a_fully_cached_replay_cost_nothing_and_says_what_it_saved(page: Page, d
     saving = page.locator("#run-header #replay-saving")
     said = re.compile(rf"^\d+ calls served from the snapshot \(saved {re.escape(recorded)}\)$")
     expect(saving).to_have_text(said)
-    expect(page.locator("#live-summary")).to_be_visible()  # the run's actions, with why calls ran live
+    expect(page.locator("#compare-original")).to_be_visible()  # the run's actions
+    expect(page.locator("#live-calls")).to_have_count(0)  # no call ran live: no "Ran live: 0 … · 0 …"
     # Said once a page: the header tells how many calls were served, the actions only what ran live.
     assert served_counts(page) == 1
     shoot(page, "replay-saving")
     page.locator("#compare-original").click()
     page.wait_for_url(re.compile(r".*/compare\?a=.*"))
     expect(page.locator("#compare-served #replay-saving")).to_have_text(said)
+    expect(page.locator("#live-calls")).to_have_count(0)
     assert served_counts(page) == 1
     shoot(page, "compare-saving")
 

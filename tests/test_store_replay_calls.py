@@ -131,6 +131,13 @@ def test_a_request_to_another_model_ran_live_because_its_input_changed(
         ("root/turn:gpt-4.1:0", "changed"),
         ("root/tool:open_file:0", "unrecorded"),
     ]
+    # The pages count only the reasons some call ran live for: none ran after the cut here.
+    with TestClient(create_app(store, Settings())) as client:
+        for url in (f"/runs/{replay}/actions", f"/compare?a={original}&b={replay}"):
+            page = html(client.get(url).text)
+            ran_live = re.sub(r"\s+", " ", one(page, "#live-summary").text()).strip()
+            assert ran_live == "Ran live: 1 because its input changed · 1 not recorded", url
+            assert not page.css("#live-cut-count, #live-cut")
 
 
 def test_the_run_and_compare_pages_say_ran_live_not_recorded(store: Store, replayed: tuple[str, str]) -> None:

@@ -17,7 +17,7 @@ from devtool.store import Store, derive
 from devtool.store.event_gate import check_events
 from devtool.store.queries import get_run
 from devtool.web.live import Appender, Broker
-from devtool.web.live.appender import next_derive
+from devtool.web.live.appender import _Wake, next_derive
 from tests.conftest import Trace, running_run
 
 
@@ -261,3 +261,44 @@ async def lone_small_trace_then_drain(appender: Appender, store: Store) -> None:
     began = time.monotonic()
     await appender.drain()
     assert time.monotonic() - began < 30
+
+
+class _SetAsAWaitBegins(asyncio.SelectorEventLoop):
+    """An event loop on which another thread sets `wake` as a wait makes its waiter (the first future
+    made once `armed`): after the wait found it not set, before the waiter is there to be woken."""
+
+    def __init__(self, wake: _Wake) -> None:
+        super().__init__()
+        self.wake = wake
+        self.armed = False
+
+    def create_future(self) -> asyncio.Future[Any]:
+        if self.armed:
+            self.armed = False
+            setter = threading.Thread(target=self.wake.set)
+            setter.start()
+            setter.join()
+        return super().create_future()
+
+
+def test_a_set_from_another_thread_as_the_index_step_begins_to_wait_ends_the_wait() -> None:
+    """Not an hour later (its timeout): the index step waits up to `INDEX_DELAY` for more to index, and a
+    set from another loop's thread just then was seen only when that wait timed out."""
+    wake = _Wake()
+    loop = _SetAsAWaitBegins(wake)
+
+    async def ended_at_once() -> bool:
+        loop.armed = True
+        waiting = asyncio.ensure_future(wake.wait(3600))
+        for _ in range(3):
+            await asyncio.sleep(0)  # the loop goes round: a wait that was woken, or did not wait, is done
+        ended = waiting.done()
+        waiting.cancel()
+        await asyncio.gather(waiting, return_exceptions=True)
+        return ended
+
+    try:
+        assert loop.run_until_complete(ended_at_once())
+        assert not loop.armed  # the set came while the wait was beginning
+    finally:
+        loop.close()

@@ -140,10 +140,10 @@ def test_the_shown_lines_run_as_shown_and_replay_the_run(
         )
         assert done.returncode == 0, done.stderr
         replay = replayed_run(base, before)
-        # The DevTool knows the run for a replay of the original, and that it ran nothing live.
+        # The DevTool knows the run for a replay of the original (its header), and that it ran nothing
+        # live: its actions say nothing of calls that ran live (no "Ran live: 0 ... · 0 ...").
         summary = html(http(f"{base}/runs/{replay}/actions")[1])
-        assert re.sub(r"\s+", " ", one(summary, "#live-summary").text()).strip().startswith("Ran live: 0 ")
-        assert not summary.css("#live-unrecorded")
+        assert not summary.css("#live-calls")
         header = html(http(f"{base}/runs/{replay}/header")[1])
         assert one(header, "#replay-saving").text().startswith("2 calls served from the snapshot")
     assert not marker.exists()  # the hostile props ran nothing

@@ -20,6 +20,7 @@ from devtool.core.snapshot_tree import snapshot_id as tree_id
 from devtool.store import Store, append_events, get_snapshot, list_snapshots
 from devtool.web import create_app
 from devtool.web.pages import snapshot_frames
+from devtool.web.settings import Settings
 from tests.conftest import Trace
 from tests.web_runs import html, one, record, rewind, span_of
 
@@ -272,6 +273,26 @@ def test_a_malformed_upload_is_refused_with_the_field_named(
     assert response.status_code == 422
     assert named in one(html(response.text), "#upload-error").text()
     assert list_snapshots(store) == []
+
+
+def test_a_snapshot_over_the_upload_limit_is_413_as_a_file_or_as_the_body(store: Store) -> None:
+    body = orjson.dumps(snapshot(memory={"notes": "x" * 700}))
+    over = Settings(max_upload_bytes=len(body) - 1)
+    with TestClient(create_app(store, over)) as client:
+        # As a file: its form is within the allowance for a form's framing, the file itself is over.
+        as_file = client.post("/snapshots", files={"file": ("snap.json", body, "application/json")})
+        # As the body: over by the length it declares, and by the bytes that come when it declares none.
+        as_body = client.post("/snapshots", content=body, headers={"Content-Type": "application/json"})
+        streamed = client.post("/snapshots", content=iter([body]), headers={"Content-Type": "application/json"})
+    for refused in (as_file, as_body, streamed):
+        assert refused.status_code == 413
+        assert "the snapshot is over the upload limit of" in one(html(refused.text), "#upload-error").text()
+    assert list_snapshots(store) == []
+    at_the_limit = Settings(max_upload_bytes=len(body))
+    with TestClient(create_app(store, at_the_limit), follow_redirects=False) as client:  # taken
+        assert client.post("/snapshots", files={"file": ("snap.json", body, "application/json")}).status_code == 303
+        assert client.post("/snapshots", content=iter([body])).status_code == 303
+    assert len(list_snapshots(store)) == 1
 
 
 def test_an_upload_that_is_not_json_or_not_a_file(client: TestClient) -> None:

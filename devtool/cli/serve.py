@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import errno
+import functools
 import ipaddress
 import os
 import secrets
@@ -13,6 +14,7 @@ import socket
 import sys
 import threading
 import webbrowser
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -167,12 +169,7 @@ def run(args: argparse.Namespace) -> int:
         # Beside the database, for `devtool load` and `devtool export` while this server owns it
         # (written before the URL is printed: whoever waits for that line finds the file too).
         with announced(store.path, _local_url(sock, scheme), local_token):
-            print(f"DevTool at {url}", flush=True)
-            if token is not None:
-                print("team token required: open the link and sign in with it", file=sys.stderr, flush=True)
-            if args.open:
-                threading.Timer(0.5, webbrowser.open, [url]).start()
-            _serve(app, sock, tls)
+            _serve(app, sock, tls, up=functools.partial(_say_up, url, team=token is not None, browse=args.open))
     finally:
         if worker is not None:
             worker.stop()
@@ -237,10 +234,30 @@ def _local_url(sock: socket.socket, scheme: str) -> str:
     return f"{scheme}://{shown}:{port}/"
 
 
-def _serve(app: Any, sock: socket.socket, tls: tuple[str, str] | None) -> None:
+def _say_up(url: str, *, team: bool, browse: bool) -> None:
+    """Say where the server is (stdout's first line, which scripts and the benchmarks wait for)."""
+    print(f"DevTool at {url}", flush=True)
+    if team:
+        print("team token required: open the link and sign in with it", file=sys.stderr, flush=True)
+    if browse:
+        threading.Thread(target=webbrowser.open, args=[url], name="devtool-browser", daemon=True).start()
+
+
+def _serve(app: Any, sock: socket.socket, tls: tuple[str, str] | None, *, up: Callable[[], None]) -> None:
+    """Serve `app` on `sock` until told to stop, calling `up` once it answers at once: its start done
+    (the app's lifespan: the OTLP worker spawned and ready, ~0.8 s, nearly all of it the worker's
+    imports; the templates loaded; the indexer started). Said before that, a fresh server's first
+    request waited out the rest of the start (a Rewind of 0.14 s took 1.07-1.24 s; BENCHMARKS.md).
+    A start that fails says nothing: it exits with its error."""
     import uvicorn
 
     from devtool.web.collector import quiet_collector
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if not self.should_exit:
+                up()
 
     # uvicorn shuts down on SIGTERM, then raises the signal again once it has, for the handler it found:
     # ending with SystemExit there lets the caller's cleanup run (its server file, the database's close)
@@ -252,7 +269,7 @@ def _serve(app: Any, sock: socket.socket, tls: tuple[str, str] | None) -> None:
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, lifespan="on", ssl_certfile=cert, ssl_keyfile=key
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    Server(config).run(sockets=[sock])
 
 
 def _exit_on_sigterm(signum: int, frame: Any) -> None:

@@ -228,7 +228,11 @@ class _Wake:
     on whichever event loop it runs: an `asyncio.Event` is bound to the first loop that waits on it,
     and an app driven from another loop after that (a second test client, `asyncio.run` again) had
     each index step fail ("could not derive") and left to the next append. One waiter at a time (the
-    index step); `set` may come from another thread than the waiting loop's."""
+    index step); `set` may come from another thread than the waiting loop's.
+
+    `set` marks, then looks for a waiter; `wait` shows its waiter, then looks at the mark: whichever
+    comes second sees the other's, so a `set` from another thread as a wait begins either wakes the
+    waiter or keeps it from waiting (it once waited out its timeout). `set` costs no more for it."""
 
     def __init__(self) -> None:
         self._set = False
@@ -245,8 +249,9 @@ class _Wake:
         if not self._set:
             self._waiter = waiter = asyncio.get_running_loop().create_future()
             try:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(waiter, timeout)
+                if not self._set:  # set before the waiter was there to be woken
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(waiter, timeout)
             finally:
                 self._waiter = None
         self._set = False

@@ -89,13 +89,13 @@ async def upload_snapshot(request: Request) -> Response:
                 raw = await upload.read(limit + 1)
         except MultiPartException as exc:
             return await _upload_refused(request, 400, f"the upload is not a form with a file: {exc.message}")
+        if len(raw) > limit:  # within the form's allowance for its framing, over by the file's own size
+            return await _upload_refused(request, 413, over)
     else:
         try:
             raw = await read_body(request, limit)
         except BodyError:
             return await _upload_refused(request, 413, over)
-    if len(raw) > limit:
-        return await _upload_refused(request, 413, over)
     try:
         # Up to the upload limit of JSON: parsed in the thread pool, as every body is, not on the event loop.
         document = await run_in_threadpool(orjson.loads, raw)
