@@ -84,14 +84,16 @@ def test_runs_read_together_take_their_own_events_only_and_a_long_range_is_read_
     first, middle, last = load_file(store, path).traces
     t, lead = _long_run(2 * BLOCK)  # every step says it: its blocks to read are 16 blocks of ids
     for index in range(2 * BLOCK):
+        output = f"the dashboard looked fine {index}"
         t.span("tools:execute", lead, agentId="lead", callId=f"root/agent:lead:0/tool:look:{index}",
-               toolResults=[{"toolName": "look", "input": {}, "output": f"the dashboard looked fine {index}"}])  # fmt: skip
+               toolResults=[{"toolName": "look", "input": {}, "output": output}])  # fmt: skip
     t.end(lead, success=True)
     long_run = load_file(store, t.write(tmp_path / "long.jsonl")).traces[0]
 
     found = first_hits(store, [first, last, long_run], "dashboard looked")
 
     assert set(found) == {first, last, long_run}  # not the run between them, which was not asked
+    assert first_hits(store, [middle], "dashboard looked")[middle].snippet == "run 1: the dashboard looked red"
     assert found[first].snippet == "run 0: the dashboard looked red"
     assert found[last].snippet == "run 2: the dashboard looked red"
     assert found[long_run].snippet == "the dashboard looked fine 0"
