@@ -54,7 +54,7 @@ def first_hits(store: Store, trace_ids: Sequence[str], text: str) -> dict[str, F
             {"ids": list_param.values(trace_ids)},
         ).fetchall()
         old = [trace for trace, first, _ in spans if first < since]
-        blocks = _blocks(cursor, {trace: (first, last) for trace, first, last in spans if first >= since}, needle)
+        blocks = _blocks(cursor, [trace for trace, first, _ in spans if first >= since], needle)
         found = _first_in_blocks(cursor, blocks, {trace: (first, last) for trace, first, last in spans}, needle)
     for trace in old:
         hits = find_in_run(store, trace, text, limit=1, max_scanned=FIRST_SLICE).hits
@@ -63,18 +63,13 @@ def first_hits(store: Store, trace_ids: Sequence[str], text: str) -> dict[str, F
     return found
 
 
-def _blocks(cursor: Any, ranges: dict[str, tuple[int, int]], needle: str) -> dict[str, list[int]]:
-    """Each run's first blocks (up to `FIRST_SLICE` events of them) that hold every word of `needle`, of
-    the runs of `ranges` (their first and last event ids)."""
-    if not ranges:
+def _blocks(cursor: Any, trace_ids: list[str], needle: str) -> dict[str, list[int]]:
+    """Each run's first blocks (up to `FIRST_SLICE` events of them) that hold every word of `needle`."""
+    if not trace_ids:
         return {}
     found = words(needle)
     params: dict[str, object] = {
-        "ids": list_param.values(ranges),
-        # The blocks the runs' events are in: `search_blocks` is written in the order of the events, so
-        # its zone maps skip the rest (a page of the newest runs reads the newest rows).
-        "low": min(first for first, _ in ranges.values()) >> BLOCK_BITS,
-        "high": max(last for _, last in ranges.values()) >> BLOCK_BITS,
+        "ids": list_param.values(trace_ids),
         "most": FIRST_SLICE >> BLOCK_BITS,
         **{f"w{i}": word for i, word in enumerate(found)},
     }
@@ -85,7 +80,7 @@ def _blocks(cursor: Any, ranges: dict[str, tuple[int, int]], needle: str) -> dic
         SELECT trace_id, list(block ORDER BY block) FROM (
             SELECT trace_id, block, row_number() OVER (PARTITION BY trace_id ORDER BY block) AS n
             FROM search_blocks
-            WHERE block BETWEEN $low AND $high AND trace_id IN (SELECT unnest({list_param.of("ids")})) AND ({any_word})
+            WHERE trace_id IN (SELECT unnest({list_param.of("ids")})) AND ({any_word})
             GROUP BY trace_id, block HAVING {held}
         ) WHERE n <= $most GROUP BY trace_id
         """,
