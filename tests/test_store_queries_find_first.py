@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
+
 from devtool.demo import failing
 from devtool.store import Store, load_file
 from devtool.store.queries.find import find_in_run
@@ -62,3 +64,38 @@ def test_no_runs_or_no_words_ask_nothing(store: Store, tmp_path: Path) -> None:
     trace = record(store, tmp_path, failing.main, name="release-check")
     assert first_hits(store, [], "dashboard") == {}
     assert first_hits(store, [trace], " ;; ") == {}
+
+
+def test_runs_read_together_take_their_own_events_only_and_a_long_range_is_read_alone(
+    store: Store, tmp_path: Path
+) -> None:
+    """The page's short runs are read by one scan of their ranges: a run between them, or inside one's
+    range (events interleaved, as live runs are), gives none of its events to theirs; a run whose
+    blocks to read span a block or more is read alone, up to its first hits."""
+    runs = [Trace() for _ in range(3)]
+    for index, t in enumerate(runs):
+        root = t.start("runWith", callId="root")
+        tool = t.start("tools:execute", root, callId=f"root/tool:probe:{index}")
+        t.end(tool, success=False, error={"name": "OSError", "message": f"run {index}: the dashboard looked red"})
+        t.end(root, success=True)
+    interleaved = [event for events in zip(*(t.events for t in runs), strict=True) for event in events]
+    path = tmp_path / "interleaved.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(event) + b"\n" for event in interleaved))
+    first, middle, last = load_file(store, path).traces
+    t, lead = _long_run(2 * BLOCK)  # every step says it: its blocks to read are 16 blocks of ids
+    for index in range(2 * BLOCK):
+        output = f"the dashboard looked fine {index}"
+        t.span("tools:execute", lead, agentId="lead", callId=f"root/agent:lead:0/tool:look:{index}",
+               toolResults=[{"toolName": "look", "input": {}, "output": output}])  # fmt: skip
+    t.end(lead, success=True)
+    long_run = load_file(store, t.write(tmp_path / "long.jsonl")).traces[0]
+
+    found = first_hits(store, [first, last, long_run], "dashboard looked")
+
+    assert set(found) == {first, last, long_run}  # not the run between them, which was not asked
+    assert first_hits(store, [middle], "dashboard looked")[middle].snippet == "run 1: the dashboard looked red"
+    assert found[first].snippet == "run 0: the dashboard looked red"
+    assert found[last].snippet == "run 2: the dashboard looked red"
+    assert found[long_run].snippet == "the dashboard looked fine 0"
+    for trace in (first, last, long_run):
+        assert found[trace] == find_in_run(store, trace, "dashboard looked", limit=1).hits[0]

@@ -5,8 +5,11 @@ A find inside one run (`find.find_in_run`) is about six statements: asked for ea
 runs, that was 0.6-0.7 s a page, thirty times the list itself. Here the page's runs are asked
 together: their ids and event ranges in one statement, the blocks of each that hold every word of the
 text in a second (the first `FIRST_SLICE` events' worth of them a run, as a find's first slice), and
-the first few events of those blocks that hold the text in a third: one `UNION ALL` branch a run,
-each reading only its own run's ids, so DuckDB's zone maps skip every other run's rows. A run whose
+the first few events of those blocks that hold the text in a third: one scan of the runs' ranges of
+ids (DuckDB's zone maps skip the rows between them), each event checked against its own run's blocks,
+and a `UNION ALL` branch with a `LIMIT` for each run whose range is long (a big run is read up to its
+first few hits, not through its blocks). Reading an event's JSON body opens its vector of 2,048 zstd
+bodies (1.5-2 ms, whatever it holds): the runs' bodies are most of the statement. A run whose
 first `EVENTS_A_RUN` such events hold the text only in what is not searched (keys, ids) shows no
 snippet; its page's find box reads further. A field outside an OTLP span's `otel` block is shown
 before one inside it (the block repeats the span's messages as JSON text: a turn's start event holds
@@ -26,10 +29,15 @@ import orjson
 from devtool.store import list_param
 from devtool.store.database import Store
 from devtool.store.queries.find import FIRST_SLICE, SHOWN_SPAN, FindHit, find_in_run, hit_of_event, spellings_of
-from devtool.store.search import BLOCK_BITS, words
+from devtool.store.search import BLOCK, BLOCK_BITS, words
 
 # Events a run read for its first hit: a text's words can sit in a body's keys rather than its texts.
 EVENTS_A_RUN = 8
+# A run whose events to read span this many ids or more is read alone, its first `EVENTS_A_RUN` hits
+# (DuckDB stops at its LIMIT); the page's other runs are read by one scan of their ranges, each run's
+# first `EVENTS_A_RUN` kept here. A branch a run was 4 ms of DuckDB's time each (every column's vector
+# opened for a dozen rows) and a tenth of a second to plan for fifty (BENCHMARKS.md).
+ALONE = BLOCK
 
 
 def first_hits(store: Store, trace_ids: Sequence[str], text: str) -> dict[str, FindHit]:
@@ -89,23 +97,42 @@ def _first_in_blocks(
         return {}
     params: dict[str, object] = {"spellings": list_param.values(spellings_of(needle))}
     holds = f"list_bool_or([contains(body, s) FOR s IN {list_param.of('spellings')}])"
-    branches = []
-    for i, (trace, held) in enumerate(blocks.items()):
+    columns = f"trace_id, {SHOWN_SPAN}, call_id, body, event_id"
+    reads = {}
+    for trace, held in blocks.items():
         first, last = ranges[trace]
-        params |= {f"t{i}": trace, f"b{i}": list_param.values(held)}
-        params |= {f"lo{i}": max(first, held[0] << BLOCK_BITS), f"hi{i}": min(last, ((held[-1] + 1) << BLOCK_BITS) - 1)}
-        branches.append(
-            f"""(SELECT trace_id, {SHOWN_SPAN}, call_id, body, event_id FROM events
-            WHERE event_id BETWEEN $lo{i} AND $hi{i} AND trace_id = $t{i}
+        reads[trace] = (max(first, held[0] << BLOCK_BITS), min(last, ((held[-1] + 1) << BLOCK_BITS) - 1))
+    together = [trace for trace, (low, high) in reads.items() if high - low < ALONE]
+    parts = []
+    if together:
+        # Each run's ids and held blocks: an event of another run of the page in a run's range is not read.
+        params |= {
+            "together": list_param.values(together),
+            "held": list_param.values([f"{trace}:{block}" for trace in together for block in blocks[trace]]),
+        }
+        within = " OR ".join(f"event_id BETWEEN {reads[trace][0]} AND {reads[trace][1]}" for trace in together)
+        parts.append(
+            f"""SELECT {columns} FROM events
+            WHERE ({within}) AND trace_id IN (SELECT unnest({list_param.of("together")}))
+              AND list_contains({list_param.of("held")}, concat(trace_id, ':', event_id >> {BLOCK_BITS}))
+              AND type NOT LIKE 'model:call:%' AND {holds}"""
+        )
+    for i, trace in enumerate(trace for trace in reads if trace not in together):
+        params |= {f"t{i}": trace, f"b{i}": list_param.values(blocks[trace])}
+        parts.append(
+            f"""(SELECT {columns} FROM events
+            WHERE event_id BETWEEN {reads[trace][0]} AND {reads[trace][1]} AND trace_id = $t{i}
               AND list_contains({list_param.of(f"b{i}", "BIGINT")}, event_id >> {BLOCK_BITS})
               AND type NOT LIKE 'model:call:%' AND {holds}
             LIMIT {EVENTS_A_RUN})"""
         )
-    union = " UNION ALL ".join(branches)
+    union = " UNION ALL ".join(parts)
     rows = cursor.execute(f"SELECT * FROM ({union}) ORDER BY trace_id, event_id", params).fetchall()
     found: dict[str, FindHit] = {}
+    read: dict[str, int] = {}
     for trace, span_id, call_id, body, _ in rows:
-        if trace not in found or found[trace].restated:
+        read[trace] = read.get(trace, 0) + 1
+        if read[trace] <= EVENTS_A_RUN and (trace not in found or found[trace].restated):
             hit = hit_of_event(span_id, call_id, orjson.loads(body), needle)
             if hit is not None and (trace not in found or not hit.restated):
                 found[trace] = hit
