@@ -1,7 +1,9 @@
 """A small batch of traces new to the store is inserted without looking for its events among the
-stored ones (`live_append._store`'s `fresh`, issue 43): exactly once still holds wherever a trace's
-events may already be (a run derived, the backlog, a file loaded, a store reopened, a derive in flight,
-a retried or doubled export over HTTP)."""
+stored ones (`live_append._store`'s `fresh`, issue 43), and a bigger one looks for them in a list of
+the stored keys of its window when they are few (`listed`), else by the anti-join: exactly once still
+holds wherever a trace's events may already be (a run derived, the backlog, a file loaded, a store
+reopened, a derive in flight, a retried or doubled export over HTTP, a batch that shares a trace with
+the one before it)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import orjson
+import pytest
 
 from devtool.store import Store, load_file, store_batch, store_events
 from devtool.store.event_gate import CheckedEvent, check_events
+from devtool.store.live_append import STORED_KEYS
 from testkit.served import serving
 from tests.conftest import Trace
 from tests.otlp_factory import request, span, span_id
@@ -128,3 +132,28 @@ def test_an_export_posted_at_once_many_times_and_again_after_is_stored_once(tmp_
         assert counts(store, trace) == (4, 4)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("stored", [0, 10, STORED_KEYS, STORED_KEYS + 1])
+def test_a_bigger_batch_stores_only_what_its_window_does_not_hold_listed_or_joined(store: Store, stored: int) -> None:
+    """A batch over the small size whose first `stored` events are stored already (the events its window
+    holds: none, fewer than `STORED_KEYS`, as many, one more, checked by the anti-join): those are not
+    stored again, the others are, in order; the same batch again stores nothing."""
+    t = Trace()
+    root = t.start("agent")
+    for _ in range(STORED_KEYS):
+        t.span("turn", root)
+    t.end(root)
+    other = Trace()  # a trace of its own in the same batch, none of it stored
+    other.span("agent")
+    events = check_events(t.events)
+    store_events(store, events[:stored], derive=False)
+    ids = store_events(store, [*events, *check_events(other.events)], derive=False)
+    assert ids[:stored] == [None] * stored
+    new = ids[stored:]
+    assert None not in new
+    assert new == sorted(set(new))  # in the batch's order, each its own id
+    assert store_events(store, events, derive=False) == [None] * len(events)
+    store.derive_backlog()
+    assert counts(store, t.trace_id) == (len(events), len(events))
+    assert counts(store, other.trace_id) == (2, 2)

@@ -20,7 +20,11 @@ summary are computed in Python from the rows the insert returns (`small_derive.p
 SQL (`derive.refresh`) when they are not all of a trace's events (a trace with a run already).
 A small batch none of whose traces has a run or waits in the backlog has no event stored already
 (`stored_spans`), so its insert does not look for them (`event_sql`'s `fresh`: the anti-join was
-6.5 of the 16.5 ms a lone trace's append took).
+6.5 of the 16.5 ms a lone trace's append took). A bigger batch's are read first, with the source and
+the last id: the keys of its traces' stored events between its first and last time. None (new runs),
+and its insert looks for none; at most `STORED_KEYS` (an ingest's batch shares a trace or two with the
+one before it), and it looks each event up in their list (`listed`); only past that does it join
+them (DuckDB built the anti-join's hash table from the batch, its texts and all).
 
 Events of one live stream are recorded under one `sources` row (kind `live`, named by `stream`), whose
 counts grow with every batch.
@@ -39,7 +43,7 @@ import orjson
 from devtool.store import derive, list_param, live_index, small_derive
 from devtool.store.database import Store
 from devtool.store.event_gate import CheckedEvent, check_events
-from devtool.store.event_sql import insert_events_sql
+from devtool.store.event_sql import STORED_IN_WINDOW, insert_events_sql
 
 LIVE_KIND = "live"
 # The live stream OTLP exports are stored under: a run whose events came by it came from OpenTelemetry.
@@ -48,6 +52,10 @@ OTLP_STREAM = "otlp"
 # The batch as one list parameter (`list_param`: a JSON array of the texts), numbered in its order:
 # ids follow the list.
 _BATCH = f"(SELECT body::JSON AS body, n FROM unnest({list_param.of('events')}) WITH ORDINALITY AS batch(body, n))"
+# The most stored events a batch that is not small is checked against as a list (`event_sql`'s
+# `listed`: each of its events looked up in it); more (a retried group, a long run's events at the same
+# times), and it is checked by the anti-join.
+STORED_KEYS = 512
 
 logger = logging.getLogger("devtool.store")
 
@@ -123,13 +131,18 @@ def _store(store: Store, events: Sequence[CheckedEvent], stream: str, derive_sma
         # (and, under the write lock, no append makes one held meanwhile).
         held = {trace for trace in traces if store.backlog.holds(trace)} if small else set()
         window: dict[str, object] = {"traces": list_param.values(traces), "lo": min(times), "hi": max(times)}
-        source_id, known, base, runs = _head(conn, stream, window, small)
+        source_id, known, base, runs, stored = _head(conn, stream, window, small)
         # No trace of a small batch has a run or is held: none has events stored (`stored_spans`), so
-        # none of the batch is stored already but repeats in it, left out above.
-        fresh = small and not runs and not held
-        params = {"events": list_param.values(texts), "base": base, "source": source_id, **({} if fresh else window)}
+        # none of the batch is stored already but repeats in it, left out above. A bigger batch is
+        # checked against the stored events of its window when they are few (an ingest's batch shares
+        # a trace or two with the batch before it), listed: none, nothing is looked for.
+        fresh = not runs and not held if small else stored == []
+        listed = not small and bool(stored)
+        check: dict[str, object] = {} if fresh else {"stored": list_param.values(stored or ())} if listed else window
+        params = {"events": list_param.values(texts), "base": base, "source": source_id, **check}
         # The slot of each event stored: its id is `base` + its place in `texts` (from 1).
-        rows = conn.execute(_insert(all(event.written for event in events), small, fresh), params).fetchall()
+        written = all(event.written for event in events)
+        rows = conn.execute(_insert(written, small, fresh, listed), params).fetchall()
         ids = {row[0] - base - 1: row[0] for row in rows}
         if ids:
             if not known:
@@ -210,12 +223,13 @@ def stored_spans(store: Store, spans: Iterable[tuple[str, str]]) -> set[tuple[st
 
 
 @functools.cache
-def _insert(written: bool, small: bool, fresh: bool) -> str:
+def _insert(written: bool, small: bool, fresh: bool, listed: bool) -> str:
     """The batch's INSERT (`insert_events_sql`): of texts all the gate `written`; returning the rows a
     derive in Python is made of (`small_derive.RETURNING`) for a `small` batch, one it may derive;
-    not looking for stored events when the batch's traces are `fresh` (none has events stored)."""
+    not looking for stored events when the batch's traces are `fresh` (none has events stored), or
+    only in the keys `listed` (`$stored`)."""
     returning = small_derive.RETURNING if small else ""
-    return insert_events_sql(_BATCH, live=True, written=written, returning=returning, fresh=fresh)
+    return insert_events_sql(_BATCH, live=True, written=written, returning=returning, fresh=fresh, listed=listed)
 
 
 def trace_of(event: CheckedEvent) -> str:
@@ -232,17 +246,26 @@ def _ends_root(event: Mapping[str, Any]) -> bool:
     return (parent is None or parent == "") and str(event["type"]).endswith(":end")
 
 
-def _head(conn: Any, stream: str, params: dict[str, object], small: bool) -> tuple[int, bool, int, bool]:
+def _head(
+    conn: Any, stream: str, window: dict[str, object], small: bool
+) -> tuple[int, bool, int, bool, list[int] | None]:
     """In one statement (a lone trace's append is its statements): the source id of live stream
     `stream` and whether its row is stored (else the id is new, and its row is added only if the
     batch stores something: a retry alone adds nothing), the highest event id stored, and, for a
-    `small` batch, whether a trace of it (`$traces`) has a run already."""
-    runs = f"SELECT count(*) > 0 FROM runs WHERE trace_id IN (SELECT unnest({list_param.of('traces')}))"
-    source, base, stored = conn.execute(
+    `small` batch, whether a trace of it (`$traces`) has a run already; for another, the keys of the
+    stored events in its `window` (`event_sql.STORED_IN_WINDOW`), None when over `STORED_KEYS`."""
+    if small:
+        asked = f"SELECT count(*) > 0 FROM runs WHERE trace_id IN (SELECT unnest({list_param.of('traces')}))"
+    else:
+        asked = f"SELECT list(event_key) FROM ({STORED_IN_WINDOW} AND event_key IS NOT NULL LIMIT {STORED_KEYS + 1})"
+    source, base, found = conn.execute(
         "SELECT (SELECT source_id FROM sources WHERE kind = $kind AND path = $path AND content_hash IS NULL), "
-        f"(SELECT coalesce(max(event_id), 0) FROM events), ({runs if small else 'SELECT false'})",
-        {"kind": LIVE_KIND, "path": stream, **({"traces": params["traces"]} if small else {})},
+        f"(SELECT coalesce(max(event_id), 0) FROM events), ({asked})",
+        {"kind": LIVE_KIND, "path": stream, **({"traces": window["traces"]} if small else window)},
     ).fetchall()[0]
-    if source is not None:
-        return int(source), True, int(base), bool(stored)
-    return int(conn.execute("SELECT nextval('source_ids')").fetchall()[0][0]), False, int(base), bool(stored)
+    runs = small and bool(found)
+    stored = None if small or (found is not None and len(found) > STORED_KEYS) else list(found or ())
+    known = source is not None
+    if not known:
+        source = conn.execute("SELECT nextval('source_ids')").fetchall()[0][0]
+    return int(source), known, int(base), runs, stored
