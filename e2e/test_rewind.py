@@ -68,10 +68,11 @@ def choose_mode(page: Page, mode: str) -> None:
 
 
 def badges(row: Locator) -> tuple[int, int]:
-    """Run B's calls in a frame of the compare page's tree: served from the journal, and run live."""
+    """Run B's calls in a frame of the compare page's tree: served from the journal, and run live (a
+    count of none has no badge)."""
     served = row.locator(".served").first  # in a folded frame when nothing differs: read, not seen
-    cached, live = (served.locator(f".badge.{name}").text_content() or "" for name in ("cached", "live"))
-    return int(cached.split()[0]), int(live.split()[0])
+    cached, live = (served.locator(f".badge.{name}").all_text_contents() or ["0"] for name in ("cached", "live"))
+    return int(cached[0].split()[0]), int(live[0].split()[0])
 
 
 def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
@@ -122,6 +123,11 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     cached, live = badges(page.locator(f'li[data-call-id="{agent}"]'))
     assert cached >= 3  # its first turn, its search and its second turn
     assert live >= 3  # the fetches and the turn after them
+    # A count of none is no badge: the writer, after the cut, ran its one call live and was served none.
+    counts = page.locator("#compare-tree .served .badge").all_text_contents()
+    assert counts
+    assert [count for count in counts if count.startswith("0 ")] == []
+    assert badges(page.locator(f'li[data-call-id="{WRITER}"]')) == (0, 1)
     shoot(page, "compare")
 
 

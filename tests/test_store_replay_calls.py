@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 import devtool
 import devtool.instrument
 from devtool.actions.run_rewind import rewind
-from devtool.core import JsonlSink, run_with
+from devtool.core import JsonlSink, create_agent, run_with
 from devtool.store import Store, get_snapshot, load_file
 from devtool.store.queries.replay_calls import ReplayCalls, _classified, replay_calls
 from devtool.web import create_app
@@ -206,3 +206,34 @@ def test_a_run_not_printed_is_told_apart_from_its_events_the_same(store: Store, 
         assert replay_calls(store, replay) == from_prints, unprinted
         with store.transaction() as conn:
             conn.execute("INSERT INTO printed_runs SELECT unnest(?)", [unprinted])
+
+
+def two_agents() -> Any:
+    """A run of two agents, each calling `lookup` once."""
+
+    async def step(props: Any) -> Any:
+        return lookup(q=props["q"])
+
+    async def main() -> Any:
+        await create_agent("first", step)({"q": "a"})
+        return await create_agent("second", step)({"q": "b"})
+
+    return main
+
+
+def test_the_compare_tree_shows_only_the_counts_that_are_not_zero(store: Store, tmp_path: Path) -> None:
+    """Rewound before its second agent, the replay's first agent was served from the journal and its second
+    ran live: each says the one count that is not zero ("1 cached", not "1 cached 0 live"); the run's own
+    frame, where it made no calls, says nothing."""
+    original = recorded(store, tmp_path / "original.jsonl", two_agents())
+    cut = rewind(store, original, span_of(store, original, "second", "agent"), "before")
+    metadata = {"replay": {"id": "r3", "snapshotId": cut, "originalTraceId": original}}
+    snapshot = get_snapshot(store, cut).snapshot
+    replay = recorded(store, tmp_path / "replay.jsonl", two_agents(), snapshot=snapshot, metadata=metadata)
+    with TestClient(create_app(store, Settings())) as client:
+        page = html(client.get(f"/compare?a={original}&b={replay}").text)
+    shown = {
+        call_id: [badge.text() for badge in page.css(f'li[data-call-id="{call_id}"] > .served .badge')]
+        for call_id in ("root", "root/agent:first:0", "root/agent:second:0")
+    }
+    assert shown == {"root": [], "root/agent:first:0": ["1 cached"], "root/agent:second:0": ["1 live"]}
