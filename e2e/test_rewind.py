@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from e2e.conftest import Server, Shoot
+from e2e.conftest import SCREEN_SIZES, Server, Shoot, resize
 from e2e.demo_server import running_demo
 
 WRITER = "root/agent:research-lead:0/agent:writer:0"
@@ -75,6 +75,21 @@ def badges(row: Locator) -> tuple[int, int]:
     return int(cached[0].split()[0]), int(live[0].split()[0])
 
 
+def on_its_own_rows(page: Page, block: str, above: str) -> None:
+    """At each screen size, `block` starts below the bottom of `above`, no further right than it starts: a
+    block of its own, never squeezed beside it."""
+    before = page.viewport_size
+    for width, height in SCREEN_SIZES:
+        resize(page, width, height)
+        upper, lower = page.locator(above).bounding_box(), page.locator(block).bounding_box()
+        assert upper is not None
+        assert lower is not None
+        assert lower["y"] >= upper["y"] + upper["height"], (width, upper, lower)
+        assert lower["x"] <= upper["x"] + 1, (width, upper, lower)
+    if before is not None:
+        resize(page, before["width"], before["height"])
+
+
 def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     page: Page, demo: tuple[Server, str], shoot: Shoot
 ) -> None:
@@ -104,10 +119,11 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
 
     replay_id = replay(page, shoot)
     # Its actions count the calls that ran live by why: all of them after the cut, so only that is said,
-    # once, by the line that opens their list.
+    # once, by the line that opens their list; under the buttons, not beside them.
     ran_live = page.locator("#live-calls summary")
     expect(ran_live).to_have_text(re.compile(r"^\s*\d+ calls ran live after the cut\s*$"))
     assert (page.locator("#run-actions").text_content() or "").count("after the cut") == 1
+    on_its_own_rows(page, "#live-calls", "#run-actions .run-actions-bar")
     shoot(page, "replay-ran-live")
     # On the replay's run: the agent's web search (before the cut) came from the journal, the fetch
     # it was rewound to before ran live.
@@ -131,6 +147,7 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     assert counts
     assert [count for count in counts if count.startswith("0 ")] == []
     assert badges(page.locator(f'li[data-call-id="{WRITER}"]')) == (0, 1)
+    on_its_own_rows(page, "#live-calls", "#compare-summary")
     shoot(page, "compare")
 
 
