@@ -75,17 +75,16 @@ def badges(row: Locator) -> tuple[int, int]:
     return int(cached[0].split()[0]), int(live[0].split()[0])
 
 
-def on_its_own_rows(page: Page, block: str, above: str) -> None:
-    """At each screen size, `block` starts below the bottom of `above`, no further right than it starts: a
-    block of its own, never squeezed beside it."""
+def on_its_own_rows(page: Page, block: str, above: str, column: str) -> None:
+    """At each screen size, `block` starts below the bottom of `above`, at the left edge of `column`: a
+    block of its own, never squeezed beside it nor floating in the middle under it."""
     before = page.viewport_size
     for width, height in SCREEN_SIZES:
         resize(page, width, height)
-        upper, lower = page.locator(above).bounding_box(), page.locator(block).bounding_box()
-        assert upper is not None
-        assert lower is not None
+        boxes = [page.locator(found).bounding_box() for found in (above, block, column)]
+        upper, lower, left = (box for box in boxes if box is not None)
         assert lower["y"] >= upper["y"] + upper["height"], (width, upper, lower)
-        assert lower["x"] <= upper["x"] + 1, (width, upper, lower)
+        assert abs(lower["x"] - left["x"]) <= 1, (width, left, lower)
     if before is not None:
         resize(page, before["width"], before["height"])
 
@@ -123,7 +122,7 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     ran_live = page.locator("#live-calls summary")
     expect(ran_live).to_have_text(re.compile(r"^\s*\d+ calls ran live after the cut\s*$"))
     assert (page.locator("#run-actions").text_content() or "").count("after the cut") == 1
-    on_its_own_rows(page, "#live-calls", "#run-actions .run-actions-bar")
+    on_its_own_rows(page, "#live-calls", "#run-actions .run-actions-bar", "#run-header")
     shoot(page, "replay-ran-live")
     # On the replay's run: the agent's web search (before the cut) came from the journal, the fetch
     # it was rewound to before ran live.
@@ -147,7 +146,7 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     assert counts
     assert [count for count in counts if count.startswith("0 ")] == []
     assert badges(page.locator(f'li[data-call-id="{WRITER}"]')) == (0, 1)
-    on_its_own_rows(page, "#live-calls", "#compare-summary")
+    on_its_own_rows(page, "#live-calls", "#compare-summary", "#compare-summary")
     shoot(page, "compare")
 
 
