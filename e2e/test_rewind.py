@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from e2e.conftest import Server, Shoot
+from e2e.conftest import SCREEN_SIZES, Server, Shoot, resize
 from e2e.demo_server import running_demo
 
 WRITER = "root/agent:research-lead:0/agent:writer:0"
@@ -68,10 +68,25 @@ def choose_mode(page: Page, mode: str) -> None:
 
 
 def badges(row: Locator) -> tuple[int, int]:
-    """Run B's calls in a frame of the compare page's tree: served from the journal, and run live."""
+    """Run B's calls in a frame of the compare page's tree: served from the journal, and run live (a
+    count of none has no badge)."""
     served = row.locator(".served").first  # in a folded frame when nothing differs: read, not seen
-    cached, live = (served.locator(f".badge.{name}").text_content() or "" for name in ("cached", "live"))
-    return int(cached.split()[0]), int(live.split()[0])
+    cached, live = (served.locator(f".badge.{name}").all_text_contents() or ["0"] for name in ("cached", "live"))
+    return int(cached[0].split()[0]), int(live[0].split()[0])
+
+
+def on_its_own_rows(page: Page, block: str, above: str, column: str) -> None:
+    """At each screen size, `block` starts below the bottom of `above`, at the left edge of `column`: a
+    block of its own, never squeezed beside it nor floating in the middle under it."""
+    before = page.viewport_size
+    for width, height in SCREEN_SIZES:
+        resize(page, width, height)
+        boxes = [page.locator(found).bounding_box() for found in (above, block, column)]
+        upper, lower, left = (box for box in boxes if box is not None)
+        assert lower["y"] >= upper["y"] + upper["height"], (width, upper, lower)
+        assert abs(lower["x"] - left["x"]) <= 1, (width, left, lower)
+    if before is not None:
+        resize(page, before["width"], before["height"])
 
 
 def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
@@ -102,8 +117,12 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     page.wait_for_url(snapshot_url)
 
     replay_id = replay(page, shoot)
-    # Its actions count the calls that ran live by why: all of them after the cut, so only that is said.
-    expect(page.locator("#live-summary")).to_have_text(re.compile(r"^\s*Ran live:\s+\d+ after the cut\s*$"))
+    # Its actions count the calls that ran live by why: all of them after the cut, so only that is said,
+    # once, by the line that opens their list; under the buttons, not beside them.
+    ran_live = page.locator("#live-calls summary")
+    expect(ran_live).to_have_text(re.compile(r"^\s*\d+ calls ran live after the cut\s*$"))
+    assert (page.locator("#run-actions").text_content() or "").count("after the cut") == 1
+    on_its_own_rows(page, "#live-calls", "#run-actions .run-actions-bar", "#run-header")
     shoot(page, "replay-ran-live")
     # On the replay's run: the agent's web search (before the cut) came from the journal, the fetch
     # it was rewound to before ran live.
@@ -122,6 +141,12 @@ def test_rewind_before_a_tool_replay_with_earlier_calls_cached_and_compare(
     cached, live = badges(page.locator(f'li[data-call-id="{agent}"]'))
     assert cached >= 3  # its first turn, its search and its second turn
     assert live >= 3  # the fetches and the turn after them
+    # A count of none is no badge: the writer, after the cut, ran its one call live and was served none.
+    counts = page.locator("#compare-tree .served .badge").all_text_contents()
+    assert counts
+    assert [count for count in counts if count.startswith("0 ")] == []
+    assert badges(page.locator(f'li[data-call-id="{WRITER}"]')) == (0, 1)
+    on_its_own_rows(page, "#live-calls", "#compare-summary", "#compare-summary")
     shoot(page, "compare")
 
 

@@ -15,12 +15,13 @@ from typing import Any
 
 import openai
 import pytest
+from selectolax.lexbor import LexborHTMLParser as HTMLParser
 from starlette.testclient import TestClient
 
 import devtool
 import devtool.instrument
 from devtool.actions.run_rewind import rewind
-from devtool.core import JsonlSink, run_with
+from devtool.core import JsonlSink, create_agent, run_with
 from devtool.store import Store, get_snapshot, load_file
 from devtool.store.queries.replay_calls import ReplayCalls, _classified, replay_calls
 from devtool.web import create_app
@@ -87,6 +88,17 @@ def replayed(store: Store, tmp_path: Path, fake_provider: FakeProvider) -> tuple
     return original, replay
 
 
+def ran_live(page: HTMLParser) -> list[str]:
+    """What the lines that open a page's lists of calls that ran live say (not recorded is an alert)."""
+    return [re.sub(r"\s+", " ", summary.text()).strip() for summary in page.css("#live-calls summary")]
+
+
+def said_once(page: HTMLParser, *reasons: str) -> None:
+    """Each reason some call ran live for is said once on the page: no count repeats the line of its calls."""
+    text = re.sub(r"\s+", " ", page.text())
+    assert [text.count(reason) for reason in reasons] == [1] * len(reasons), text
+
+
 def test_each_live_call_says_why_it_ran(store: Store, replayed: tuple[str, str], fake_provider: FakeProvider) -> None:
     original, replay = replayed
     assert fake_provider.count() == 1  # the model request was served from the snapshot
@@ -135,8 +147,8 @@ def test_a_request_to_another_model_ran_live_because_its_input_changed(
     with TestClient(create_app(store, Settings())) as client:
         for url in (f"/runs/{replay}/actions", f"/compare?a={original}&b={replay}"):
             page = html(client.get(url).text)
-            ran_live = re.sub(r"\s+", " ", one(page, "#live-summary").text()).strip()
-            assert ran_live == "Ran live: 1 because its input changed · 1 not recorded", url
+            said_once(page, "because its input changed", "not recorded")
+            assert ran_live(page) == ["1 call ran live because its input changed"], url
             assert not page.css("#live-cut-count, #live-cut")
 
 
@@ -187,8 +199,8 @@ def test_how_many_calls_the_snapshot_served_is_said_once_a_page(store: Store, re
         said = one(html(compare), "#compare-served").text()
         assert re.sub(r"\s+", " ", said).startswith("B: 1 call served from the snapshot (")
         assert one(html(run_page), "#run-header #replay-saving").text().startswith("1 call served from the snapshot")
-        ran_live = re.sub(r"\s+", " ", one(html(compare), "#live-summary").text()).strip()
-        assert ran_live == "Ran live: 1 because its input changed · 1 after the cut · 1 not recorded"
+        said_once(html(compare), "because its input changed", "after the cut", "not recorded")
+        assert ran_live(html(compare)) == ["1 call ran live because its input changed", "1 call ran live after the cut"]
 
 
 def test_a_run_not_printed_is_told_apart_from_its_events_the_same(store: Store, replayed: tuple[str, str]) -> None:
@@ -206,3 +218,34 @@ def test_a_run_not_printed_is_told_apart_from_its_events_the_same(store: Store, 
         assert replay_calls(store, replay) == from_prints, unprinted
         with store.transaction() as conn:
             conn.execute("INSERT INTO printed_runs SELECT unnest(?)", [unprinted])
+
+
+def two_agents() -> Any:
+    """A run of two agents, each calling `lookup` once."""
+
+    async def step(props: Any) -> Any:
+        return lookup(q=props["q"])
+
+    async def main() -> Any:
+        await create_agent("first", step)({"q": "a"})
+        return await create_agent("second", step)({"q": "b"})
+
+    return main
+
+
+def test_the_compare_tree_shows_only_the_counts_that_are_not_zero(store: Store, tmp_path: Path) -> None:
+    """Rewound before its second agent, the replay's first agent was served from the journal and its second
+    ran live: each says the one count that is not zero ("1 cached", not "1 cached 0 live"); the run's own
+    frame, where it made no calls, says nothing."""
+    original = recorded(store, tmp_path / "original.jsonl", two_agents())
+    cut = rewind(store, original, span_of(store, original, "second", "agent"), "before")
+    metadata = {"replay": {"id": "r3", "snapshotId": cut, "originalTraceId": original}}
+    snapshot = get_snapshot(store, cut).snapshot
+    replay = recorded(store, tmp_path / "replay.jsonl", two_agents(), snapshot=snapshot, metadata=metadata)
+    with TestClient(create_app(store, Settings())) as client:
+        page = html(client.get(f"/compare?a={original}&b={replay}").text)
+    shown = {
+        call_id: [badge.text() for badge in page.css(f'li[data-call-id="{call_id}"] > .served .badge')]
+        for call_id in ("root", "root/agent:first:0", "root/agent:second:0")
+    }
+    assert shown == {"root": [], "root/agent:first:0": ["1 cached"], "root/agent:second:0": ["1 live"]}
