@@ -77,7 +77,7 @@ async def test_a_worker_imports_what_reading_takes_not_the_web_app(reader: OtlpR
     """A spawned worker imports the module of each function it is sent, with its packages' `__init__`s:
     from `live/otlp_reader.py` that was the whole web app, most of a fresh server's start before it said
     where it was (BENCHMARKS.md)."""
-    listed = reader._running().submit(eval, "sorted(__import__('sys').modules)")
+    listed = reader._running().pool.submit(eval, "sorted(__import__('sys').modules)")
     modules = set(listed.result(timeout=60))
     assert {"devtool.web.otlp_read", "devtool.formats", "devtool.store.event_gate"} <= modules
     assert not {"devtool.web.app", "devtool.web.live", "devtool.web.routes", "jinja2", "uvicorn"} & modules
@@ -177,7 +177,7 @@ def test_a_worker_that_cannot_start_says_why_and_what_to_do(tmp_path: Path) -> N
     )
     assert ran.returncode == 1
     last = ran.stderr.strip().splitlines()[-1]
-    assert last.startswith("devtool.web.live.otlp_reader.WorkerStartError: the process that reads OTLP exports")
+    assert last.startswith("devtool.web.otlp_workers.WorkerStartError: the process that reads OTLP exports")
     assert 'if __name__ == "__main__":' in last
     assert "--otlp-workers 0" in last
 

@@ -30,8 +30,6 @@ why, and what to do).
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from starlette.concurrency import run_in_threadpool
@@ -39,73 +37,61 @@ from starlette.concurrency import run_in_threadpool
 from devtool.formats.otlp_logs import SpanLogs
 from devtool.store.event_gate import CheckedEvent
 from devtool.web.bodies import BodyError
-from devtool.web.otlp_read import Body, ReadSpans, Sent, read_for_server, read_spans, ready, start_worker
+from devtool.web.otlp_read import Body, ReadSpans, Sent, read_for_server, read_spans
+from devtool.web.otlp_workers import Workers, WorkerStartError
 
 # Bodies up to this size as sent are read in the server's threads, not queued for a worker (the
 # default of `Settings.otlp_small_body`).
 SMALL_BODY = 32 * 1024
 
 
-class WorkerStartError(RuntimeError):
-    """A worker process ended before it could read anything (its own error is printed above)."""
-
-    def __init__(self) -> None:
-        super().__init__(
-            "the process that reads OTLP exports could not start; its error is above. A script that "
-            'starts workers must serve under `if __name__ == "__main__":` (they are spawned, and import '
-            "the main module again); no workers (`--otlp-workers 0`, `Settings(otlp_workers=0)`) read "
-            "exports in the server's own threads"
-        )
-
-
 class OtlpReader:
     """Reads trace requests in `workers` processes (none: in the server's threads), but for bodies of
-    up to `small` bytes as sent, read in the server's threads."""
+    up to `small` bytes as sent, read in the server's threads; `spawned`: those processes, started
+    already (`otlp_workers.py`), else they start with `start`."""
 
-    def __init__(self, workers: int, logs: SpanLogs, *, small: int = SMALL_BODY) -> None:
+    def __init__(
+        self, workers: int, logs: SpanLogs, *, small: int = SMALL_BODY, spawned: Workers | None = None
+    ) -> None:
         self.workers = workers
         self.logs = logs
         self.small = small
-        self._pool: ProcessPoolExecutor | None = None
+        self._workers = spawned
 
     async def start(self) -> None:
         """Start the workers and wait until each is ready, so that no export waits for one to start;
         `WorkerStartError` when one cannot start."""
         if self.workers:
-            loop = asyncio.get_running_loop()
-            pool = self._running()
             try:
-                await asyncio.gather(*(loop.run_in_executor(pool, ready) for _ in range(self.workers)))
-            except BrokenProcessPool:
-                self.close()
-                raise WorkerStartError() from None
+                await self._running().ready()
+            except WorkerStartError:
+                self._workers = None  # shut down already
+                raise
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        if self._workers is not None:
+            self._workers.close()
+            self._workers = None
 
     async def read_spans(self, body: Body) -> ReadSpans:
         """`body`'s spans as checked TraceEvents; `BodyError` for a body refused as a whole."""
         if not self.workers or len(self.logs) or len(body.data) <= self.small:
             return await run_in_threadpool(read_spans, body, self.logs)
-        pool = self._running()
+        workers = self._running()
         try:
-            sent = await asyncio.get_running_loop().run_in_executor(pool, read_for_server, body)
+            sent = await asyncio.get_running_loop().run_in_executor(workers.pool, read_for_server, body)
         except BrokenProcessPool:
-            if self._pool is pool:  # the next request starts a new one; this one's threads are let go
-                self._pool = None
-                pool.shutdown(wait=False, cancel_futures=True)
+            if self._workers is workers:  # the next request starts new ones; this one's threads are let go
+                self._workers = None
+                workers.close(wait=False)
             message = "the process reading OTLP requests ended while reading this one: send it again"
             raise BodyError(503, message) from None
         return ReadSpans(_checked(sent), sent.rejected, sent.total)
 
-    def _running(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            # Spawned, not forked: the server's DuckDB and uvicorn threads must not be copied mid-flight.
-            context = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=start_worker)
-        return self._pool
+    def _running(self) -> Workers:
+        if self._workers is None:
+            self._workers = Workers(self.workers)
+        return self._workers
 
 
 def _checked(sent: Sent) -> list[CheckedEvent]:
