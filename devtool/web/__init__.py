@@ -4,7 +4,8 @@
   `live/`: live intake (ingest, `--follow`) and its fan-out over SSE.
 - `app.py` (`create_app`), `state.py` (`state(request)`), the middleware (`auth`, `paths`,
   `response_headers`), and `templating`, `filters`, `links`, `forms`, `errors`, `assets`, `settings`.
-- `otlp_read.py`: an OTLP body read (decoded, mapped, gated), all that the OTLP reader's workers import.
+- `otlp_read.py`: an OTLP body read (decoded, mapped, gated), all that the OTLP reader's workers
+  import; `otlp_workers.py`: those processes, which `devtool serve` spawns first.
 
 What changes state (rewind, fork, replay) is `devtool.actions`; the web layer only calls it.
 
