@@ -268,8 +268,8 @@ def _say_up(url: str, *, team: bool, browse: bool) -> None:
 
 def _serve(app: Any, sock: socket.socket, tls: tuple[str, str] | None, *, up: Callable[[], None]) -> None:
     """Serve `app` on `sock` until told to stop, calling `up` once it answers at once: its start done
-    (the app's lifespan: the OTLP worker spawned and ready, ~0.8 s, nearly all of it the worker's
-    imports; the templates loaded; the indexer started). Said before that, a fresh server's first
+    (the app's lifespan: the OTLP worker ready, which `run` spawned before the rest of the start; the
+    templates loaded; the indexer started). Said before that, a fresh server's first
     request waited out the rest of the start (a Rewind of 0.14 s took 1.07-1.24 s; BENCHMARKS.md).
     A start that fails says nothing: it exits with its error."""
     import uvicorn
