@@ -39,10 +39,7 @@ from devtool.store.event_gate import CheckedEvent
 from devtool.web.bodies import BodyError
 from devtool.web.otlp_read import Body, ReadSpans, Sent, read_for_server, read_spans
 from devtool.web.otlp_workers import Workers, WorkerStartError
-
-# Bodies up to this size as sent are read in the server's threads, not queued for a worker (the
-# default of `Settings.otlp_small_body`).
-SMALL_BODY = 32 * 1024
+from devtool.web.settings import SMALL_BODY
 
 
 class OtlpReader:
