@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.bench_live import machine
 from bench.bench_otlp_ingest import body
 from devtool.formats.otlp_logs import SpanLogs
-from devtool.web.live.otlp_reader import Body, OtlpReader, read_spans
+from devtool.web.live.otlp_reader import OtlpReader
+from devtool.web.otlp_read import Body, read_spans
 
 
 async def measure(requests: int, batch: int) -> None:

@@ -18,7 +18,7 @@ from devtool.cli import build_parser
 from devtool.cli.options import open_store
 from devtool.web.assets import asset_dir
 from testkit.checkout import child_env
-from tests.conftest import DevtoolRunner, running_serve
+from tests.conftest import DevtoolRunner, Trace, running_serve
 from tests.otlp_factory import request, span
 from tests.test_formats_otlp_proto import protobuf
 
@@ -90,6 +90,31 @@ def test_serve_says_where_it_is_once_its_start_is_done(tmp_path: Path) -> None:
         assert first.startswith("DevTool at "), (tmp_path / "serve.log").read_text()
         assert len(workers) == 1
         assert len(compiled) == len(jinja2.FileSystemLoader(asset_dir("templates")).list_templates())
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_serve_spawns_its_otlp_worker_before_its_own_start(tmp_path: Path) -> None:
+    """The worker's start (~0.4 s, importing what it reads with) runs beside the server's own (its store
+    opened, the files given loaded, its app imported), not after it, in the app's lifespan, which the
+    address waits for: the worker is running once the files are loaded, before the app is made."""
+    trace = Trace()
+    trace.end(trace.start("agent"))
+    path = trace.write(tmp_path / "t.jsonl")
+    command = [sys.executable, "-m", "devtool", "serve", "--port", "0", "--db", str(tmp_path / "s.duckdb"), str(path)]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(os.environ.copy())
+    )
+    try:
+        assert process.stderr is not None
+        assert process.stdout is not None
+        loaded = process.stderr.readline()  # the file's line, said before the app is made
+        workers = _workers(process.pid)
+        assert loaded.startswith(f"{path}: 2 events"), loaded
+        assert len(workers) == 1
+        assert process.stdout.readline().startswith("DevTool at ")
+        assert _workers(process.pid) == workers  # the same one serves
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -115,6 +115,15 @@ def test_import_devtool_is_light_and_its_decorators_come_when_used() -> None:
     assert out.stdout.splitlines() == ["[]", "devtool.instrument.recording devtool.instrument.functions False"]
 
 
+@pytest.mark.parametrize(
+    "module", ["devtool.web.settings", "devtool.web.routes", "devtool.web.live", "devtool.web.otlp_read", "devtool.web"]
+)
+def test_a_web_module_imports_first_in_a_process(module: str) -> None:
+    # `devtool.web`'s `__init__` imports no module of it (an OTLP worker imports `otlp_read` alone), so
+    # none may count on another having been imported before it.
+    subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, check=True)
+
+
 def test_instrumenting_an_sdk_imports_that_sdk_only() -> None:
     probe = (
         "import sys, devtool.instrument; devtool.instrument.anthropic();"

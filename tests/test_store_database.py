@@ -18,6 +18,7 @@ from devtool.store import (
     append_events,
     database,
     get_snapshot,
+    load_file,
     save_snapshot,
     span_keys,
     span_search,
@@ -181,6 +182,34 @@ def test_duckdb_is_held_to_a_memory_limit_and_told_where_to_spill(tmp_path: Path
 
 def test_duckdb_gives_freed_memory_back_from_a_thread_of_its_own(store: Store) -> None:
     assert store.query("SELECT current_setting('allocator_background_threads')") == [(True,)]
+
+
+def test_only_a_load_whose_bar_shows_it_has_duckdb_track_its_progress(tmp_path: Path) -> None:
+    """Tracked, progress is polled on every statement (0.7% of an OTLP ingest's CPU): a store's
+    connections (a server's: its live appends, its pages) leave it off, and a load whose bar shows it
+    turns it on for its own statements only (`devtool load`'s bar: tests/test_cli_load.py)."""
+    store = Store(tmp_path / "s.duckdb")
+    trace = Trace()
+    trace.end(trace.start("agent"))
+    try:
+        assert not tracked_writer(store)
+        assert not tracked(store.reader())
+        with store.showing_progress():
+            assert tracked_writer(store)
+        assert not tracked_writer(store)
+        load_file(store, trace.write(tmp_path / "t.jsonl"), progress=lambda phase, done, total: None)
+        assert not tracked_writer(store)
+    finally:
+        store.close()
+
+
+def tracked(conn: duckdb.DuckDBPyConnection) -> bool:
+    return bool(conn.execute("SELECT current_setting('enable_progress_bar')").fetchall()[0][0])
+
+
+def tracked_writer(store: Store) -> bool:
+    with store.writer() as conn:
+        return tracked(conn)
 
 
 def test_commits_leave_their_wal_until_the_stores_threshold_and_a_reopened_store_has_them(tmp_path: Path) -> None:

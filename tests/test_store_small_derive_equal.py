@@ -16,7 +16,7 @@ from devtool.formats import decode_json_request
 from devtool.formats.otlp_logs import SpanLogs, decode_json_logs
 from devtool.store import Store, store_batch
 from devtool.store.event_gate import CheckedEvent, check_events
-from devtool.web.live.otlp_reader import gated
+from devtool.web.otlp_read import gated
 from tests.conftest import Trace
 from tests.otlp_factory import CORPUS, event, log_record, logs_request, request, span, span_id
 from tests.test_store_backlog import index_rows

@@ -21,7 +21,8 @@ from devtool.formats.otlp_logs import SpanLogs, decode_json_logs
 from devtool.store.errors import InvalidEventsError, LineProblem
 from devtool.web.bodies import BodyError
 from devtool.web.live import LiveEvent
-from devtool.web.live.otlp_reader import Body, OtlpReader, ReadFailed, read_spans
+from devtool.web.live.otlp_reader import OtlpReader
+from devtool.web.otlp_read import Body, ReadFailed, read_spans
 from testkit.checkout import child_env
 from tests.otlp_factory import CORPUS, request, span
 from tests.test_formats_otlp_logs import chat_messages_as_logs
@@ -69,6 +70,17 @@ async def test_a_worker_hands_back_each_events_text_and_what_the_store_and_strea
     assert {key for e in there.events for key in e.event} == {"type", "timestamp", "trace"}
     assert [orjson.loads(e.text) for e in there.events] == [e.event for e in here.events]
     assert (there.total, there.rejected) == (here.total, here.rejected) == (4, [])
+
+
+@pytest.mark.anyio
+async def test_a_worker_imports_what_reading_takes_not_the_web_app(reader: OtlpReader) -> None:
+    """A spawned worker imports the module of each function it is sent, with its packages' `__init__`s:
+    from `live/otlp_reader.py` that was the whole web app, most of a fresh server's start before it said
+    where it was (BENCHMARKS.md)."""
+    listed = reader._running().pool.submit(eval, "sorted(__import__('sys').modules)")
+    modules = set(listed.result(timeout=60))
+    assert {"devtool.web.otlp_read", "devtool.formats", "devtool.store.event_gate"} <= modules
+    assert not {"devtool.web.app", "devtool.web.live", "devtool.web.routes", "jinja2", "uvicorn"} & modules
 
 
 @pytest.mark.anyio
@@ -165,7 +177,7 @@ def test_a_worker_that_cannot_start_says_why_and_what_to_do(tmp_path: Path) -> N
     )
     assert ran.returncode == 1
     last = ran.stderr.strip().splitlines()[-1]
-    assert last.startswith("devtool.web.live.otlp_reader.WorkerStartError: the process that reads OTLP exports")
+    assert last.startswith("devtool.web.otlp_workers.WorkerStartError: the process that reads OTLP exports")
     assert 'if __name__ == "__main__":' in last
     assert "--otlp-workers 0" in last
 

@@ -121,8 +121,10 @@ class Store:
         self.backlog = Backlog()
         # The runs a live derive made visible whose words and call fingerprints are not made yet.
         self.unindexed = Backlog()
-        # Query progress feeds the load command's progress bar; DuckDB's own printing stays off.
-        self._conn.execute("SET enable_progress_bar = true; SET enable_progress_bar_print = false")
+        # No query progress (DuckDB's Python client turns it on for a connection it opens): tracked, it is
+        # polled on every statement (0.7% of an OTLP ingest's CPU), and only a load's bar shows it
+        # (`showing_progress`). DuckDB's own printing of it stays off.
+        self._conn.execute("SET enable_progress_bar = false; SET enable_progress_bar_print = false")
         try:
             self._migrate()
             with self.writer() as conn:
@@ -311,8 +313,20 @@ class Store:
             self.unindexed.done(taken)
             return True
 
+    @contextmanager
+    def showing_progress(self) -> Iterator[None]:
+        """The writer's statements tracked for `progress` while inside (a load whose bar shows it)."""
+        with self.writer() as conn:
+            conn.execute("SET enable_progress_bar = true")
+        try:
+            yield
+        finally:
+            with self.writer() as conn:
+                conn.execute("SET enable_progress_bar = false")
+
     def progress(self) -> float:
-        """How far the writer's running statement is, 0-100, or -1 when none is running."""
+        """How far the writer's running statement is, 0-100, or -1 when none is running (or it is not
+        tracked: outside `showing_progress`)."""
         return float(self._conn.query_progress())
 
     def reader(self) -> duckdb.DuckDBPyConnection:

@@ -200,7 +200,7 @@ class CheckedEvent(NamedTuple):
     reads them as those types rather than checking them again: `event_sql.insert_events_sql`).
 
     What reads `event` after the gate (the store's append, the live streams) reads only its rule
-    fields, so one checked in another process (OTLP ingest's worker: `web/live/otlp_reader.py`) comes
+    fields, so one checked in another process (OTLP ingest's worker: `web/otlp_read.py`) comes
     back with those alone: `type`, `timestamp` and `trace`; `text` is the whole event.
 
     A named tuple, not a frozen dataclass: one is made for every event posted (two a span under OTLP

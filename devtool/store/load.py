@@ -291,7 +291,8 @@ def _watch(store: Store, source: SourceFile, progress: Progress | None) -> Itera
     watcher = threading.Thread(target=poll, name="devtool-load-progress", daemon=True)
     watcher.start()
     try:
-        yield
+        with store.showing_progress():
+            yield
     finally:
         done.set()
         watcher.join()

@@ -26,6 +26,7 @@ from devtool.web.auth import Access, AccessControl, Sessions
 from devtool.web.errors import EXCEPTION_HANDLERS
 from devtool.web.live import Live
 from devtool.web.live.settled import Settled
+from devtool.web.otlp_workers import Workers
 from devtool.web.paths import KeepEncodedSlashes
 from devtool.web.response_headers import ResponseHeaders
 from devtool.web.routes import ROUTES
@@ -34,7 +35,9 @@ from devtool.web.state import AppState
 from devtool.web.templating import load_all, make_environment
 
 
-def create_app(store: Store, settings: Settings | None = None) -> Starlette:
+def create_app(store: Store, settings: Settings | None = None, *, otlp_workers: Workers | None = None) -> Starlette:
+    """The app of `store`; `otlp_workers`: its `settings.otlp_workers` OTLP reader processes, spawned
+    already (`otlp_workers.py`), which it then owns."""
     settings = settings or Settings()
     access = Access(
         settings.token,
@@ -42,7 +45,7 @@ def create_app(store: Store, settings: Settings | None = None) -> Starlette:
         local=settings.local_token,
         hosts=frozenset(settings.allow_hosts),
     )
-    live = Live(store, settings)
+    live = Live(store, settings, spawned=otlp_workers)
     replays = Replays(root=settings.replay_root or Path.cwd(), token=settings.token)
     indexer = FrameIndexer(store, min_events=settings.rewind_index_events, interval=settings.rewind_index_interval)
     templates = make_environment()

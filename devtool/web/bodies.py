@@ -24,7 +24,7 @@ class BodyError(Exception):
         self.status = status
 
     def __reduce__(self) -> tuple[type[BodyError], tuple[int, str]]:
-        # As a worker process raises it (`live/otlp_reader.py`): an exception pickles its `args` only.
+        # As a worker process raises it (`otlp_read.py`): an exception pickles its `args` only.
         return BodyError, (self.status, str(self))
 
 

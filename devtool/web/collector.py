@@ -1,5 +1,5 @@
 """The cycle collector's settings for a process that reads and stores live batches: `devtool serve`
-and its OTLP reader workers (`live/otlp_reader.py`).
+and its OTLP reader workers (`otlp_read.py`).
 
 Whether to change them is the process owner's choice, so `create_app` does not: an app made in a
 test or a script keeps CPython's defaults.

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from devtool.web.live.otlp_reader import SMALL_BODY
+# Bodies up to this size as sent are read in the server's threads, not queued for an OTLP worker
+# (`live/otlp_reader.py` says why): the default of `Settings.otlp_small_body`.
+SMALL_BODY = 32 * 1024
 
 
 @dataclass(frozen=True)
@@ -23,7 +25,7 @@ class Settings:
     # they import the main module again: a script that asks serves under `if __name__ == "__main__":`.
     otlp_workers: int = 0
     # Bodies up to this many bytes as sent are read in the server's threads even with workers: one
-    # small trace's export is not queued behind an ingest's big bodies (`otlp_reader.SMALL_BODY`).
+    # small trace's export is not queued behind an ingest's big bodies (`SMALL_BODY`).
     otlp_small_body: int = SMALL_BODY
     # Live streams: at most one message per `live_interval` s per client, but for messages of a
     # thousand events, which go at once (a page's refreshes also queue behind each other, so it

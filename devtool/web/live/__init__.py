@@ -24,6 +24,7 @@ from devtool.web.live.appender import Appender
 from devtool.web.live.broker import Broker, LiveEvent, Subscription
 from devtool.web.live.follow import Follower
 from devtool.web.live.otlp_reader import OtlpReader
+from devtool.web.otlp_workers import Workers
 from devtool.web.settings import Settings
 
 __all__ = ["Appender", "Broker", "Live", "LiveEvent", "Subscription"]
@@ -32,11 +33,13 @@ __all__ = ["Appender", "Broker", "Live", "LiveEvent", "Subscription"]
 class Live:
     """The live machinery of one app: broker, appender, file followers."""
 
-    def __init__(self, store: Store, settings: Settings) -> None:
+    def __init__(self, store: Store, settings: Settings, *, spawned: Workers | None = None) -> None:
         self.broker = Broker(queue_limit=settings.live_queue_events)
         self.appender = Appender(store, self.broker, derive_interval=settings.live_interval)
         self.span_logs = SpanLogs()  # OTLP log records waiting for their span (routes/otlp.py)
-        self.otlp_reader = OtlpReader(settings.otlp_workers, self.span_logs, small=settings.otlp_small_body)
+        self.otlp_reader = OtlpReader(
+            settings.otlp_workers, self.span_logs, small=settings.otlp_small_body, spawned=spawned
+        )
         self.followers = [
             Follower(path, store, self.appender, interval=settings.follow_interval) for path in settings.follow
         ]

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
+# The `id` path convertor must exist before any route module builds its routes (this runs before any).
+from devtool.web import paths  # noqa: F401
 from devtool.web.routes import (
     compare,
     counterfactual,

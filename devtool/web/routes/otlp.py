@@ -48,7 +48,7 @@ from devtool.formats.otlp_proto import encode_logs_response, encode_response, en
 from devtool.store import OTLP_STREAM, Store
 from devtool.store.live_append import stored_spans
 from devtool.web.bodies import BodyError, read_body
-from devtool.web.live.otlp_reader import Body, read_logs
+from devtool.web.otlp_read import Body, read_logs
 from devtool.web.settings import Settings
 from devtool.web.state import state
 
