@@ -27,22 +27,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.bench_live import cpu_seconds
 from bench.bench_run_page import trace_in
 from bench.server import get, serve
 
 SETTLED = 6.0  # seconds of a server's CPU under IDLE_CPU a second: its background work is done
 IDLE_CPU = 0.05
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU of a process so far (`/proc/PID/stat`)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def settle(pid: int) -> None:
-    """Wait until the process has been idle for `SETTLED` seconds."""
+    """Wait until the process and its children (the rewind index's walk) have been idle for `SETTLED` s."""
     idle, last = 0.0, cpu_seconds(pid)
     while idle < SETTLED:
         time.sleep(1.0)

@@ -74,6 +74,16 @@ class Sent(NamedTuple):
     rejected: list[Rejected]
     total: int
 
+    def events(self) -> list[CheckedEvent]:
+        """The events again, each its text and its rule fields (what the store and the streams read)."""
+        columns = (self.texts, self.trace_ids, self.span_ids, self.parents, self.types, self.timestamps, self.written)
+        return [
+            CheckedEvent(
+                {"type": kind, "timestamp": at, "trace": {"traceId": t, "spanId": s, "parentSpanId": p}}, text, w
+            )
+            for text, t, s, p, kind, at, w in zip(*columns, strict=True)
+        ]
+
 
 class ReadFailed(RuntimeError):
     """A worker failed to read a request for a reason of its own (not the request's: that is a

@@ -35,9 +35,8 @@ from concurrent.futures.process import BrokenProcessPool
 from starlette.concurrency import run_in_threadpool
 
 from devtool.formats.otlp_logs import SpanLogs
-from devtool.store.event_gate import CheckedEvent
 from devtool.web.bodies import BodyError
-from devtool.web.otlp_read import Body, ReadSpans, Sent, read_for_server, read_spans
+from devtool.web.otlp_read import Body, ReadSpans, read_for_server, read_spans
 from devtool.web.otlp_workers import Workers, WorkerStartError
 from devtool.web.settings import SMALL_BODY
 
@@ -83,18 +82,9 @@ class OtlpReader:
                 workers.close(wait=False)
             message = "the process reading OTLP requests ended while reading this one: send it again"
             raise BodyError(503, message) from None
-        return ReadSpans(_checked(sent), sent.rejected, sent.total)
+        return ReadSpans(sent.events(), sent.rejected, sent.total)
 
     def _running(self) -> Workers:
         if self._workers is None:
             self._workers = Workers(self.workers)
         return self._workers
-
-
-def _checked(sent: Sent) -> list[CheckedEvent]:
-    """The worker's events again, each its text and its rule fields (what the store and the streams read)."""
-    columns = (sent.texts, sent.trace_ids, sent.span_ids, sent.parents, sent.types, sent.timestamps, sent.written)
-    return [
-        CheckedEvent({"type": kind, "timestamp": at, "trace": {"traceId": t, "spanId": s, "parentSpanId": p}}, text, w)
-        for text, t, s, p, kind, at, w in zip(*columns, strict=True)
-    ]
